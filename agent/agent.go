@@ -1,0 +1,169 @@
+// Package agent holds what an agent is (Spec), what it thinks with (Model)
+// and how it works (Run: model → tool calls → model, bounded).
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"time"
+)
+
+// Defaults applied by Spec.WithDefaults.
+const (
+	DefaultMaxIterations = 10
+	DefaultTimeout       = 120 * time.Second
+)
+
+// Spec describes one agent. The YAML form is an entry of the config's
+// `agents:` list.
+type Spec struct {
+	ID           string `yaml:"id" json:"id"`                                         // [a-z0-9_-]+, unique
+	Name         string `yaml:"name" json:"name"`                                     // zero: the ID
+	Description  string `yaml:"description" json:"description"`                       // zero: none
+	Provider     string `yaml:"provider" json:"provider"`                             // openai | ollama | anthropic | echo; zero: echo
+	Model        string `yaml:"model" json:"model"`                                   // provider's model name; zero: provider default
+	SystemPrompt string `yaml:"system_prompt" json:"system_prompt,omitempty"`         // zero: none
+	// Tools is a glob allow-list over qualified tool names; nil means all
+	// tools, an empty non-nil list means none.
+	Tools         []string      `yaml:"tools" json:"tools,omitempty"`
+	MaxIterations int           `yaml:"max_iterations" json:"max_iterations"` // model↔tool rounds; zero: 10
+	Timeout       time.Duration `yaml:"timeout" json:"timeout"`               // whole run; zero: 120s
+}
+
+var idPattern = regexp.MustCompile(`^[a-z0-9_-]+$`)
+
+// ValidID reports whether id is a valid agent (or server) identifier.
+func ValidID(id string) bool { return len(id) <= 64 && idPattern.MatchString(id) }
+
+// Validate checks the spec on its own (uniqueness is the registry's job).
+func (s Spec) Validate() error {
+	if s.ID == "" {
+		return errors.New("id is required")
+	}
+	if !ValidID(s.ID) {
+		return fmt.Errorf("id %q must match [a-z0-9_-]+ (at most 64 characters)", s.ID)
+	}
+	if s.MaxIterations < 0 {
+		return fmt.Errorf("max_iterations must not be negative")
+	}
+	if s.Timeout < 0 {
+		return fmt.Errorf("timeout must not be negative")
+	}
+	for _, g := range s.Tools {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("tools: bad glob %q", g)
+		}
+	}
+	return nil
+}
+
+// WithDefaults returns the spec with zero fields replaced by their defaults.
+func (s Spec) WithDefaults() Spec {
+	if s.Name == "" {
+		s.Name = s.ID
+	}
+	if s.Provider == "" {
+		s.Provider = "echo"
+	}
+	if s.MaxIterations == 0 {
+		s.MaxIterations = DefaultMaxIterations
+	}
+	if s.Timeout == 0 {
+		s.Timeout = DefaultTimeout
+	}
+	return s
+}
+
+// AllowsTool reports whether the qualified tool name passes the allow-list.
+func (s Spec) AllowsTool(name string) bool {
+	if s.Tools == nil {
+		return true
+	}
+	for _, g := range s.Tools {
+		if g == name {
+			return true
+		}
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Role of a message in a conversation.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one turn of the conversation a Model sees.
+type Message struct {
+	Role    Role
+	Content string
+	// ToolCalls are the calls an assistant turn asked for.
+	ToolCalls []ToolCall
+	// ToolCallID and IsError are set on a tool turn: the result of that call.
+	ToolCallID string
+	IsError    bool
+}
+
+// ToolCall is a model's request to run a tool.
+type ToolCall struct {
+	ID        string          // provider-assigned; echoed back with the result
+	Name      string          // qualified tool name
+	Arguments json.RawMessage // a JSON object
+}
+
+// ToolDef is what a model is told about a tool.
+type ToolDef struct {
+	Name        string
+	Description string
+	InputSchema json.RawMessage // JSON Schema of the arguments object
+}
+
+// ToolResult is the outcome of one tool call as the model sees it.
+type ToolResult struct {
+	Content    string          // text for the model
+	Structured json.RawMessage // structured output, if the tool gave any
+	IsError    bool            // the call failed; Content says why
+}
+
+// Request is one model call.
+type Request struct {
+	Model    string
+	System   string
+	Messages []Message
+	Tools    []ToolDef
+}
+
+// Response is a model's turn: text, tool calls, or both.
+type Response struct {
+	Content   string
+	ToolCalls []ToolCall
+}
+
+// Model generates the next assistant turn. Implementations live in
+// agent/provider; every call must honour ctx.
+type Model interface {
+	Generate(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Toolbox is the set of tools one run may use.
+type Toolbox interface {
+	// Tools lists the tools to offer the model.
+	Tools() []ToolDef
+	// Call runs one tool. Failures are results with IsError set, so the
+	// model hears about them; Call never fails the run.
+	Call(ctx context.Context, call ToolCall) ToolResult
+}
+
+// ErrMaxIterations ends a run whose model still wanted tools after
+// max_iterations rounds.
+var ErrMaxIterations = errors.New("agent: max_iterations reached")

@@ -1,0 +1,105 @@
+// Package provider builds agent.Models from the config's `providers:` section:
+// the offline echo model, any OpenAI-compatible Chat Completions server
+// (openai, ollama) and the Anthropic Messages API.
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/secret"
+)
+
+// Provider kinds an agent's `provider:` may name.
+const (
+	Echo      = "echo"
+	OpenAI    = "openai"
+	Ollama    = "ollama"
+	Anthropic = "anthropic"
+)
+
+// Kinds lists every provider kind, for validation messages.
+var Kinds = []string{Echo, OpenAI, Ollama, Anthropic}
+
+// DefaultTimeout bounds one model call when Config.Timeout is zero.
+const DefaultTimeout = 60 * time.Second
+
+// Config is one entry of the `providers:` section.
+type Config struct {
+	// BaseURL of the API. Zero: https://api.openai.com/v1 (openai),
+	// http://localhost:11434/v1 (ollama), https://api.anthropic.com (anthropic).
+	BaseURL string `yaml:"base_url"`
+	// APIKey sent with every call. Zero: none (fine for ollama).
+	APIKey secret.Secret `yaml:"api_key"`
+	// Timeout of one model call. Zero: 60s.
+	Timeout time.Duration `yaml:"timeout"`
+	// HTTPClient overrides the client used for calls (tests, proxies). Zero:
+	// a client with no overall timeout; Timeout bounds each call instead.
+	HTTPClient *http.Client `yaml:"-"`
+}
+
+// Configs is the `providers:` section, keyed by kind.
+type Configs map[string]Config
+
+// Validate checks the section.
+func (c Configs) Validate() error {
+	for kind, cfg := range c {
+		if !Known(kind) {
+			return fmt.Errorf("providers: unknown provider %q (known: %v)", kind, Kinds)
+		}
+		if cfg.Timeout < 0 {
+			return fmt.Errorf("providers.%s.timeout must not be negative", kind)
+		}
+	}
+	return nil
+}
+
+// Known reports whether kind names a provider.
+func Known(kind string) bool {
+	for _, k := range Kinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// New returns the model for a provider kind.
+func New(kind string, cfg Config) (agent.Model, error) {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	switch kind {
+	case Echo, "":
+		return EchoModel{}, nil
+	case OpenAI, Ollama:
+		return newOpenAI(kind, cfg)
+	case Anthropic:
+		return newAnthropic(cfg)
+	}
+	return nil, fmt.Errorf("unknown provider %q (known: %v)", kind, Kinds)
+}
+
+// ErrProvider marks every failure of a model call (check with errors.Is);
+// *Error carries the details.
+var ErrProvider = errors.New("provider failed")
+
+// Error is a failed model call. It never contains the API key.
+type Error struct {
+	Provider string // kind
+	Status   int    // HTTP status, 0 when the call did not get one
+	Message  string // the provider's own message, or what went wrong
+	Err      error  // underlying cause (timeouts, network), if any
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.Status, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Provider, e.Message)
+}
+
+func (e *Error) Unwrap() []error { return []error{ErrProvider, e.Err} }

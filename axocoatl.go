@@ -1,0 +1,236 @@
+// Package axocoatl is the spine of an agent runtime that speaks open
+// protocols. A host constructs an Engine, registers agents, attaches the
+// protocol modules it wants (mcpclient, mcpserver, a2a, egress, approval) and
+// mounts their handlers on its own mux. Every door ends in Engine.Execute;
+// everything that happens is published on the Engine's lattice.
+package axocoatl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+// Errors returned by the Engine; check them with errors.Is.
+var (
+	ErrAgentNotFound = errors.New("agent not found")
+	ErrAgentExists   = errors.New("agent already registered")
+	ErrClosed        = errors.New("engine closed")
+	ErrToolNotFound  = errors.New("tool not found")
+	ErrToolDenied    = errors.New("tool not allowed for this agent")
+)
+
+// Source says which door a task came through; it is carried in events.
+type Source string
+
+const (
+	SourceAPI     Source = "api"
+	SourceA2A     Source = "a2a"
+	SourceMCP     Source = "mcp"
+	SourceLibrary Source = "library"
+)
+
+// Options configure an Engine. The zero value is usable.
+type Options struct {
+	// Logger receives the Engine's logs. Zero: logs are discarded.
+	Logger *slog.Logger
+	// Bus is the lattice. Zero: a new in-memory bus, closed by Engine.Close.
+	// A bus passed in is not closed by the Engine.
+	Bus lattice.Bus
+}
+
+// Engine runs agents. It is safe for concurrent use.
+type Engine struct {
+	log    *slog.Logger
+	bus    lattice.Bus
+	ownBus bool
+
+	// runCtx is cancelled by Close to stop in-flight runs.
+	runCtx     context.Context
+	cancelRuns context.CancelFunc
+	runs       sync.WaitGroup
+
+	mu           sync.RWMutex
+	closed       bool
+	agents       map[string]*registeredAgent
+	agentOrder   []string
+	tools        map[string]Tool
+	interceptors []Interceptor
+	modules      []Module
+}
+
+type registeredAgent struct {
+	spec    agent.Spec
+	model   agent.Model
+	running atomic.Int64
+}
+
+// New returns an Engine.
+func New(opts Options) *Engine {
+	e := &Engine{
+		log:    opts.Logger,
+		bus:    opts.Bus,
+		agents: map[string]*registeredAgent{},
+		tools:  map[string]Tool{},
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.bus == nil {
+		e.bus = lattice.NewMemory()
+		e.ownBus = true
+	}
+	e.runCtx, e.cancelRuns = context.WithCancel(context.Background())
+	return e
+}
+
+// Bus returns the Engine's lattice, for subscribers and publishers.
+func (e *Engine) Bus() lattice.Bus { return e.bus }
+
+// Logger returns the Engine's logger, for modules.
+func (e *Engine) Logger() *slog.Logger { return e.log }
+
+// Publish builds an event with a fresh id and publishes it on the lattice.
+func (e *Engine) Publish(ctx context.Context, eventType, producedBy string, payload any) error {
+	ev, err := lattice.New(eventType, producedBy, payload)
+	if err != nil {
+		return err
+	}
+	return e.bus.Publish(ctx, ev)
+}
+
+// AgentInfo describes a registered agent.
+type AgentInfo struct {
+	agent.Spec
+	// Running is the number of tasks the agent is executing now.
+	Running int
+}
+
+// Status is "running" while the agent has tasks in flight, else "idle".
+func (a AgentInfo) Status() string {
+	if a.Running > 0 {
+		return "running"
+	}
+	return "idle"
+}
+
+// AddAgent registers an agent that thinks with model. Defaults are applied
+// to the spec.
+func (e *Engine) AddAgent(spec agent.Spec, model agent.Model) error {
+	if err := spec.Validate(); err != nil {
+		return fmt.Errorf("agent %q: %w", spec.ID, err)
+	}
+	if model == nil {
+		return fmt.Errorf("agent %q: model is nil", spec.ID)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	if _, ok := e.agents[spec.ID]; ok {
+		return fmt.Errorf("agent %q: %w", spec.ID, ErrAgentExists)
+	}
+	e.agents[spec.ID] = &registeredAgent{spec: spec.WithDefaults(), model: model}
+	e.agentOrder = append(e.agentOrder, spec.ID)
+	return nil
+}
+
+// Agents lists the registered agents in registration order.
+func (e *Engine) Agents() []AgentInfo {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]AgentInfo, 0, len(e.agentOrder))
+	for _, id := range e.agentOrder {
+		a := e.agents[id]
+		out = append(out, AgentInfo{Spec: a.spec, Running: int(a.running.Load())})
+	}
+	return out
+}
+
+// Agent returns one agent, or ErrAgentNotFound.
+func (e *Engine) Agent(id string) (AgentInfo, error) {
+	e.mu.RLock()
+	a, ok := e.agents[id]
+	e.mu.RUnlock()
+	if !ok {
+		return AgentInfo{}, fmt.Errorf("%w: %q", ErrAgentNotFound, id)
+	}
+	return AgentInfo{Spec: a.spec, Running: int(a.running.Load())}, nil
+}
+
+// Module is an optional part of the runtime (a protocol, a gate) that lives
+// as long as the Engine. Start may register tools and interceptors and
+// subscribe to the lattice; Stop undoes what Start began and ends every
+// goroutine the module started.
+type Module interface {
+	Name() string
+	Start(ctx context.Context, e *Engine) error
+	Stop(ctx context.Context) error
+}
+
+// Use starts a module with the Engine; Close stops it (modules stop in
+// reverse order of Use).
+func (e *Engine) Use(ctx context.Context, m Module) error {
+	e.mu.RLock()
+	closed := e.closed
+	e.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	// Start runs without the lock: a module calls back into the Engine.
+	if err := m.Start(ctx, e); err != nil {
+		return fmt.Errorf("module %s: %w", m.Name(), err)
+	}
+	e.mu.Lock()
+	e.modules = append(e.modules, m)
+	e.mu.Unlock()
+	return nil
+}
+
+// Close shuts the Engine down: new tasks are refused, in-flight runs may
+// finish until ctx is done and are then cancelled, modules stop in reverse
+// order, and the Engine's own bus closes. Every goroutine the Engine started
+// has ended when Close returns.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	modules := slices.Clone(e.modules)
+	e.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() { e.runs.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		e.cancelRuns()
+		<-drained
+	}
+	e.cancelRuns()
+
+	var errs []error
+	for i := len(modules) - 1; i >= 0; i-- {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if err := modules[i].Stop(stopCtx); err != nil {
+			errs = append(errs, fmt.Errorf("module %s: %w", modules[i].Name(), err))
+		}
+		cancel()
+	}
+	if e.ownBus {
+		errs = append(errs, e.bus.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,131 @@
+package axocoatl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+// Request is one task for an agent. Execute is the short form.
+type Request struct {
+	AgentID string
+	Input   string
+	// Source is the door the task came through. Zero: SourceLibrary.
+	Source Source
+	// TaskID names the task. Zero: a new time-ordered id.
+	TaskID string
+}
+
+// Result is a finished task. On failure Execute still returns the TaskID and
+// Duration alongside the error.
+type Result struct {
+	TaskID   string
+	AgentID  string
+	Output   string
+	Duration time.Duration
+}
+
+// Execute runs input through the agent and returns its output. It publishes
+// AgentActivated, then TaskCompleted or AgentFailed. An unknown agent gives
+// ErrAgentNotFound (and no events).
+func (e *Engine) Execute(ctx context.Context, agentID, input string) (Result, error) {
+	return e.ExecuteRequest(ctx, Request{AgentID: agentID, Input: input})
+}
+
+// Event payloads, as the contract's table gives them.
+type (
+	activatedPayload struct {
+		AgentID string `json:"agent_id"`
+		TaskID  string `json:"task_id"`
+		Source  Source `json:"source"`
+	}
+	completedPayload struct {
+		AgentID    string `json:"agent_id"`
+		TaskID     string `json:"task_id"`
+		Output     string `json:"output"`
+		DurationMS int64  `json:"duration_ms"`
+		Source     Source `json:"source"`
+	}
+	failedPayload struct {
+		AgentID    string `json:"agent_id"`
+		TaskID     string `json:"task_id"`
+		Error      string `json:"error"`
+		DurationMS int64  `json:"duration_ms"`
+		Source     Source `json:"source"`
+	}
+)
+
+// ExecuteRequest is Execute with the door and task id spelled out.
+func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error) {
+	e.mu.RLock()
+	a, ok := e.agents[req.AgentID]
+	closed := e.closed
+	if !closed {
+		e.runs.Add(1) // under the lock, so Close cannot miss this run
+	}
+	e.mu.RUnlock()
+	if closed {
+		return Result{}, ErrClosed
+	}
+	defer e.runs.Done()
+	if !ok {
+		return Result{}, fmt.Errorf("%w: %q", ErrAgentNotFound, req.AgentID)
+	}
+	if req.Source == "" {
+		req.Source = SourceLibrary
+	}
+	start := time.Now()
+	if req.TaskID == "" {
+		req.TaskID = lattice.NewID(start)
+	}
+	res := Result{TaskID: req.TaskID, AgentID: req.AgentID}
+
+	// The run ends at the first of: the caller's ctx, the agent's timeout,
+	// Engine.Close.
+	ctx, cancel := context.WithTimeout(ctx, a.spec.Timeout)
+	defer cancel()
+	stop := context.AfterFunc(e.runCtx, cancel)
+	defer stop()
+
+	a.running.Add(1)
+	defer a.running.Add(-1)
+	e.publish(ctx, lattice.AgentActivated, req.AgentID, activatedPayload{req.AgentID, req.TaskID, req.Source})
+
+	tools := &runToolbox{engine: e, spec: &a.spec, taskID: req.TaskID}
+	out, err := agent.Run(ctx, a.spec, a.model, tools, req.Input)
+	res.Duration = time.Since(start)
+	if err != nil {
+		err = e.runError(ctx, a.spec, err)
+		e.publish(ctx, lattice.AgentFailed, req.AgentID, failedPayload{req.AgentID, req.TaskID, err.Error(), res.Duration.Milliseconds(), req.Source})
+		e.log.Warn("task failed", "agent", req.AgentID, "task", req.TaskID, "error", err)
+		return res, err
+	}
+	res.Output = out
+	e.publish(ctx, lattice.TaskCompleted, req.AgentID, completedPayload{req.AgentID, req.TaskID, out, res.Duration.Milliseconds(), req.Source})
+	return res, nil
+}
+
+// runError explains why a run's context ended, keeping the cause checkable.
+func (e *Engine) runError(ctx context.Context, spec agent.Spec, err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("agent %s: timed out after %s: %w", spec.ID, spec.Timeout, context.DeadlineExceeded)
+	case e.runCtx.Err() != nil:
+		return fmt.Errorf("agent %s: %w", spec.ID, ErrClosed)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("agent %s: canceled: %w", spec.ID, context.Canceled)
+	}
+	return fmt.Errorf("agent %s: %w", spec.ID, err)
+}
+
+// publish emits an Engine event. Events of a finished run must not be lost
+// because the run's context ended, so the publish ignores cancellation.
+func (e *Engine) publish(ctx context.Context, eventType, producedBy string, payload any) {
+	if err := e.Publish(context.WithoutCancel(ctx), eventType, producedBy, payload); err != nil && !errors.Is(err, lattice.ErrClosed) {
+		e.log.Warn("publish failed", "type", eventType, "error", err)
+	}
+}

@@ -1,0 +1,167 @@
+// Package lattice is the event bus every Axocoatl module talks through.
+//
+// An Event is a typed JSON object with an id that sorts by time. A Bus fans
+// events out to subscribers, each with its own bounded buffer: a slow
+// subscriber misses events (and can count them), it never slows anyone else.
+package lattice
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"time"
+)
+
+// Event is one fact published on the lattice. Its JSON form is the wire shape
+// of the contract: {"id","type","produced_by","timestamp","payload"}.
+type Event struct {
+	ID         string          `json:"id"`
+	Type       string          `json:"type"`
+	ProducedBy string          `json:"produced_by"`
+	Timestamp  int64           `json:"timestamp"` // unix seconds
+	Payload    json.RawMessage `json:"payload"`   // a JSON object
+}
+
+// Event types the Engine and its modules publish. Any other name is a custom,
+// coordination-class event.
+const (
+	AgentActivated        = "AgentActivated"
+	TaskCompleted         = "TaskCompleted"
+	AgentFailed           = "AgentFailed"
+	ToolCalled            = "ToolCalled"
+	ToolResult            = "ToolResult"
+	ApprovalRequested     = "ApprovalRequested"
+	ApprovalResolved      = "ApprovalResolved"
+	McpServerConnected    = "McpServerConnected"
+	McpServerDisconnected = "McpServerDisconnected"
+)
+
+// Class separates events other systems act on (coordination) from events
+// that only describe what is going on (telemetry).
+type Class uint8
+
+const (
+	ClassAny Class = iota // matches every event; the zero value of a Filter
+	ClassCoordination
+	ClassTelemetry
+)
+
+func (c Class) String() string {
+	switch c {
+	case ClassCoordination:
+		return "coordination"
+	case ClassTelemetry:
+		return "telemetry"
+	}
+	return "any"
+}
+
+// ClassOf returns the class of an event type per the contract's table.
+func ClassOf(eventType string) Class {
+	switch eventType {
+	case AgentActivated, ToolCalled, ToolResult, McpServerConnected, McpServerDisconnected:
+		return ClassTelemetry
+	}
+	return ClassCoordination
+}
+
+// New builds an event with a fresh id and the current time. payload must
+// marshal to a JSON object; nil gives {}.
+func New(eventType, producedBy string, payload any) (Event, error) {
+	raw, err := marshalObject(payload)
+	if err != nil {
+		return Event{}, fmt.Errorf("lattice: event %s: %w", eventType, err)
+	}
+	now := time.Now()
+	return Event{ID: NewID(now), Type: eventType, ProducedBy: producedBy, Timestamp: now.Unix(), Payload: raw}, nil
+}
+
+var emptyObject = json.RawMessage("{}")
+
+func marshalObject(payload any) (json.RawMessage, error) {
+	switch p := payload.(type) {
+	case nil:
+		return emptyObject, nil
+	case json.RawMessage:
+		if len(p) == 0 {
+			return emptyObject, nil
+		}
+		if !isObject(p) {
+			return nil, fmt.Errorf("payload must be a JSON object")
+		}
+		return p, nil
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, err
+	}
+	if !isObject(raw) {
+		return nil, fmt.Errorf("payload must be a JSON object, got %.20s", raw)
+	}
+	return raw, nil
+}
+
+func isObject(raw []byte) bool {
+	for _, b := range raw {
+		switch b {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			return json.Valid(raw)
+		}
+		return false
+	}
+	return false
+}
+
+// Validate checks an event received from outside (a host, POST /api/events).
+func (e Event) Validate() error {
+	if e.Type == "" {
+		return fmt.Errorf("event type is required")
+	}
+	if len(e.Type) > 128 {
+		return fmt.Errorf("event type longer than 128 characters")
+	}
+	if len(e.Payload) > 0 && !isObject(e.Payload) {
+		return fmt.Errorf("event payload must be a JSON object")
+	}
+	return nil
+}
+
+// Filter selects events by type and class. The zero Filter matches all.
+type Filter struct {
+	// Types are exact event types or path.Match globs ("Task*"). Empty
+	// matches any type.
+	Types []string
+	// Class restricts to one class; ClassAny (zero) matches both.
+	Class Class
+}
+
+// Validate reports malformed globs.
+func (f Filter) Validate() error {
+	for _, t := range f.Types {
+		if _, err := path.Match(t, ""); err != nil {
+			return fmt.Errorf("lattice: bad event filter %q: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// Match reports whether an event of this type passes the filter.
+func (f Filter) Match(eventType string) bool {
+	if f.Class != ClassAny && ClassOf(eventType) != f.Class {
+		return false
+	}
+	if len(f.Types) == 0 {
+		return true
+	}
+	for _, t := range f.Types {
+		if t == eventType {
+			return true
+		}
+		if ok, _ := path.Match(t, eventType); ok {
+			return true
+		}
+	}
+	return false
+}

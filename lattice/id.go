@@ -1,0 +1,60 @@
+package lattice
+
+import (
+	"encoding/hex"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// ids produces UUIDv7 strings: 48 bits of unix milliseconds, then a 12-bit
+// counter that keeps ids strictly increasing within one millisecond, then 62
+// random bits. Sorting ids as strings sorts them by creation time.
+var ids idSource
+
+type idSource struct {
+	mu     sync.Mutex
+	lastMS int64
+	seq    uint16
+}
+
+// NewID returns a new time-ordered unique id (UUIDv7 text form).
+func NewID(now time.Time) string {
+	ms := now.UnixMilli()
+	ids.mu.Lock()
+	if ms <= ids.lastMS {
+		ms = ids.lastMS
+		ids.seq++
+		if ids.seq > 0xfff { // counter exhausted: borrow the next millisecond
+			ms++
+			ids.seq = 0
+		}
+	} else {
+		ids.seq = 0
+	}
+	ids.lastMS = ms
+	seq := ids.seq
+	ids.mu.Unlock()
+
+	var u [16]byte
+	u[0], u[1], u[2], u[3], u[4], u[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
+	u[6] = 0x70 | byte(seq>>8)
+	u[7] = byte(seq)
+	r := rand.Uint64() // ChaCha8, seeded from the OS: unpredictable and fast
+	for i := 8; i < 16; i++ {
+		u[i] = byte(r >> (8 * (15 - i)))
+	}
+	u[8] = 0x80 | u[8]&0x3f
+
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], u[10:])
+	return string(s[:])
+}
