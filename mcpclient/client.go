@@ -1,0 +1,235 @@
+// Package mcpclient connects the MCP servers of the config's `mcp_servers:`
+// section and registers their tools on the Engine as mcp__<server>__<tool>.
+//
+// Each server has one supervisor goroutine: it connects (stdio child or
+// streamable HTTP), lists and registers the tools, follows
+// notifications/tools/list_changed, and reconnects with capped exponential
+// backoff when the session ends. Start never waits for a server: a slow or
+// broken one does not delay the Engine or the others. A call routes the
+// qualified name to the live session of its server; while a server is down
+// its tools stay registered and fail at once with ErrServerDown.
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Errors of tool calls and connections; check them with errors.Is.
+var (
+	// ErrServerDown: the call's server has no live session right now.
+	ErrServerDown = errors.New("mcp server is down")
+	// ErrTimeout: the call did not finish within the server's timeout.
+	ErrTimeout = errors.New("mcp tool call timed out")
+	// ErrConnect: connecting or listing tools failed.
+	ErrConnect = errors.New("mcp server connect failed")
+	// ErrStopped: the module is stopped.
+	ErrStopped = errors.New("mcp client stopped")
+)
+
+// Module is the MCP client module. Create it with New and attach it with
+// Engine.Use.
+type Module struct {
+	cfg Config
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	servers []*server
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// New validates cfg and returns the module.
+func New(cfg Config) (*Module, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Module{cfg: cfg.withDefaults()}, nil
+}
+
+// Name implements axocoatl.Module.
+func (m *Module) Name() string { return "mcpclient" }
+
+// Start implements axocoatl.Module. It logs each server with its transport
+// and starts one supervisor per server; it does not wait for any of them
+// (see Ready).
+func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return ErrStopped
+	}
+	if m.started {
+		return errors.New("mcpclient: already started")
+	}
+	m.started = true
+	// Supervisors live until Stop, not until the caller's ctx ends.
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	log := e.Logger()
+	for _, sc := range m.cfg.Servers {
+		s := newServer(sc, m.cfg, e, log)
+		m.servers = append(m.servers, s)
+		log.Info("mcp server configured", "server", sc.Name, "transport", sc.Transport(), "target", s.target())
+		m.wg.Go(func() { s.run(ctx) })
+	}
+	return nil
+}
+
+// Stop implements axocoatl.Module: it ends every supervisor, closes every
+// session, kills what is left of each child's process group and
+// unregisters the tools. If ctx ends first, Stop still waits for the
+// goroutines (which are then past their last bounded step) and returns
+// ctx's error.
+func (m *Module) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	if m.stopped || !m.started {
+		m.stopped = true
+		m.mu.Unlock()
+		return nil
+	}
+	m.stopped = true
+	cancel := m.cancel
+	m.mu.Unlock()
+
+	cancel()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		<-done
+		return fmt.Errorf("mcpclient: stop: %w", ctx.Err())
+	}
+}
+
+// Ready waits until every server has finished its first connect attempt,
+// successful or not, or until ctx ends. It returns the servers' connect
+// errors joined (each names its server).
+func (m *Module) Ready(ctx context.Context) error {
+	m.mu.Lock()
+	servers := slices.Clone(m.servers)
+	m.mu.Unlock()
+	var errs []error
+	for _, s := range servers {
+		select {
+		case <-s.firstAttempt:
+		case <-ctx.Done():
+			return fmt.Errorf("mcpclient: waiting for server %s: %w", s.cfg.Name, ctx.Err())
+		}
+		if st := s.status(); !st.Connected && st.Error != "" {
+			errs = append(errs, fmt.Errorf("mcp server %s: %s", s.cfg.Name, st.Error))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ServerStatus is the state of one configured server.
+type ServerStatus struct {
+	Name      string   `json:"name"`
+	Transport string   `json:"transport"` // stdio | http | custom
+	Connected bool     `json:"connected"`
+	Tools     []string `json:"tools"`           // qualified names, sorted
+	Error     string   `json:"error,omitempty"` // why it is down, secrets redacted
+}
+
+// Status reports every configured server in config order.
+func (m *Module) Status() []ServerStatus {
+	m.mu.Lock()
+	servers := slices.Clone(m.servers)
+	m.mu.Unlock()
+	out := make([]ServerStatus, 0, len(servers))
+	for _, s := range servers {
+		out = append(out, s.status())
+	}
+	return out
+}
+
+// Check connects to one server, lists its tools and disconnects: the
+// `doctor` probe. It returns the qualified tool names, sorted. The whole
+// check is bounded by the server's timeout (and ctx). Errors name the
+// server and never contain env or header values.
+func Check(ctx context.Context, cfg ServerConfig, log *slog.Logger) ([]string, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := newRedactor(cfg)
+	d := newDialer(cfg, log, r)
+	defer d.close()
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout())
+	defer cancel()
+	c := mcp.NewClient(clientImpl, &mcp.ClientOptions{Logger: log, Capabilities: &mcp.ClientCapabilities{}})
+	cs, err := connect(ctx, c, d)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mcp server %s: %w", ErrConnect, cfg.Name, r.error(err))
+	}
+	defer func() {
+		_ = cs.Close()
+		d.reap()
+	}()
+	tools, err := listTools(ctx, cs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mcp server %s: listing tools: %w", ErrConnect, cfg.Name, r.error(err))
+	}
+	names := make([]string, 0, len(tools))
+	for q := range qualifyAll(cfg.Name, toolNames(tools)) {
+		names = append(names, q)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+var clientImpl = &mcp.Implementation{Name: "axocoatl", Version: "0.1.0"}
+
+// connect makes a transport and initializes a session on it.
+func connect(ctx context.Context, c *mcp.Client, d *dialer) (*mcp.ClientSession, error) {
+	t, err := d.transport(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A child that has not answered when ctx ends is killed at once, so a
+	// failed attempt never waits for the transport's gentle shutdown.
+	stop := context.AfterFunc(ctx, d.reap)
+	cs, err := c.Connect(ctx, t, nil)
+	stop()
+	if err != nil {
+		d.reap()
+		if ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			err = fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
+		return nil, d.explain(err)
+	}
+	return cs, nil
+}
+
+func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+func toolNames(tools []*mcp.Tool) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t.Name
+	}
+	return out
+}

@@ -1,0 +1,232 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/secret"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults applied where a Config field is zero.
+const (
+	DefaultTimeout     = 60 * time.Second
+	DefaultMinBackoff  = 250 * time.Millisecond
+	DefaultMaxBackoff  = 30 * time.Second
+	DefaultStopTimeout = 2 * time.Second
+)
+
+// Approval decisions a server's `approval:` may carry.
+const (
+	ApprovalPrompt = "prompt"
+	ApprovalAllow  = "allow"
+	ApprovalDeny   = "deny"
+)
+
+// Config configures the module. The zero value connects to no server.
+type Config struct {
+	// Servers are the `mcp_servers:` entries of the config file.
+	Servers []ServerConfig `yaml:"mcp_servers"`
+	// MinBackoff is the first delay before reconnecting a server whose
+	// session ended or whose connect failed. Zero: 250ms.
+	MinBackoff time.Duration `yaml:"min_backoff"`
+	// MaxBackoff caps the doubling reconnect delay. Zero: 30s.
+	MaxBackoff time.Duration `yaml:"max_backoff"`
+}
+
+// ServerConfig is one entry of `mcp_servers:`. Exactly one of Command (stdio)
+// and URL (streamable HTTP) is set, unless Dial is.
+type ServerConfig struct {
+	// Name identifies the server in tool names (mcp__<name>__<tool>), events
+	// and logs: [a-z0-9_-]+, at most 64 characters, unique. Required.
+	Name string `yaml:"name"`
+
+	// Command starts the server as a child process speaking MCP over
+	// stdin/stdout. Zero: not a stdio server.
+	Command string `yaml:"command"`
+	// Args are the command's arguments. Zero: none.
+	Args []string `yaml:"args"`
+	// Env is layered onto the child's environment. Values are secrets: they
+	// never appear in logs or errors. Zero: nothing added.
+	Env map[string]secret.Secret `yaml:"env"`
+	// InheritEnv says whether the child inherits the daemon's environment.
+	// Zero (nil): true. False: the child sees only PATH, HOME and Env.
+	InheritEnv *bool `yaml:"inherit_env"`
+
+	// URL is the streamable HTTP endpoint (http or https). Zero: not an
+	// HTTP server.
+	URL string `yaml:"url"`
+	// Headers are sent with every HTTP request to URL. Values are secrets.
+	// Zero: none.
+	Headers map[string]secret.Secret `yaml:"headers"`
+
+	// Timeout bounds each tool call, and also the connect handshake and each
+	// tool listing. Zero: 60s.
+	Timeout time.Duration `yaml:"timeout"`
+	// Approval is the decision for this server's tools (prompt, allow,
+	// deny); the approval module reads it. Zero: the approval default.
+	Approval string `yaml:"approval"`
+
+	// Dial, when set, makes the transport of each connection attempt instead
+	// of Command or URL: for servers embedded in the host and for tests.
+	Dial func(ctx context.Context) (mcp.Transport, error) `yaml:"-"`
+}
+
+// Transport names how the server is reached: "stdio", "http" or "custom".
+func (s ServerConfig) Transport() string {
+	switch {
+	case s.Dial != nil:
+		return "custom"
+	case s.Command != "":
+		return "stdio"
+	case s.URL != "":
+		return "http"
+	}
+	return ""
+}
+
+func (s ServerConfig) timeout() time.Duration {
+	if s.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return s.Timeout
+}
+
+func (s ServerConfig) inheritEnv() bool { return s.InheritEnv == nil || *s.InheritEnv }
+
+// ErrInvalidConfig marks every configuration error.
+var ErrInvalidConfig = errors.New("invalid mcp server config")
+
+// Validate checks one server entry. Errors name the key, never a secret value.
+func (s ServerConfig) Validate() error {
+	bad := func(format string, args ...any) error {
+		prefix := "mcp_servers"
+		if s.Name != "" {
+			prefix = fmt.Sprintf("mcp_servers[%s]", s.Name)
+		}
+		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, prefix, fmt.Sprintf(format, args...))
+	}
+	if s.Name == "" {
+		return bad("name is required")
+	}
+	if !agent.ValidID(s.Name) {
+		return bad("name %q must match [a-z0-9_-]+ (at most 64 characters)", s.Name)
+	}
+	switch {
+	case s.Dial != nil:
+	case s.Command != "" && s.URL != "":
+		return bad("set either command (stdio) or url (streamable HTTP), not both")
+	case s.Command == "" && s.URL == "":
+		return bad("command (stdio) or url (streamable HTTP) is required")
+	}
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil {
+			return bad("url: cannot parse %q", redactURL(s.URL))
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("url %q must be an absolute http or https URL", redactURL(s.URL))
+		}
+	}
+	if s.Command == "" && s.Dial == nil {
+		if len(s.Args) > 0 {
+			return bad("args need command")
+		}
+		if len(s.Env) > 0 {
+			return bad("env applies to stdio servers only (set command)")
+		}
+		if s.InheritEnv != nil {
+			return bad("inherit_env applies to stdio servers only (set command)")
+		}
+	}
+	if s.URL == "" && len(s.Headers) > 0 && s.Dial == nil {
+		return bad("headers apply to HTTP servers only (set url)")
+	}
+	for k := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return bad("env: invalid variable name %q", k)
+		}
+	}
+	for k := range s.Headers {
+		if !validHeaderName(k) {
+			return bad("headers: invalid header name %q", k)
+		}
+		if strings.ContainsAny(s.Headers[k].Reveal(), "\r\n\x00") {
+			return bad("headers: value of %q contains a control character", k)
+		}
+	}
+	if s.Timeout < 0 {
+		return bad("timeout must not be negative")
+	}
+	switch s.Approval {
+	case "", ApprovalPrompt, ApprovalAllow, ApprovalDeny:
+	default:
+		return bad("approval %q must be prompt, allow or deny", s.Approval)
+	}
+	return nil
+}
+
+// Validate checks every server and that names are unique.
+func (c Config) Validate() error {
+	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
+		return fmt.Errorf("%w: backoff must not be negative", ErrInvalidConfig)
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Servers {
+		if err := s.Validate(); err != nil {
+			return err
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("%w: mcp_servers: duplicate name %q", ErrInvalidConfig, s.Name)
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.MinBackoff == 0 {
+		c.MinBackoff = DefaultMinBackoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.MaxBackoff < c.MinBackoff {
+		c.MaxBackoff = c.MinBackoff
+	}
+	return c
+}
+
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		// RFC 9110 token characters.
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return false
+		}
+	}
+	return http.CanonicalHeaderKey(k) != ""
+}
+
+// redactURL keeps scheme, host and path: userinfo and query strings often
+// carry credentials.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "[unparsable url]"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "[redacted]"
+	}
+	u.Fragment = ""
+	return u.String()
+}

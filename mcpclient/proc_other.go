@@ -1,0 +1,13 @@
+//go:build !unix
+
+package mcpclient
+
+import "os/exec"
+
+func setProcessGroup(*exec.Cmd) {}
+
+// killProcessGroup is a no-op where there are no process groups: the
+// session's Close already killed the child itself.
+func killProcessGroup(int) {}
+
+func processGroupAlive(int) bool { return false }

@@ -1,0 +1,391 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/lattice"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stableAfter is how long a session must have lived for its end to restart
+// the backoff from MinBackoff rather than continue growing it.
+const stableAfter = 10 * time.Second
+
+// producer is the produced_by of the module's events.
+const producer = "mcpclient"
+
+// server supervises one configured MCP server.
+type server struct {
+	cfg    ServerConfig
+	mcfg   Config
+	eng    *axocoatl.Engine
+	log    *slog.Logger
+	redact *redactor
+	dial   *dialer
+	client *mcp.Client
+
+	refresh      chan struct{}           // tools/list_changed arrived
+	broken       chan *mcp.ClientSession // a call saw this session die
+	firstAttempt chan struct{}           // closed after the first connect attempt
+	firstOnce    sync.Once
+
+	mu      sync.Mutex // guards the fields below; never held across a remote call
+	session *mcp.ClientSession
+	tools   map[string]string // registered: qualified → bare
+	lastErr string            // why the server is down, redacted
+}
+
+func newServer(cfg ServerConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger) *server {
+	r := newRedactor(cfg)
+	s := &server{
+		cfg:          cfg,
+		mcfg:         mcfg,
+		eng:          e,
+		log:          log,
+		redact:       r,
+		dial:         newDialer(cfg, log, r),
+		refresh:      make(chan struct{}, 1),
+		broken:       make(chan *mcp.ClientSession, 1),
+		firstAttempt: make(chan struct{}),
+		lastErr:      "not connected yet",
+	}
+	s.client = mcp.NewClient(clientImpl, &mcp.ClientOptions{
+		Logger: log.With("mcp_server", cfg.Name),
+		// No roots: server-everything would otherwise ask for them.
+		Capabilities: &mcp.ClientCapabilities{},
+		// Runs on the session's reader: only signal the supervisor.
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case s.refresh <- struct{}{}:
+			default:
+			}
+		},
+	})
+	return s
+}
+
+// target describes where the server is, for the startup log: the command
+// (no args, no env) or the URL without userinfo or query.
+func (s *server) target() string {
+	switch s.cfg.Transport() {
+	case "stdio":
+		return s.cfg.Command
+	case "http":
+		return redactURL(s.cfg.URL)
+	}
+	return ""
+}
+
+// run is the supervisor: connect, serve, reconnect with backoff, until ctx
+// ends. On return the session is closed, the child reaped and the tools
+// unregistered.
+func (s *server) run(ctx context.Context) {
+	defer s.shutdown()
+	failures := 0
+	for {
+		start := time.Now()
+		cs, err := s.connect(ctx)
+		if err == nil {
+			s.up(ctx, cs)
+		}
+		s.firstOnce.Do(func() { close(s.firstAttempt) })
+		if ctx.Err() != nil {
+			if cs != nil {
+				s.closeSession(cs)
+			}
+			return
+		}
+		if err != nil {
+			s.down(ctx, err, "connect failed")
+			failures++
+		} else {
+			err = s.serve(ctx, cs)
+			s.closeSession(cs)
+			if ctx.Err() != nil {
+				return
+			}
+			s.down(ctx, err, "disconnected")
+			if time.Since(start) >= stableAfter {
+				failures = 0
+			}
+			failures++
+		}
+		if !sleep(ctx, s.backoff(failures)) {
+			return
+		}
+	}
+}
+
+// backoff is MinBackoff doubled per consecutive failure, capped.
+func (s *server) backoff(failures int) time.Duration {
+	d := s.mcfg.MinBackoff
+	for i := 1; i < failures && d < s.mcfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, s.mcfg.MaxBackoff)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// connect makes one bounded attempt: session plus first tool list.
+func (s *server) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
+	defer cancel()
+	cs, err := connect(ctx, s.client, s.dial)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := listTools(ctx, cs)
+	if err != nil {
+		s.closeSession(cs)
+		return nil, fmt.Errorf("listing tools: %w", err)
+	}
+	s.setTools(tools)
+	return cs, nil
+}
+
+// up publishes a connected session.
+func (s *server) up(ctx context.Context, cs *mcp.ClientSession) {
+	s.mu.Lock()
+	s.session = cs
+	s.lastErr = ""
+	names := s.toolNamesLocked()
+	s.mu.Unlock()
+	s.log.Info("mcp server connected", "server", s.cfg.Name, "transport", s.cfg.Transport(), "tools", len(names))
+	s.publish(ctx, lattice.McpServerConnected, names, "")
+}
+
+// down records why the server is unavailable; its tools stay registered and
+// fail at once until it is back.
+func (s *server) down(ctx context.Context, err error, what string) {
+	err = s.redact.error(err)
+	s.mu.Lock()
+	s.session = nil
+	s.lastErr = err.Error()
+	names := s.toolNamesLocked()
+	s.mu.Unlock()
+	s.log.Warn("mcp server "+what, "server", s.cfg.Name, "transport", s.cfg.Transport(), "error", err)
+	s.publish(ctx, lattice.McpServerDisconnected, names, err.Error())
+}
+
+// serve waits for the session to end, following list_changed meanwhile.
+func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
+	ended := make(chan error, 1)
+	go func() { ended <- cs.Wait() }() // ends when the session closes, which closeSession ensures
+	defer func() {
+		_ = cs.Close()
+		<-ended
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-ended:
+			ended <- err // for the deferred receive
+			if err == nil {
+				err = mcp.ErrConnectionClosed
+			}
+			return fmt.Errorf("session ended: %w", s.dial.explain(err))
+		case b := <-s.broken:
+			if b == cs {
+				return fmt.Errorf("session ended: %w", mcp.ErrConnectionClosed)
+			}
+		case <-s.refresh:
+			lctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
+			tools, err := listTools(lctx, cs)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Warn("mcp server tool refresh failed", "server", s.cfg.Name, "error", s.redact.error(err))
+				}
+				continue
+			}
+			s.setTools(tools)
+		}
+	}
+}
+
+func (s *server) closeSession(cs *mcp.ClientSession) {
+	_ = cs.Close()
+	s.dial.reap()
+}
+
+// shutdown runs when the supervisor ends (Stop).
+func (s *server) shutdown() {
+	s.mu.Lock()
+	cs := s.session
+	s.session = nil
+	s.lastErr = ErrStopped.Error()
+	tools := s.tools
+	s.tools = nil
+	s.mu.Unlock()
+	if cs != nil {
+		s.closeSession(cs)
+	}
+	s.dial.reap()
+	s.dial.close()
+	for q := range tools {
+		s.eng.UnregisterTool(q)
+	}
+	s.firstOnce.Do(func() { close(s.firstAttempt) })
+}
+
+// setTools registers the listed tools and unregisters the ones gone.
+func (s *server) setTools(tools []*mcp.Tool) {
+	byBare := make(map[string]*mcp.Tool, len(tools))
+	for _, t := range tools {
+		byBare[t.Name] = t
+	}
+	next := qualifyAll(s.cfg.Name, toolNames(tools))
+
+	// A name another server (or the host) already holds is not taken over:
+	// server names may contain "_", so mcp__a__b__c can arise twice.
+	owner := map[string]string{}
+	for _, t := range s.eng.Tools() {
+		owner[t.Name] = t.Server
+	}
+	for q, bare := range next {
+		if o, ok := owner[q]; ok && o != s.cfg.Name {
+			s.log.Warn("mcp tool name already taken; tool skipped", "server", s.cfg.Name, "tool", bare, "name", q, "owner", o)
+			delete(next, q)
+			continue
+		}
+		if err := s.eng.RegisterTool(s.engineTool(q, byBare[bare])); err != nil {
+			s.log.Warn("mcp tool not registered", "server", s.cfg.Name, "tool", q, "error", err)
+			delete(next, q)
+		}
+	}
+	s.mu.Lock()
+	prev := s.tools
+	s.tools = next
+	s.mu.Unlock()
+	var added, removed int
+	for q := range prev {
+		if _, ok := next[q]; !ok {
+			s.eng.UnregisterTool(q)
+			removed++
+		}
+	}
+	for q := range next {
+		if _, ok := prev[q]; !ok {
+			added++
+		}
+	}
+	if prev != nil && (added > 0 || removed > 0) {
+		s.log.Info("mcp server tools changed", "server", s.cfg.Name, "added", added, "removed", removed, "tools", len(next))
+	}
+}
+
+func (s *server) engineTool(q string, t *mcp.Tool) axocoatl.Tool {
+	bare := t.Name
+	desc := t.Description
+	if desc == "" {
+		desc = t.Title
+	}
+	tool := axocoatl.Tool{
+		Name:        q,
+		Description: desc,
+		Server:      s.cfg.Name,
+		Call: func(ctx context.Context, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+			return s.call(ctx, bare, call.Arguments)
+		},
+	}
+	if t.InputSchema != nil {
+		if raw, err := json.Marshal(t.InputSchema); err == nil {
+			tool.InputSchema = raw
+		}
+	}
+	if t.Annotations != nil {
+		if raw, err := json.Marshal(t.Annotations); err == nil {
+			tool.Annotations = raw
+		}
+	}
+	return tool
+}
+
+// call runs one tool call on the live session. No lock is held while the
+// request is in flight.
+func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (axocoatl.ToolResult, error) {
+	s.mu.Lock()
+	cs, why := s.session, s.lastErr
+	s.mu.Unlock()
+	if cs == nil {
+		return axocoatl.ToolResult{}, fmt.Errorf("%w: %s (tool %s): %s", ErrServerDown, s.cfg.Name, bare, why)
+	}
+	params := &mcp.CallToolParams{Name: bare}
+	if len(args) > 0 && string(args) != "null" {
+		params.Arguments = args
+	}
+	timeout := s.cfg.timeout()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := cs.CallTool(cctx, params)
+	if err != nil {
+		switch {
+		case ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
+			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s: no result within %s: %w", ErrTimeout, s.cfg.Name, bare, timeout, context.DeadlineExceeded)
+		case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing):
+			select {
+			case s.broken <- cs:
+			default:
+			}
+			return axocoatl.ToolResult{}, fmt.Errorf("%w: %s (tool %s): %w", ErrServerDown, s.cfg.Name, bare, s.redact.error(err))
+		}
+		return axocoatl.ToolResult{}, fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, s.redact.error(err))
+	}
+	return toResult(res), nil
+}
+
+type serverEvent struct {
+	Server string   `json:"server"`
+	Tools  []string `json:"tools"`
+	Error  string   `json:"error,omitempty"`
+}
+
+func (s *server) publish(ctx context.Context, typ string, tools []string, errMsg string) {
+	if tools == nil {
+		tools = []string{}
+	}
+	err := s.eng.Publish(context.WithoutCancel(ctx), typ, producer, serverEvent{Server: s.cfg.Name, Tools: tools, Error: errMsg})
+	if err != nil && !errors.Is(err, lattice.ErrClosed) {
+		s.log.Warn("publish failed", "type", typ, "error", err)
+	}
+}
+
+func (s *server) toolNamesLocked() []string {
+	names := make([]string, 0, len(s.tools))
+	for q := range s.tools {
+		names = append(names, q)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (s *server) status() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ServerStatus{
+		Name:      s.cfg.Name,
+		Transport: s.cfg.Transport(),
+		Connected: s.session != nil,
+		Tools:     s.toolNamesLocked(),
+		Error:     s.lastErr,
+	}
+}

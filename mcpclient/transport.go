@@ -1,0 +1,275 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/axocoatl/axocoatl-go/secret"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// dialer makes the transport of one connection attempt and remembers what
+// it needs to clean up afterwards (the child process).
+type dialer struct {
+	cfg    ServerConfig
+	log    *slog.Logger
+	redact *redactor
+	http   *http.Client // shared by the server's attempts; nil for stdio
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd   // the current attempt's child, if stdio
+	stderr *stderrTail // its stderr, for error messages
+}
+
+func newDialer(cfg ServerConfig, log *slog.Logger, r *redactor) *dialer {
+	d := &dialer{cfg: cfg, log: log, redact: r}
+	if cfg.URL != "" && cfg.Dial == nil {
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		d.http = &http.Client{
+			// No overall timeout: the standalone SSE stream is long-lived.
+			// Every request is bounded by its context instead.
+			Transport: &headerTransport{base: base, headers: cfg.Headers},
+			// A redirect could carry the headers to another host.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return d
+}
+
+func (d *dialer) transport(ctx context.Context) (mcp.Transport, error) {
+	switch {
+	case d.cfg.Dial != nil:
+		return d.cfg.Dial(ctx)
+	case d.cfg.URL != "":
+		return &mcp.StreamableClientTransport{Endpoint: d.cfg.URL, HTTPClient: d.http, MaxRetries: 2}, nil
+	}
+	cmd := exec.Command(d.cfg.Command, d.cfg.Args...)
+	cmd.Env = childEnv(d.cfg)
+	tail := &stderrTail{server: d.cfg.Name, log: d.log, redact: d.redact}
+	cmd.Stderr = tail
+	// The child and everything it spawns (npx → sh → node) share a process
+	// group, so a stop or a crash recovery can end all of them.
+	setProcessGroup(cmd)
+	// Wait returns at most this long after the child exits even if a
+	// grandchild still holds stderr open.
+	cmd.WaitDelay = time.Second
+	d.mu.Lock()
+	d.cmd, d.stderr = cmd, tail
+	d.mu.Unlock()
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultStopTimeout}, nil
+}
+
+// reap ends whatever the last attempt left of its process group. The
+// session's Close has already asked the child to go (stdin closed, SIGTERM,
+// SIGKILL); this catches grandchildren that outlive it.
+func (d *dialer) reap() {
+	d.mu.Lock()
+	cmd := d.cmd
+	d.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		killProcessGroup(cmd.Process.Pid)
+	}
+}
+
+// pid is the current child's process id, 0 if none.
+func (d *dialer) pid() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd == nil || d.cmd.Process == nil {
+		return 0
+	}
+	return d.cmd.Process.Pid
+}
+
+// explain adds what the child process said or how it ended to a connect
+// error, which is otherwise only "EOF" or "connection closed".
+func (d *dialer) explain(err error) error {
+	d.mu.Lock()
+	cmd, tail := d.cmd, d.stderr
+	d.mu.Unlock()
+	if cmd == nil {
+		return err
+	}
+	var parts []string
+	if cmd.ProcessState != nil {
+		parts = append(parts, "process "+cmd.ProcessState.String())
+	}
+	if tail != nil {
+		if last := tail.last(); last != "" {
+			parts = append(parts, "stderr: "+last)
+		}
+	}
+	if len(parts) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(parts, "; "))
+}
+
+func (d *dialer) close() {
+	if d.http != nil {
+		d.http.CloseIdleConnections()
+	}
+}
+
+// childEnv layers the configured env onto the inherited environment, or
+// onto only PATH and HOME when inherit_env is false.
+func childEnv(cfg ServerConfig) []string {
+	var env []string
+	if cfg.inheritEnv() {
+		env = os.Environ()
+	} else {
+		for _, k := range []string{"PATH", "HOME"} {
+			if v, ok := os.LookupEnv(k); ok {
+				env = append(env, k+"="+v)
+			}
+		}
+	}
+	keys := make([]string, 0, len(cfg.Env))
+	for k := range cfg.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		// exec.Cmd keeps the last value of a duplicated key.
+		env = append(env, k+"="+cfg.Env[k].Reveal())
+	}
+	return env
+}
+
+// headerTransport adds the configured headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]secret.Secret
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header.Set(k, v.Reveal())
+		}
+	}
+	return t.base.RoundTrip(req)
+}
+
+func (t *headerTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// stderrTail logs a child's stderr line by line (debug level, secrets
+// redacted) and keeps the last lines for error messages.
+type stderrTail struct {
+	server string
+	log    *slog.Logger
+	redact *redactor
+
+	mu    sync.Mutex
+	buf   []byte   // incomplete line
+	lines []string // last few complete lines
+}
+
+const tailLines = 3
+
+func (s *stderrTail) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, p...)
+	for {
+		i := bytes.IndexByte(s.buf, '\n')
+		if i < 0 {
+			break
+		}
+		s.addLine(string(s.buf[:i]))
+		s.buf = s.buf[i+1:]
+	}
+	if len(s.buf) > 4096 { // a line without end: keep it bounded
+		s.addLine(string(s.buf))
+		s.buf = s.buf[:0]
+	}
+	return len(p), nil
+}
+
+func (s *stderrTail) addLine(line string) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return
+	}
+	if len(line) > 512 {
+		line = line[:512] + "…"
+	}
+	line = s.redact.string(line)
+	s.log.Debug("mcp server stderr", "server", s.server, "line", line)
+	s.lines = append(s.lines, line)
+	if len(s.lines) > tailLines {
+		s.lines = s.lines[1:]
+	}
+}
+
+func (s *stderrTail) last() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.lines, " | ")
+}
+
+// redactor replaces configured secret values in text from outside (a
+// child's stderr, a peer's error message) before it reaches logs or errors.
+type redactor struct{ values []string }
+
+func newRedactor(cfg ServerConfig) *redactor {
+	r := &redactor{}
+	for _, m := range []map[string]secret.Secret{cfg.Env, cfg.Headers} {
+		for _, v := range m {
+			if s := v.Reveal(); len(s) >= 3 {
+				r.values = append(r.values, s)
+			}
+			// A bearer token is often configured as "Bearer <token>": the
+			// token alone may be echoed too.
+			if _, tok, ok := strings.Cut(v.Reveal(), " "); ok && len(tok) >= 3 {
+				r.values = append(r.values, tok)
+			}
+		}
+	}
+	// Longest first, so a value containing another is replaced whole.
+	sort.Slice(r.values, func(i, j int) bool { return len(r.values[i]) > len(r.values[j]) })
+	return r
+}
+
+func (r *redactor) string(s string) string {
+	for _, v := range r.values {
+		if strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
+}
+
+// error redacts err's text while keeping it checkable with errors.Is.
+func (r *redactor) error(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if red := r.string(msg); red != msg {
+		return &redactedError{msg: red, err: err}
+	}
+	return err
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
