@@ -1,0 +1,133 @@
+package a2a
+
+import (
+	"encoding/json"
+	"net/http"
+
+	a2a "github.com/a2aproject/a2a-go/a2a"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+)
+
+// AxocoatlCard is the discovery document at /.well-known/agent.json, the
+// shape Axocoatl peers read.
+type AxocoatlCard struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Version     string `json:"version"`
+	URL         string `json:"url"`
+	// Endpoint is the absolute URL of POST /a2a/tasks.
+	Endpoint string `json:"endpoint"`
+	// Capabilities are the ids of the agents tasks may be addressed to.
+	Capabilities []string        `json:"capabilities"`
+	Agents       []AxocoatlAgent `json:"agents"`
+}
+
+// AxocoatlAgent is one agent on the Axocoatl card.
+type AxocoatlAgent struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+func (h *Handler) serveAxocoatlCard(w http.ResponseWriter, r *http.Request) {
+	base := h.baseURL(r)
+	card := AxocoatlCard{
+		Name:         h.cfg.Name,
+		Description:  h.cfg.Description,
+		Version:      h.cfg.Version,
+		URL:          base,
+		Endpoint:     base + PathTasks,
+		Capabilities: []string{},
+		Agents:       []AxocoatlAgent{},
+	}
+	for _, a := range h.eng.Agents() {
+		card.Capabilities = append(card.Capabilities, a.ID)
+		card.Agents = append(card.Agents, AxocoatlAgent{ID: a.ID, Name: a.Name, Description: a.Description})
+	}
+	writeCard(w, card)
+}
+
+// serveAgentCard serves the A2A card of the whole instance (one skill per
+// agent) or, under /a2a/agents/{id}/, of one agent.
+func (h *Handler) serveAgentCard(w http.ResponseWriter, r *http.Request) {
+	base := h.baseURL(r)
+	if id := r.PathValue("id"); id != "" {
+		info, err := h.eng.Agent(id)
+		if err != nil {
+			writeHTTPError(w, http.StatusNotFound, "agent_not_found", "no agent "+quote(id))
+			return
+		}
+		card := h.card(base+PathAgentPrefix+id, []axocoatl.AgentInfo{info})
+		card.Name = info.Name
+		if info.Description != "" {
+			card.Description = info.Description
+		}
+		writeCard(w, card)
+		return
+	}
+	writeCard(w, h.card(base+PathJSONRPC, h.eng.Agents()))
+}
+
+// card builds a standard A2A 0.3 card whose JSON-RPC endpoint is url.
+func (h *Handler) card(url string, agents []axocoatl.AgentInfo) *a2a.AgentCard {
+	card := &a2a.AgentCard{
+		Name:               h.cfg.Name,
+		Description:        h.cfg.Description,
+		Version:            h.cfg.Version,
+		ProtocolVersion:    ProtocolVersion,
+		URL:                url,
+		PreferredTransport: a2a.TransportProtocolJSONRPC,
+		AdditionalInterfaces: []a2a.AgentInterface{
+			{Transport: a2a.TransportProtocolJSONRPC, URL: url},
+		},
+		Capabilities:       a2a.AgentCapabilities{Streaming: true},
+		DefaultInputModes:  []string{"text/plain", "application/json"},
+		DefaultOutputModes: []string{"text/plain"},
+		Skills:             make([]a2a.AgentSkill, 0, len(agents)),
+	}
+	for _, a := range agents {
+		desc := a.Description
+		if desc == "" {
+			desc = "Agent " + a.Name + "."
+		}
+		card.Skills = append(card.Skills, a2a.AgentSkill{
+			ID:          a.ID,
+			Name:        a.Name,
+			Description: desc,
+			Tags:        []string{"agent", a.ID},
+		})
+	}
+	if !h.cfg.APIToken.IsZero() {
+		card.SecuritySchemes = a2a.NamedSecuritySchemes{
+			"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "bearer", Description: "Authorization: Bearer <api_token>"},
+			"apiKey": a2a.APIKeySecurityScheme{In: a2a.APIKeySecuritySchemeInHeader, Name: "X-API-Key", Description: "the api_token"},
+		}
+		card.Security = []a2a.SecurityRequirements{{"bearer": {}}, {"apiKey": {}}}
+	}
+	return card
+}
+
+func writeCard(w http.ResponseWriter, card any) {
+	b, err := json.Marshal(card)
+	if err != nil {
+		writeHTTPError(w, http.StatusInternalServerError, "internal", "encoding the card failed")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeHTTPError writes the daemon's error shape {"error":{"code","message"}}.
+func writeHTTPError(w http.ResponseWriter, status int, code, message string) {
+	b, _ := json.Marshal(map[string]map[string]string{"error": {"code": code, "message": message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,170 @@
+package a2a
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"time"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+)
+
+// TaskRequest is the body of POST /a2a/tasks.
+type TaskRequest struct {
+	// ID names the task (it becomes the task id on the lattice). Zero: a new id.
+	ID string `json:"id,omitempty"`
+	// SenderID is the agent or system sending the task, for the logs.
+	SenderID string `json:"sender_id,omitempty"`
+	// ReceiverID is the agent that runs the task. Required.
+	ReceiverID string `json:"receiver_id"`
+	// Input is a string, or a JSON object rendered to indented JSON text for
+	// the model.
+	Input json.RawMessage `json:"input"`
+	// TimeoutSecs bounds the run (on top of the agent's own timeout). Zero:
+	// the agent's timeout.
+	TimeoutSecs float64 `json:"timeout_secs,omitempty"`
+}
+
+// TaskResponse is the answer of POST /a2a/tasks.
+type TaskResponse struct {
+	TaskID     string      `json:"task_id"`
+	ReceiverID string      `json:"receiver_id"`
+	Status     string      `json:"status"` // "completed" or "failed"
+	Output     *TaskOutput `json:"output"` // null when failed
+	Error      *string     `json:"error"`  // null when completed
+}
+
+// TaskOutput is a completed task's output.
+type TaskOutput struct {
+	Content string `json:"content"`
+}
+
+// maxTaskID bounds a client-chosen task id.
+const maxTaskID = 128
+
+// decodeTaskRequest parses and checks a /a2a/tasks body and renders its
+// input to text. Errors are client errors (400).
+func decodeTaskRequest(body []byte) (TaskRequest, string, error) {
+	var req TaskRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return req, "", fmt.Errorf("body is not a valid task request: %w", err)
+	}
+	if req.ReceiverID == "" {
+		return req, "", errors.New("receiver_id is required")
+	}
+	if len(req.ID) > maxTaskID {
+		return req, "", fmt.Errorf("id is longer than %d bytes", maxTaskID)
+	}
+	if req.TimeoutSecs < 0 || math.IsNaN(req.TimeoutSecs) || req.TimeoutSecs > math.MaxInt64/float64(time.Second) {
+		return req, "", errors.New("timeout_secs must be a positive number of seconds")
+	}
+	input, err := renderInput(req.Input)
+	if err != nil {
+		return req, "", err
+	}
+	return req, input, nil
+}
+
+// renderInput accepts a JSON string or object.
+func renderInput(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", errors.New("input is required: a string or a JSON object")
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("input: %w", err)
+		}
+		return s, nil
+	case '{':
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, raw, "", "  "); err != nil {
+			return "", fmt.Errorf("input: %w", err)
+		}
+		return buf.String(), nil
+	}
+	return "", errors.New("input must be a string or a JSON object")
+}
+
+// serveTasks answers POST /a2a/tasks: 400 for a bad request, 404 for an
+// unknown receiver, 413 for a body over the limit, else 200 with the task's
+// result, completed or failed.
+func (h *Handler) serveTasks(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeHTTPError(w, http.StatusRequestEntityTooLarge, "payload_too_large", fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit))
+			return
+		}
+		writeHTTPError(w, http.StatusBadRequest, "bad_request", "reading body: "+err.Error())
+		return
+	}
+	req, input, err := decodeTaskRequest(body)
+	if err != nil {
+		writeHTTPError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	if _, err := h.eng.Agent(req.ReceiverID); err != nil {
+		writeHTTPError(w, http.StatusNotFound, "agent_not_found", "no agent "+quote(req.ReceiverID))
+		return
+	}
+	if err := h.join(); err != nil {
+		writeHTTPError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+		return
+	}
+	defer h.runs.Done()
+
+	// The run ends with the client's request, the timeout or Close.
+	ctx := r.Context()
+	if req.TimeoutSecs > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutSecs*float64(time.Second)))
+		defer cancel()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(h.ctx, cancel)
+	defer stop()
+
+	h.log.Debug("a2a task", "receiver", req.ReceiverID, "sender", req.SenderID)
+	res, err := h.eng.ExecuteRequest(ctx, axocoatl.Request{
+		AgentID: req.ReceiverID,
+		Input:   input,
+		Source:  axocoatl.SourceA2A,
+		TaskID:  req.ID,
+	})
+	out := TaskResponse{TaskID: res.TaskID, ReceiverID: req.ReceiverID}
+	switch {
+	case err == nil:
+		out.Status = "completed"
+		out.Output = &TaskOutput{Content: res.Output}
+	case errors.Is(err, axocoatl.ErrAgentNotFound): // removed since the check above
+		writeHTTPError(w, http.StatusNotFound, "agent_not_found", "no agent "+quote(req.ReceiverID))
+		return
+	case errors.Is(err, axocoatl.ErrClosed) && res.TaskID == "":
+		writeHTTPError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+		return
+	default:
+		out.Status = "failed"
+		msg := err.Error()
+		out.Error = &msg
+		if out.TaskID == "" {
+			out.TaskID = req.ID
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		writeHTTPError(w, http.StatusInternalServerError, "internal", "encoding the result failed")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,231 @@
+package a2a
+
+import (
+	"container/list"
+	"context"
+	"sync"
+	"time"
+
+	a2a "github.com/a2aproject/a2a-go/a2a"
+)
+
+// outputArtifactID names the one artifact a task produces: the agent's output.
+const outputArtifactID a2a.ArtifactID = "output"
+
+// task is one JSON-RPC task: what was asked, of whom, and how it ended.
+type task struct {
+	id        a2a.TaskID
+	contextID string
+	agentID   string
+	msg       *a2a.Message // the user message, with taskId and contextId filled in
+	input     string       // msg rendered to text for the model
+
+	// cancelRun ends the run's context; done is closed when the task reaches
+	// a terminal state (which may come before the run has unwound).
+	cancelRun context.CancelFunc
+	done      chan struct{}
+
+	// elem and size belong to the store and are guarded by its mutex.
+	elem *list.Element
+	size int64
+
+	mu      sync.Mutex
+	state   a2a.TaskState
+	output  string
+	errText string
+	updated time.Time
+}
+
+func newTask(id a2a.TaskID, contextID, agentID string, msg *a2a.Message, input string, cancel context.CancelFunc) *task {
+	return &task{
+		id:        id,
+		contextID: contextID,
+		agentID:   agentID,
+		msg:       msg,
+		input:     input,
+		cancelRun: cancel,
+		done:      make(chan struct{}),
+		state:     a2a.TaskStateSubmitted,
+		updated:   time.Now(),
+	}
+}
+
+// setWorking moves a submitted task to working.
+func (t *task) setWorking() {
+	t.mu.Lock()
+	if t.state == a2a.TaskStateSubmitted {
+		t.state = a2a.TaskStateWorking
+		t.updated = time.Now()
+	}
+	t.mu.Unlock()
+}
+
+// finish moves the task to a terminal state once; later calls (a run
+// unwinding after a cancel) change nothing and report false.
+func (t *task) finish(state a2a.TaskState, output, errText string) bool {
+	t.mu.Lock()
+	if t.state.Terminal() {
+		t.mu.Unlock()
+		return false
+	}
+	t.state, t.output, t.errText, t.updated = state, output, errText, time.Now()
+	t.mu.Unlock()
+	close(t.done)
+	return true
+}
+
+// view is a consistent copy of the mutable part of a task.
+type view struct {
+	state   a2a.TaskState
+	output  string
+	errText string
+	updated time.Time
+}
+
+func (t *task) view() view {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return view{t.state, t.output, t.errText, t.updated}
+}
+
+// snapshot renders the task on the wire. history < 0 keeps the whole
+// history (the user message); artifacts false leaves the output out, for
+// stream events that must stay small (outputs follow as artifact chunks).
+func (t *task) snapshot(history int, artifacts bool) *a2a.Task {
+	v := t.view()
+	out := &a2a.Task{
+		ID:        t.id,
+		ContextID: t.contextID,
+		Status:    t.status(v),
+	}
+	if history != 0 {
+		out.History = []*a2a.Message{t.msg}
+	}
+	if artifacts && v.state == a2a.TaskStateCompleted {
+		out.Artifacts = []*a2a.Artifact{{
+			ID:    outputArtifactID,
+			Name:  "output",
+			Parts: a2a.ContentParts{a2a.TextPart{Text: v.output}},
+		}}
+	}
+	return out
+}
+
+// status is the task's status; a failed or canceled task says why in an
+// agent message.
+func (t *task) status(v view) a2a.TaskStatus {
+	ts := v.updated
+	st := a2a.TaskStatus{State: v.state, Timestamp: &ts}
+	if v.errText != "" {
+		st.Message = &a2a.Message{
+			ID:        string(t.id) + "-status",
+			ContextID: t.contextID,
+			TaskID:    t.id,
+			Role:      a2a.MessageRoleAgent,
+			Parts:     a2a.ContentParts{a2a.TextPart{Text: cut(v.errText, maxErrorText)}},
+		}
+	}
+	return st
+}
+
+// taskStore keeps tasks for tasks/get, bounded by count, bytes and the age of
+// finished tasks. Running tasks are never evicted (their runs are bounded by
+// the agent's timeout), so the bounds may be exceeded by at most the number
+// of runs in flight.
+type taskStore struct {
+	maxTasks int
+	ttl      time.Duration
+	maxBytes int64
+
+	mu    sync.Mutex
+	byID  map[a2a.TaskID]*task
+	order *list.List // of *task, oldest first
+	bytes int64
+}
+
+func newTaskStore(maxTasks int, ttl time.Duration, maxBytes int64) *taskStore {
+	return &taskStore{
+		maxTasks: maxTasks,
+		ttl:      ttl,
+		maxBytes: maxBytes,
+		byID:     map[a2a.TaskID]*task{},
+		order:    list.New(),
+	}
+}
+
+// add stores t, evicting what the bounds require.
+func (s *taskStore) add(t *task, size int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.elem = s.order.PushBack(t)
+	t.size = size
+	s.byID[t.id] = t
+	s.bytes += size
+	s.sweepLocked(time.Now())
+}
+
+// grow accounts bytes a task gained (its output) while it is stored.
+func (s *taskStore) grow(t *task, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.elem == nil {
+		return
+	}
+	t.size += n
+	s.bytes += n
+	s.sweepLocked(time.Now())
+}
+
+// get returns the task, or nil when it is unknown, evicted or expired.
+func (s *taskStore) get(id a2a.TaskID) *task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.byID[id]
+	if t == nil {
+		return nil
+	}
+	if v := t.view(); v.state.Terminal() && time.Since(v.updated) > s.ttl {
+		s.removeLocked(t)
+		return nil
+	}
+	return t
+}
+
+// len reports how many tasks are stored (for tests).
+func (s *taskStore) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byID)
+}
+
+// sweepLocked evicts from the oldest end: finished tasks while a bound is
+// exceeded, and expired ones. It stops at the first task it must keep.
+func (s *taskStore) sweepLocked(now time.Time) {
+	for e := s.order.Front(); e != nil; {
+		next := e.Next()
+		t := e.Value.(*task)
+		over := len(s.byID) > s.maxTasks || s.bytes > s.maxBytes
+		v := t.view()
+		switch {
+		case !v.state.Terminal():
+			if !over {
+				return
+			}
+		case over || now.Sub(v.updated) > s.ttl:
+			s.removeLocked(t)
+		default:
+			return
+		}
+		e = next
+	}
+}
+
+func (s *taskStore) removeLocked(t *task) {
+	if t.elem == nil {
+		return
+	}
+	s.order.Remove(t.elem)
+	t.elem = nil
+	delete(s.byID, t.id)
+	s.bytes -= t.size
+}

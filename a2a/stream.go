@@ -1,0 +1,156 @@
+package a2a
+
+import (
+	"encoding/json"
+	"net/http"
+	"unicode/utf8"
+
+	a2a "github.com/a2aproject/a2a-go/a2a"
+)
+
+// sse writes one JSON-RPC response per event as a single `data:` line.
+// After the first failed write (the client left) it writes nothing more.
+type sse struct {
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	failed bool
+}
+
+func newSSE(w http.ResponseWriter) *sse {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return &sse{w: w, rc: http.NewResponseController(w)}
+}
+
+// send writes one event: a result, or an error.
+func (s *sse) send(id json.RawMessage, result any, rerr *rpcError) {
+	if s.failed {
+		return
+	}
+	b, err := encodeResponse(id, result, rerr)
+	if err != nil {
+		b, _ = encodeResponse(id, nil, rpcErr(codeInternalError, "encoding the event failed"))
+	}
+	line := make([]byte, 0, len(b)+8)
+	line = append(line, "data: "...)
+	line = append(line, b...)
+	line = append(line, '\n', '\n')
+	if _, err := s.w.Write(line); err != nil {
+		s.failed = true
+		return
+	}
+	if err := s.rc.Flush(); err != nil {
+		s.failed = true
+	}
+}
+
+// messageStream answers message/stream: the task (submitted), a status
+// update (working), then on success the output as artifact chunks, and a
+// final status update, after which the response ends. The run goes on if the
+// client leaves; tasks/resubscribe or tasks/get can pick it up.
+func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcRequest, pathAgent string) {
+	var p a2a.MessageSendParams
+	if rerr := decodeParams(req.Params, &p); rerr != nil {
+		h.answer(w, r, req, nil, rerr)
+		return
+	}
+	if err := h.join(); err != nil {
+		h.answer(w, r, req, nil, rpcErr(codeInternalError, "%v", err))
+		return
+	}
+	defer h.runs.Done()
+	t, ctx, rerr := h.startTask(&p, pathAgent, int64(len(req.Params)))
+	if rerr != nil {
+		h.answer(w, r, req, nil, rerr)
+		return
+	}
+	s := newSSE(w)
+	s.send(req.ID, t.snapshot(0, false), nil)
+	t.setWorking()
+	s.send(req.ID, t.statusEvent(false), nil)
+	h.execute(ctx, t)
+	h.sendEnd(s, req.ID, t)
+}
+
+// tasksResubscribe answers tasks/resubscribe: the task as it is now, then,
+// once it has ended, its output and the final status update.
+func (h *Handler) tasksResubscribe(w http.ResponseWriter, r *http.Request, req rpcRequest, pathAgent string) {
+	var p a2a.TaskIDParams
+	if rerr := decodeParams(req.Params, &p); rerr != nil {
+		h.answer(w, r, req, nil, rerr)
+		return
+	}
+	t, rerr := h.lookup(p.ID, pathAgent)
+	if rerr != nil {
+		h.answer(w, r, req, nil, rerr)
+		return
+	}
+	s := newSSE(w)
+	s.send(req.ID, t.snapshot(0, false), nil)
+	select {
+	case <-t.done:
+	case <-r.Context().Done():
+		return
+	}
+	h.sendEnd(s, req.ID, t)
+}
+
+// sendEnd sends a finished task's output in chunks that keep each SSE line
+// small, then the final status update.
+func (h *Handler) sendEnd(s *sse, id json.RawMessage, t *task) {
+	v := t.view()
+	if v.state == a2a.TaskStateCompleted {
+		chunks := chunk(v.output, maxChunk)
+		for i, c := range chunks {
+			s.send(id, &a2a.TaskArtifactUpdateEvent{
+				TaskID:    t.id,
+				ContextID: t.contextID,
+				Append:    i > 0,
+				LastChunk: i == len(chunks)-1,
+				Artifact: &a2a.Artifact{
+					ID:    outputArtifactID,
+					Name:  "output",
+					Parts: a2a.ContentParts{a2a.TextPart{Text: c}},
+				},
+			}, nil)
+		}
+	}
+	s.send(id, t.statusEvent(true), nil)
+}
+
+// statusEvent is the task's current status as a status-update event.
+func (t *task) statusEvent(final bool) *a2a.TaskStatusUpdateEvent {
+	return &a2a.TaskStatusUpdateEvent{
+		TaskID:    t.id,
+		ContextID: t.contextID,
+		Status:    t.status(t.view()),
+		Final:     final,
+	}
+}
+
+// chunk splits s into pieces of at most n bytes on UTF-8 boundaries; an
+// empty s is one empty chunk, so a completed task always has its artifact.
+func chunk(s string, n int) []string {
+	if len(s) <= n {
+		return []string{s}
+	}
+	out := make([]string, 0, len(s)/n+1)
+	for len(s) > n {
+		i := n
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		if i == 0 {
+			i = n
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
