@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
@@ -207,8 +208,11 @@ func connect(ctx context.Context, c *mcp.Client, d *dialer) (*mcp.ClientSession,
 	stop()
 	if err != nil {
 		d.reap()
-		if ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-			err = fmt.Errorf("%w: %w", ctx.Err(), err)
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			err = fmt.Errorf("no MCP handshake within %s: %w", d.cfg.timeout(), errors.Join(context.DeadlineExceeded, err))
+		case strings.Contains(err.Error(), "invalid character"):
+			err = fmt.Errorf("the server's output is not MCP JSON-RPC: %w", err)
 		}
 		return nil, d.explain(err)
 	}

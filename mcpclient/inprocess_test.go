@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The test binary doubles as the stdio servers the tests spawn.
+	if mode := helperMode(); mode != "" {
+		runHelper(mode)
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
 }
 

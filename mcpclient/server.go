@@ -93,10 +93,6 @@ func (s *server) run(ctx context.Context) {
 	for {
 		start := time.Now()
 		cs, err := s.connect(ctx)
-		if err == nil {
-			s.up(ctx, cs)
-		}
-		s.firstOnce.Do(func() { close(s.firstAttempt) })
 		if ctx.Err() != nil {
 			if cs != nil {
 				s.closeSession(cs)
@@ -105,8 +101,11 @@ func (s *server) run(ctx context.Context) {
 		}
 		if err != nil {
 			s.down(ctx, err, "connect failed")
+			s.firstOnce.Do(func() { close(s.firstAttempt) })
 			failures++
 		} else {
+			s.up(ctx, cs)
+			s.firstOnce.Do(func() { close(s.firstAttempt) })
 			err = s.serve(ctx, cs)
 			s.closeSession(cs)
 			if ctx.Err() != nil {

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -25,13 +26,15 @@ type dialer struct {
 	redact *redactor
 	http   *http.Client // shared by the server's attempts; nil for stdio
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd   // the current attempt's child, if stdio
-	stderr *stderrTail // its stderr, for error messages
+	mu      sync.Mutex
+	pgid    int         // the current child's process group (its pid), 0 if none
+	exited  string      // how the current child ended, once known
+	stderr  *stderrTail // the current child's stderr, for error messages
+	isStdio bool
 }
 
 func newDialer(cfg ServerConfig, log *slog.Logger, r *redactor) *dialer {
-	d := &dialer{cfg: cfg, log: log, redact: r}
+	d := &dialer{cfg: cfg, log: log, redact: r, isStdio: cfg.Dial == nil && cfg.Command != ""}
 	if cfg.URL != "" && cfg.Dial == nil {
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		d.http = &http.Client{
@@ -63,9 +66,53 @@ func (d *dialer) transport(ctx context.Context) (mcp.Transport, error) {
 	// grandchild still holds stderr open.
 	cmd.WaitDelay = time.Second
 	d.mu.Lock()
-	d.cmd, d.stderr = cmd, tail
+	d.pgid, d.exited, d.stderr = 0, "", tail
 	d.mu.Unlock()
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultStopTimeout}, nil
+	return &cmdTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultStopTimeout}, cmd: cmd, d: d}, nil
+}
+
+// cmdTransport wraps the SDK's CommandTransport to learn the child's pid
+// (read on the goroutine that started it: exec.Cmd is not safe to read
+// concurrently) and how it exited.
+type cmdTransport struct {
+	inner *mcp.CommandTransport
+	cmd   *exec.Cmd
+	d     *dialer
+}
+
+func (t *cmdTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pid := t.cmd.Process.Pid
+	t.d.mu.Lock()
+	t.d.pgid = pid
+	t.d.mu.Unlock()
+	if ctx.Err() != nil { // the attempt ended while the child started
+		killProcessGroup(pid)
+	}
+	return &cmdConn{Connection: conn, d: t.d}, nil
+}
+
+type cmdConn struct {
+	mcp.Connection
+	d *dialer
+}
+
+// Close is the SDK's: close stdin, wait, SIGTERM, SIGKILL. Its error is
+// the child's Wait error, which tells how it ended.
+func (c *cmdConn) Close() error {
+	err := c.Connection.Close()
+	how := "exited"
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		how = ee.ProcessState.String()
+	}
+	c.d.mu.Lock()
+	c.d.exited = how
+	c.d.mu.Unlock()
+	return err
 }
 
 // reap ends whatever the last attempt left of its process group. The
@@ -73,35 +120,30 @@ func (d *dialer) transport(ctx context.Context) (mcp.Transport, error) {
 // SIGKILL); this catches grandchildren that outlive it.
 func (d *dialer) reap() {
 	d.mu.Lock()
-	cmd := d.cmd
+	pgid := d.pgid
 	d.mu.Unlock()
-	if cmd != nil && cmd.Process != nil {
-		killProcessGroup(cmd.Process.Pid)
-	}
+	killProcessGroup(pgid)
 }
 
 // pid is the current child's process id, 0 if none.
 func (d *dialer) pid() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.cmd == nil || d.cmd.Process == nil {
-		return 0
-	}
-	return d.cmd.Process.Pid
+	return d.pgid
 }
 
 // explain adds what the child process said or how it ended to a connect
 // error, which is otherwise only "EOF" or "connection closed".
 func (d *dialer) explain(err error) error {
 	d.mu.Lock()
-	cmd, tail := d.cmd, d.stderr
+	exited, tail := d.exited, d.stderr
 	d.mu.Unlock()
-	if cmd == nil {
+	if !d.isStdio {
 		return err
 	}
 	var parts []string
-	if cmd.ProcessState != nil {
-		parts = append(parts, "process "+cmd.ProcessState.String())
+	if exited != "" {
+		parts = append(parts, "process "+exited)
 	}
 	if tail != nil {
 		if last := tail.last(); last != "" {
@@ -224,18 +266,22 @@ func (s *stderrTail) last() string {
 
 // redactor replaces configured secret values in text from outside (a
 // child's stderr, a peer's error message) before it reaches logs or errors.
+// Values shorter than minRedactLen are not searched for: replacing "1" or
+// "true" everywhere would garble text without protecting anything.
 type redactor struct{ values []string }
+
+const minRedactLen = 6
 
 func newRedactor(cfg ServerConfig) *redactor {
 	r := &redactor{}
 	for _, m := range []map[string]secret.Secret{cfg.Env, cfg.Headers} {
 		for _, v := range m {
-			if s := v.Reveal(); len(s) >= 3 {
+			if s := v.Reveal(); len(s) >= minRedactLen {
 				r.values = append(r.values, s)
 			}
 			// A bearer token is often configured as "Bearer <token>": the
 			// token alone may be echoed too.
-			if _, tok, ok := strings.Cut(v.Reveal(), " "); ok && len(tok) >= 3 {
+			if _, tok, ok := strings.Cut(v.Reveal(), " "); ok && len(tok) >= minRedactLen {
 				r.values = append(r.values, tok)
 			}
 		}

@@ -1,0 +1,96 @@
+package mcpclient
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// helperFlag selects what the re-executed test binary plays.
+const helperFlag = "-mcpclient.helper="
+
+// helperMode returns the mode this process was started in, "" for tests.
+func helperMode() string {
+	for _, a := range os.Args[1:] {
+		if m, ok := strings.CutPrefix(a, helperFlag); ok {
+			return m
+		}
+	}
+	return ""
+}
+
+// helperServer returns a ServerConfig that runs this test binary as the
+// stdio server of the given mode.
+func helperServer(name, mode string) ServerConfig {
+	return ServerConfig{
+		Name:    name,
+		Command: os.Args[0],
+		Args:    []string{"-test.run=^$", helperFlag + mode},
+		Env:     map[string]secretT{},
+	}
+}
+
+func runHelper(mode string) {
+	switch mode {
+	case "server":
+		serveStdio(0)
+	case "slow":
+		serveStdio(time.Second)
+	case "garbage":
+		fmt.Println("Welcome to my server! <html>")
+		fmt.Println("{not json at all")
+		waitStdin()
+	case "exit":
+		fmt.Fprintln(os.Stderr, "fatal: cannot start, token is", os.Getenv("SECRET_TOKEN"))
+		os.Exit(3)
+	case "silent":
+		waitStdin()
+	case "ignore-stdin":
+		// Never reads, never exits on EOF or SIGTERM: only SIGKILL ends it.
+		signal.Ignore(syscall.SIGTERM)
+		time.Sleep(time.Hour)
+	default:
+		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
+		os.Exit(2)
+	}
+}
+
+func waitStdin() {
+	r := bufio.NewReader(os.Stdin)
+	for {
+		if _, err := r.ReadString('\n'); err != nil {
+			return
+		}
+	}
+}
+
+// serveStdio serves a go-sdk server on stdin/stdout after a delay (a slow
+// server becoming ready).
+func serveStdio(delay time.Duration) {
+	time.Sleep(delay)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "helper", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Echo: " + in.Message}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "env"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		var names []string
+		for _, kv := range os.Environ() {
+			k, _, _ := strings.Cut(kv, "=")
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(names, " ")}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "pid"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(os.Getpid())}}}, nil, nil
+	})
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+}

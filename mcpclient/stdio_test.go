@@ -1,0 +1,160 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/secret"
+)
+
+type secretT = secret.Secret
+
+const secretValue = "s3cr3t-value-xyz"
+
+func debugLogger() (*slog.Logger, *syncBuffer) {
+	buf := &syncBuffer{}
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
+}
+
+// Broken servers get a clear error each; the good one and the Engine work.
+func TestStdioBrokenServers(t *testing.T) {
+	log, logs := debugLogger()
+	withSecret := func(c ServerConfig, timeout time.Duration) ServerConfig {
+		c.Env["SECRET_TOKEN"] = secretValue
+		c.Timeout = timeout
+		return c
+	}
+	cfg := Config{
+		Servers: []ServerConfig{
+			withSecret(helperServer("good", "server"), 10*time.Second),
+			withSecret(helperServer("garbage", "garbage"), 2*time.Second),
+			withSecret(helperServer("exits", "exit"), 2*time.Second),
+			withSecret(helperServer("silent", "silent"), 2*time.Second),
+		},
+		MinBackoff: time.Hour, // one attempt each is enough here
+	}
+	start := time.Now()
+	e, m := startModule(t, cfg, log)
+	if took := time.Since(start); took > 200*time.Millisecond {
+		t.Fatalf("Start blocked for %s", took)
+	}
+	// The good server does not wait for the silent one's 2s timeout.
+	waitFor(t, 1900*time.Millisecond, func() bool { return m.Status()[0].Connected })
+	res, err := e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__good__echo", Arguments: json.RawMessage(`{"message":"ok"}`)})
+	if err != nil || res.Content != "Echo: ok" {
+		t.Fatalf("good server: %+v %v", res, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	readyErr := m.Ready(ctx)
+	if readyErr == nil {
+		t.Fatal("Ready reported no errors")
+	}
+	st := m.Status()
+	if !st[0].Connected {
+		t.Fatalf("good server down: %+v", st[0])
+	}
+	wantErr := map[string]string{
+		"garbage": "not MCP JSON-RPC",
+		"exits":   "exit status 3",
+		"silent":  "no MCP handshake within 2s",
+	}
+	for _, s := range st[1:] {
+		if s.Connected || s.Error == "" {
+			t.Errorf("%s: %+v", s.Name, s)
+			continue
+		}
+		t.Logf("%s: %s", s.Name, s.Error)
+		if w := wantErr[s.Name]; !strings.Contains(s.Error, w) {
+			t.Errorf("%s: error %q lacks %q", s.Name, s.Error, w)
+		}
+		if !strings.Contains(readyErr.Error(), "mcp server "+s.Name+":") {
+			t.Errorf("Ready error does not name %s: %v", s.Name, readyErr)
+		}
+	}
+	if !strings.Contains(st[2].Error, "stderr: fatal: cannot start") {
+		t.Errorf("exit error lacks the child's stderr: %q", st[2].Error)
+	}
+	// Tools of the good server only.
+	for _, tool := range e.Tools() {
+		if tool.Server != "good" {
+			t.Errorf("unexpected tool %s", tool.Name)
+		}
+	}
+	// The Engine still runs agents and the good server still answers.
+	res, err = e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__good__echo", Arguments: json.RawMessage(`{"message":"still"}`)})
+	if err != nil || res.Content != "Echo: still" {
+		t.Fatalf("good server after: %+v %v", res, err)
+	}
+	if strings.Contains(logs.String(), secretValue) || strings.Contains(readyErr.Error(), secretValue) {
+		t.Fatalf("secret leaked:\n%s\n%v", logs.String(), readyErr)
+	}
+	if !strings.Contains(logs.String(), "[redacted]") {
+		t.Errorf("expected the exiting child's stderr, redacted, in the debug log:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), `msg="mcp server configured" server=silent transport=stdio`) {
+		t.Errorf("startup log does not name server and transport:\n%s", logs.String())
+	}
+}
+
+func TestStdioEnvLayering(t *testing.T) {
+	t.Setenv("MCPCLIENT_PARENT_VAR", "1")
+	no := false
+	isolated := helperServer("isolated", "server")
+	isolated.InheritEnv = &no
+	isolated.Env["EXTRA"] = "x"
+	inherit := helperServer("inherit", "server")
+	e, m := startModule(t, Config{Servers: []ServerConfig{isolated, inherit}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__isolated__env"})
+	if err != nil || res.Content != "EXTRA HOME PATH" {
+		t.Fatalf("isolated env: %q %v", res.Content, err)
+	}
+	res, err = e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__inherit__env"})
+	if err != nil || !strings.Contains(res.Content, "MCPCLIENT_PARENT_VAR") {
+		t.Fatalf("inherited env: %q %v", res.Content, err)
+	}
+}
+
+// Stop ends a child that ignores stdin EOF and SIGTERM, and every process
+// of its group.
+func TestStdioStopKillsStubbornChild(t *testing.T) {
+	e := axocoatl.New(axocoatl.Options{})
+	defer e.Close(context.Background())
+	m, err := New(Config{Servers: []ServerConfig{helperServer("stubborn", "ignore-stdin")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Use(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	waitFor(t, 5*time.Second, func() bool { pid = m.servers[0].dial.pid(); return pid != 0 })
+	if !processGroupAlive(pid) {
+		t.Fatal("child not running")
+	}
+	start := time.Now()
+	if err := m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Stop took %s", took)
+	}
+	if processGroupAlive(pid) {
+		t.Fatalf("process group %d still alive after Stop", pid)
+	}
+	if err := m.Ready(context.Background()); err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "stopped") && !strings.Contains(err.Error(), "stubborn") {
+		t.Fatal(err)
+	}
+}
