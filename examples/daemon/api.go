@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sync/atomic"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+// errorBody is the contract's error shape: {"error":{"code","message"}}.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	TaskID  string `json:"task_id,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg}})
+}
+
+// bodyReadTimeout bounds reading one request body, so a client trickling
+// bytes cannot hold a handler (the server has no global ReadTimeout: it
+// would also cut WebSocket streams).
+const bodyReadTimeout = 30 * time.Second
+
+// decodeJSON reads a JSON object body into dst, answering the error itself
+// (400 or 413) and returning false when it fails.
+func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) bool {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			err = errors.New("unexpected data after the JSON object")
+		}
+	}
+	if err == nil {
+		return true
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "request body over 1 MiB")
+	case errors.Is(err, io.EOF):
+		writeError(w, http.StatusBadRequest, "bad_request", "request body is empty; send a JSON object")
+	default:
+		writeError(w, http.StatusBadRequest, "bad_request", "invalid JSON body: "+err.Error())
+	}
+	return false
+}
+
+// api holds the daemon's own HTTP handlers.
+type api struct {
+	d       *daemon
+	ready   *atomic.Bool
+	timeout time.Duration
+}
+
+func (a *api) mount(m *mux) error {
+	health := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	return errors.Join(
+		m.public(http.MethodGet, "/health", health),
+		m.public(http.MethodGet, "/health/live", health),
+		m.public(http.MethodGet, "/health/ready", http.HandlerFunc(a.healthReady)),
+		m.private(http.MethodGet, "/api/agents", http.HandlerFunc(a.listAgents)),
+		m.private(http.MethodGet, "/api/agents/:id", http.HandlerFunc(a.getAgent)),
+		m.private(http.MethodPost, "/api/agents/:id/execute", http.HandlerFunc(a.execute)),
+		m.private(http.MethodPost, "/api/events", http.HandlerFunc(a.publishEvent)),
+	)
+}
+
+func (a *api) healthReady(w http.ResponseWriter, _ *http.Request) {
+	if !a.ready.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not_ready"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "agents": len(a.d.engine.Agents())})
+}
+
+// agentView is an agent as the API shows it.
+type agentView struct {
+	ID            string   `json:"id"`
+	Name          string   `json:"name"`
+	Description   string   `json:"description"`
+	Provider      string   `json:"provider"`
+	Model         string   `json:"model"`
+	Status        string   `json:"status"` // idle | running
+	Running       int      `json:"running"`
+	Tools         []string `json:"tools"` // allow-list globs; null = all tools
+	MaxIterations int      `json:"max_iterations"`
+	TimeoutSecs   float64  `json:"timeout_secs"`
+}
+
+func viewOf(a axocoatl.AgentInfo) agentView {
+	return agentView{
+		ID: a.ID, Name: a.Name, Description: a.Description, Provider: a.Provider, Model: a.Model,
+		Status: a.Status(), Running: a.Running, Tools: a.Tools,
+		MaxIterations: a.MaxIterations, TimeoutSecs: a.Timeout.Seconds(),
+	}
+}
+
+func (a *api) listAgents(w http.ResponseWriter, _ *http.Request) {
+	infos := a.d.engine.Agents()
+	out := make([]agentView, len(infos))
+	for i, info := range infos {
+		out[i] = viewOf(info)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+}
+
+func (a *api) getAgent(w http.ResponseWriter, r *http.Request) {
+	id := httprouter.ParamsFromContext(r.Context()).ByName("id")
+	info, err := a.d.engine.Agent(id)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("agent %q not found", id))
+		return
+	}
+	writeJSON(w, http.StatusOK, viewOf(info))
+}
+
+type executeRequest struct {
+	Input *string `json:"input"`
+}
+
+type executeResponse struct {
+	TaskID  string `json:"task_id"`
+	AgentID string `json:"agent_id"`
+	Status  string `json:"status"`
+	Output  string `json:"output"`
+}
+
+func (a *api) execute(w http.ResponseWriter, r *http.Request) {
+	id := httprouter.ParamsFromContext(r.Context()).ByName("id")
+	if _, err := a.d.engine.Agent(id); err != nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("agent %q not found", id))
+		return
+	}
+	var req executeRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	if req.Input == nil {
+		writeError(w, http.StatusBadRequest, "bad_request", `"input" is required: {"input": "…"}`)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), a.timeout)
+	defer cancel()
+	res, err := a.d.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: id, Input: *req.Input, Source: axocoatl.SourceAPI})
+	if err != nil {
+		status, code := executeStatus(err)
+		writeJSON(w, status, errorBody{errorDetail{Code: code, Message: err.Error(), TaskID: res.TaskID}})
+		return
+	}
+	writeJSON(w, http.StatusOK, executeResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output})
+}
+
+// executeStatus maps an Execute error to its HTTP status, in one place.
+func executeStatus(err error) (int, string) {
+	switch {
+	case errors.Is(err, axocoatl.ErrAgentNotFound):
+		return http.StatusNotFound, "not_found"
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, "timeout"
+	case errors.Is(err, provider.ErrProvider):
+		return http.StatusBadGateway, "provider_failed"
+	case errors.Is(err, axocoatl.ErrClosed):
+		return http.StatusServiceUnavailable, "shutting_down"
+	case errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable, "canceled"
+	}
+	return http.StatusInternalServerError, "agent_failed"
+}
+
+// eventTypeRE is the shape of a custom event type.
+var eventTypeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]{0,127}$`)
+
+// reservedEvents are published only by the Engine and its modules; a
+// client may not forge them.
+var reservedEvents = map[string]bool{
+	lattice.AgentActivated: true, lattice.TaskCompleted: true, lattice.AgentFailed: true,
+	lattice.ToolCalled: true, lattice.ToolResult: true,
+	lattice.ApprovalRequested: true, lattice.ApprovalResolved: true,
+	lattice.McpServerConnected: true, lattice.McpServerDisconnected: true,
+}
+
+type publishRequest struct {
+	Type       string          `json:"type"`
+	Payload    json.RawMessage `json:"payload"`
+	ProducedBy string          `json:"produced_by"`
+}
+
+func (a *api) publishEvent(w http.ResponseWriter, r *http.Request) {
+	var req publishRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	switch {
+	case req.Type == "":
+		writeError(w, http.StatusBadRequest, "bad_request", `"type" is required`)
+		return
+	case !eventTypeRE.MatchString(req.Type):
+		writeError(w, http.StatusBadRequest, "bad_request", `"type" must start with a letter and use only letters, digits and _ . : - (at most 128)`)
+		return
+	case reservedEvents[req.Type]:
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("%q is published by the runtime itself; choose another type", req.Type))
+		return
+	}
+	if len(req.Payload) == 0 || string(req.Payload) == "null" {
+		req.Payload = json.RawMessage("{}")
+	}
+	if req.ProducedBy == "" {
+		req.ProducedBy = "api"
+	}
+	if len(req.ProducedBy) > 128 {
+		writeError(w, http.StatusBadRequest, "bad_request", `"produced_by" longer than 128 characters`)
+		return
+	}
+	ev, err := lattice.New(req.Type, req.ProducedBy, req.Payload)
+	if err == nil {
+		err = ev.Validate()
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", `"payload" must be a JSON object`)
+		return
+	}
+	if err := a.d.engine.Bus().Publish(r.Context(), ev); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the event bus is closed")
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": ev.ID, "type": ev.Type})
+}

@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/examples/daemon/internal/yamlconf"
+	"github.com/axocoatl/axocoatl-go/secret"
+)
+
+// Config is the whole config file. Each module's section is an inline
+// struct declared in that module's wiring file (mcpclient.go, …), so a
+// module adds its keys without touching this file.
+type Config struct {
+	Server    ServerConfig     `yaml:"server"`
+	Log       LogConfig        `yaml:"log"`
+	Providers provider.Configs `yaml:"providers"`
+	Agents    []agent.Spec     `yaml:"agents"`
+	Lattice   LatticeConfig    `yaml:"lattice"`
+
+	MCPClientSection `yaml:",inline"` // mcpclient.go: mcp_servers
+	MCPServerSection `yaml:",inline"` // mcpserver.go
+	A2ASection       `yaml:",inline"` // a2a.go
+
+	// Source is where the config came from: a path, or "<built-in>".
+	Source string `yaml:"-"`
+	// Warnings found while loading (unknown top-level sections).
+	Warnings []string `yaml:"-"`
+	doc      *yamlconf.Doc
+}
+
+// ServerConfig is the `server:` section.
+type ServerConfig struct {
+	// Addr is the listen address. Zero: 127.0.0.1:8080.
+	Addr string `yaml:"addr"`
+	// PublicURL is the absolute base URL others reach this daemon at (A2A
+	// cards). Zero: http://<addr>.
+	PublicURL string `yaml:"public_url"`
+	// APIToken is required as Bearer token or X-API-Key on every route but
+	// /health*, the agent cards and /. Zero: no authentication, allowed
+	// only on a loopback address (or with AllowUnauthenticated).
+	APIToken secret.Secret `yaml:"api_token"`
+	// AllowUnauthenticated permits a non-loopback Addr without APIToken.
+	// Zero: false, such a daemon refuses to start.
+	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
+	// AllowedOrigins are extra browser origins allowed on the WebSocket,
+	// as host patterns ("app.example.com", "*.example.com") or
+	// "scheme://host". Zero: only pages served from this host.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// RequestTimeout bounds one API request (an execute waits at most
+	// this long, then answers 504). Zero: 5m.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// ShutdownGrace is how long in-flight requests and runs may take to
+	// finish after SIGINT/SIGTERM. Zero: 30s.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// DataDir holds state that outlives a run (remembered approvals).
+	// Zero: ./data.
+	DataDir string `yaml:"data_dir"`
+}
+
+// Defaults of the server section.
+const (
+	DefaultAddr           = "127.0.0.1:8080"
+	DefaultRequestTimeout = 5 * time.Minute
+	DefaultShutdownGrace  = 30 * time.Second
+	DefaultDataDir        = "./data"
+)
+
+// WithDefaults fills zero fields.
+func (s ServerConfig) WithDefaults() ServerConfig {
+	if s.Addr == "" {
+		s.Addr = DefaultAddr
+	}
+	if s.PublicURL == "" {
+		s.PublicURL = "http://" + s.Addr
+	}
+	s.PublicURL = strings.TrimRight(s.PublicURL, "/")
+	if s.RequestTimeout == 0 {
+		s.RequestTimeout = DefaultRequestTimeout
+	}
+	if s.ShutdownGrace == 0 {
+		s.ShutdownGrace = DefaultShutdownGrace
+	}
+	if s.DataDir == "" {
+		s.DataDir = DefaultDataDir
+	}
+	return s
+}
+
+// LogConfig is the `log:` section.
+type LogConfig struct {
+	// Level: debug | info | warn | error. Zero: info.
+	Level string `yaml:"level"`
+	// Format: text | json. Zero: text.
+	Format string `yaml:"format"`
+}
+
+// LatticeConfig is the `lattice:` section.
+type LatticeConfig struct {
+	// Backend: memory | nats. Zero: memory.
+	Backend string `yaml:"backend"`
+	// NATSURL of the NATS server when Backend is nats. Zero:
+	// nats://127.0.0.1:4222.
+	NATSURL string `yaml:"nats_url"`
+}
+
+// Validate checks the lattice section.
+func (l LatticeConfig) Validate() error {
+	switch l.Backend {
+	case "", "memory":
+	case "nats":
+		return errors.New("backend nats is not available in this build yet (use memory)")
+	default:
+		return fmt.Errorf("backend %q is unknown (memory | nats)", l.Backend)
+	}
+	return nil
+}
+
+//go:embed default.yaml
+var defaultConfigYAML []byte
+
+const builtinSource = "<built-in>"
+
+// envOverrides are the AXOCOATL_* variables; they win over the file.
+type envOverrides struct {
+	Config    *string        `env:"AXOCOATL_CONFIG"`
+	Addr      *string        `env:"AXOCOATL_ADDR"`
+	APIToken  *secret.Secret `env:"AXOCOATL_API_TOKEN"`
+	DataDir   *string        `env:"AXOCOATL_DATA_DIR"`
+	LogLevel  *string        `env:"AXOCOATL_LOG_LEVEL"`
+	LogFormat *string        `env:"AXOCOATL_LOG_FORMAT"`
+}
+
+// loadOptions say where a config comes from. Zero fields: the process's.
+type loadOptions struct {
+	Path   string                      // --config; zero: $AXOCOATL_CONFIG, ./axocoatl.yaml, built-in
+	Addr   string                      // --addr; zero: from env or file
+	Lookup func(string) (string, bool) // environment; zero: os.LookupEnv
+}
+
+// loadConfig finds, parses, expands, overrides and validates the config.
+// Every error names the file, line and key; none contains a secret.
+func loadConfig(ctx context.Context, opts loadOptions) (*Config, error) {
+	lookup := opts.Lookup
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	var env envOverrides
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
+		Target:        &env,
+		Lookuper:      envconfig.LookuperFunc(lookup),
+		DefaultNoInit: true,
+	}); err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+
+	path := opts.Path
+	if path == "" && env.Config != nil {
+		path = *env.Config
+	}
+	data, source := defaultConfigYAML, builtinSource
+	switch {
+	case path != "":
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		data, source = b, path
+	default:
+		if b, err := os.ReadFile("axocoatl.yaml"); err == nil {
+			data, source = b, "axocoatl.yaml"
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+	}
+	return parseConfig(source, data, lookup, env, opts.Addr)
+}
+
+func parseConfig(source string, data []byte, lookup yamlconf.Lookup, env envOverrides, addr string) (*Config, error) {
+	doc, err := yamlconf.Parse(source, data)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &Config{Source: source, doc: doc}
+	cfg.Warnings, err = doc.Decode(cfg, lookup)
+	if err != nil {
+		return nil, err
+	}
+	if env.Addr != nil {
+		cfg.Server.Addr = *env.Addr
+	}
+	if addr != "" {
+		cfg.Server.Addr = addr
+	}
+	if env.APIToken != nil {
+		cfg.Server.APIToken = *env.APIToken
+	}
+	if env.DataDir != nil {
+		cfg.Server.DataDir = *env.DataDir
+	}
+	if env.LogLevel != nil {
+		cfg.Log.Level = *env.LogLevel
+	}
+	if env.LogFormat != nil {
+		cfg.Log.Format = *env.LogFormat
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Server = cfg.Server.WithDefaults()
+	return cfg, nil
+}
+
+// validate checks every section; errors name file, line and key.
+func (c *Config) validate() error {
+	d := c.doc
+	var errs []error
+	if a := c.Server.Addr; a != "" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			errs = append(errs, d.Errorf("server.addr", "%q is not host:port", a))
+		}
+	}
+	if u := c.Server.PublicURL; u != "" {
+		if p, err := url.Parse(u); err != nil || p.Scheme == "" || p.Host == "" {
+			errs = append(errs, d.Errorf("server.public_url", "must be an absolute URL like http://host:port"))
+		}
+	}
+	if c.Server.RequestTimeout < 0 {
+		errs = append(errs, d.Errorf("server.request_timeout", "must not be negative"))
+	}
+	if c.Server.ShutdownGrace < 0 {
+		errs = append(errs, d.Errorf("server.shutdown_grace", "must not be negative"))
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "", "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, d.Errorf("log.level", "%q is not one of debug, info, warn, error", c.Log.Level))
+	}
+	switch c.Log.Format {
+	case "", "text", "json":
+	default:
+		errs = append(errs, d.Errorf("log.format", "%q is not one of text, json", c.Log.Format))
+	}
+	for kind, pc := range c.Providers {
+		if !provider.Known(kind) {
+			errs = append(errs, d.Errorf("providers."+kind, "unknown provider (known: %s)", strings.Join(provider.Kinds, ", ")))
+			continue
+		}
+		if pc.Timeout < 0 {
+			errs = append(errs, d.Errorf("providers."+kind+".timeout", "must not be negative"))
+		}
+		if pc.BaseURL != "" {
+			if p, err := url.Parse(pc.BaseURL); err != nil || p.Scheme == "" || p.Host == "" {
+				errs = append(errs, d.Errorf("providers."+kind+".base_url", "must be an absolute URL"))
+			}
+		}
+	}
+	if len(c.Agents) == 0 {
+		errs = append(errs, d.Errorf("agents", "at least one agent is required"))
+	}
+	seen := map[string]int{}
+	for i, a := range c.Agents {
+		at := fmt.Sprintf("agents[%d]", i)
+		switch {
+		case a.ID == "":
+			errs = append(errs, d.Errorf(at, "id is required"))
+		case !agent.ValidID(a.ID):
+			errs = append(errs, d.Errorf(at+".id", "%q must match [a-z0-9_-]+ (at most 64 characters)", a.ID))
+		default:
+			if j, dup := seen[a.ID]; dup {
+				errs = append(errs, d.Errorf(at+".id", "duplicate agent id %q (first at line %d)", a.ID, d.Line(fmt.Sprintf("agents[%d].id", j))))
+			} else {
+				seen[a.ID] = i
+			}
+		}
+		if a.Provider != "" && !provider.Known(a.Provider) {
+			errs = append(errs, d.Errorf(at+".provider", "unknown provider %q (known: %s)", a.Provider, strings.Join(provider.Kinds, ", ")))
+		}
+		if a.ID != "" && agent.ValidID(a.ID) {
+			if err := a.Validate(); err != nil {
+				errs = append(errs, d.Errorf(at, "%v", err))
+			}
+		}
+	}
+	errs = append(errs, d.ValidateTree("lattice", reflect.ValueOf(c.Lattice))...)
+	// Module sections validate themselves (their Validate methods).
+	for _, section := range []any{&c.MCPClientSection, &c.MCPServerSection, &c.A2ASection} {
+		errs = append(errs, d.ValidateTree("", reflect.ValueOf(section).Elem())...)
+	}
+	return errors.Join(errs...)
+}
+
+// errRefuseUnauthenticated is returned when serving on a non-loopback
+// address without a token.
+var errRefuseUnauthenticated = errors.New("refusing to serve without authentication on a non-loopback address")
+
+// checkListen refuses a public listener without a token.
+func (c *Config) checkListen() error {
+	s := c.Server
+	if !s.APIToken.IsZero() || s.AllowUnauthenticated || isLoopback(s.Addr) {
+		return nil
+	}
+	return fmt.Errorf("%w: server.addr is %s; set server.api_token (or AXOCOATL_API_TOKEN), listen on 127.0.0.1, or set server.allow_unauthenticated: true", errRefuseUnauthenticated, s.Addr)
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// newLogger builds the logger the config asks for, writing to w.
+func (c *Config) newLogger(w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Log.Level))
+	if c.Log.Level == "" {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

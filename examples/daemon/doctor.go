@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+)
+
+// doctorReport collects check results. Module doctor hooks add to it;
+// nothing added may contain a secret (print hosts, never URLs with
+// credentials or header values).
+type doctorReport struct {
+	mu     sync.Mutex
+	lines  []string
+	egress map[string][]string // host → who sends there
+	failed bool
+}
+
+// ok records a passed check.
+func (r *doctorReport) ok(check, detail string) { r.add("ok  ", check, detail, false) }
+
+// fail records a failed check; doctor exits 1.
+func (r *doctorReport) fail(check, detail string) { r.add("FAIL", check, detail, true) }
+
+// warn records something worth knowing that does not fail.
+func (r *doctorReport) warn(check, detail string) { r.add("warn", check, detail, false) }
+
+func (r *doctorReport) add(mark, check, detail string, failed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, fmt.Sprintf("%s %s: %s", mark, check, detail))
+	r.failed = r.failed || failed
+}
+
+// addEgress records that who sends requests to host (host[:port]).
+func (r *doctorReport) addEgress(host, who string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.egress == nil {
+		r.egress = map[string][]string{}
+	}
+	if !slices.Contains(r.egress[host], who) {
+		r.egress[host] = append(r.egress[host], who)
+	}
+}
+
+func (r *doctorReport) print(w io.Writer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.lines {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintln(w)
+	if len(r.egress) == 0 {
+		fmt.Fprintln(w, "egress: none (this config sends no requests off this machine's processes)")
+		return
+	}
+	fmt.Fprintln(w, "egress: these hosts receive requests:")
+	hosts := make([]string, 0, len(r.egress))
+	for h := range r.egress {
+		hosts = append(hosts, h)
+	}
+	slices.Sort(hosts)
+	for _, h := range hosts {
+		fmt.Fprintf(w, "  %s  (%s)\n", h, strings.Join(r.egress[h], ", "))
+	}
+}
+
+func runDoctor(ctx context.Context, c *cli, args []string) int {
+	var cf configFlags
+	fs := newFlags(c, "doctor", "doctor [--config PATH]", &cf, false)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	cfg, ok := c.load(ctx, cf)
+	if !ok {
+		fmt.Fprintln(c.stdout, "FAIL config: see the errors above")
+		return exitFail
+	}
+	r := &doctorReport{}
+	r.ok("config", fmt.Sprintf("%s (%d agents)", cfg.Source, len(cfg.Agents)))
+	if err := cfg.checkListen(); err != nil {
+		r.fail("listen", err.Error())
+	} else {
+		r.ok("listen", cfg.Server.Addr+authNote(cfg))
+	}
+	checkProviders(ctx, cfg, r)
+	for _, m := range daemonModules() {
+		if m.doctor != nil {
+			m.doctor(ctx, cfg, r)
+		}
+	}
+	r.print(c.stdout)
+	if r.failed {
+		return exitFail
+	}
+	return exitOK
+}
+
+func authNote(cfg *Config) string {
+	if cfg.Server.APIToken.IsZero() {
+		return " (no API token)"
+	}
+	return " (API token required)"
+}
+
+// defaultBaseURL mirrors the provider package's documented defaults.
+func defaultBaseURL(kind string) string {
+	switch kind {
+	case provider.OpenAI:
+		return "https://api.openai.com/v1"
+	case provider.Ollama:
+		return "http://localhost:11434/v1"
+	case provider.Anthropic:
+		return "https://api.anthropic.com"
+	}
+	return ""
+}
+
+// doctorTimeout bounds each reachability probe.
+const doctorTimeout = 5 * time.Second
+
+// checkProviders probes every provider an agent uses. Any HTTP answer
+// counts as reachable (an endpoint root often answers 404); a network error
+// or timeout fails.
+func checkProviders(ctx context.Context, cfg *Config, r *doctorReport) {
+	users := map[string][]string{}
+	for _, a := range cfg.Agents {
+		kind := a.Provider
+		if kind == "" {
+			kind = provider.Echo
+		}
+		users[kind] = append(users[kind], a.ID)
+	}
+	kinds := make([]string, 0, len(users))
+	for k := range users {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	client := &http.Client{
+		Timeout:       doctorTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	var wg sync.WaitGroup
+	for _, kind := range kinds {
+		agents := strings.Join(users[kind], ", ")
+		check := "provider " + kind
+		if kind == provider.Echo {
+			r.ok(check, "offline, no network (agents: "+agents+")")
+			continue
+		}
+		pc := cfg.Providers[kind]
+		base := pc.BaseURL
+		if base == "" {
+			base = defaultBaseURL(kind)
+		}
+		u, err := url.Parse(base)
+		if err != nil || u.Host == "" {
+			r.fail(check, "base_url is not an absolute URL")
+			continue
+		}
+		r.addEgress(u.Host, "provider "+kind+" for agents "+agents)
+		if pc.APIKey.IsZero() && kind != provider.Ollama {
+			r.fail(check, "no api_key configured (providers."+kind+".api_key)")
+			continue
+		}
+		wg.Go(func() {
+			probe := *u
+			probe.User = nil
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe.String(), nil)
+			if err != nil {
+				r.fail(check, "cannot build a request for "+u.Host)
+				return
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				r.fail(check, fmt.Sprintf("%s unreachable: %s", u.Host, networkReason(err)))
+				return
+			}
+			resp.Body.Close()
+			r.ok(check, fmt.Sprintf("%s reachable (HTTP %d; agents: %s)", u.Host, resp.StatusCode, agents))
+		})
+	}
+	wg.Wait()
+	for kind := range cfg.Providers {
+		if _, used := users[kind]; !used {
+			r.warn("provider "+kind, "configured but no agent uses it")
+		}
+	}
+}
+
+// networkReason keeps the cause of a failed probe without the URL (which
+// may carry credentials in its query).
+func networkReason(err error) string {
+	var ue *url.Error
+	if e, ok := err.(*url.Error); ok {
+		ue = e
+	}
+	if ue != nil {
+		if ue.Timeout() {
+			return "timed out after " + doctorTimeout.String()
+		}
+		return ue.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,544 @@
+// Package yamlconf loads a YAML config file into plain Go structs with errors
+// a person can act on: every error names the file, the line and the key.
+//
+// Load order: parse the text into a node tree (syntax errors), check keys
+// against the target struct (unknown keys inside a known section are errors,
+// unknown top-level sections are warnings, duplicate keys are errors), expand
+// ${VAR} / ${VAR:-default} in scalar values (never in the raw text; $${ is a
+// literal ${), then decode into the structs. Callers attribute their own
+// validation errors to a key with Doc.Errorf, which finds the key's line.
+package yamlconf
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v4"
+)
+
+// Error is one problem in a config file.
+type Error struct {
+	File string
+	Line int    // 1-based; 0 when the key is not in the file
+	Key  string // dotted path, e.g. agents[1].id; "" for the whole file
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Key != "" {
+		b.WriteString(e.Key + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Lookup reads a variable for ${VAR} expansion; ok is false when unset.
+type Lookup func(name string) (value string, ok bool)
+
+// Doc is a parsed config file.
+type Doc struct {
+	File string
+	root *yaml.Node // the top-level mapping; nil for an empty file
+	// expanded marks scalars whose value came from a variable, so that
+	// messages never quote them (they may be secrets).
+	expanded map[*yaml.Node]bool
+}
+
+// Parse reads YAML text. file names the source in messages.
+func Parse(file string, data []byte) (*Doc, error) {
+	d := &Doc{File: file, expanded: map[*yaml.Node]bool{}}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, d.syntaxError(err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return d, nil // empty file: every section takes its defaults
+	}
+	root := doc.Content[0]
+	if doc.Kind == yaml.DocumentNode && root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return d, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, &Error{File: file, Line: root.Line, Msg: "the config must be a mapping of sections (server:, agents:, …)"}
+	}
+	d.root = root
+	return d, nil
+}
+
+var lineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+
+func (d *Doc) syntaxError(err error) error {
+	var le *yaml.LoadError
+	if errors.As(err, &le) && le.Mark.Line > 0 {
+		return &Error{File: d.File, Line: le.Mark.Line, Msg: "invalid YAML: " + le.Message}
+	}
+	msg := err.Error()
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{File: d.File, Line: line, Msg: "invalid YAML: " + msg[len(m[0]):]}
+	}
+	return &Error{File: d.File, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// Decode checks keys, expands variables and decodes into dst, a pointer to
+// a struct. Warnings (unknown top-level sections) come back even when err
+// is nil. All errors found are joined; each is an *Error.
+func (d *Doc) Decode(dst any, lookup Lookup) (warnings []string, err error) {
+	rv := reflect.ValueOf(dst)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("yamlconf: Decode needs a pointer to a struct, got %T", dst)
+	}
+	if d.root == nil {
+		return nil, nil
+	}
+	c := &checker{doc: d, paths: map[[2]int]string{}}
+	c.checkKeys(d.root, rv.Elem().Type(), "", true)
+	c.expand(d.root, "", lookup)
+	if len(c.errs) > 0 {
+		return c.warnings, errors.Join(c.errs...)
+	}
+	if err := d.root.Decode(dst); err != nil {
+		return c.warnings, c.decodeError(err)
+	}
+	return c.warnings, nil
+}
+
+type checker struct {
+	doc      *Doc
+	errs     []error
+	warnings []string
+	paths    map[[2]int]string // node position → key path, for decode errors
+}
+
+func (c *checker) errorf(n *yaml.Node, path, format string, args ...any) {
+	c.errs = append(c.errs, &Error{File: c.doc.File, Line: n.Line, Key: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// field is one YAML key of a struct, found through inline structs too.
+type field struct {
+	name string
+	typ  reflect.Type
+}
+
+func structFields(t reflect.Type) []field {
+	var out []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if slices.Contains(strings.Split(opts, ","), "inline") {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				out = append(out, structFields(ft)...)
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out = append(out, field{name: name, typ: f.Type})
+	}
+	return out
+}
+
+var (
+	nodeType        = reflect.TypeFor[yaml.Node]()
+	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+)
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// checkKeys walks the node tree alongside the Go type it will decode into.
+func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool) {
+	c.paths[[2]int{n.Line, n.Column}] = path
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nodeType || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) {
+		c.indexPaths(n, path)
+		return
+	}
+	switch {
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct:
+		fields := structFields(t)
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			key := k.Value
+			kp := join(path, key)
+			c.paths[[2]int{k.Line, k.Column}] = kp
+			if seen[key] {
+				c.errorf(k, kp, "duplicate key")
+				continue
+			}
+			seen[key] = true
+			j := slices.IndexFunc(fields, func(f field) bool { return f.name == key })
+			if j < 0 {
+				if top {
+					c.warnings = append(c.warnings, fmt.Sprintf("%s:%d: unknown section %q ignored", c.doc.File, k.Line, key))
+				} else {
+					c.errorf(k, kp, "unknown key (known: %s)", knownNames(fields))
+				}
+				continue
+			}
+			c.checkKeys(v, fields[j].typ, kp, false)
+		}
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Map:
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			kp := join(path, k.Value)
+			c.paths[[2]int{k.Line, k.Column}] = kp
+			if seen[k.Value] {
+				c.errorf(k, kp, "duplicate key")
+				continue
+			}
+			seen[k.Value] = true
+			c.checkKeys(v, t.Elem(), kp, false)
+		}
+	case n.Kind == yaml.SequenceNode && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
+		for i, v := range n.Content {
+			c.checkKeys(v, t.Elem(), fmt.Sprintf("%s[%d]", path, i), false)
+		}
+	default:
+		// A kind mismatch (a list where a string belongs) is reported by
+		// the decoder, with this path.
+		c.indexPaths(n, path)
+	}
+}
+
+// indexPaths records positions below n whose structure the types do not
+// describe, so decode errors there still name the nearest key.
+func (c *checker) indexPaths(n *yaml.Node, path string) {
+	c.paths[[2]int{n.Line, n.Column}] = path
+	for _, ch := range n.Content {
+		if _, ok := c.paths[[2]int{ch.Line, ch.Column}]; !ok {
+			c.indexPaths(ch, path)
+		}
+	}
+}
+
+func knownNames(fields []field) string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// expand replaces variables in every scalar value (keys are left alone).
+func (c *checker) expand(n *yaml.Node, path string, lookup Lookup) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			c.expand(n.Content[i+1], join(path, n.Content[i].Value), lookup)
+		}
+	case yaml.SequenceNode:
+		for i, v := range n.Content {
+			c.expand(v, fmt.Sprintf("%s[%d]", path, i), lookup)
+		}
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "${") {
+			return
+		}
+		out, usedVar, err := Expand(n.Value, lookup)
+		if err != nil {
+			c.errorf(n, path, "%v", err)
+			return
+		}
+		n.Value = out
+		if usedVar {
+			c.doc.expanded[n] = true
+		}
+		if n.Style == 0 || n.Style == yaml.TaggedStyle {
+			// A plain scalar is typed by its final text, so ${PORT} can
+			// fill an int and ${TIMEOUT:-30s} a duration.
+			n.Tag = ""
+		}
+	}
+	// Alias nodes are skipped: their anchor is expanded once, where it is.
+}
+
+var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ErrUnset is the error for a variable that is unset and has no default.
+var ErrUnset = errors.New("is not set")
+
+// Expand replaces ${VAR} and ${VAR:-default} in s; $${ stands for a literal
+// ${. ${VAR:-default} takes the default when VAR is unset or empty; ${VAR}
+// is an error when VAR is unset (an empty value is fine). usedVar reports
+// whether any variable was substituted.
+func Expand(s string, lookup Lookup) (out string, usedVar bool, err error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), usedVar, nil
+		}
+		if i > 0 && s[i-1] == '$' {
+			b.WriteString(s[:i-1] + "${")
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", false, fmt.Errorf("unterminated ${ (write $${ for a literal ${)")
+		}
+		expr := s[i+2 : i+end]
+		s = s[i+end+1:]
+		name, def, hasDef := strings.Cut(expr, ":-")
+		if !varName.MatchString(name) {
+			return "", false, fmt.Errorf("invalid variable name %q in ${…}", name)
+		}
+		v, ok := lookup(name)
+		switch {
+		case hasDef && v == "":
+			b.WriteString(def)
+		case !ok:
+			return "", false, fmt.Errorf("variable %s %w (use ${%s:-default} to give a default)", name, ErrUnset, name)
+		default:
+			usedVar = true
+			b.WriteString(v)
+		}
+	}
+}
+
+var (
+	quotedRE   = regexp.MustCompile("`[^`]*`")
+	typeErrRE  = regexp.MustCompile("^cannot (?:construct|unmarshal) !!(\\w+) (`[^`]*` )?into (.+)$")
+	kindByTag  = map[string]string{"str": "a string", "map": "a mapping", "seq": "a list", "int": "a number", "float": "a number", "bool": "a boolean", "null": "null"}
+	goTypeName = map[string]string{"time.Duration": "a duration (like 30s or 5m)", "string": "a string", "bool": "true or false", "int": "a whole number", "int64": "a whole number", "float64": "a number"}
+)
+
+// typeMessage rewrites the decoder's message in the config's terms. The
+// value is quoted only when it was written in the file, never when it came
+// from a variable (it may be a secret).
+func typeMessage(msg string, hideValue bool) string {
+	m := typeErrRE.FindStringSubmatch(msg)
+	if m == nil {
+		if hideValue {
+			return quotedRE.ReplaceAllString(msg, "(value hidden)")
+		}
+		return msg
+	}
+	got := kindByTag[m[1]]
+	if got == "" {
+		got = "!!" + m[1]
+	}
+	if m[2] != "" && !hideValue {
+		got += " " + strings.TrimSpace(m[2])
+	}
+	want := goTypeName[m[3]]
+	switch {
+	case want != "":
+	case strings.HasPrefix(m[3], "[]"):
+		want = "a list"
+	case strings.HasPrefix(m[3], "map["):
+		want = "a mapping"
+	default:
+		want = "a mapping (" + m[3] + ")"
+		if !strings.Contains(m[3], ".") {
+			want = m[3]
+		}
+	}
+	return fmt.Sprintf("expected %s, got %s", want, got)
+}
+
+func (c *checker) decodeError(err error) error {
+	var les *yaml.LoadErrors
+	if !errors.As(err, &les) {
+		var le *yaml.LoadError
+		if errors.As(err, &le) {
+			les = &yaml.LoadErrors{Errors: []*yaml.LoadError{le}}
+		} else {
+			return &Error{File: c.doc.File, Msg: err.Error()}
+		}
+	}
+	var errs []error
+	for _, le := range les.Errors {
+		path := c.paths[[2]int{le.Mark.Line, le.Mark.Column}]
+		n := c.nodeAt(le.Mark.Line, le.Mark.Column)
+		msg := typeMessage(le.Message, n == nil || c.doc.expanded[n])
+		errs = append(errs, &Error{File: c.doc.File, Line: le.Mark.Line, Key: path, Msg: msg})
+	}
+	return errors.Join(errs...)
+}
+
+func (c *checker) nodeAt(line, col int) *yaml.Node {
+	var found *yaml.Node
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if found != nil {
+			return
+		}
+		if n.Line == line && n.Column == col && n.Kind == yaml.ScalarNode {
+			found = n
+			return
+		}
+		for _, ch := range n.Content {
+			walk(ch)
+		}
+	}
+	walk(c.doc.root)
+	return found
+}
+
+// Errorf returns an error about the key at path (e.g. "agents[1].id"),
+// with the key's line when the file has it.
+func (d *Doc) Errorf(path, format string, args ...any) *Error {
+	return &Error{File: d.File, Line: d.Line(path), Key: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Line returns the line of the key at path (for list items, of the item),
+// or 0 when the file does not have it.
+func (d *Doc) Line(path string) int {
+	if d == nil || d.root == nil || path == "" {
+		return 0
+	}
+	n := d.root
+	line := 0
+	for _, seg := range splitPath(path) {
+		switch {
+		case seg.index >= 0:
+			if n.Kind != yaml.SequenceNode || seg.index >= len(n.Content) {
+				return line
+			}
+			n = n.Content[seg.index]
+			line = n.Line
+		default:
+			if n.Kind != yaml.MappingNode {
+				return line
+			}
+			var next *yaml.Node
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == seg.key {
+					line = n.Content[i].Line
+					next = n.Content[i+1]
+					break
+				}
+			}
+			if next == nil {
+				return line
+			}
+			n = next
+		}
+	}
+	return line
+}
+
+type segment struct {
+	key   string
+	index int // -1 for a key
+}
+
+func splitPath(path string) []segment {
+	var segs []segment
+	for _, part := range strings.Split(path, ".") {
+		key, rest, _ := strings.Cut(part, "[")
+		if key != "" {
+			segs = append(segs, segment{key: key, index: -1})
+		}
+		for rest != "" {
+			num, after, _ := strings.Cut(rest, "]")
+			i, err := strconv.Atoi(num)
+			if err != nil {
+				break
+			}
+			segs = append(segs, segment{index: i})
+			rest = strings.TrimPrefix(after, "[")
+		}
+	}
+	return segs
+}
+
+// Validator is a config section that checks itself.
+type Validator interface{ Validate() error }
+
+// ValidateTree calls Validate on v if it has one; otherwise it walks v's
+// exported fields (inline ones too), slice items and map values and
+// validates what it finds. Each error is attributed to its key's line.
+func (d *Doc) ValidateTree(path string, v reflect.Value) []error {
+	if !v.IsValid() {
+		return nil
+	}
+	if v.CanInterface() {
+		if val, ok := v.Interface().(Validator); ok {
+			if v.Kind() == reflect.Pointer && v.IsNil() {
+				return nil
+			}
+			if err := val.Validate(); err != nil {
+				return []error{d.Errorf(path, "%v", err)}
+			}
+			return nil
+		}
+		if v.CanAddr() {
+			if val, ok := v.Addr().Interface().(Validator); ok {
+				if err := val.Validate(); err != nil {
+					return []error{d.Errorf(path, "%v", err)}
+				}
+				return nil
+			}
+		}
+	}
+	var errs []error
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			errs = append(errs, d.ValidateTree(path, v.Elem())...)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if slices.Contains(strings.Split(opts, ","), "inline") {
+				errs = append(errs, d.ValidateTree(path, v.Field(i))...)
+				continue
+			}
+			if name == "" {
+				name = strings.ToLower(f.Name)
+			}
+			errs = append(errs, d.ValidateTree(join(path, name), v.Field(i))...)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			errs = append(errs, d.ValidateTree(fmt.Sprintf("%s[%d]", path, i), v.Index(i))...)
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			errs = append(errs, d.ValidateTree(join(path, fmt.Sprint(iter.Key().Interface())), iter.Value())...)
+		}
+	}
+	return errs
+}

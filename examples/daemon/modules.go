@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+)
+
+// daemon is an Engine booted from a Config. Module wiring files reach the
+// config, the logger and the Engine through it.
+type daemon struct {
+	cfg    *Config
+	log    *slog.Logger
+	engine *axocoatl.Engine
+}
+
+// module is how a protocol module plugs into the daemon. Each has one
+// wiring file (mcpclient.go, mcpserver.go, a2a.go, dashboard.go) holding
+// its config section and a constructor listed in daemonModules. Every hook
+// is optional.
+type module struct {
+	name string
+	// start runs after the agents are registered, for `serve` and for
+	// `mcp serve` alike: connect, register tools, d.engine.Use(ctx, m).
+	// Whatever it starts must stop in Engine.Close (use a Module).
+	start func(ctx context.Context, d *daemon) error
+	// routes mounts HTTP handlers (serve only) with m.public / m.private.
+	routes func(d *daemon, m *mux) error
+	// doctor adds checks to `axocoatl doctor` (no Engine is booted).
+	doctor func(ctx context.Context, cfg *Config, r *doctorReport)
+}
+
+// daemonModules lists the modules in start order: tool providers first,
+// then the doors that expose agents.
+func daemonModules() []module {
+	return []module{
+		mcpClientModule(),
+		mcpServerModule(),
+		a2aModule(),
+		dashboardModule(),
+	}
+}
+
+// bootEngine builds the Engine: the agents with their providers, then every
+// module's start hook. On error nothing is left running.
+func bootEngine(ctx context.Context, cfg *Config, log *slog.Logger) (*daemon, error) {
+	eng := axocoatl.New(axocoatl.Options{Logger: log})
+	d := &daemon{cfg: cfg, log: log, engine: eng}
+	fail := func(err error) (*daemon, error) {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, eng.Close(closeCtx))
+	}
+	for i, spec := range cfg.Agents {
+		kind := spec.Provider
+		if kind == "" {
+			kind = provider.Echo
+		}
+		model, err := provider.New(kind, cfg.Providers[kind])
+		if err != nil {
+			return fail(cfg.doc.Errorf(fmt.Sprintf("agents[%d].provider", i), "%v", err))
+		}
+		if err := eng.AddAgent(spec, model); err != nil {
+			return fail(cfg.doc.Errorf(fmt.Sprintf("agents[%d]", i), "%v", err))
+		}
+	}
+	for _, m := range daemonModules() {
+		if m.start == nil {
+			continue
+		}
+		if err := m.start(ctx, d); err != nil {
+			return fail(fmt.Errorf("%s: %w", m.name, err))
+		}
+	}
+	return d, nil
+}
+
+// close stops the Engine, letting in-flight runs finish within ctx.
+func (d *daemon) close(ctx context.Context) error { return d.engine.Close(ctx) }

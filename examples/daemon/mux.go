@@ -1,0 +1,131 @@
+package main
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/axocoatl/axocoatl-go/secret"
+)
+
+// MaxBodyBytes bounds every request body; a larger one gets 413.
+const MaxBodyBytes = 1 << 20
+
+// mux is the daemon's router. Every route is mounted as public (no token:
+// health, agent cards, the dashboard page) or private (token required when
+// one is configured). Path parameters use httprouter syntax (/x/:id); read
+// them with httprouter.ParamsFromContext(r.Context()).ByName("id").
+type mux struct {
+	router *httprouter.Router
+	auth   authenticator
+}
+
+func newMux(token secret.Secret) *mux {
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleOPTIONS = false
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such route")
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route")
+	})
+	return &mux{router: r, auth: newAuthenticator(token)}
+}
+
+func (m *mux) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.router.ServeHTTP(w, r) }
+
+// public mounts h with no authentication. Bodies are capped at 1 MiB
+// (reading more fails with *http.MaxBytesError: answer 413).
+func (m *mux) public(method, path string, h http.Handler) error {
+	return m.mount(method, path, limitBody(h))
+}
+
+// private mounts h behind the API token (Bearer or X-API-Key).
+func (m *mux) private(method, path string, h http.Handler) error {
+	return m.mount(method, path, m.auth.require(limitBody(h)))
+}
+
+func (m *mux) mount(method, path string, h http.Handler) (err error) {
+	// httprouter panics on conflicting routes; turn that into an error
+	// that names the route.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("route %s %s: %v", method, path, p)
+		}
+	}()
+	m.router.Handler(method, path, h)
+	return nil
+}
+
+func limitBody(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBodyBytes {
+			writeError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "request body over 1 MiB")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// authenticator checks the API token in constant time. Comparing SHA-256
+// digests keeps the comparison constant-time in the token's length too.
+type authenticator struct {
+	enabled bool
+	digest  [32]byte
+}
+
+func newAuthenticator(token secret.Secret) authenticator {
+	if token.IsZero() {
+		return authenticator{}
+	}
+	return authenticator{enabled: true, digest: sha256.Sum256([]byte(token.Reveal()))}
+}
+
+// check reports whether presented is the token. An empty presented token
+// is never accepted.
+func (a authenticator) check(presented string) bool {
+	if !a.enabled {
+		return true
+	}
+	if presented == "" {
+		return false
+	}
+	d := sha256.Sum256([]byte(presented))
+	return subtle.ConstantTimeCompare(d[:], a.digest[:]) == 1
+}
+
+var errNoToken = errors.New("missing or wrong API token")
+
+// tokenFrom reads the token from Authorization: Bearer or X-API-Key.
+func tokenFrom(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(tok)
+		}
+		return ""
+	}
+	return r.Header.Get("X-API-Key")
+}
+
+func (a authenticator) require(h http.Handler) http.Handler {
+	if !a.enabled {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !a.check(tokenFrom(r)) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="axocoatl"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", errNoToken.Error())
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

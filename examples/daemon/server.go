@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// serveHooks let tests and benchmarks observe a running server.
+type serveHooks struct {
+	// listening is called once the listener is bound and the daemon is
+	// ready, with the address actually bound (useful with port 0).
+	listening func(addr net.Addr)
+}
+
+// serve runs the daemon until ctx ends, then shuts down gracefully:
+// the listener closes, streams end, in-flight requests and runs get
+// Server.ShutdownGrace to finish.
+func serve(ctx context.Context, cfg *Config, log *slog.Logger, hooks serveHooks) error {
+	if err := cfg.checkListen(); err != nil {
+		return err
+	}
+	start := time.Now()
+	d, err := bootEngine(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	h, stopHandlers, ready, err := newHandler(d)
+	if err != nil {
+		return errors.Join(err, closeWithin(d, cfg.Server.ShutdownGrace))
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		stopHandlers()
+		return errors.Join(fmt.Errorf("listen: %w", err), closeWithin(d, cfg.Server.ShutdownGrace))
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	ready.Store(true)
+	log.Info("axocoatl ready", "addr", ln.Addr().String(), "agents", len(cfg.Agents), "config", cfg.Source,
+		"auth", !cfg.Server.APIToken.IsZero(), "startup", time.Since(start).Round(time.Microsecond))
+	if hooks.listening != nil {
+		hooks.listening(ln.Addr())
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	ready.Store(false)
+	log.Info("shutting down", "grace", cfg.Server.ShutdownGrace)
+	grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownGrace)
+	defer cancel()
+	stopHandlers() // end WebSocket streams: Shutdown does not wait for hijacked conns
+	shutdownErr := srv.Shutdown(grace)
+	if serveErr == nil {
+		serveErr = <-served
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	closeErr := d.close(grace)
+	if errors.Is(shutdownErr, context.DeadlineExceeded) {
+		shutdownErr = fmt.Errorf("requests still running after the %s grace period were cut off", cfg.Server.ShutdownGrace)
+	}
+	return errors.Join(serveErr, shutdownErr, closeErr)
+}
+
+func closeWithin(d *daemon, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	return d.close(ctx)
+}
+
+// newHandler builds the router with the daemon's own routes and every
+// module's. stop ends long-lived streams and the metrics subscriber.
+func newHandler(d *daemon) (h http.Handler, stop func(), ready *atomic.Bool, err error) {
+	cfg := d.cfg
+	m := newMux(cfg.Server.APIToken)
+	ready = new(atomic.Bool)
+	met, err := newMetrics(d.engine.Bus())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	streamCtx, endStreams := context.WithCancel(context.Background())
+	stop = func() { endStreams(); met.close() }
+	a := &api{d: d, ready: ready, timeout: cfg.Server.RequestTimeout}
+	ws := &stream{d: d, auth: m.auth, origins: cfg.Server.AllowedOrigins, ctx: streamCtx}
+	errs := []error{
+		a.mount(m),
+		m.private(http.MethodGet, "/metrics", met.handler()),
+		// The stream authenticates itself: browsers pass ?token=.
+		m.public(http.MethodGet, "/api/events", ws),
+	}
+	for _, mod := range daemonModules() {
+		if mod.routes != nil {
+			if err := mod.routes(d, m); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", mod.name, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return m, stop, ready, nil
+}

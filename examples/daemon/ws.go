@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+// Frames of the event stream (CONTRACT §4).
+type (
+	readyFrame struct {
+		Kind             string `json:"kind"` // ready
+		PendingApprovals []any  `json:"pending_approvals"`
+	}
+	eventFrame struct {
+		Kind  string        `json:"kind"` // event
+		Event lattice.Event `json:"event"`
+	}
+	laggedFrame struct {
+		Kind   string `json:"kind"` // lagged
+		Missed uint64 `json:"missed"`
+	}
+	errorFrame struct {
+		Kind  string      `json:"kind"` // error
+		Error errorDetail `json:"error"`
+	}
+)
+
+// clientFrame is what a client may send.
+type clientFrame struct {
+	Cmd        string `json:"cmd"`
+	ApprovalID string `json:"approval_id"`
+	Decision   string `json:"decision"`
+	Remember   string `json:"remember"`
+}
+
+// Stream limits. wsBuffer bounds what one client may have queued: beyond
+// it events are dropped for that client and reported in a lagged frame, so
+// a stalled client costs a fixed amount of memory.
+const (
+	wsBuffer       = 256
+	wsWriteTimeout = 30 * time.Second
+	wsReadLimit    = 64 << 10
+)
+
+// stream serves GET /api/events.
+type stream struct {
+	d       *daemon
+	auth    authenticator
+	origins []string
+	// ctx ends every stream when the server shuts down (hijacked
+	// connections are not tracked by http.Server.Shutdown).
+	ctx context.Context
+}
+
+func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Browsers cannot set headers on a WebSocket, hence ?token=.
+	tok := tokenFrom(r)
+	if tok == "" {
+		tok = r.URL.Query().Get("token")
+	}
+	if !s.auth.check(tok) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="axocoatl"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized", errNoToken.Error())
+		return
+	}
+	// Accept checks Origin against the Host and OriginPatterns and answers
+	// 403 itself.
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.origins})
+	if err != nil {
+		s.d.log.Debug("websocket refused", "error", err, "origin", r.Header.Get("Origin"))
+		return
+	}
+	conn.SetReadLimit(wsReadLimit)
+	sub, err := s.d.engine.Bus().Subscribe(lattice.Filter{}, wsBuffer)
+	if err != nil {
+		conn.Close(websocket.StatusTryAgainLater, "event bus closed")
+		return
+	}
+	defer sub.Close()
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+
+	// Writes come from the event loop and from replies to client commands;
+	// replies go through a small queue drained by the same loop, so one
+	// goroutine writes.
+	replies := make(chan any, 8)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		defer cancel()
+		s.readLoop(ctx, conn, replies)
+	}()
+	err = s.writeLoop(ctx, conn, sub, replies)
+	cancel()
+	<-readDone
+	switch {
+	case s.ctx.Err() != nil:
+		conn.Close(websocket.StatusGoingAway, "server shutting down")
+	case err != nil:
+		conn.Close(websocket.StatusInternalError, "stream ended")
+	default:
+		conn.Close(websocket.StatusNormalClosure, "")
+	}
+}
+
+func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattice.Subscription, replies <-chan any) error {
+	write := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
+		defer cancel()
+		return conn.Write(wctx, websocket.MessageText, b)
+	}
+	if err := write(readyFrame{Kind: "ready", PendingApprovals: []any{}}); err != nil {
+		return err
+	}
+	var reported uint64
+	for {
+		// Any drop means the buffer was full, so a receive follows and
+		// this check runs again: no loss goes unreported.
+		if n := sub.Missed(); n > reported {
+			if err := write(laggedFrame{Kind: "lagged", Missed: n - reported}); err != nil {
+				return err
+			}
+			reported = n
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case v := <-replies:
+			if err := write(v); err != nil {
+				return err
+			}
+		case ev, ok := <-sub.Events():
+			if !ok {
+				return nil // bus closed
+			}
+			if err := write(eventFrame{Kind: "event", Event: ev}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// readLoop answers client commands. Bad frames get an error frame; the
+// stream goes on.
+func (s *stream) readLoop(ctx context.Context, conn *websocket.Conn, replies chan<- any) {
+	reply := func(code, msg string) {
+		select {
+		case replies <- errorFrame{Kind: "error", Error: errorDetail{Code: code, Message: msg}}:
+		case <-ctx.Done():
+		}
+	}
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			return // closed by the client, too large, or ctx ended
+		}
+		if typ != websocket.MessageText {
+			reply("bad_request", "send JSON text frames")
+			continue
+		}
+		var f clientFrame
+		if err := json.Unmarshal(data, &f); err != nil {
+			reply("bad_request", "invalid JSON frame: "+err.Error())
+			continue
+		}
+		switch f.Cmd {
+		case "approve":
+			reply("unavailable", "approvals are not enabled in this daemon")
+		case "":
+			reply("bad_request", `missing "cmd"`)
+		default:
+			reply("bad_request", "unknown cmd "+quote(f.Cmd))
+		}
+	}
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
