@@ -7,8 +7,6 @@ package dashboard_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -200,13 +198,19 @@ func killProcessesUsing(t *testing.T, flag string) {
 	t.Errorf("browser processes with %s survived", flag)
 }
 
-// buildDaemon builds ./examples/daemon into a temporary directory.
+// buildDaemon builds ./examples/daemon into a temporary directory, with the
+// race detector when this test runs with it. A cold build of the daemon
+// takes minutes on a busy 2-core machine.
 func buildDaemon(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "axocoatl")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/axocoatl/axocoatl-go/examples/daemon")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "github.com/axocoatl/axocoatl-go/examples/daemon")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./examples/daemon: %v\n%s", err, out)
 	}
@@ -306,30 +310,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// postJSON is a plain API client call for checks outside the browser.
-func postJSON(ctx context.Context, url, token string, body any) (int, []byte, error) {
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return 0, nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(raw))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer res.Body.Close()
-	var buf bytes.Buffer
-	_, err = buf.ReadFrom(res.Body)
-	return res.StatusCode, buf.Bytes(), errors.Join(err)
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

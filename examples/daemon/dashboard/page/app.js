@@ -267,6 +267,10 @@
         onEvent(f.event);
       } else if (f.kind === 'lagged') {
         onLagged(f.missed);
+      } else if (f.kind === 'error' && f.error) {
+        addToFeed(el('li', { class: 'fail', 'data-type': 'error' },
+          el('time', {}, new Date().toLocaleTimeString()), el('span', { class: 'type' }, 'stream error'),
+          el('span', {}, f.error.code || ''), el('code', {}, f.error.message || '')));
       }
     };
     sock.onclose = () => {

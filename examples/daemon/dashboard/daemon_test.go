@@ -1,0 +1,85 @@
+package dashboard_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestDashboardAgainstDaemon is the acceptance test of the dashboard: the
+// built daemon binary with its default config, the page loaded in headless
+// Chromium, the assistant agent shown, run from the form, and its
+// TaskCompleted event arriving live over the WebSocket.
+func TestDashboardAgainstDaemon(t *testing.T) {
+	needChromium(t)
+	bin := buildDaemon(t)
+
+	t.Run("open", func(t *testing.T) {
+		d := startDaemon(t, bin)
+		b := newBrowser(t)
+		runAssistant(t, b, d.URL, "")
+		b.checkConsole(t)
+	})
+
+	// With api_token set the page asks for it, then works as before.
+	t.Run("token", func(t *testing.T) {
+		const token = "dashboard-test-token-3f9c"
+		d := startDaemon(t, bin, "AXOCOATL_API_TOKEN="+token)
+		b := newBrowser(t)
+		runAssistant(t, b, d.URL, token)
+		b.checkConsole(t)
+	})
+}
+
+func runAssistant(t *testing.T, b *browser, url, token string) {
+	t.Helper()
+	b.do(t, "load the dashboard", chromedp.Navigate(url+"/"))
+	if token != "" {
+		b.waitFor(t, "the token prompt", `!document.getElementById('auth').hidden`)
+		b.do(t, "enter the token",
+			chromedp.SendKeys(chromedp.ID("token"), token),
+			chromedp.Click(chromedp.CSS("#auth button")))
+	}
+
+	row := b.waitFor(t, "the assistant agent", `document.querySelector('#agents tr[data-agent="assistant"]')?.innerText`)
+	for _, want := range []string{"assistant", "echo", "idle"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("assistant row %q lacks %q", row, want)
+		}
+	}
+	// The event must come over the stream, so wait until it is up.
+	b.waitFor(t, "the live stream", `document.getElementById('conn').dataset.state === 'live'`)
+
+	input := fmt.Sprintf("hello from chromium %d", time.Now().UnixNano())
+	b.do(t, "run the assistant from the form",
+		chromedp.SetValue(chromedp.ID("run-agent"), "assistant"),
+		chromedp.SendKeys(chromedp.ID("run-input"), input),
+		chromedp.Click(chromedp.ID("run-submit")))
+
+	out := b.waitFor(t, "the run's output", `document.getElementById('run-output').dataset.state !== 'running' && document.getElementById('run-output').dataset.state && document.getElementById('run-output').dataset.state + ':' + document.getElementById('run-output').textContent`)
+	if out != "done:"+input {
+		t.Fatalf("run shows %q, want the echo of %q", out, input)
+	}
+	meta := b.eval(t, `document.getElementById('run-meta').textContent`)
+	taskID := regexp.MustCompile(`task (\S+)`).FindStringSubmatch(meta)
+	if taskID == nil {
+		t.Fatalf("run meta %q names no task", meta)
+	}
+
+	ev := b.waitFor(t, "TaskCompleted in the live feed", `[...document.querySelectorAll('#feed li[data-type="TaskCompleted"]')].map(li => li.innerText).find(s => s.includes(`+jsString(taskID[1])+`))`)
+	if !strings.Contains(ev, input) || !strings.Contains(ev, "assistant") {
+		t.Errorf("TaskCompleted row %q lacks the output or the agent", ev)
+	}
+	if !strings.Contains(b.eval(t, `document.getElementById('feed').innerText`), "AgentActivated") {
+		t.Error("AgentActivated did not reach the feed")
+	}
+	b.screenshot(t, "daemon-"+t.Name()[strings.LastIndex(t.Name(), "/")+1:])
+}
+
+func jsString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
