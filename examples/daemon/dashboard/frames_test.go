@@ -30,6 +30,7 @@ func TestPageHandlesEveryFrame(t *testing.T) {
 
 	var (
 		conns     atomic.Int32
+		resolved  atomic.Bool
 		dropFirst = make(chan struct{})
 		decisions = make(chan string, 4)
 		handlers  sync.WaitGroup
@@ -62,10 +63,15 @@ func TestPageHandlesEveryFrame(t *testing.T) {
 		writeJSON(w, 200, []map[string]string{{"id": "evil", "name": evil, "provider": "echo", "model": evil, "status": "idle"}})
 	}))
 	mux.HandleFunc("GET /api/approvals", authed(func(w http.ResponseWriter, r *http.Request) {
+		if resolved.Load() {
+			writeJSON(w, 200, []any{})
+			return
+		}
 		writeJSON(w, 200, []any{approval})
 	}))
 	mux.HandleFunc("POST /api/approvals/{id}", authed(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		resolved.Store(true)
 		decisions <- r.PathValue("id") + " " + string(body)
 		writeJSON(w, 200, map[string]string{"approval_id": r.PathValue("id"), "status": "approved"})
 	}))

@@ -233,6 +233,9 @@
     addToFeed(el('li', { class: 'lagged', 'data-type': 'lagged' },
       el('time', {}, new Date().toLocaleTimeString()), el('span', { class: 'type' }, 'lagged'),
       el('span', {}, ''), el('code', {}, `${n} missed`)));
+    // What was missed may have changed state: read it afresh.
+    refreshAgentsSoon();
+    loadApprovals();
   }
   $('lagged-dismiss').addEventListener('click', () => { missedTotal = 0; $('lagged').hidden = true; });
 
