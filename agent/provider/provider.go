@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
@@ -34,8 +35,16 @@ type Config struct {
 	BaseURL string `yaml:"base_url"`
 	// APIKey sent with every call. Zero: none (fine for ollama).
 	APIKey secret.Secret `yaml:"api_key"`
-	// Timeout of one model call. Zero: 60s.
+	// Timeout of one model call, every retry and wait included. Zero: 60s.
 	Timeout time.Duration `yaml:"timeout"`
+	// MaxRetries of a call that failed transiently (connection error, 408,
+	// 409, 429, 5xx), each only while it fits before Timeout. Zero: 2;
+	// negative: no retries.
+	MaxRetries int `yaml:"max_retries"`
+	// MaxTokens caps the length of one answer. Zero: 4096 for anthropic
+	// (the Messages API requires a cap), the server's default for openai and
+	// ollama.
+	MaxTokens int `yaml:"max_tokens"`
 	// HTTPClient overrides the client used for calls (tests, proxies). Zero:
 	// a client with no overall timeout; Timeout bounds each call instead.
 	HTTPClient *http.Client `yaml:"-"`
@@ -50,11 +59,37 @@ func (c Configs) Validate() error {
 		if !Known(kind) {
 			return fmt.Errorf("providers: unknown provider %q (known: %v)", kind, Kinds)
 		}
-		if cfg.Timeout < 0 {
-			return fmt.Errorf("providers.%s.timeout must not be negative", kind)
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("providers.%s.%w", kind, err)
 		}
 	}
 	return nil
+}
+
+// Validate checks one provider's settings. Its errors start with the key at
+// fault, so that Configs.Validate can prefix the section.
+func (c Config) Validate() error {
+	if c.BaseURL != "" {
+		u, err := url.Parse(c.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("base_url: want an absolute http(s) URL, got %q", redactURL(c.BaseURL))
+		}
+	}
+	if c.Timeout < 0 {
+		return errors.New("timeout: must not be negative")
+	}
+	if c.MaxTokens < 0 {
+		return errors.New("max_tokens: must not be negative")
+	}
+	return nil
+}
+
+// redactURL hides a password written into a URL (https://user:pass@host).
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return "(unparsable)"
 }
 
 // Known reports whether kind names a provider.
@@ -69,6 +104,9 @@ func Known(kind string) bool {
 
 // New returns the model for a provider kind.
 func New(kind string, cfg Config) (agent.Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("providers.%s.%w", kind, err)
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -76,9 +114,17 @@ func New(kind string, cfg Config) (agent.Model, error) {
 	case Echo, "":
 		return EchoModel{}, nil
 	case OpenAI, Ollama:
-		return newOpenAI(kind, cfg)
+		m, err := newOpenAI(kind, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
 	case Anthropic:
-		return newAnthropic(cfg)
+		m, err := newAnthropic(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
 	}
 	return nil, fmt.Errorf("unknown provider %q (known: %v)", kind, Kinds)
 }

@@ -1,0 +1,212 @@
+package provider_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/secret"
+)
+
+// Chat Completions request as it travels on the wire.
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Type     string `json:"type"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"messages"`
+	Tools []chatTool `json:"tools"`
+}
+
+type chatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description"`
+		Parameters  map[string]any `json:"parameters"`
+	} `json:"function"`
+}
+
+// What OpenAI answers when the model wants two tools in one turn.
+const chatToolCalls = `{
+  "id": "chatcmpl-1", "object": "chat.completion", "created": 1764460000, "model": "gpt-4o-mini",
+  "choices": [{
+    "index": 0,
+    "message": {
+      "role": "assistant", "content": null, "refusal": null,
+      "tool_calls": [
+        {"id": "call_ok", "type": "function", "function": {"name": "lookup", "arguments": "{\"city\":\"Paris\"}"}},
+        {"id": "call_bad", "type": "function", "function": {"name": "broken", "arguments": "{\"city\":\"Lyon\"}"}}
+      ]
+    },
+    "logprobs": null, "finish_reason": "tool_calls"
+  }],
+  "usage": {"prompt_tokens": 52, "completion_tokens": 31, "total_tokens": 83},
+  "system_fingerprint": "fp_1"
+}`
+
+const chatFinal = `{
+  "id": "chatcmpl-2", "object": "chat.completion", "created": 1764460001, "model": "gpt-4o-mini",
+  "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris: 21°C and sunny.", "refusal": null}, "logprobs": null, "finish_reason": "stop"}],
+  "usage": {"prompt_tokens": 90, "completion_tokens": 9, "total_tokens": 99}
+}`
+
+func TestOpenAIToolCallRoundTrip(t *testing.T) {
+	var rec recorder
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := rec.record(r)
+		if n == 1 {
+			writeJSON(w, 200, chatToolCalls)
+			return
+		}
+		writeJSON(w, 200, chatFinal)
+	}))
+	defer srv.Close()
+
+	h := newHarness(t, provider.OpenAI, provider.Config{BaseURL: srv.URL + "/v1", APIKey: secret.Secret("sk-test-123")},
+		agent.Spec{Model: "gpt-4o-mini", SystemPrompt: "You are terse."})
+	var lookup, broken toolRecorder
+	lookup.register(t, h.engine, "lookup", "21°C, sunny", false)
+	broken.register(t, h.engine, "broken", "backend down", true)
+
+	res, err := h.engine.Execute(context.Background(), "a", "Weather in Paris?")
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	if res.Output != "Paris: 21°C and sunny." {
+		t.Fatalf("output %q", res.Output)
+	}
+	if got := lookup.args(); len(got) != 1 || got[0] != `{"city":"Paris"}` {
+		t.Fatalf("lookup called with %q", got)
+	}
+	if got := broken.args(); len(got) != 1 || got[0] != `{"city":"Lyon"}` {
+		t.Fatalf("broken called with %q", got)
+	}
+
+	seen := rec.all()
+	if len(seen) != 2 {
+		t.Fatalf("%d requests, want 2", len(seen))
+	}
+	for _, x := range seen {
+		if x.Method != "POST" || x.Path != "/v1/chat/completions" {
+			t.Fatalf("request %s %s", x.Method, x.Path)
+		}
+		if got := x.Header.Get("Authorization"); got != "Bearer sk-test-123" {
+			t.Fatalf("Authorization %q", got)
+		}
+	}
+
+	var first chatRequest
+	if err := json.Unmarshal(seen[0].Body, &first); err != nil {
+		t.Fatal(err)
+	}
+	if first.Model != "gpt-4o-mini" || len(first.Messages) != 2 ||
+		first.Messages[0].Role != "system" || string(first.Messages[0].Content) != `"You are terse."` ||
+		first.Messages[1].Role != "user" || string(first.Messages[1].Content) != `"Weather in Paris?"` {
+		t.Fatalf("first request: %s", seen[0].Body)
+	}
+	if len(first.Tools) != 2 {
+		t.Fatalf("tools: %s", seen[0].Body)
+	}
+	tool := first.Tools[slices.IndexFunc(first.Tools, func(x chatTool) bool { return x.Function.Name == "lookup" })]
+	if tool.Type != "function" || tool.Function.Description != "looks things up" ||
+		tool.Function.Parameters["type"] != "object" || tool.Function.Parameters["properties"] == nil {
+		t.Fatalf("lookup tool on the wire: %+v", tool)
+	}
+
+	// The second request replays the assistant turn and carries both results.
+	var second chatRequest
+	if err := json.Unmarshal(seen[1].Body, &second); err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Messages) != 5 {
+		t.Fatalf("second request has %d messages: %s", len(second.Messages), seen[1].Body)
+	}
+	asst := second.Messages[2]
+	if asst.Role != "assistant" || len(asst.ToolCalls) != 2 || asst.ToolCalls[0].ID != "call_ok" ||
+		asst.ToolCalls[0].Type != "function" || asst.ToolCalls[0].Function.Arguments != `{"city":"Paris"}` {
+		t.Fatalf("assistant turn: %s", seen[1].Body)
+	}
+	results := map[string]string{}
+	for _, m := range second.Messages[3:] {
+		if m.Role != "tool" {
+			t.Fatalf("want tool messages: %s", seen[1].Body)
+		}
+		var s string
+		json.Unmarshal(m.Content, &s)
+		results[m.ToolCallID] = s
+	}
+	if results["call_ok"] != "21°C, sunny" {
+		t.Fatalf("tool result for call_ok: %q", results["call_ok"])
+	}
+	if !strings.HasPrefix(results["call_bad"], "Error: ") || !strings.Contains(results["call_bad"], "backend down") {
+		t.Fatalf("failed tool result for call_bad: %q", results["call_bad"])
+	}
+}
+
+// Ollama: the bare host of the contract's example reaches /v1, and no
+// Authorization header is sent without a key.
+func TestOllamaBareHostNoKey(t *testing.T) {
+	var rec recorder
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec.record(r)
+		writeJSON(w, 200, `{"id":"chatcmpl-9","object":"chat.completion","created":1764460000,"model":"llama3.2",
+		  "system_fingerprint":"fp_ollama","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],
+		  "usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer srv.Close()
+
+	h := newHarness(t, provider.Ollama, provider.Config{BaseURL: srv.URL}, agent.Spec{})
+	res, err := h.engine.Execute(context.Background(), "a", "hello")
+	if err != nil || res.Output != "hi" {
+		t.Fatalf("Execute = %q, %v", res.Output, err)
+	}
+	seen := rec.all()
+	if len(seen) != 1 || seen[0].Path != "/v1/chat/completions" {
+		t.Fatalf("requests: %+v", seen)
+	}
+	if a := seen[0].Header.Get("Authorization"); a != "" {
+		t.Fatalf("Authorization %q sent without a key", a)
+	}
+	var body chatRequest
+	json.Unmarshal(seen[0].Body, &body)
+	if body.Model != provider.DefaultOllamaModel || body.Tools != nil {
+		t.Fatalf("body: %s", seen[0].Body)
+	}
+}
+
+// The environment must not leak into a provider: OPENAI_API_KEY and
+// OPENAI_BASE_URL are ignored.
+func TestOpenAIIgnoresEnvironment(t *testing.T) {
+	var rec recorder
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec.record(r)
+		writeJSON(w, 200, chatFinal)
+	}))
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "sk-from-env")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+
+	h := newHarness(t, provider.OpenAI, provider.Config{BaseURL: srv.URL + "/v1"}, agent.Spec{})
+	if _, err := h.engine.Execute(context.Background(), "a", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if a := rec.all()[0].Header.Get("Authorization"); a != "" {
+		t.Fatalf("Authorization %q came from the environment", a)
+	}
+}
