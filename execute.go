@@ -112,6 +112,10 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 // runError explains why a run's context ended, keeping the cause checkable.
 func (e *Engine) runError(ctx context.Context, spec agent.Spec, err error) error {
 	switch {
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		// A deadline inside the run, not the run's own (a provider call's
+		// Timeout): its error says which, and stays checkable.
+		return fmt.Errorf("agent %s: %w", spec.ID, err)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("agent %s: timed out after %s: %w", spec.ID, spec.Timeout, context.DeadlineExceeded)
 	case e.runCtx.Err() != nil:
