@@ -249,6 +249,8 @@ func startDaemon(t *testing.T, bin string, env ...string) *daemon {
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, "serve", "--addr", addr)
 	cmd.Dir = t.TempDir()
+	// Should the test binary die (a -timeout panic), the daemon dies with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "AXOCOATL_") {
 			cmd.Env = append(cmd.Env, kv)
