@@ -93,19 +93,21 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 
 	a.running.Add(1)
 	defer a.running.Add(-1)
-	e.publish(ctx, lattice.AgentActivated, req.AgentID, activatedPayload{req.AgentID, req.TaskID, req.Source})
+	// Events of a run must not be lost because the run's context ended.
+	evCtx := context.WithoutCancel(ctx)
+	e.publish(evCtx, lattice.AgentActivated, req.AgentID, activatedPayload{req.AgentID, req.TaskID, req.Source})
 
 	tools := &runToolbox{engine: e, spec: &a.spec, taskID: req.TaskID}
 	out, err := agent.Run(ctx, a.spec, a.model, tools, req.Input)
 	res.Duration = time.Since(start)
 	if err != nil {
 		err = e.runError(ctx, a.spec, err)
-		e.publish(ctx, lattice.AgentFailed, req.AgentID, failedPayload{req.AgentID, req.TaskID, err.Error(), res.Duration.Milliseconds(), req.Source})
+		e.publish(evCtx, lattice.AgentFailed, req.AgentID, failedPayload{req.AgentID, req.TaskID, err.Error(), res.Duration.Milliseconds(), req.Source})
 		e.log.Warn("task failed", "agent", req.AgentID, "task", req.TaskID, "error", err)
 		return res, err
 	}
 	res.Output = out
-	e.publish(ctx, lattice.TaskCompleted, req.AgentID, completedPayload{req.AgentID, req.TaskID, out, res.Duration.Milliseconds(), req.Source})
+	e.publish(evCtx, lattice.TaskCompleted, req.AgentID, completedPayload{req.AgentID, req.TaskID, out, res.Duration.Milliseconds(), req.Source})
 	return res, nil
 }
 
@@ -126,10 +128,9 @@ func (e *Engine) runError(ctx context.Context, spec agent.Spec, err error) error
 	return fmt.Errorf("agent %s: %w", spec.ID, err)
 }
 
-// publish emits an Engine event. Events of a finished run must not be lost
-// because the run's context ended, so the publish ignores cancellation.
+// publish emits an Engine event; a failure is logged, never fatal to a run.
 func (e *Engine) publish(ctx context.Context, eventType, producedBy string, payload any) {
-	if err := e.Publish(context.WithoutCancel(ctx), eventType, producedBy, payload); err != nil && !errors.Is(err, lattice.ErrClosed) {
+	if err := e.Publish(ctx, eventType, producedBy, payload); err != nil && !errors.Is(err, lattice.ErrClosed) {
 		e.log.Warn("publish failed", "type", eventType, "error", err)
 	}
 }

@@ -142,7 +142,8 @@ func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall) 
 	call.Server = t.Server
 
 	start := time.Now()
-	e.publish(ctx, lattice.ToolCalled, call.AgentID, toolCalledPayload{call.AgentID, call.TaskID, call.Tool})
+	evCtx := context.WithoutCancel(ctx)
+	e.publish(evCtx, lattice.ToolCalled, call.AgentID, toolCalledPayload{call.AgentID, call.TaskID, call.Tool})
 	res, err := invoke(ctx, chain[:len(chain):len(chain)], call, t.Call)
 	if err != nil {
 		res = ToolResult{Content: err.Error(), IsError: true}
@@ -151,7 +152,7 @@ func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall) 
 	if res.IsError {
 		p.Error = res.Content
 	}
-	e.publish(ctx, lattice.ToolResult, call.AgentID, p)
+	e.publish(evCtx, lattice.ToolResult, call.AgentID, p)
 	return res, err
 }
 

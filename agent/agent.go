@@ -21,12 +21,12 @@ const (
 // Spec describes one agent. The YAML form is an entry of the config's
 // `agents:` list.
 type Spec struct {
-	ID           string `yaml:"id" json:"id"`                                         // [a-z0-9_-]+, unique
-	Name         string `yaml:"name" json:"name"`                                     // zero: the ID
-	Description  string `yaml:"description" json:"description"`                       // zero: none
-	Provider     string `yaml:"provider" json:"provider"`                             // openai | ollama | anthropic | echo; zero: echo
-	Model        string `yaml:"model" json:"model"`                                   // provider's model name; zero: provider default
-	SystemPrompt string `yaml:"system_prompt" json:"system_prompt,omitempty"`         // zero: none
+	ID           string `yaml:"id" json:"id"`                                 // [a-z0-9_-]+, unique
+	Name         string `yaml:"name" json:"name"`                             // zero: the ID
+	Description  string `yaml:"description" json:"description"`               // zero: none
+	Provider     string `yaml:"provider" json:"provider"`                     // openai | ollama | anthropic | echo; zero: echo
+	Model        string `yaml:"model" json:"model"`                           // provider's model name; zero: provider default
+	SystemPrompt string `yaml:"system_prompt" json:"system_prompt,omitempty"` // zero: none
 	// Tools is a glob allow-list over qualified tool names; nil means all
 	// tools, an empty non-nil list means none.
 	Tools         []string      `yaml:"tools" json:"tools,omitempty"`

@@ -95,7 +95,8 @@ func marshalObject(payload any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !isObject(raw) {
+	if raw[0] != '{' { // Marshal's output is valid JSON: the first byte tells
+
 		return nil, fmt.Errorf("payload must be a JSON object, got %.20s", raw)
 	}
 	return raw, nil

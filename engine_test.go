@@ -1,0 +1,365 @@
+package axocoatl_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newEngine(t *testing.T) *axocoatl.Engine {
+	t.Helper()
+	e := axocoatl.New(axocoatl.Options{})
+	t.Cleanup(func() {
+		if err := e.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}
+
+func subscribe(t *testing.T, e *axocoatl.Engine, types ...string) lattice.Subscription {
+	t.Helper()
+	s, err := e.Bus().Subscribe(lattice.Filter{Types: types}, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func next(t *testing.T, s lattice.Subscription) (lattice.Event, map[string]any) {
+	t.Helper()
+	select {
+	case ev := <-s.Events():
+		var p map[string]any
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			t.Fatalf("payload of %s: %v", ev.Type, err)
+		}
+		return ev, p
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5s")
+	}
+	panic("unreachable")
+}
+
+func TestExecuteEcho(t *testing.T) {
+	e := newEngine(t)
+	if err := e.AddAgent(agent.Spec{ID: "assistant"}, provider.EchoModel{}); err != nil {
+		t.Fatal(err)
+	}
+	events := subscribe(t, e)
+	res, err := e.Execute(context.Background(), "assistant", "hello there")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "hello there" || res.TaskID == "" || res.AgentID != "assistant" {
+		t.Fatalf("result %+v", res)
+	}
+	ev, p := next(t, events)
+	if ev.Type != lattice.AgentActivated || p["task_id"] != res.TaskID || p["source"] != "library" || p["agent_id"] != "assistant" {
+		t.Fatalf("first event %s %v", ev.Type, p)
+	}
+	ev, p = next(t, events)
+	if ev.Type != lattice.TaskCompleted || p["output"] != "hello there" || p["task_id"] != res.TaskID {
+		t.Fatalf("second event %s %v", ev.Type, p)
+	}
+	if _, ok := p["duration_ms"]; !ok {
+		t.Fatalf("TaskCompleted lacks duration_ms: %v", p)
+	}
+
+	_, err = e.Execute(context.Background(), "nobody", "x")
+	if !errors.Is(err, axocoatl.ErrAgentNotFound) {
+		t.Fatalf("unknown agent: %v, want ErrAgentNotFound", err)
+	}
+	if err := e.AddAgent(agent.Spec{ID: "assistant"}, provider.EchoModel{}); !errors.Is(err, axocoatl.ErrAgentExists) {
+		t.Fatalf("duplicate agent: %v", err)
+	}
+	if err := e.AddAgent(agent.Spec{ID: "Bad Id"}, provider.EchoModel{}); err == nil {
+		t.Fatal("invalid id accepted")
+	}
+}
+
+// scriptModel is an agent.Model that plays a fixed script of turns and
+// records every request it got.
+type scriptModel struct {
+	mu    sync.Mutex
+	turns []agent.Response
+	reqs  []agent.Request
+}
+
+func (m *scriptModel) Generate(ctx context.Context, req *agent.Request) (*agent.Response, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := *req
+	r.Messages = append([]agent.Message(nil), req.Messages...)
+	m.reqs = append(m.reqs, r)
+	if len(m.turns) == 0 {
+		return &agent.Response{Content: "done"}, nil
+	}
+	t := m.turns[0]
+	m.turns = m.turns[1:]
+	return &t, nil
+}
+
+func call(id, name, args string) agent.ToolCall {
+	return agent.ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}
+}
+
+func TestToolsAllowListErrorsAndConcurrency(t *testing.T) {
+	e := newEngine(t)
+	var inFlight, peak atomic.Int32
+	slowTool := func(ctx context.Context, c axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		return axocoatl.ToolResult{Content: "slept:" + string(c.Arguments)}, nil
+	}
+	must(t, e.RegisterTool(axocoatl.Tool{Name: "mcp__fs__read", Server: "fs", Call: slowTool}))
+	must(t, e.RegisterTool(axocoatl.Tool{Name: "mcp__fs__fail", Server: "fs", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		return axocoatl.ToolResult{}, errors.New("disk on fire")
+	}}))
+	must(t, e.RegisterTool(axocoatl.Tool{Name: "mcp__secret__get", Call: slowTool}))
+
+	model := &scriptModel{turns: []agent.Response{
+		{ToolCalls: []agent.ToolCall{
+			call("1", "mcp__fs__read", `{"p":1}`),
+			call("2", "mcp__fs__read", `{"p":2}`),
+			call("3", "mcp__fs__fail", `{}`),
+			call("4", "mcp__secret__get", `{}`),
+			call("5", "no_such_tool", `{}`),
+		}},
+		{Content: "final answer"},
+	}}
+	must(t, e.AddAgent(agent.Spec{ID: "reader", Tools: []string{"mcp__fs__*"}}, model))
+	events := subscribe(t, e, "Tool*")
+
+	start := time.Now()
+	res, err := e.Execute(context.Background(), "reader", "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "final answer" {
+		t.Fatalf("output %q", res.Output)
+	}
+	if peak.Load() < 2 || time.Since(start) > 190*time.Millisecond {
+		t.Fatalf("tool calls of one turn did not run concurrently (peak %d, took %s)", peak.Load(), time.Since(start))
+	}
+	// The model was offered only the allowed tools...
+	var offered []string
+	for _, d := range model.reqs[0].Tools {
+		offered = append(offered, d.Name)
+	}
+	if strings.Join(offered, ",") != "mcp__fs__fail,mcp__fs__read" {
+		t.Fatalf("offered tools %v", offered)
+	}
+	// ...and heard back about every call, failures as errors.
+	results := map[string]agent.Message{}
+	for _, m := range model.reqs[1].Messages {
+		if m.Role == agent.RoleTool {
+			results[m.ToolCallID] = m
+		}
+	}
+	want := map[string]struct {
+		isErr bool
+		text  string
+	}{
+		"1": {false, `slept:{"p":1}`},
+		"2": {false, `slept:{"p":2}`},
+		"3": {true, "disk on fire"},
+		"4": {true, "not allowed"},
+		"5": {true, "not allowed"}, // outside the allow-list before it is unknown
+	}
+	for id, w := range want {
+		got, ok := results[id]
+		if !ok || got.IsError != w.isErr || !strings.Contains(got.Content, w.text) {
+			t.Errorf("tool result %s = %+v, want error=%v containing %q", id, got, w.isErr, w.text)
+		}
+	}
+	// ToolCalled/ToolResult events for the three calls that reached a tool.
+	var failed, ok int
+	for range 6 {
+		ev, p := next(t, events)
+		if ev.Type == lattice.ToolResult {
+			if p["ok"] == true {
+				ok++
+			} else if strings.Contains(p["error"].(string), "disk on fire") {
+				failed++
+			}
+		}
+	}
+	if ok != 2 || failed != 1 {
+		t.Fatalf("ToolResult events: %d ok, %d failed", ok, failed)
+	}
+}
+
+func TestMaxIterations(t *testing.T) {
+	e := newEngine(t)
+	must(t, e.RegisterTool(axocoatl.Tool{Name: "loop", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		return axocoatl.ToolResult{Content: "again"}, nil
+	}}))
+	var turns []agent.Response
+	for i := range 10 {
+		turns = append(turns, agent.Response{ToolCalls: []agent.ToolCall{call(string(rune('a'+i)), "loop", `{}`)}})
+	}
+	model := &scriptModel{turns: turns}
+	must(t, e.AddAgent(agent.Spec{ID: "looper", MaxIterations: 3}, model))
+	failed := subscribe(t, e, lattice.AgentFailed)
+	_, err := e.Execute(context.Background(), "looper", "x")
+	if !errors.Is(err, agent.ErrMaxIterations) {
+		t.Fatalf("err = %v, want ErrMaxIterations", err)
+	}
+	if len(model.reqs) != 3 {
+		t.Fatalf("model called %d times, want 3", len(model.reqs))
+	}
+	_, p := next(t, failed)
+	if !strings.Contains(p["error"].(string), "max_iterations") {
+		t.Fatalf("AgentFailed payload %v", p)
+	}
+}
+
+// blockingModel waits until its context ends.
+type blockingModel struct{ started chan struct{} }
+
+func (m blockingModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Response, error) {
+	close(m.started)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestTimeoutAndCloseCancelRuns(t *testing.T) {
+	e := newEngine(t)
+	must(t, e.AddAgent(agent.Spec{ID: "slow", Timeout: 50 * time.Millisecond}, blockingModel{make(chan struct{})}))
+	_, err := e.Execute(context.Background(), "slow", "x")
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("err = %v, want a timeout", err)
+	}
+
+	e2 := axocoatl.New(axocoatl.Options{})
+	m := blockingModel{make(chan struct{})}
+	must(t, e2.AddAgent(agent.Spec{ID: "hang"}, m))
+	errc := make(chan error, 1)
+	go func() { _, err := e2.Execute(context.Background(), "hang", "x"); errc <- err }()
+	<-m.started
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := e2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, axocoatl.ErrClosed) {
+		t.Fatalf("in-flight run ended with %v, want ErrClosed", err)
+	}
+	if _, err := e2.Execute(context.Background(), "hang", "x"); !errors.Is(err, axocoatl.ErrClosed) {
+		t.Fatalf("Execute after Close = %v", err)
+	}
+}
+
+func TestInterceptorChainOrderAndRefusal(t *testing.T) {
+	e := newEngine(t)
+	var order []string
+	var mu sync.Mutex
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	e.Intercept(func(ctx context.Context, c axocoatl.ToolCall, next axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
+		note("outer:" + c.Server)
+		return next(ctx, c)
+	})
+	e.Intercept(func(ctx context.Context, c axocoatl.ToolCall, next axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
+		note("inner")
+		if strings.HasSuffix(c.Tool, "rm") {
+			return axocoatl.ToolResult{}, errors.New("denied by a human")
+		}
+		return next(ctx, c)
+	})
+	must(t, e.RegisterTool(axocoatl.Tool{Name: "mcp__fs__ls", Server: "fs", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		note("tool")
+		return axocoatl.ToolResult{Content: "a b"}, nil
+	}}))
+	must(t, e.RegisterTool(axocoatl.Tool{Name: "mcp__fs__rm", Server: "fs", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		t.Error("refused tool ran")
+		return axocoatl.ToolResult{}, nil
+	}}))
+	res, err := e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__fs__ls"})
+	if err != nil || res.Content != "a b" {
+		t.Fatalf("ls: %+v %v", res, err)
+	}
+	if strings.Join(order, ",") != "outer:fs,inner,tool" {
+		t.Fatalf("order %v", order)
+	}
+	if _, err := e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__fs__rm"}); err == nil || !strings.Contains(err.Error(), "denied by a human") {
+		t.Fatalf("rm: %v", err)
+	}
+	if !e.UnregisterTool("mcp__fs__ls") || e.UnregisterTool("mcp__fs__ls") {
+		t.Fatal("UnregisterTool")
+	}
+	if _, err := e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__fs__ls"}); !errors.Is(err, axocoatl.ErrToolNotFound) {
+		t.Fatalf("removed tool: %v", err)
+	}
+}
+
+// recordModule checks the Module lifecycle and that Stop runs after in-flight runs.
+type recordModule struct{ started, stopped atomic.Bool }
+
+func (m *recordModule) Name() string { return "record" }
+func (m *recordModule) Start(_ context.Context, e *axocoatl.Engine) error {
+	m.started.Store(true)
+	return e.RegisterTool(axocoatl.Tool{Name: "from_module", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		return axocoatl.ToolResult{Content: "ok"}, nil
+	}})
+}
+func (m *recordModule) Stop(context.Context) error { m.stopped.Store(true); return nil }
+
+func TestModuleLifecycle(t *testing.T) {
+	e := axocoatl.New(axocoatl.Options{})
+	m := &recordModule{}
+	must(t, e.Use(context.Background(), m))
+	if !m.started.Load() || len(e.Tools()) != 1 {
+		t.Fatal("module not started")
+	}
+	must(t, e.Close(context.Background()))
+	if !m.stopped.Load() {
+		t.Fatal("module not stopped")
+	}
+	if err := e.Use(context.Background(), &recordModule{}); !errors.Is(err, axocoatl.ErrClosed) {
+		t.Fatalf("Use after Close: %v", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func BenchmarkExecuteEcho(b *testing.B) {
+	e := axocoatl.New(axocoatl.Options{})
+	defer e.Close(context.Background())
+	if err := e.AddAgent(agent.Spec{ID: "assistant"}, provider.EchoModel{}); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Execute(ctx, "assistant", "hello"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package lattice
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func mustEvent(t testing.TB, typ string, payload any) Event {
+	t.Helper()
+	ev, err := New(typ, "test", payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// One publisher, eight subscribers, one stalled: the seven readers get every
+// event in order, the stalled one reports exactly what it missed.
+func TestSlowSubscriberMissesWithoutBlockingOthers(t *testing.T) {
+	bus := NewMemory()
+	defer bus.Close()
+	const n, buffer = 5000, 16
+	var readers []Subscription
+	for range 7 {
+		s, err := bus.Subscribe(Filter{}, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, s)
+	}
+	stalled, err := bus.Subscribe(Filter{}, buffer)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		got int
+		err error
+	}
+	done := make(chan result, len(readers))
+	for _, s := range readers {
+		go func() {
+			want := 0
+			for ev := range s.Events() {
+				var p struct{ N int }
+				if err := json.Unmarshal(ev.Payload, &p); err != nil || p.N != want {
+					done <- result{want, fmt.Errorf("event %d: got payload %s (%v)", want, ev.Payload, err)}
+					return
+				}
+				if want++; want == n {
+					break
+				}
+			}
+			done <- result{want, nil}
+		}()
+	}
+	start := time.Now()
+	for i := range n {
+		if err := bus.Publish(context.Background(), mustEvent(t, "Tick", map[string]int{"n": i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range readers {
+		r := <-done
+		if r.err != nil || r.got != n {
+			t.Fatalf("reader got %d/%d: %v", r.got, n, r.err)
+		}
+	}
+	if elapsed := time.Since(start); elapsed > 10*time.Second {
+		t.Fatalf("publishing took %s: the stalled subscriber slowed the others", elapsed)
+	}
+	if got := stalled.Missed(); got != n-buffer {
+		t.Fatalf("stalled subscriber: Missed() = %d, want %d", got, n-buffer)
+	}
+	// What it did buffer are the first events, in order.
+	for i := range buffer {
+		ev := <-stalled.Events()
+		var p struct{ N int }
+		json.Unmarshal(ev.Payload, &p)
+		if p.N != i {
+			t.Fatalf("stalled buffer[%d] = %d", i, p.N)
+		}
+	}
+}
+
+func TestFilters(t *testing.T) {
+	cases := []struct {
+		f     Filter
+		typ   string
+		match bool
+	}{
+		{Filter{}, "Anything", true},
+		{Filter{Types: []string{"TaskCompleted"}}, "TaskCompleted", true},
+		{Filter{Types: []string{"TaskCompleted"}}, "AgentFailed", false},
+		{Filter{Types: []string{"Tool*"}}, "ToolCalled", true},
+		{Filter{Types: []string{"Tool*"}}, "TaskCompleted", false},
+		{Filter{Class: ClassCoordination}, "TaskCompleted", true},
+		{Filter{Class: ClassCoordination}, "MyCustomEvent", true},
+		{Filter{Class: ClassCoordination}, "ToolCalled", false},
+		{Filter{Class: ClassTelemetry}, "AgentActivated", true},
+		{Filter{Class: ClassTelemetry}, "AgentFailed", false},
+		{Filter{Class: ClassTelemetry, Types: []string{"Tool*"}}, "ToolResult", true},
+		{Filter{Class: ClassCoordination, Types: []string{"Tool*"}}, "ToolResult", false},
+	}
+	bus := NewMemory()
+	defer bus.Close()
+	for _, c := range cases {
+		if got := c.f.Match(c.typ); got != c.match {
+			t.Errorf("%+v.Match(%q) = %v, want %v", c.f, c.typ, got, c.match)
+		}
+		// And through a real subscription.
+		s, err := bus.Subscribe(c.f, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bus.Publish(context.Background(), mustEvent(t, c.typ, nil))
+		select {
+		case <-s.Events():
+			if !c.match {
+				t.Errorf("%+v delivered %q", c.f, c.typ)
+			}
+		default:
+			if c.match {
+				t.Errorf("%+v did not deliver %q", c.f, c.typ)
+			}
+		}
+		s.Close()
+	}
+	if _, err := bus.Subscribe(Filter{Types: []string{"["}}, 1); err == nil {
+		t.Error("a malformed glob was accepted")
+	}
+}
+
+func TestCloseSemantics(t *testing.T) {
+	bus := NewMemory()
+	s, _ := bus.Subscribe(Filter{}, 1)
+	s2, _ := bus.Subscribe(Filter{}, 1)
+	s2.Close()
+	s2.Close() // idempotent
+	if _, ok := <-s2.Events(); ok {
+		t.Fatal("unsubscribed channel still open")
+	}
+	if err := bus.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-s.Events(); ok {
+		t.Fatal("subscription channel open after bus Close")
+	}
+	s.Close() // after bus close: no panic
+	if err := bus.Publish(context.Background(), mustEvent(t, "X", nil)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Publish after Close = %v, want ErrClosed", err)
+	}
+	if _, err := bus.Subscribe(Filter{}, 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Subscribe after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestIDsUniqueAndTimeOrdered(t *testing.T) {
+	const n = 100000
+	seen := make(map[string]bool, n)
+	prev := ""
+	now := time.Now()
+	for i := range n {
+		id := NewID(now) // same millisecond: the counter must keep order
+		if i%1000 == 0 {
+			now = time.Now()
+		}
+		if seen[id] {
+			t.Fatalf("duplicate id %s", id)
+		}
+		if id <= prev {
+			t.Fatalf("id %s not after %s", id, prev)
+		}
+		if id[14] != '7' {
+			t.Fatalf("id %s is not UUIDv7", id)
+		}
+		seen[id], prev = true, id
+	}
+}
+
+func TestEventWireShapeAndValidation(t *testing.T) {
+	ev := mustEvent(t, TaskCompleted, map[string]string{"agent_id": "a"})
+	raw, _ := json.Marshal(ev)
+	var m map[string]any
+	json.Unmarshal(raw, &m)
+	for _, k := range []string{"id", "type", "produced_by", "timestamp", "payload"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("wire form lacks %q: %s", k, raw)
+		}
+	}
+	if _, err := New("X", "t", []int{1}); err == nil {
+		t.Error("array payload accepted")
+	}
+	if _, err := New("X", "t", json.RawMessage(`"s"`)); err == nil {
+		t.Error("string payload accepted")
+	}
+	if e := (Event{Type: ""}); e.Validate() == nil {
+		t.Error("empty type accepted")
+	}
+	if e := (Event{Type: "X", Payload: json.RawMessage(`[1]`)}); e.Validate() == nil {
+		t.Error("array payload accepted by Validate")
+	}
+}
