@@ -1,0 +1,371 @@
+// Package mcpserver exposes an Engine's agents as MCP tools: one tool per
+// agent, named agent_<id>, taking {"input": "..."} and returning the agent's
+// output as text. It speaks MCP over stdio (ServeStdio) and over streamable
+// HTTP (Server is an http.Handler, to mount at /mcp on any mux).
+//
+// It is built on the official go-sdk's mcp.Server; what this package adds is
+// the bridge to Engine.ExecuteRequest, progress notifications while a run is
+// going, an Origin check on HTTP, and a stdio framing layer that answers
+// malformed input with JSON-RPC errors instead of ending the session.
+//
+// Only the handshake era of the protocol is served (2025-11-25 and older):
+// a server/discover probe from a client that prefers 2026-07-28 is answered
+// with an "unsupported protocol version" error listing those versions, which
+// is what makes go-sdk and mcp-go clients fall back to initialize. One era on
+// both transports keeps cancellation (notifications/cancelled) and progress
+// working the same way everywhere.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+// ToolPrefix starts the name of every agent tool: agent_<id>.
+const ToolPrefix = "agent_"
+
+// ProtocolVersions are the MCP versions the server negotiates, newest first.
+var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Defaults applied to a zero Config.
+const (
+	DefaultName             = "axocoatl"
+	DefaultVersion          = "dev"
+	DefaultProgressInterval = 5 * time.Second
+	DefaultSessionTimeout   = 30 * time.Minute
+	DefaultMaxMessageBytes  = 4 << 20
+)
+
+// Errors returned by the package; check them with errors.Is.
+var (
+	// ErrClosed is returned by ServeStdio after Close.
+	ErrClosed = errors.New("mcpserver: closed")
+	// ErrInvalidConfig wraps every Config.Validate failure.
+	ErrInvalidConfig = errors.New("mcpserver: invalid config")
+)
+
+// inputSchema is the schema of every agent tool, byte for byte as the
+// contract gives it.
+var inputSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string"}},"required":["input"]}`)
+
+// Config configures a Server. The zero value is usable; every field's comment
+// says what zero means.
+type Config struct {
+	// Name is the serverInfo.name clients see. Zero: "axocoatl".
+	Name string `yaml:"name"`
+	// Version is the serverInfo.version clients see. Zero: "dev".
+	Version string `yaml:"version"`
+	// Instructions are sent to clients at initialization. Zero: a sentence
+	// saying each agent is a tool taking {"input": "..."}.
+	Instructions string `yaml:"instructions"`
+	// AllowedOrigins are browser origins ("https://app.example.com") whose
+	// requests the HTTP handler accepts besides those from its own host.
+	// Requests without an Origin header (non-browser clients) are always
+	// accepted. Zero: only same-host origins.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// ProgressInterval is how often a running call reports that it is still
+	// running, when the client asked for progress (a progressToken); tool
+	// calls of the run are reported as they happen. Zero: 5s. Negative: no
+	// periodic reports, tool calls only.
+	ProgressInterval time.Duration `yaml:"progress_interval"`
+	// SessionTimeout closes HTTP sessions that see no request for this long.
+	// Zero: 30m. Negative: never.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// MaxMessageBytes bounds one incoming JSON-RPC message: a stdio line or
+	// an HTTP request body. Zero: 4 MiB.
+	MaxMessageBytes int64 `yaml:"max_message_bytes"`
+	// Logger receives the server's logs. Zero: the Engine's logger.
+	Logger *slog.Logger `yaml:"-"`
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	if c.MaxMessageBytes < 0 {
+		return fmt.Errorf("%w: max_message_bytes must not be negative", ErrInvalidConfig)
+	}
+	for _, o := range c.AllowedOrigins {
+		if _, err := normalizeOrigin(o); err != nil {
+			return fmt.Errorf("%w: allowed_origins: %w", ErrInvalidConfig, err)
+		}
+	}
+	return nil
+}
+
+// normalizeOrigin turns "HTTPS://Example.com" into "https://example.com" and
+// rejects anything that is not scheme://host[:port].
+func normalizeOrigin(o string) (string, error) {
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("origin %q must look like https://host[:port]", o)
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+}
+
+func (c Config) withDefaults(e *axocoatl.Engine) Config {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.Version == "" {
+		c.Version = DefaultVersion
+	}
+	if c.Instructions == "" {
+		c.Instructions = "Each tool agent_<id> runs the Axocoatl agent <id> on the text in its \"input\" argument and returns the agent's answer."
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = DefaultProgressInterval
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.Logger == nil {
+		c.Logger = e.Logger()
+	}
+	return c
+}
+
+// Server exposes an Engine's agents as MCP tools. Create it with New; it is
+// safe for concurrent use. One Server serves any number of stdio and HTTP
+// sessions at once.
+type Server struct {
+	engine  *axocoatl.Engine
+	cfg     Config
+	log     *slog.Logger
+	mcp     *mcp.Server
+	http    *mcp.StreamableHTTPHandler
+	origins map[string]bool
+	closed  atomic.Bool
+
+	// mu guards tools: the agent ids already registered as tools. Agents
+	// added to the Engine later are picked up on the next tools/list or on a
+	// call of their tool (see syncTools).
+	mu    sync.RWMutex
+	tools map[string]bool
+}
+
+// New returns a Server for the Engine's agents.
+func New(e *axocoatl.Engine, cfg Config) (*Server, error) {
+	if e == nil {
+		return nil, fmt.Errorf("%w: engine is nil", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults(e)
+	s := &Server{
+		engine:  e,
+		cfg:     cfg,
+		log:     cfg.Logger.With("module", "mcpserver"),
+		origins: map[string]bool{},
+		tools:   map[string]bool{},
+	}
+	for _, o := range cfg.AllowedOrigins {
+		n, _ := normalizeOrigin(o) // validated above
+		s.origins[n] = true
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Title: "Axocoatl agents", Version: cfg.Version}, &mcp.ServerOptions{
+		Instructions: cfg.Instructions,
+		// The go-sdk logs every connection at Info; keep its warnings only.
+		Logger: slog.New(minLevel{s.log.Handler(), slog.LevelWarn}),
+		// Tools are advertised even before any agent exists, with
+		// listChanged, so that clients hear about agents added later. No
+		// logging capability: the server sends no log notifications.
+		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		SupportedProtocolVersions: ProtocolVersions,
+	})
+	s.mcp.AddReceivingMiddleware(s.syncMiddleware)
+	s.syncTools()
+
+	sessionTimeout := cfg.SessionTimeout
+	if sessionTimeout < 0 {
+		sessionTimeout = 0 // the go-sdk's "never"
+	}
+	s.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      sessionTimeout,
+		MaxRequestBodyBytes: cfg.MaxMessageBytes,
+		Logger:              slog.New(minLevel{s.log.Handler(), slog.LevelWarn}),
+	})
+	return s, nil
+}
+
+// MCP returns the underlying go-sdk server, to serve it over another
+// transport (mcp.NewInMemoryTransports in tests, a custom one in a host).
+// Add nothing to it: its tools mirror the Engine's agents.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Close ends every open session (stdio and HTTP); calls in flight are
+// cancelled. Further HTTP requests get 503 and ServeStdio returns ErrClosed.
+// Close does not close the Engine.
+func (s *Server) Close() error {
+	s.closed.Store(true)
+	var errs []error
+	for ss := range s.mcp.Sessions() {
+		if err := ss.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// syncMiddleware registers the tools of newly added agents before the
+// requests that can see them: tools/list, and a call of a tool not yet known.
+func (s *Server) syncMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			s.syncTools()
+		case "tools/call":
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && strings.HasPrefix(p.Name, ToolPrefix) {
+				s.mu.RLock()
+				known := s.tools[strings.TrimPrefix(p.Name, ToolPrefix)]
+				s.mu.RUnlock()
+				if !known {
+					s.syncTools()
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// syncTools adds a tool for every agent of the Engine that has none yet.
+// Engines never remove agents, so tools are never removed.
+func (s *Server) syncTools() {
+	agents := s.engine.Agents()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range agents {
+		if s.tools[a.ID] {
+			continue
+		}
+		s.tools[a.ID] = true
+		// AddTool notifies connected sessions (tools/list_changed). It takes
+		// the go-sdk server's own lock only, never ours, so holding s.mu
+		// here cannot deadlock; it keeps two syncs from adding one tool twice.
+		s.mcp.AddTool(toolFor(a), s.callAgent(a.ID))
+	}
+}
+
+// toolFor describes an agent as an MCP tool.
+func toolFor(a axocoatl.AgentInfo) *mcp.Tool {
+	desc := a.Description
+	if desc == "" {
+		desc = a.Name
+	}
+	return &mcp.Tool{
+		Name:        ToolPrefix + a.ID,
+		Title:       a.Name,
+		Description: desc,
+		InputSchema: inputSchema,
+		Annotations: annotationsFor(a),
+	}
+}
+
+// annotationsFor says what running the agent does. A run is never read-only
+// (it starts a task, publishes events and may call tools) nor idempotent (a
+// model answers afresh each time). It is destructive when the agent may call
+// tools, which can do anything; open-world when it talks to a model service
+// or tools outside the process. The offline echo model calls no tools and
+// reaches nothing, so an echo agent is neither.
+func annotationsFor(a axocoatl.AgentInfo) *mcp.ToolAnnotations {
+	mayCallTools := a.Tools == nil || len(a.Tools) > 0
+	offline := a.Provider == provider.Echo
+	destructive := mayCallTools && !offline
+	openWorld := !offline
+	return &mcp.ToolAnnotations{
+		Title:           a.Name,
+		ReadOnlyHint:    false,
+		DestructiveHint: &destructive,
+		IdempotentHint:  false,
+		OpenWorldHint:   &openWorld,
+	}
+}
+
+// MetaTaskID is the _meta key of a call result that carries the Engine's
+// task id, to find the run's events on the lattice.
+const MetaTaskID = "axocoatl/task_id"
+
+// callAgent bridges a tools/call of agent_<id> to Engine.ExecuteRequest.
+func (s *Server) callAgent(agentID string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		input, err := parseInput(req.Params.Arguments)
+		if err != nil {
+			return errorResult(err.Error(), nil), nil
+		}
+		taskID := lattice.NewID(time.Now())
+		if token := req.Params.GetProgressToken(); token != nil {
+			stop := s.reportProgress(ctx, req.Session, token, agentID, taskID)
+			defer stop()
+		}
+		// ctx is cancelled by the go-sdk when the client sends
+		// notifications/cancelled for this request or the session ends, and
+		// that cancels the run.
+		res, err := s.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: agentID, Input: input, Source: axocoatl.SourceMCP, TaskID: taskID})
+		meta := mcp.Meta{MetaTaskID: taskID}
+		if err != nil {
+			return errorResult(err.Error(), meta), nil
+		}
+		return &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{&mcp.TextContent{Text: res.Output}}}, nil
+	}
+}
+
+func errorResult(msg string, meta mcp.Meta) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Meta: meta, IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// parseInput validates the arguments against the tool's input schema: an
+// object whose "input" is a string. Other properties are ignored, as the
+// schema allows them.
+func parseInput(args json.RawMessage) (string, error) {
+	var obj map[string]json.RawMessage
+	if len(args) == 0 || string(args) == "null" {
+		return "", errors.New(`invalid arguments: missing required property "input"`)
+	}
+	if err := json.Unmarshal(args, &obj); err != nil {
+		return "", errors.New(`invalid arguments: must be an object with a string property "input"`)
+	}
+	raw, ok := obj["input"]
+	if !ok {
+		return "", errors.New(`invalid arguments: missing required property "input"`)
+	}
+	var input string
+	if err := json.Unmarshal(raw, &input); err != nil {
+		return "", errors.New(`invalid arguments: property "input" must be a string`)
+	}
+	return input, nil
+}
+
+// minLevel drops records below a level; it quiets the go-sdk's per-session
+// Info logs without touching the host's logger.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.level}
+}
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.level}
+}

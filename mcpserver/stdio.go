@@ -1,0 +1,209 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ServeStdio speaks MCP over newline-delimited JSON-RPC: requests from in,
+// responses and notifications to out, nothing else. It returns nil when in
+// reaches EOF (after the session has shut down), ctx.Err() when ctx ends
+// first, and ErrClosed when the Server is closed.
+//
+// A line that is not JSON gets a -32700 parse error, one that is not a
+// JSON-RPC message a -32600 invalid request (as does a batch, which the
+// negotiated versions no longer allow), a line over MaxMessageBytes a -32600
+// too; the session goes on in every case. The go-sdk's own reader would end
+// the session on such input, so lines are checked here before it sees them.
+//
+// When ServeStdio returns early (ctx, Close, out failing), it closes in if in
+// is an io.Closer, to end the goroutine reading it; otherwise that goroutine
+// ends at in's next read.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	w := &frameWriter{w: out}
+	pr, pw := io.Pipe()
+	pumped := make(chan error, 1)
+	go func() {
+		err := s.pumpFrames(in, pw, w)
+		pumped <- err // before the session can see EOF, so the result is ready when it ends
+		pw.CloseWithError(err)
+	}()
+
+	ss, err := s.mcp.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: w, MaxLineLength: -1}, nil)
+	if err == nil {
+		waited := make(chan error, 1)
+		go func() { waited <- ss.Wait() }()
+		select {
+		case err = <-waited:
+		case <-ctx.Done():
+			ss.Close()
+			err = <-waited
+		}
+	}
+	pr.Close() // unblocks the pump if it is writing a frame nobody reads
+
+	var pumpErr error
+	eof := false
+	select {
+	case pumpErr = <-pumped:
+		eof = pumpErr == nil
+	default:
+		// The session ended before in did: end the reader if we can.
+		if c, ok := in.(io.Closer); ok {
+			c.Close()
+			<-pumped
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case s.closed.Load():
+		return ErrClosed
+	case eof:
+		return nil
+	case pumpErr != nil:
+		return fmt.Errorf("mcpserver: reading stdio: %w", pumpErr)
+	case err != nil:
+		return fmt.Errorf("mcpserver: stdio session: %w", err)
+	}
+	return errors.New("mcpserver: stdio session ended before its input")
+}
+
+// frameWriter serializes whole frames: the go-sdk writes each message in one
+// Write, and so do the error replies of pumpFrames.
+type frameWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (f *frameWriter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.w.Write(p)
+}
+
+// Close is a no-op: out belongs to the caller (it is often os.Stdout).
+func (f *frameWriter) Close() error { return nil }
+
+// pumpFrames copies well-formed JSON-RPC lines from in to the session and
+// answers the others itself. It returns nil at EOF.
+func (s *Server) pumpFrames(in io.Reader, session io.Writer, out io.Writer) error {
+	br := bufio.NewReaderSize(in, 64<<10)
+	limit := s.cfg.MaxMessageBytes
+	var line []byte
+	for {
+		line = line[:0]
+		tooLong := false
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = br.ReadSlice('\n')
+			if !tooLong {
+				if int64(len(line)+len(chunk)) > limit+2 { // +2: the line ending
+					tooLong = true
+					line = line[:0]
+				} else {
+					line = append(line, chunk...)
+				}
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if tooLong {
+			s.reject(out, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message exceeds %d bytes", limit), nil)
+		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
+			if reply := checkFrame(frame); reply != nil {
+				s.reject(out, reply.code, reply.message, reply.id)
+			} else {
+				frame = append(frame, '\n')
+				if _, werr := session.Write(frame); werr != nil {
+					return werr
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+type frameError struct {
+	code    int64
+	message string
+	id      json.RawMessage // the request's id when one could be read; nil: null
+}
+
+// checkFrame returns the error reply a frame deserves, or nil when the
+// go-sdk can take it.
+func checkFrame(frame []byte) *frameError {
+	if !json.Valid(frame) {
+		return &frameError{code: jsonrpc.CodeParseError, message: "Parse error: not valid JSON"}
+	}
+	if frame[0] == '[' {
+		return &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: JSON-RPC batches are not supported"}
+	}
+	if _, err := jsonrpc.DecodeMessage(frame); err != nil {
+		return &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + err.Error(), id: requestID(frame)}
+	}
+	return nil
+}
+
+// requestID digs a usable id out of an invalid request, so the client can
+// match the error to its call.
+func requestID(frame []byte) json.RawMessage {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(frame, &m) != nil || len(m.ID) == 0 {
+		return nil
+	}
+	switch m.ID[0] {
+	case '"':
+		return m.ID
+	case 'n', 't', 'f', '{', '[':
+		return nil
+	}
+	if _, err := strconv.ParseFloat(string(m.ID), 64); err != nil {
+		return nil
+	}
+	return m.ID
+}
+
+func (s *Server) reject(out io.Writer, code int64, message string, id json.RawMessage) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	reply, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	}{code, message}})
+	if err != nil {
+		return
+	}
+	s.log.Debug("rejected stdio frame", "code", code, "message", message)
+	out.Write(append(reply, '\n'))
+}
