@@ -99,9 +99,9 @@ func (m *anthropicModel) Generate(ctx context.Context, req *agent.Request) (*age
 		case "text":
 			text = append(text, b.Text)
 		case "tool_use":
-			input := b.Input
-			if len(input) == 0 || string(input) == "null" {
-				input = json.RawMessage(`{}`)
+			input := json.RawMessage(`{}`)
+			if len(b.Input) > 0 && string(b.Input) != "null" {
+				input = compactJSON(b.Input)
 			}
 			out.ToolCalls = append(out.ToolCalls, agent.ToolCall{ID: b.ID, Name: b.Name, Arguments: input})
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -155,7 +156,11 @@ func (c caller) explain(parent, ctx context.Context, resp *http.Response, err er
 	case resp != nil:
 		// The server answered but the SDK could not read the answer.
 		e.Status = resp.StatusCode
-		e.Message = "malformed response: " + decodeProblem(err)
+		if ct := resp.Header.Get("Content-Type"); !isJSONType(ct) {
+			e.Message = fmt.Sprintf("malformed response: content-type %q, want application/json", ct)
+		} else {
+			e.Message = "malformed response: " + decodeProblem(err)
+		}
 	default:
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
@@ -230,12 +235,20 @@ func errorMessage(resp *http.Response) string {
 // wording around it.
 func decodeProblem(err error) string {
 	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		return fmt.Sprintf("invalid JSON at byte %d: %s", syn.Offset, syn.Error())
-	}
 	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) {
-		return typ.Error()
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("invalid JSON: %s (at byte %d)", syn.Error(), syn.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "invalid JSON: the body ends too early"
+	case errors.As(err, &typ):
+		return "unexpected JSON: " + typ.Error()
 	}
 	return err.Error()
+}
+
+// isJSONType reports whether a Content-Type is JSON, as the SDKs decide it.
+func isJSONType(ct string) bool {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return strings.Contains(mt, "application/json") || strings.HasSuffix(mt, "+json")
 }

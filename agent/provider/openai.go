@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -232,11 +233,19 @@ func argumentsJSON(s string) json.RawMessage {
 	if s == "" {
 		return json.RawMessage(`{}`)
 	}
-	if json.Valid([]byte(s)) {
-		return json.RawMessage(s)
+	return compactJSON([]byte(s))
+}
+
+// compactJSON returns valid JSON without insignificant spaces, so tools and
+// events see one spelling whatever the model produced; text that is not
+// JSON becomes a JSON string.
+func compactJSON(b []byte) json.RawMessage {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err == nil {
+		return buf.Bytes()
 	}
-	b, _ := json.Marshal(s)
-	return b
+	q, _ := json.Marshal(string(b))
+	return q
 }
 
 // argumentsText is the inverse, for replaying an assistant turn.
