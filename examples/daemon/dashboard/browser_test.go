@@ -219,7 +219,8 @@ func buildDaemon(t *testing.T) string {
 
 // daemon is a running axocoatl binary.
 type daemon struct {
-	URL string // http://127.0.0.1:port
+	URL    string       // http://127.0.0.1:port
+	Client *http.Client // for requests outside the browser
 	out *syncBuffer
 }
 
@@ -278,7 +279,9 @@ func startDaemon(t *testing.T, bin string, env ...string) *daemon {
 		}
 	})
 
-	client := &http.Client{Timeout: time.Second}
+	// No keep-alive: no idle connection outlives the test (goleak).
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	d.Client = client
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		select {

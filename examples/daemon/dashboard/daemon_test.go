@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,6 +21,16 @@ func TestDashboardAgainstDaemon(t *testing.T) {
 
 	t.Run("open", func(t *testing.T) {
 		d := startDaemon(t, bin)
+		// The daemon serves the page as this package does: public, with its
+		// security headers intact.
+		res, err := d.Client.Get(d.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Security-Policy"), "default-src 'none'; script-src 'sha256-") {
+			t.Errorf("GET /: %s, CSP %q", res.Status, res.Header.Get("Content-Security-Policy"))
+		}
 		b := newBrowser(t)
 		runAssistant(t, b, d.URL, "")
 		b.checkConsole(t)
