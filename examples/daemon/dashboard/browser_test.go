@@ -221,7 +221,7 @@ func buildDaemon(t *testing.T) string {
 type daemon struct {
 	URL    string       // http://127.0.0.1:port
 	Client *http.Client // for requests outside the browser
-	out *syncBuffer
+	out    *syncBuffer
 }
 
 type syncBuffer struct {
