@@ -210,7 +210,7 @@ func connect(ctx context.Context, c *mcp.Client, d *dialer) (*mcp.ClientSession,
 		d.reap()
 		switch {
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			err = fmt.Errorf("no MCP handshake within %s: %w", d.cfg.timeout(), errors.Join(context.DeadlineExceeded, err))
+			err = fmt.Errorf("no MCP handshake within %s: %w", d.cfg.timeout(), context.DeadlineExceeded)
 		case strings.Contains(err.Error(), "invalid character"):
 			err = fmt.Errorf("the server's output is not MCP JSON-RPC: %w", err)
 		}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
@@ -36,6 +38,7 @@ type server struct {
 	broken       chan *mcp.ClientSession // a call saw this session die
 	firstAttempt chan struct{}           // closed after the first connect attempt
 	firstOnce    sync.Once
+	refreshes    atomic.Int64 // tool lists re-read after list_changed
 
 	mu      sync.Mutex // guards the fields below; never held across a remote call
 	session *mcp.ClientSession
@@ -217,6 +220,7 @@ func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 				continue
 			}
 			s.setTools(tools)
+			s.refreshes.Add(1)
 		}
 	}
 }
@@ -340,7 +344,7 @@ func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (a
 		switch {
 		case ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
 			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s: no result within %s: %w", ErrTimeout, s.cfg.Name, bare, timeout, context.DeadlineExceeded)
-		case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing):
+		case sessionDead(err):
 			select {
 			case s.broken <- cs:
 			default:
@@ -387,4 +391,11 @@ func (s *server) status() ServerStatus {
 		Tools:     s.toolNamesLocked(),
 		Error:     s.lastErr,
 	}
+}
+
+// sessionDead reports errors that mean the session is gone: the connection
+// closed (a child that died mid-call gives EOF) or the HTTP session expired.
+func sessionDead(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
