@@ -1,0 +1,280 @@
+package a2a_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/axocoatl/axocoatl-go/a2a"
+	"github.com/axocoatl/axocoatl-go/secret"
+)
+
+// post sends body to path and returns the status and response body.
+func post(t testing.TB, f *fixture, path, body string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(body))
+	must(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := f.client.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// rpc posts a JSON-RPC body to /a2a and insists on HTTP 200.
+func rpc(t testing.TB, f *fixture, body string) string {
+	t.Helper()
+	status, out := post(t, f, "/a2a", body)
+	if status != http.StatusOK {
+		t.Fatalf("HTTP %d for %s: %s", status, body, out)
+	}
+	return out
+}
+
+type rpcReply struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result"`
+	Error   *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+func decodeReply(t testing.TB, s string) rpcReply {
+	t.Helper()
+	var r rpcReply
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		t.Fatalf("reply is not JSON: %v: %s", err, s)
+	}
+	if r.JSONRPC != "2.0" || len(r.ID) == 0 || (r.Error == nil) == (r.Result == nil) {
+		t.Fatalf("malformed JSON-RPC reply: %s", s)
+	}
+	if r.Error != nil && len(r.Error.Data) > 0 && r.Error.Data[0] != '{' {
+		t.Fatalf("error.data is not an object: %s", s)
+	}
+	return r
+}
+
+const sendParams = `{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"ping"}]}}`
+
+func TestJSONRPCWireRules(t *testing.T) {
+	f := newFixture(t, a2a.Config{})
+	cases := []struct {
+		name, body string
+		id         string // the id the reply must carry, byte for byte
+		code       int    // 0: a result
+	}{
+		{"id zero, no configuration", `{"jsonrpc":"2.0","id":0,"method":"message/send","params":` + sendParams + `}`, `0`, 0},
+		{"string id", `{"jsonrpc":"2.0","id":"abc","method":"message/send","params":` + sendParams + `}`, `"abc"`, 0},
+		{"float id", `{"jsonrpc":"2.0","id":1.5,"method":"tasks/get","params":{"id":"nope"}}`, `1.5`, -32001},
+		{"unknown method", `{"jsonrpc":"2.0","id":7,"method":"tasks/frobnicate"}`, `7`, -32601},
+		{"parse error", `{"jsonrpc":`, `null`, -32700},
+		{"not an object", `"hello"`, `null`, -32600},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"tasks/get"}]`, `null`, -32600},
+		{"no id", `{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"x"}}`, `null`, -32600},
+		{"object id", `{"jsonrpc":"2.0","id":{},"method":"tasks/get"}`, `null`, -32600},
+		{"wrong version", `{"jsonrpc":"1.0","id":3,"method":"tasks/get"}`, `3`, -32600},
+		{"missing params", `{"jsonrpc":"2.0","id":4,"method":"message/send"}`, `4`, -32602},
+		{"no parts", `{"jsonrpc":"2.0","id":5,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[]}}}`, `5`, -32602},
+		{"unknown receiver", `{"jsonrpc":"2.0","id":6,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}],"metadata":{"receiver_id":"nobody"}}}}`, `6`, -32602},
+		{"bad part kind", `{"jsonrpc":"2.0","id":8,"method":"message/send","params":{"message":{"messageId":"m","role":"user","parts":[{"kind":"video"}]}}}`, `8`, -32602},
+		{"image only", `{"jsonrpc":"2.0","id":9,"method":"message/send","params":{"configuration":{"acceptedOutputModes":["image/png"]},"message":{"messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}]}}}`, `9`, -32005},
+		{"empty accepted modes", `{"jsonrpc":"2.0","id":10,"method":"message/send","params":{"configuration":{"acceptedOutputModes":[]},"message":{"messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}]}}}`, `10`, 0},
+		{"push config", `{"jsonrpc":"2.0","id":11,"method":"tasks/pushNotificationConfig/set","params":{}}`, `11`, -32003},
+		{"extended card", `{"jsonrpc":"2.0","id":12,"method":"agent/getAuthenticatedExtendedCard"}`, `12`, -32007},
+		{"data part", `{"jsonrpc":"2.0","id":13,"method":"message/send","params":{"message":{"messageId":"m","role":"user","parts":[{"kind":"data","data":{"a":1}}]}}}`, `13`, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := decodeReply(t, rpc(t, f, tc.body))
+			if string(r.ID) != tc.id {
+				t.Fatalf("id %s, want %s", r.ID, tc.id)
+			}
+			if tc.code == 0 {
+				if r.Error != nil {
+					t.Fatalf("error %+v", r.Error)
+				}
+				var res struct {
+					Kind   string `json:"kind"`
+					Status struct{ State string }
+				}
+				must(t, json.Unmarshal(r.Result, &res))
+				if res.Kind != "task" || res.Status.State != "completed" {
+					t.Fatalf("result %s", r.Result)
+				}
+				if !bytes.Contains(r.Result, []byte(`"parts":[{"kind":"text"`)) {
+					t.Fatalf("parts without kind: %s", r.Result)
+				}
+				return
+			}
+			if r.Error == nil || r.Error.Code != tc.code {
+				t.Fatalf("want error %d, got %+v", tc.code, r)
+			}
+		})
+	}
+}
+
+func TestJSONRPCBodyLimit(t *testing.T) {
+	f := newFixture(t, a2a.Config{})
+	big := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m","role":"user","parts":[{"kind":"text","text":"` +
+		strings.Repeat("a", 1<<20) + `"}]}}}`
+	r := decodeReply(t, rpc(t, f, big))
+	if r.Error == nil || r.Error.Code != -32600 || !strings.Contains(string(r.Error.Data), "exceeds") {
+		t.Fatalf("oversized body: %+v", r)
+	}
+}
+
+func TestJSONRPCStreamShape(t *testing.T) {
+	f := newFixture(t, a2a.Config{})
+	status, body := post(t, f, "/a2a", `{"jsonrpc":"2.0","id":0,"method":"message/stream","params":`+sendParams+`}`)
+	if status != http.StatusOK {
+		t.Fatalf("HTTP %d", status)
+	}
+	var kinds []string
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			t.Fatalf("unexpected SSE line %q", line)
+		}
+		r := decodeReply(t, data)
+		if string(r.ID) != "0" {
+			t.Fatalf("event id %s", r.ID)
+		}
+		var k struct{ Kind string }
+		must(t, json.Unmarshal(r.Result, &k))
+		kinds = append(kinds, k.Kind)
+	}
+	want := "task status-update artifact-update status-update"
+	if strings.Join(kinds, " ") != want {
+		t.Fatalf("event kinds %v, want %s", kinds, want)
+	}
+}
+
+func TestAuthToken(t *testing.T) {
+	f := newFixture(t, a2a.Config{APIToken: secret.Secret("s3cret"), PublicURL: "https://agents.example.com/"})
+	resp, err := f.client.Get(f.srv.URL + "/.well-known/agent-card.json")
+	must(t, err)
+	var card struct {
+		URL             string
+		SecuritySchemes map[string]map[string]any
+		Security        []map[string][]string
+	}
+	must(t, json.NewDecoder(resp.Body).Decode(&card))
+	resp.Body.Close()
+	if card.URL != "https://agents.example.com/a2a" {
+		t.Fatalf("card url %q does not use public_url", card.URL)
+	}
+	if card.SecuritySchemes["bearer"]["type"] != "http" || card.SecuritySchemes["apiKey"]["name"] != "X-API-Key" || len(card.Security) != 2 {
+		t.Fatalf("security schemes: %+v %+v", card.SecuritySchemes, card.Security)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":` + sendParams + `}`
+	if status, out := post(t, f, "/a2a", body); status != http.StatusUnauthorized || strings.Contains(out, "s3cret") {
+		t.Fatalf("no token: %d %s", status, out)
+	}
+	if status, _ := post(t, f, "/a2a", body, "Authorization", "Bearer wrong"); status != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %d", status)
+	}
+	if status, _ := post(t, f, "/a2a", body, "Authorization", "Bearer s3cret"); status != http.StatusOK {
+		t.Fatalf("bearer token: %d", status)
+	}
+	if status, _ := post(t, f, "/a2a/tasks", `{"receiver_id":"assistant","input":"x"}`, "X-API-Key", "s3cret"); status != http.StatusOK {
+		t.Fatalf("X-API-Key: %d", status)
+	}
+}
+
+func TestAxocoatlCard(t *testing.T) {
+	f := newFixture(t, a2a.Config{Name: "edge"})
+	resp, err := f.client.Get(f.srv.URL + "/.well-known/agent.json")
+	must(t, err)
+	defer resp.Body.Close()
+	var card a2a.AxocoatlCard
+	must(t, json.NewDecoder(resp.Body).Decode(&card))
+	if card.Name != "edge" || card.Endpoint != f.srv.URL+"/a2a/tasks" || card.URL != f.srv.URL ||
+		strings.Join(card.Capabilities, ",") != "assistant,upper,slow,broken" || card.Agents[0].Description != "Echoes." {
+		t.Fatalf("card: %+v", card)
+	}
+}
+
+func TestTasksEndpoint(t *testing.T) {
+	f := newFixture(t, a2a.Config{})
+	type reply struct {
+		TaskID     string `json:"task_id"`
+		ReceiverID string `json:"receiver_id"`
+		Status     string `json:"status"`
+		Output     *struct {
+			Content string `json:"content"`
+		} `json:"output"`
+		Error *string `json:"error"`
+	}
+	decode := func(s string) reply {
+		var r reply
+		if err := json.Unmarshal([]byte(s), &r); err != nil {
+			t.Fatalf("reply %q: %v", s, err)
+		}
+		return r
+	}
+
+	status, out := post(t, f, "/a2a/tasks", `{"id":"t-1","sender_id":"peer","receiver_id":"upper","input":"hello"}`)
+	r := decode(out)
+	if status != 200 || r.Status != "completed" || r.Output == nil || r.Output.Content != "upper: hello" ||
+		r.Error != nil || r.TaskID != "t-1" || r.ReceiverID != "upper" || !strings.Contains(out, `"error":null`) {
+		t.Fatalf("success: %d %s", status, out)
+	}
+
+	status, out = post(t, f, "/a2a/tasks", `{"receiver_id":"assistant","input":{"city":"Oaxaca","days":[1,2]}}`)
+	r = decode(out)
+	if status != 200 || r.Output == nil || !strings.Contains(r.Output.Content, `"city": "Oaxaca"`) || r.TaskID == "" {
+		t.Fatalf("object input: %d %s", status, out)
+	}
+
+	status, out = post(t, f, "/a2a/tasks", `{"receiver_id":"broken","input":"x"}`)
+	r = decode(out)
+	if status != 200 || r.Status != "failed" || r.Error == nil || !strings.Contains(*r.Error, "model exploded") ||
+		!strings.Contains(out, `"output":null`) {
+		t.Fatalf("failing agent: %d %s", status, out)
+	}
+
+	status, out = post(t, f, "/a2a/tasks", `{"receiver_id":"slow","input":"x","timeout_secs":0.05}`)
+	r = decode(out)
+	if status != 200 || r.Status != "failed" || r.Error == nil {
+		t.Fatalf("timeout_secs: %d %s", status, out)
+	}
+
+	for _, tc := range []struct {
+		body   string
+		status int
+		msg    string
+	}{
+		{`{"receiver_id":"nobody","input":"x"}`, 404, "nobody"},
+		{`{"input":"x"}`, 400, "receiver_id is required"},
+		{`{"receiver_id":"assistant"}`, 400, "input is required"},
+		{`{"receiver_id":"assistant","input":[1]}`, 400, "string or a JSON object"},
+		{`{"receiver_id":"assistant","input":"x","timeout_secs":-1}`, 400, "timeout_secs"},
+		{`{"receiver_id":`, 400, "not a valid task request"},
+		{`{"receiver_id":"assistant","input":"` + strings.Repeat("a", 1<<20) + `"}`, 413, "exceeds"},
+	} {
+		status, out := post(t, f, "/a2a/tasks", tc.body)
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal([]byte(out), &e); err != nil || status != tc.status || !strings.Contains(e.Error.Message, tc.msg) {
+			t.Errorf("%.60s: %d %s, want %d with %q", tc.body, status, out, tc.status, tc.msg)
+		}
+	}
+}
