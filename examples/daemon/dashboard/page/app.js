@@ -103,6 +103,7 @@
         el('td', {}, a.model || '—'),
         el('td', { class: /^[a-z]+$/.test(status) ? 'status-' + status : '' }, status));
     }));
+    if (agents.length === 0) $('agents').append(el('tr', {}, el('td', { colspan: '4', class: 'muted' }, 'No agents.')));
     const sel = $('run-agent');
     const chosen = sel.value;
     sel.replaceChildren(...agents.map((a) => el('option', { value: a.id }, a.id)));
