@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -150,12 +149,16 @@ func TestCallPublishesMCPSource(t *testing.T) {
 // A client cancelling its call cancels the agent's run.
 func TestCancelStopsRun(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{})
+	checkCancel(t, f, connectInMemory(t, f, nil))
+}
+
+func checkCancel(t *testing.T, f *fixture, cs *mcp.ClientSession) {
+	t.Helper()
 	sub, err := f.eng.Bus().Subscribe(lattice.Filter{Types: []string{lattice.AgentFailed}}, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	cs := connectInMemory(t, f, nil)
 	ctx, cancel := context.WithCancel(ctxT(t))
 	errc := make(chan error, 1)
 	go func() {
@@ -332,5 +335,3 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("New(nil) = %v", err)
 	}
 }
-
-var _ = io.EOF
