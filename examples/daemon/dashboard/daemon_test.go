@@ -88,6 +88,10 @@ func runAssistant(t *testing.T, b *browser, url, token string) {
 	if !strings.Contains(b.eval(t, `document.getElementById('feed').innerText`), "AgentActivated") {
 		t.Error("AgentActivated did not reach the feed")
 	}
+	// No approval module in the default config: the panel is simply empty.
+	if got := b.eval(t, `String(!document.getElementById('approvals-empty').hidden) + ' ' + document.getElementById('approvals-error').textContent`); got != "true " {
+		t.Errorf("approvals panel: empty shown, error = %q", got)
+	}
 	b.screenshot(t, "daemon-"+t.Name()[strings.LastIndex(t.Name(), "/")+1:])
 }
 
