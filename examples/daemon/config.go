@@ -123,9 +123,9 @@ func (l LatticeConfig) Validate() error {
 	switch l.Backend {
 	case "", "memory":
 	case "nats":
-		return errors.New("backend nats is not available in this build yet (use memory)")
+		return errors.New("nats is not available in this build yet (use memory)")
 	default:
-		return fmt.Errorf("backend %q is unknown (memory | nats)", l.Backend)
+		return fmt.Errorf("%q is unknown (memory | nats)", l.Backend)
 	}
 	return nil
 }
@@ -296,7 +296,9 @@ func (c *Config) validate() error {
 			}
 		}
 	}
-	errs = append(errs, d.ValidateTree("lattice", reflect.ValueOf(c.Lattice))...)
+	if err := c.Lattice.Validate(); err != nil {
+		errs = append(errs, d.Errorf("lattice.backend", "%v", err))
+	}
 	// Module sections validate themselves (their Validate methods).
 	for _, section := range []any{&c.MCPClientSection, &c.MCPServerSection, &c.A2ASection} {
 		errs = append(errs, d.ValidateTree("", reflect.ValueOf(section).Elem())...)

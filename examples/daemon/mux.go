@@ -23,6 +23,12 @@ const MaxBodyBytes = 1 << 20
 type mux struct {
 	router *httprouter.Router
 	auth   authenticator
+	routes []route // what is mounted, for tests and the auth audit
+}
+
+type route struct {
+	method, path string
+	public       bool
 }
 
 func newMux(token secret.Secret) *mux {
@@ -44,23 +50,24 @@ func (m *mux) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.router.Serve
 // public mounts h with no authentication. Bodies are capped at 1 MiB
 // (reading more fails with *http.MaxBytesError: answer 413).
 func (m *mux) public(method, path string, h http.Handler) error {
-	return m.mount(method, path, limitBody(h))
+	return m.mount(route{method, path, true}, limitBody(h))
 }
 
 // private mounts h behind the API token (Bearer or X-API-Key).
 func (m *mux) private(method, path string, h http.Handler) error {
-	return m.mount(method, path, m.auth.require(limitBody(h)))
+	return m.mount(route{method, path, false}, m.auth.require(limitBody(h)))
 }
 
-func (m *mux) mount(method, path string, h http.Handler) (err error) {
+func (m *mux) mount(rt route, h http.Handler) (err error) {
 	// httprouter panics on conflicting routes; turn that into an error
 	// that names the route.
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("route %s %s: %v", method, path, p)
+			err = fmt.Errorf("route %s %s: %v", rt.method, rt.path, p)
 		}
 	}()
-	m.router.Handler(method, path, h)
+	m.router.Handler(rt.method, rt.path, h)
+	m.routes = append(m.routes, rt)
 	return nil
 }
 

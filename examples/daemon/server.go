@@ -13,6 +13,8 @@ import (
 
 // serveHooks let tests and benchmarks observe a running server.
 type serveHooks struct {
+	// booted is called with the daemon and its router before listening.
+	booted func(d *daemon, m *mux)
 	// listening is called once the listener is bound and the daemon is
 	// ready, with the address actually bound (useful with port 0).
 	listening func(addr net.Addr)
@@ -30,7 +32,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, hooks serveHooks)
 	if err != nil {
 		return err
 	}
-	h, stopHandlers, ready, err := newHandler(d)
+	m, stopHandlers, ready, err := newHandler(d)
 	if err != nil {
 		return errors.Join(err, closeWithin(d, cfg.Server.ShutdownGrace))
 	}
@@ -40,11 +42,14 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, hooks serveHooks)
 		return errors.Join(fmt.Errorf("listen: %w", err), closeWithin(d, cfg.Server.ShutdownGrace))
 	}
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           m,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if hooks.booted != nil {
+		hooks.booted(d, m)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -87,9 +92,9 @@ func closeWithin(d *daemon, grace time.Duration) error {
 
 // newHandler builds the router with the daemon's own routes and every
 // module's. stop ends long-lived streams and the metrics subscriber.
-func newHandler(d *daemon) (h http.Handler, stop func(), ready *atomic.Bool, err error) {
+func newHandler(d *daemon) (m *mux, stop func(), ready *atomic.Bool, err error) {
 	cfg := d.cfg
-	m := newMux(cfg.Server.APIToken)
+	m = newMux(cfg.Server.APIToken)
 	ready = new(atomic.Bool)
 	met, err := newMetrics(d.engine.Bus())
 	if err != nil {
@@ -102,8 +107,9 @@ func newHandler(d *daemon) (h http.Handler, stop func(), ready *atomic.Bool, err
 	errs := []error{
 		a.mount(m),
 		m.private(http.MethodGet, "/metrics", met.handler()),
-		// The stream authenticates itself: browsers pass ?token=.
-		m.public(http.MethodGet, "/api/events", ws),
+		// Private, but the stream checks the token itself: browsers
+		// cannot set headers on a WebSocket and pass ?token= instead.
+		m.mount(route{http.MethodGet, "/api/events", false}, ws),
 	}
 	for _, mod := range daemonModules() {
 		if mod.routes != nil {

@@ -1,0 +1,424 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+const tokenConfig = `
+server:
+  api_token: ${TOKEN}
+agents:
+  - id: assistant
+    provider: echo
+`
+
+// concretePath fills httprouter parameters with real values.
+func concretePath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		if strings.HasPrefix(s, ":") {
+			parts[i] = "assistant"
+		}
+		if strings.HasPrefix(s, "*") {
+			parts[i] = "x"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// Every private route, including routes modules add later, answers 401
+// without the token and something else with it; public routes need none.
+func TestAuthEveryRoute(t *testing.T) {
+	const token = "s3cret-token"
+	td := startDaemon(t, tokenConfig, map[string]string{"TOKEN": token})
+	var private, public int
+	for _, rt := range td.m.routes {
+		path := concretePath(rt.path)
+		body := ""
+		if rt.method == http.MethodPost {
+			body = `{}`
+		}
+		if rt.public {
+			public++
+			if r := td.do(t, rt.method, path, body); r.status == http.StatusUnauthorized {
+				t.Errorf("public %s %s answered 401", rt.method, path)
+			}
+			continue
+		}
+		private++
+		for _, h := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"X-API-Key", "wrong"}, {"Authorization", "Bearer "}, {"Authorization", "Basic " + token}} {
+			r := td.do(t, rt.method, path, body, h...)
+			if r.status != http.StatusUnauthorized {
+				t.Errorf("%s %s with %q: %d, want 401", rt.method, path, h, r.status)
+				continue
+			}
+			if e := r.json(t)["error"].(map[string]any); e["code"] != "unauthorized" {
+				t.Errorf("error body %s", r.body)
+			}
+		}
+		for _, h := range [][]string{{"Authorization", "Bearer " + token}, {"X-API-Key", token}} {
+			if r := td.do(t, rt.method, path, body, h...); r.status == http.StatusUnauthorized {
+				t.Errorf("%s %s with %s: 401", rt.method, path, h[0])
+			}
+		}
+	}
+	if private < 6 || public < 3 {
+		t.Fatalf("only %d private and %d public routes mounted", private, public)
+	}
+	for _, p := range []string{"/health", "/health/live", "/health/ready", "/"} {
+		if r := td.do(t, "GET", p, ""); r.status != http.StatusOK {
+			t.Errorf("GET %s without token: %d", p, r.status)
+		}
+	}
+
+	// The stream takes the token in a header or as ?token=.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dialEvents(t, ctx, td.url, http.Header{"Authorization": {"Bearer " + token}}, "")
+	dialEvents(t, ctx, td.url, nil, "?token="+token)
+	u := "ws" + strings.TrimPrefix(td.url, "http") + "/api/events"
+	for _, q := range []string{"", "?token=wrong", "?token="} {
+		_, resp, err := websocket.Dial(ctx, u+q, &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("stream%s: err %v, resp %v; want 401", q, err, resp)
+		}
+	}
+}
+
+func TestEventStreamOrigin(t *testing.T) {
+	td := startDaemon(t, `
+server:
+  allowed_origins: ["app.example.com"]
+agents:
+  - id: assistant
+`, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	host := strings.TrimPrefix(td.url, "http://")
+	dialEvents(t, ctx, td.url, http.Header{"Origin": {"http://" + host}}, "")
+	dialEvents(t, ctx, td.url, http.Header{"Origin": {"https://app.example.com"}}, "")
+	dialEvents(t, ctx, td.url, nil, "") // no Origin: not a browser
+	u := "ws://" + host + "/api/events"
+	for _, origin := range []string{"http://evil.example", "http://" + host + ".evil.example", "null"} {
+		_, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
+			HTTPHeader: http.Header{"Origin": {origin}},
+			HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
+		})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("Origin %s: err %v resp %v; want 403", origin, err, resp)
+		}
+	}
+}
+
+func TestAPI(t *testing.T) {
+	td := startDaemon(t, "", nil)
+	r := td.do(t, "GET", "/api/agents", "")
+	var list struct {
+		Agents []agentView `json:"agents"`
+	}
+	if err := json.Unmarshal(r.body, &list); err != nil || r.status != 200 || len(list.Agents) != 1 || list.Agents[0].ID != "assistant" || list.Agents[0].Status != "idle" || list.Agents[0].Provider != "echo" {
+		t.Fatalf("agents: %d %s", r.status, r.body)
+	}
+	if r := td.do(t, "GET", "/api/agents/assistant", ""); r.status != 200 || r.json(t)["id"] != "assistant" {
+		t.Fatalf("agent: %d %s", r.status, r.body)
+	}
+	r = td.do(t, "POST", "/api/agents/assistant/execute", `{"input":"héllo"}`)
+	m := r.json(t)
+	if r.status != 200 || m["output"] != "héllo" || m["status"] != "completed" || m["agent_id"] != "assistant" || m["task_id"] == "" {
+		t.Fatalf("execute: %d %s", r.status, r.body)
+	}
+
+	big := `{"input":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		code               string
+	}{
+		{"GET", "/api/agents/nope", "", 404, "not_found"},
+		{"POST", "/api/agents/nope/execute", `{"input":"x"}`, 404, "not_found"},
+		{"POST", "/api/agents/assistant/execute", `{"input":`, 400, "bad_request"},
+		{"POST", "/api/agents/assistant/execute", `{"input":1}`, 400, "bad_request"},
+		{"POST", "/api/agents/assistant/execute", `{"inpt":"x"}`, 400, "bad_request"},
+		{"POST", "/api/agents/assistant/execute", `{}`, 400, "bad_request"},
+		{"POST", "/api/agents/assistant/execute", ``, 400, "bad_request"},
+		{"POST", "/api/agents/assistant/execute", `{"input":"a"} {"input":"b"}`, 400, "bad_request"},
+		{"POST", "/api/agents/assistant/execute", big, 413, "payload_too_large"},
+		{"POST", "/api/events", `{"payload":{}}`, 400, "bad_request"},
+		{"POST", "/api/events", `{"type":"TaskCompleted","payload":{}}`, 400, "bad_request"},
+		{"POST", "/api/events", `{"type":"has space"}`, 400, "bad_request"},
+		{"POST", "/api/events", `{"type":"Deployed","payload":[1]}`, 400, "bad_request"},
+		{"POST", "/api/events", `{"type":"Deployed","payload":"x"}`, 400, "bad_request"},
+		{"DELETE", "/api/agents", "", 405, "method_not_allowed"},
+		{"GET", "/nothing/here", "", 404, "not_found"},
+	} {
+		r := td.do(t, tc.method, tc.path, tc.body)
+		if r.status != tc.status {
+			t.Errorf("%s %s %.40q: %d %s, want %d", tc.method, tc.path, tc.body, r.status, r.body, tc.status)
+			continue
+		}
+		e, ok := r.json(t)["error"].(map[string]any)
+		if !ok || e["code"] != tc.code || e["message"] == "" {
+			t.Errorf("%s %s: error body %s, want code %s", tc.method, tc.path, r.body, tc.code)
+		}
+	}
+
+	// A body over 1 MiB sent without Content-Length (chunked) is cut too.
+	req, _ := http.NewRequest("POST", td.url+"/api/agents/assistant/execute", struct{ *strings.Reader }{strings.NewReader(big)})
+	resp, err := td.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 413 {
+		t.Errorf("chunked big body: %d, want 413", resp.StatusCode)
+	}
+}
+
+// The stream carries the events of an execution and of POST /api/events;
+// bad client frames get error frames and the stream goes on.
+func TestEventStream(t *testing.T) {
+	td := startDaemon(t, "", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn := dialEvents(t, ctx, td.url, nil, "")
+
+	r := td.do(t, "POST", "/api/agents/assistant/execute", `{"input":"ping"}`)
+	taskID := r.json(t)["task_id"]
+	var types []string
+	for len(types) < 2 {
+		f := readFrame(t, ctx, conn)
+		if f.Kind != "event" {
+			t.Fatalf("frame %+v", f)
+		}
+		var p map[string]any
+		json.Unmarshal(f.Event.Payload, &p)
+		if p["task_id"] != taskID || p["source"] != "api" || f.Event.ID == "" || f.Event.Timestamp == 0 {
+			t.Fatalf("event %+v", f.Event)
+		}
+		types = append(types, f.Event.Type)
+	}
+	if types[0] != lattice.AgentActivated || types[1] != lattice.TaskCompleted {
+		t.Fatalf("events %v", types)
+	}
+
+	r = td.do(t, "POST", "/api/events", `{"type":"Deployed","payload":{"version":"1.2"}}`)
+	if r.status != http.StatusAccepted {
+		t.Fatalf("publish: %d %s", r.status, r.body)
+	}
+	f := readFrame(t, ctx, conn)
+	if f.Kind != "event" || f.Event.Type != "Deployed" || f.Event.ProducedBy != "api" || string(f.Event.Payload) != `{"version":"1.2"}` {
+		t.Fatalf("custom event frame %+v", f)
+	}
+
+	for _, bad := range []string{`not json`, `{"cmd":"dance"}`, `{}`, `{"cmd":"approve","approval_id":"x","decision":"allow"}`} {
+		if err := conn.Write(ctx, websocket.MessageText, []byte(bad)); err != nil {
+			t.Fatal(err)
+		}
+		if f := readFrame(t, ctx, conn); f.Kind != "error" || f.Error == nil || f.Error.Message == "" {
+			t.Fatalf("reply to %q: %+v", bad, f)
+		}
+	}
+	if err := conn.Write(ctx, websocket.MessageBinary, []byte{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	if f := readFrame(t, ctx, conn); f.Kind != "error" {
+		t.Fatalf("reply to binary: %+v", f)
+	}
+	// Still streaming.
+	td.do(t, "POST", "/api/events", `{"type":"After"}`)
+	if f := readFrame(t, ctx, conn); f.Event.Type != "After" {
+		t.Fatalf("after bad frames: %+v", f)
+	}
+}
+
+// A client that stops reading gets lagged frames whose counts, added to the
+// events it did get, are exactly what was published; the daemon's memory
+// does not grow with the backlog.
+func TestEventStreamLagged(t *testing.T) {
+	td := startDaemon(t, "", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn := dialEvents(t, ctx, td.url, nil, "")
+
+	const n = 100_000
+	ev, err := lattice.New("Flood", "test", map[string]any{"pad": strings.Repeat("p", 200)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := td.d.engine.Bus()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range n { // the client reads nothing meanwhile
+		if err := bus.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapInuse) - int64(before.HeapInuse); grown > 16<<20 {
+		t.Errorf("heap grew by %d MiB while a client stalled on %d events", grown>>20, n)
+	}
+
+	var events, missed uint64
+	var lagged int
+	for events+missed < n {
+		f := readFrame(t, ctx, conn)
+		switch f.Kind {
+		case "event":
+			events++
+		case "lagged":
+			lagged++
+			if f.Missed == 0 {
+				t.Fatal("lagged frame with missed 0")
+			}
+			missed += f.Missed
+		default:
+			t.Fatalf("frame %+v", f)
+		}
+	}
+	if events+missed != n || lagged == 0 {
+		t.Fatalf("events %d + missed %d (in %d lagged frames) != %d published", events, missed, lagged, n)
+	}
+	t.Logf("%d events delivered, %d reported missed in %d lagged frames", events, missed, lagged)
+	// Nothing more is pending: the next frame is the next event.
+	bus.Publish(ctx, ev)
+	if f := readFrame(t, ctx, conn); f.Kind != "event" {
+		t.Fatalf("after catching up: %+v", f)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	td := startDaemon(t, "", nil)
+	for range 3 {
+		td.do(t, "POST", "/api/agents/assistant/execute", `{"input":"x"}`)
+	}
+	td.do(t, "POST", "/api/events", `{"type":"Custom1"}`)
+	want := []string{
+		`axocoatl_executions_total{agent="assistant",source="api",status="completed"} 3`,
+		`axocoatl_events_total{type="TaskCompleted"} 3`,
+		`axocoatl_events_total{type="custom"} 1`,
+		`axocoatl_execution_duration_seconds_count{agent="assistant",status="completed"} 3`,
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		body := string(td.do(t, "GET", "/metrics", "").body)
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				missing = w
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics lack %s:\n%s", missing, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// openAIServer answers Chat Completions like an OpenAI-compatible server,
+// after delay, or with status when it is not 200.
+func openAIServer(t *testing.T, delay time.Duration, status int) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if status != http.StatusOK {
+			w.WriteHeader(status)
+			fmt.Fprint(w, `{"error":{"message":"upstream exploded","type":"server_error"}}`)
+			return
+		}
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"slow answer"}}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestExecuteUpstreamStatuses(t *testing.T) {
+	broken := openAIServer(t, 0, http.StatusInternalServerError)
+	slow := openAIServer(t, time.Second, http.StatusOK)
+	td := startDaemon(t, fmt.Sprintf(`
+providers:
+  openai: { base_url: %s/v1, api_key: k, max_retries: -1 }
+  ollama: { base_url: %s/v1 }
+agents:
+  - id: broken
+    provider: openai
+    model: m
+  - id: slow
+    provider: ollama
+    model: m
+    timeout: 200ms
+`, broken.URL, slow.URL), nil)
+	r := td.do(t, "POST", "/api/agents/broken/execute", `{"input":"x"}`)
+	if e, _ := r.json(t)["error"].(map[string]any); r.status != http.StatusBadGateway || e["code"] != "provider_failed" || e["task_id"] == "" {
+		t.Errorf("provider failure: %d %s", r.status, r.body)
+	}
+	start := time.Now()
+	r = td.do(t, "POST", "/api/agents/slow/execute", `{"input":"x"}`)
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Errorf("a 200ms agent timeout answered after %s", took)
+	}
+	if e, _ := r.json(t)["error"].(map[string]any); r.status != http.StatusGatewayTimeout || e["code"] != "timeout" {
+		t.Errorf("timeout: %d %s", r.status, r.body)
+	}
+}
+
+// SIGTERM (here: the context) lets an in-flight run finish within the
+// grace period.
+func TestGracefulShutdown(t *testing.T) {
+	slow := openAIServer(t, 500*time.Millisecond, http.StatusOK)
+	td := startDaemon(t, fmt.Sprintf(`
+providers:
+  ollama: { base_url: %s/v1 }
+agents:
+  - id: slow
+    provider: ollama
+    model: m
+`, slow.URL), nil)
+	var wg sync.WaitGroup
+	var r response
+	wg.Go(func() { r = td.do(t, "POST", "/api/agents/slow/execute", `{"input":"x"}`) })
+	deadline := time.Now().Add(5 * time.Second)
+	for td.d.engine.Agents()[0].Running == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if code := td.stop(); code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, td.stderr.String())
+	}
+	wg.Wait()
+	if r.status != http.StatusOK || r.json(t)["output"] != "slow answer" {
+		t.Fatalf("in-flight run: %d %s", r.status, r.body)
+	}
+}
+
+func TestRefusesPublicAddrWithoutToken(t *testing.T) {
+	code, _, stderr := runCLI(t, nil, "serve", "--addr", "0.0.0.0:0")
+	if code != exitFail || !strings.Contains(stderr, "refusing to serve without authentication on a non-loopback address") || !strings.Contains(stderr, "api_token") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, nil, "validate", "--config", writeConfig(t, "server:\n  addr: ':8080'\nagents:\n  - id: a\n"))
+	if code != exitFail || !strings.Contains(stderr, "refusing") {
+		t.Fatalf("validate: exit %d, stderr %q", code, stderr)
+	}
+}

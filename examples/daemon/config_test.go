@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every error class names the file, the line and the key.
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		env        map[string]string
+		want       string // after "<path>:"
+	}{
+		{"bad yaml", "server:\n  addr: [127.0.0.1\nagents: []\n", nil, `3: invalid YAML`},
+		{"unknown key", "server:\n  adr: 127.0.0.1:1\nagents:\n  - id: a\n", nil, `2: server.adr: unknown key (known: addr, `},
+		{"unknown agent key", "agents:\n  - id: a\n    modle: x\n", nil, `3: agents[0].modle: unknown key`},
+		{"unset variable", "server:\n  api_token: ${TOKEN_NOT_SET}\nagents:\n  - id: a\n", nil, `2: server.api_token: variable TOKEN_NOT_SET is not set`},
+		{"duplicate agent id", "agents:\n  - id: a\n  - id: b\n  - id: a\n", nil, `4: agents[2].id: duplicate agent id "a" (first at line 2)`},
+		{"invalid id", "agents:\n  - id: Researcher\n", nil, `2: agents[0].id: "Researcher" must match [a-z0-9_-]+`},
+		{"missing id", "agents:\n  - name: x\n", nil, `2: agents[0]: id is required`},
+		{"unknown provider", "agents:\n  - id: a\n    provider: gemini\n", nil, `3: agents[0].provider: unknown provider "gemini" (known: echo, openai, ollama, anthropic)`},
+		{"unknown provider section", "providers:\n  gemini: {}\nagents:\n  - id: a\n", nil, `2: providers.gemini: unknown provider`},
+		{"bad duration", "agents:\n  - id: a\n    timeout: soon\n", nil, "3: agents[0].timeout: expected a duration (like 30s or 5m), got a string `soon`"},
+		{"bad addr", "server:\n  addr: nonsense\nagents:\n  - id: a\n", nil, `2: server.addr: "nonsense" is not host:port`},
+		{"no agents", "server: {}\n", nil, ` agents: at least one agent is required`},
+		{"bad lattice", "lattice:\n  backend: kafka\nagents:\n  - id: a\n", nil, `2: lattice.backend: "kafka" is unknown`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeConfig(t, tc.text)
+			code, stdout, stderr := runCLI(t, tc.env, "validate", "--config", path)
+			if code != exitFail {
+				t.Fatalf("exit %d, want 1; stdout %q stderr %q", code, stdout, stderr)
+			}
+			if want := path + ":" + tc.want; !strings.Contains(stderr, want) {
+				t.Fatalf("stderr:\n%s\nwant it to contain:\n%s", stderr, want)
+			}
+		})
+	}
+}
+
+func TestConfigExpansionAndOverrides(t *testing.T) {
+	path := writeConfig(t, `
+server:
+  addr: 127.0.0.1:9999
+  api_token: ${TOKEN:-}
+  request_timeout: ${RT:-90s}
+future_section: {x: 1}
+agents:
+  - id: a
+    system_prompt: "costs $${PRICE}"
+`)
+	cfg, err := loadConfig(context.Background(), loadOptions{Path: path, Lookup: mapEnv(map[string]string{
+		"AXOCOATL_ADDR": "127.0.0.1:7777", "AXOCOATL_LOG_FORMAT": "json", "AXOCOATL_API_TOKEN": "from-env",
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.Addr != "127.0.0.1:7777" || cfg.Log.Format != "json" || cfg.Server.APIToken.Reveal() != "from-env" {
+		t.Errorf("overrides not applied: %+v", cfg.Server)
+	}
+	if cfg.Server.RequestTimeout != 90*time.Second || cfg.Server.PublicURL != "http://127.0.0.1:7777" || cfg.Server.ShutdownGrace != DefaultShutdownGrace {
+		t.Errorf("defaults: %+v", cfg.Server)
+	}
+	if cfg.Agents[0].SystemPrompt != "costs ${PRICE}" {
+		t.Errorf("$${ literal: %q", cfg.Agents[0].SystemPrompt)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], `unknown section "future_section"`) {
+		t.Errorf("warnings %q", cfg.Warnings)
+	}
+	// --addr wins over the environment.
+	cfg, err = loadConfig(context.Background(), loadOptions{Path: path, Addr: "127.0.0.1:1", Lookup: mapEnv(map[string]string{"AXOCOATL_ADDR": "127.0.0.1:7777"})})
+	if err != nil || cfg.Server.Addr != "127.0.0.1:1" {
+		t.Fatalf("addr %v, err %v", cfg.Server.Addr, err)
+	}
+}
+
+func TestBuiltinDefault(t *testing.T) {
+	t.Chdir(t.TempDir()) // no ./axocoatl.yaml here
+	cfg, err := loadConfig(context.Background(), loadOptions{Lookup: mapEnv(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Source != builtinSource || cfg.Server.Addr != "127.0.0.1:8080" || len(cfg.Agents) != 1 || cfg.Agents[0].ID != "assistant" || cfg.Agents[0].Provider != "echo" {
+		t.Fatalf("default config: %+v", cfg)
+	}
+	// $AXOCOATL_CONFIG, then ./axocoatl.yaml.
+	p := writeConfig(t, "agents:\n  - id: from-env\n")
+	cfg, err = loadConfig(context.Background(), loadOptions{Lookup: mapEnv(map[string]string{"AXOCOATL_CONFIG": p})})
+	if err != nil || cfg.Agents[0].ID != "from-env" {
+		t.Fatalf("AXOCOATL_CONFIG: %v %v", cfg, err)
+	}
+}
+
+// Secrets reach neither errors, nor validate/doctor output, nor logs, nor
+// API responses.
+func TestSecretsNeverInOutput(t *testing.T) {
+	const token, key = "tok-3b1f0c9d2e", "sk-live-a8c7e6d5"
+	// Something that answers like a model server, so doctor can reach it.
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"object":"list","data":[]}`)
+	}))
+	defer provider.Close()
+	env := map[string]string{"TOKEN": token, "KEY": key}
+	text := fmt.Sprintf(`
+server:
+  api_token: ${TOKEN}
+providers:
+  openai: { base_url: %s/v1, api_key: "${KEY}" }
+agents:
+  - id: assistant
+  - id: researcher
+    provider: openai
+    model: m
+`, provider.URL)
+	path := writeConfig(t, text)
+	var outputs []string
+	for _, args := range [][]string{{"validate", "--config", path}, {"doctor", "--config", path}} {
+		code, stdout, stderr := runCLI(t, env, args...)
+		if code != exitOK {
+			t.Errorf("%v: exit %d\n%s%s", args, code, stdout, stderr)
+		}
+		outputs = append(outputs, stdout, stderr)
+	}
+	// A secret in the wrong place: the error names the key, not the value.
+	bad := writeConfig(t, "agents:\n  - id: a\n    timeout: ${KEY}\n    max_iterations: ${TOKEN}\n")
+	code, stdout, stderr := runCLI(t, env, "validate", "--config", bad)
+	if code != exitFail || !strings.Contains(stderr, "agents[0].timeout") || !strings.Contains(stderr, "agents[0].max_iterations") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	outputs = append(outputs, stdout, stderr)
+
+	td := startDaemon(t, text, mergeEnv(env, map[string]string{"AXOCOATL_LOG_LEVEL": "debug"}))
+	auth := []string{"Authorization", "Bearer " + token}
+	for _, p := range []string{"/api/agents", "/api/agents/researcher", "/metrics"} {
+		outputs = append(outputs, string(td.do(t, "GET", p, "", auth...).body))
+	}
+	outputs = append(outputs, string(td.do(t, "POST", "/api/agents/assistant/execute", `{"input":"hi"}`, auth...).body))
+	outputs = append(outputs, string(td.do(t, "GET", "/api/agents", "", "Authorization", "Bearer wrong").body))
+	td.stop()
+	outputs = append(outputs, td.stderr.String())
+	for _, out := range outputs {
+		if strings.Contains(out, token) || strings.Contains(out, key) {
+			t.Fatalf("a secret leaked into output:\n%s", out)
+		}
+	}
+}
+
+func mergeEnv(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+func TestCLIExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"version"}, exitOK, "axocoatl "},
+		{[]string{"help"}, exitOK, "usage: axocoatl"},
+		{[]string{"validate", "-h"}, exitOK, ""},
+		{[]string{"serve", "-h"}, exitOK, ""},
+		{[]string{"doctor", "--nope"}, exitUsage, ""},
+		{[]string{"validate", "extra"}, exitUsage, ""},
+		{[]string{"frobnicate"}, exitUsage, ""},
+		{[]string{"validate", "--config", "/nonexistent/axocoatl.yaml"}, exitFail, ""},
+	} {
+		code, stdout, _ := runCLI(t, nil, tc.args...)
+		if code != tc.code || !strings.Contains(stdout, tc.out) {
+			t.Errorf("%v: exit %d stdout %q; want %d containing %q", tc.args, code, stdout, tc.code, tc.out)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package yamlconf
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) Lookup {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestExpand(t *testing.T) {
+	lookup := env(map[string]string{"A": "alpha", "EMPTY": ""})
+	for _, tc := range []struct {
+		in, want string
+		used     bool
+		err      string
+	}{
+		{in: "plain", want: "plain"},
+		{in: "${A}", want: "alpha", used: true},
+		{in: "x-${A}-y", want: "x-alpha-y", used: true},
+		{in: "${EMPTY}", want: "", used: true},
+		{in: "${EMPTY:-d}", want: "d"},
+		{in: "${UNSET:-d e}", want: "d e"},
+		{in: "${UNSET:-}", want: ""},
+		{in: "$${A}", want: "${A}"},
+		{in: "$${A} ${A}", want: "${A} alpha", used: true},
+		{in: "cost $5", want: "cost $5"},
+		{in: "${UNSET}", err: "variable UNSET is not set"},
+		{in: "${A", err: "unterminated"},
+		{in: "${1A}", err: "invalid variable name"},
+	} {
+		got, used, err := Expand(tc.in, lookup)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Expand(%q) err = %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want || used != tc.used {
+			t.Errorf("Expand(%q) = %q, %v, %v; want %q, %v", tc.in, got, used, err, tc.want, tc.used)
+		}
+	}
+}
+
+type item struct {
+	ID      string        `yaml:"id"`
+	Timeout time.Duration `yaml:"timeout"`
+	Port    int           `yaml:"port"`
+}
+
+func (i item) Validate() error {
+	if i.ID == "bad" {
+		return errors.New("id must not be bad")
+	}
+	return nil
+}
+
+type Section struct {
+	Servers []item `yaml:"servers"`
+}
+
+type config struct {
+	Name    string            `yaml:"name"`
+	Items   []item            `yaml:"items"`
+	Headers map[string]string `yaml:"headers"`
+	Section `yaml:",inline"`
+}
+
+func load(t *testing.T, text string, vars map[string]string) (*Doc, *config, []string, error) {
+	t.Helper()
+	d, err := Parse("c.yaml", []byte(text))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var c config
+	w, err := d.Decode(&c, env(vars))
+	return d, &c, w, err
+}
+
+func TestDecode(t *testing.T) {
+	d, c, warnings, err := load(t, `
+name: n-${A}
+items:
+  - id: one
+    timeout: ${T:-30s}
+    port: ${PORT}
+headers: { X-Key: "${A}" }
+servers:
+  - id: s
+other_section: {anything: 1}
+`, map[string]string{"A": "a", "PORT": "8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "n-a" || c.Items[0].Timeout != 30*time.Second || c.Items[0].Port != 8080 || c.Headers["X-Key"] != "a" || c.Servers[0].ID != "s" {
+		t.Errorf("decoded %+v", c)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], `c.yaml:10: unknown section "other_section"`) {
+		t.Errorf("warnings = %q", warnings)
+	}
+	if got := d.Line("items[0].port"); got != 6 {
+		t.Errorf("Line(items[0].port) = %d, want 6", got)
+	}
+	if got := d.Line("servers[0]"); got != 9 {
+		t.Errorf("Line(servers[0]) = %d, want 9", got)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       string
+	}{
+		{"syntax", "name: [a\nitems: 1\n", "c.yaml:2: invalid YAML"},
+		{"unknown key", "items:\n  - id: a\n    prot: 1\n", "c.yaml:3: items[0].prot: unknown key (known: id, timeout, port)"},
+		{"duplicate key", "name: a\nname: b\n", "c.yaml:2: name: duplicate key"},
+		{"unset", "items:\n  - id: ${NOPE}\n", "c.yaml:2: items[0].id: variable NOPE is not set"},
+		{"type", "items:\n  - timeout: 12x\n", "c.yaml:2: items[0].timeout: expected a duration (like 30s or 5m), got a string `12x`"},
+		{"not a mapping", "- a\n", "c.yaml:1: the config must be a mapping"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, _, err := load(t, tc.text, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestExpandedValuesNeverQuoted(t *testing.T) {
+	_, _, _, err := load(t, "items:\n  - timeout: ${SECRET}\n", map[string]string{"SECRET": "sk-very-secret"})
+	if err == nil || strings.Contains(err.Error(), "sk-very-secret") {
+		t.Fatalf("err = %v; want an error without the value", err)
+	}
+}
+
+func TestValidateTree(t *testing.T) {
+	d, c, _, err := load(t, "items:\n  - id: ok\nservers:\n  - id: fine\n  - id: bad\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := d.ValidateTree("", reflect.ValueOf(c).Elem())
+	if len(errs) != 1 || errs[0].Error() != "c.yaml:5: servers[1]: id must not be bad" {
+		t.Fatalf("errs = %v", errs)
+	}
+}
+
+func TestEmptyFile(t *testing.T) {
+	_, c, _, err := load(t, "# nothing\n", nil)
+	if err != nil || c.Name != "" {
+		t.Fatalf("c = %+v, err = %v", c, err)
+	}
+}
