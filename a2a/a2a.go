@@ -208,7 +208,7 @@ func New(eng *axocoatl.Engine, cfg Config) (*Handler, error) {
 	return h, nil
 }
 
-// Mount registers every route on mux:
+// Mount registers every route on an http.ServeMux:
 //
 //	GET  /.well-known/agent.json                      Axocoatl card
 //	POST /a2a/tasks                                   Axocoatl task intake
@@ -216,18 +216,39 @@ func New(eng *axocoatl.Engine, cfg Config) (*Handler, error) {
 //	POST /a2a                                         A2A JSON-RPC
 //	GET  /a2a/agents/{id}/.well-known/agent-card.json A2A card of one agent
 //	POST /a2a/agents/{id}                             A2A JSON-RPC to one agent
+//
+// Hosts with another router mount the Serve* methods on the same paths.
 func (h *Handler) Mount(mux *http.ServeMux) {
-	mux.HandleFunc("GET "+PathAxocoatlCard, h.serveAxocoatlCard)
-	mux.HandleFunc("POST "+PathTasks, h.auth(h.serveTasks))
-	mux.HandleFunc("GET "+PathAgentCard, h.serveAgentCard)
-	mux.HandleFunc("POST "+PathJSONRPC, h.auth(h.serveJSONRPC))
-	mux.HandleFunc("GET "+PathAgentPrefix+"{id}"+PathAgentCard, h.serveAgentCard)
-	mux.HandleFunc("POST "+PathAgentPrefix+"{id}", h.auth(h.serveJSONRPC))
+	mux.HandleFunc("GET "+PathAxocoatlCard, h.ServeAxocoatlCard)
+	mux.HandleFunc("POST "+PathTasks, h.auth(h.ServeTasks))
+	mux.HandleFunc("GET "+PathAgentCard, func(w http.ResponseWriter, r *http.Request) { h.ServeAgentCard(w, r, "") })
+	mux.HandleFunc("POST "+PathJSONRPC, h.auth(func(w http.ResponseWriter, r *http.Request) { h.ServeJSONRPC(w, r, "") }))
+	mux.HandleFunc("GET "+PathAgentPrefix+"{id}"+PathAgentCard, func(w http.ResponseWriter, r *http.Request) {
+		h.ServeAgentCard(w, r, r.PathValue("id"))
+	})
+	mux.HandleFunc("POST "+PathAgentPrefix+"{id}", h.auth(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeJSONRPC(w, r, r.PathValue("id"))
+	}))
 }
 
 // ServeHTTP serves the routes Mount lists, for hosts that route a path
 // prefix to the Handler instead of mounting each route.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Name, Start and Stop make the Handler an axocoatl.Module, so that
+// Engine.Close (through Engine.Use) ends its runs.
+func (h *Handler) Name() string { return "a2a" }
+
+// Start checks that the Handler serves e; it starts nothing.
+func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
+	if e != h.eng {
+		return errors.New("a2a: handler was built for another engine")
+	}
+	return nil
+}
+
+// Stop is Close.
+func (h *Handler) Stop(ctx context.Context) error { return h.Close(ctx) }
 
 // Close refuses new requests, cancels every run the Handler started and waits
 // for them to end, or for ctx. Tasks still running are marked canceled.

@@ -30,7 +30,8 @@ type AxocoatlAgent struct {
 	Description string `json:"description"`
 }
 
-func (h *Handler) serveAxocoatlCard(w http.ResponseWriter, r *http.Request) {
+// ServeAxocoatlCard answers GET /.well-known/agent.json.
+func (h *Handler) ServeAxocoatlCard(w http.ResponseWriter, r *http.Request) {
 	base := h.baseURL(r)
 	card := AxocoatlCard{
 		Name:         h.cfg.Name,
@@ -48,11 +49,12 @@ func (h *Handler) serveAxocoatlCard(w http.ResponseWriter, r *http.Request) {
 	writeCard(w, card)
 }
 
-// serveAgentCard serves the A2A card of the whole instance (one skill per
-// agent) or, under /a2a/agents/{id}/, of one agent.
-func (h *Handler) serveAgentCard(w http.ResponseWriter, r *http.Request) {
+// ServeAgentCard serves the A2A card of the whole instance (one skill per
+// agent), or with a non-empty agentID (the {id} of /a2a/agents/{id}/...) the
+// card of that agent alone: 404 if there is none.
+func (h *Handler) ServeAgentCard(w http.ResponseWriter, r *http.Request, agentID string) {
 	base := h.baseURL(r)
-	if id := r.PathValue("id"); id != "" {
+	if id := agentID; id != "" {
 		info, err := h.eng.Agent(id)
 		if err != nil {
 			writeHTTPError(w, http.StatusNotFound, "agent_not_found", "no agent "+quote(id))

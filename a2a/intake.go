@@ -93,10 +93,11 @@ func renderInput(raw json.RawMessage) (string, error) {
 	return "", errors.New("input must be a string or a JSON object")
 }
 
-// serveTasks answers POST /a2a/tasks: 400 for a bad request, 404 for an
+// ServeTasks answers POST /a2a/tasks: 400 for a bad request, 404 for an
 // unknown receiver, 413 for a body over the limit, else 200 with the task's
-// result, completed or failed.
-func (h *Handler) serveTasks(w http.ResponseWriter, r *http.Request) {
+// result, completed or failed. Like ServeJSONRPC it leaves authentication to
+// Mount (Config.APIToken) or to the host.
+func (h *Handler) ServeTasks(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError

@@ -186,9 +186,11 @@ func decodeParams(raw json.RawMessage, v any) *rpcError {
 	return nil
 }
 
-// serveJSONRPC answers POST /a2a and POST /a2a/agents/{id}. Every answer is
-// HTTP 200; failures are JSON-RPC errors, as A2A clients require.
-func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
+// ServeJSONRPC answers POST /a2a (agentID "") and POST /a2a/agents/{id}
+// (agentID the {id}). Every answer is HTTP 200; failures are JSON-RPC
+// errors, as A2A clients require. It does not check Config.APIToken (Mount
+// does): a host mounting it directly authenticates in front.
+func (h *Handler) ServeJSONRPC(w http.ResponseWriter, r *http.Request, agentID string) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -204,7 +206,7 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, req.ID, rerr)
 		return
 	}
-	pathAgent := r.PathValue("id")
+	pathAgent := agentID
 	if pathAgent != "" {
 		if _, err := h.eng.Agent(pathAgent); err != nil {
 			h.answer(w, r, req, nil, rpcErr(codeInvalidParams, "no agent %q at this endpoint", pathAgent))
