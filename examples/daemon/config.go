@@ -260,13 +260,13 @@ func (c *Config) validate() error {
 			errs = append(errs, d.Errorf("providers."+kind, "unknown provider (known: %s)", strings.Join(provider.Kinds, ", ")))
 			continue
 		}
-		if pc.Timeout < 0 {
-			errs = append(errs, d.Errorf("providers."+kind+".timeout", "must not be negative"))
-		}
-		if pc.BaseURL != "" {
-			if p, err := url.Parse(pc.BaseURL); err != nil || p.Scheme == "" || p.Host == "" {
-				errs = append(errs, d.Errorf("providers."+kind+".base_url", "must be an absolute URL"))
+		if err := pc.Validate(); err != nil {
+			// provider.Config.Validate starts its message with the key.
+			key, msg, ok := strings.Cut(err.Error(), ": ")
+			if !ok || strings.ContainsAny(key, " \"") {
+				key, msg = "", err.Error()
 			}
+			errs = append(errs, d.Errorf(strings.TrimSuffix("providers."+kind+"."+key, "."), "%s", msg))
 		}
 	}
 	if len(c.Agents) == 0 {

@@ -184,3 +184,42 @@ func TestCLIExitCodes(t *testing.T) {
 		}
 	}
 }
+
+func TestDoctor(t *testing.T) {
+	code, stdout, _ := runCLI(t, nil, "doctor", "--config", writeConfig(t, "agents:\n  - id: a\n"))
+	if code != exitOK || !strings.Contains(stdout, "ok   provider echo") || !strings.Contains(stdout, "egress: none") {
+		t.Fatalf("echo only: exit %d\n%s", code, stdout)
+	}
+
+	up := openAIServer(t, 0, http.StatusOK)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close() // nothing listens there any more
+	code, stdout, _ = runCLI(t, nil, "doctor", "--config", writeConfig(t, fmt.Sprintf(`
+providers:
+  ollama: { base_url: %s/v1 }
+  openai: { base_url: %s/v1, api_key: k }
+  anthropic: { api_key: unused }
+agents:
+  - id: local
+    provider: ollama
+  - id: remote
+    provider: openai
+`, up.URL, deadURL)))
+	host := func(u string) string { return strings.TrimPrefix(u, "http://") }
+	for _, want := range []string{
+		"ok   provider ollama: " + host(up.URL),
+		"FAIL provider openai: " + host(deadURL),
+		"warn provider anthropic: configured but no agent uses it",
+		"egress: these hosts receive requests:",
+		host(up.URL) + "  (provider ollama for agents local)",
+		host(deadURL) + "  (provider openai for agents remote)",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if code != exitFail {
+		t.Errorf("exit %d, want 1", code)
+	}
+}

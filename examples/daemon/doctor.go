@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -112,25 +111,24 @@ func authNote(cfg *Config) string {
 	return " (API token required)"
 }
 
-// defaultBaseURL mirrors the provider package's documented defaults.
+// defaultBaseURL is where a provider without base_url sends requests.
 func defaultBaseURL(kind string) string {
 	switch kind {
 	case provider.OpenAI:
-		return "https://api.openai.com/v1"
+		return provider.DefaultOpenAIBaseURL
 	case provider.Ollama:
-		return "http://localhost:11434/v1"
+		return provider.DefaultOllamaBaseURL
 	case provider.Anthropic:
-		return "https://api.anthropic.com"
+		return provider.DefaultAnthropicBaseURL
 	}
 	return ""
 }
 
-// doctorTimeout bounds each reachability probe.
-const doctorTimeout = 5 * time.Second
+// doctorTimeout bounds each provider probe.
+const doctorTimeout = 10 * time.Second
 
-// checkProviders probes every provider an agent uses. Any HTTP answer
-// counts as reachable (an endpoint root often answers 404); a network error
-// or timeout fails.
+// checkProviders probes every provider an agent uses with provider.Check
+// (one cheap authenticated call), concurrently.
 func checkProviders(ctx context.Context, cfg *Config, r *doctorReport) {
 	users := map[string][]string{}
 	for _, a := range cfg.Agents {
@@ -145,10 +143,6 @@ func checkProviders(ctx context.Context, cfg *Config, r *doctorReport) {
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
-	client := &http.Client{
-		Timeout:       doctorTimeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 	var wg sync.WaitGroup
 	for _, kind := range kinds {
 		agents := strings.Join(users[kind], ", ")
@@ -173,20 +167,17 @@ func checkProviders(ctx context.Context, cfg *Config, r *doctorReport) {
 			continue
 		}
 		wg.Go(func() {
-			probe := *u
-			probe.User = nil
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe.String(), nil)
-			if err != nil {
-				r.fail(check, "cannot build a request for "+u.Host)
+			pctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+			defer cancel()
+			if pc.Timeout == 0 || pc.Timeout > doctorTimeout {
+				pc.Timeout = doctorTimeout
+			}
+			// Check's errors never contain the key (provider.Error).
+			if err := provider.Check(pctx, kind, pc); err != nil {
+				r.fail(check, fmt.Sprintf("%s: %v", u.Host, err))
 				return
 			}
-			resp, err := client.Do(req)
-			if err != nil {
-				r.fail(check, fmt.Sprintf("%s unreachable: %s", u.Host, networkReason(err)))
-				return
-			}
-			resp.Body.Close()
-			r.ok(check, fmt.Sprintf("%s reachable (HTTP %d; agents: %s)", u.Host, resp.StatusCode, agents))
+			r.ok(check, fmt.Sprintf("%s answers (agents: %s)", u.Host, agents))
 		})
 	}
 	wg.Wait()
@@ -195,20 +186,4 @@ func checkProviders(ctx context.Context, cfg *Config, r *doctorReport) {
 			r.warn("provider "+kind, "configured but no agent uses it")
 		}
 	}
-}
-
-// networkReason keeps the cause of a failed probe without the URL (which
-// may carry credentials in its query).
-func networkReason(err error) string {
-	var ue *url.Error
-	if e, ok := err.(*url.Error); ok {
-		ue = e
-	}
-	if ue != nil {
-		if ue.Timeout() {
-			return "timed out after " + doctorTimeout.String()
-		}
-		return ue.Err.Error()
-	}
-	return err.Error()
 }
