@@ -74,7 +74,7 @@ func (c caller) do(parent context.Context, retries int, try attempt) error {
 			return nil
 		}
 		perr := c.explain(parent, ctx, resp, err)
-		if n >= retries || ctx.Err() != nil || !retryable(resp) {
+		if n >= retries || ctx.Err() != nil || !retryable(resp, err) {
 			return perr
 		}
 		delay, ok := retryDelay(resp, n)
@@ -91,12 +91,14 @@ func (c caller) do(parent context.Context, retries int, try attempt) error {
 	}
 }
 
-// retryable reports whether a failed attempt may succeed when repeated: no
-// response at all (a connection error), or a status the APIs document as
-// transient. The server's x-should-retry header wins, as in the SDKs.
-func retryable(resp *http.Response) bool {
+// retryable reports whether a failed attempt may succeed when repeated: a
+// transport failure (http.Client errors are *url.Error; anything else failed
+// before sending), or a status the APIs document as transient. The server's
+// x-should-retry header wins, as in the SDKs.
+func retryable(resp *http.Response, err error) bool {
 	if resp == nil {
-		return true
+		var uerr *url.Error
+		return errors.As(err, &uerr)
 	}
 	switch resp.Header.Get("x-should-retry") {
 	case "true":

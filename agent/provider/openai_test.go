@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/axocoatl/axocoatl-go/agent"
@@ -208,5 +209,30 @@ func TestOpenAIIgnoresEnvironment(t *testing.T) {
 	}
 	if a := rec.all()[0].Header.Get("Authorization"); a != "" {
 		t.Fatalf("Authorization %q came from the environment", a)
+	}
+}
+
+// One model serves many runs at once.
+func TestConcurrentGenerate(t *testing.T) {
+	for _, wi := range wires {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, 200, wi.ok)
+		}))
+		h := newHarness(t, wi.kind, provider.Config{BaseURL: wi.base(srv.URL)}, agent.Spec{})
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for range 16 {
+			wg.Go(func() {
+				if _, err := h.engine.Execute(context.Background(), "a", "hi"); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		srv.Close()
+		close(errs)
+		for err := range errs {
+			t.Errorf("%s: %v", wi.kind, err)
+		}
 	}
 }
