@@ -1,0 +1,219 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// benchEngine attaches one server to an Engine with an agent whose
+// allow-list admits it and a pass-through interceptor: the full path a
+// model's tool call takes.
+func benchEngine(b *testing.B, sc ServerConfig) *axocoatl.Engine {
+	e, m := startModule(b, Config{Servers: []ServerConfig{sc}}, nil)
+	if err := m.Ready(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.AddAgent(agent.Spec{ID: "bench", Tools: []string{"mcp__" + sc.Name + "__*"}}, provider.EchoModel{}); err != nil {
+		b.Fatal(err)
+	}
+	e.Intercept(func(ctx context.Context, call axocoatl.ToolCall, next axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
+		return next(ctx, call)
+	})
+	return e
+}
+
+func benchViaEngine(b *testing.B, e *axocoatl.Engine, server string) {
+	call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__" + server + "__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := e.CallTool(ctx, call)
+		if err != nil || res.Content != "Echo: hi" {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+func benchDirect(b *testing.B, t mcp.Transport) {
+	ctx := context.Background()
+	c := mcp.NewClient(clientImpl, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	cs, err := c.Connect(ctx, t, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := cs.CallTool(ctx, params)
+		if err != nil || res.Content[0].(*mcp.TextContent).Text != "Echo: hi" {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkToolCall compares a call through the Engine (qualified name,
+// allow-list, interceptor chain, events) with the same call made directly on
+// a go-sdk ClientSession, against the same server in the same run.
+func BenchmarkToolCall(b *testing.B) {
+	b.Run("inmemory", func(b *testing.B) {
+		ts := newTestServer()
+		b.Run("engine", func(b *testing.B) {
+			benchViaEngine(b, benchEngine(b, ServerConfig{Name: "mem", Dial: ts.dial}), "mem")
+		})
+		b.Run("direct", func(b *testing.B) {
+			t, err := ts.dial(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchDirect(b, t)
+		})
+	})
+	b.Run("stdio", func(b *testing.B) {
+		b.Run("engine", func(b *testing.B) {
+			benchViaEngine(b, benchEngine(b, helperServer("stdio", "server")), "stdio")
+		})
+		b.Run("direct", func(b *testing.B) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$", helperFlag+"server")
+			benchDirect(b, &mcp.CommandTransport{Command: cmd})
+		})
+	})
+}
+
+// BenchmarkToolCallPaired makes the two calls of BenchmarkToolCall
+// alternately in one loop, so both see the same machine load, and reports
+// the ratio engine/direct of their total times.
+func BenchmarkToolCallPaired(b *testing.B) {
+	b.Run("inmemory", func(b *testing.B) {
+		ts := newTestServer()
+		e := benchEngine(b, ServerConfig{Name: "mem", Dial: ts.dial})
+		t, err := ts.dial(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		paired(b, e, "mem", t)
+	})
+	b.Run("stdio", func(b *testing.B) {
+		e := benchEngine(b, helperServer("stdio", "server"))
+		paired(b, e, "stdio", &mcp.CommandTransport{Command: exec.Command(os.Args[0], "-test.run=^$", helperFlag+"server")})
+	})
+}
+
+func paired(b *testing.B, e *axocoatl.Engine, server string, t mcp.Transport) {
+	ctx := context.Background()
+	c := mcp.NewClient(clientImpl, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	cs, err := c.Connect(ctx, t, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
+	call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__" + server + "__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
+	viaEngine := func() {
+		start := time.Now()
+		if res, err := e.CallTool(ctx, call); err != nil || res.Content != "Echo: hi" {
+			b.Fatal(res, err)
+		}
+		engineTime += time.Since(start)
+	}
+	direct := func() {
+		start := time.Now()
+		if res, err := cs.CallTool(ctx, params); err != nil || res.Content[0].(*mcp.TextContent).Text != "Echo: hi" {
+			b.Fatal(res, err)
+		}
+		directTime += time.Since(start)
+	}
+	engineTime, directTime = 0, 0
+	n := 0
+	for b.Loop() {
+		if n%2 == 0 {
+			viaEngine()
+			direct()
+		} else {
+			direct()
+			viaEngine()
+		}
+		n++
+	}
+	b.ReportMetric(float64(engineTime.Nanoseconds())/float64(n), "engine-ns/call")
+	b.ReportMetric(float64(directTime.Nanoseconds())/float64(n), "direct-ns/call")
+	b.ReportMetric(float64(engineTime)/float64(directTime), "engine/direct")
+}
+
+var engineTime, directTime time.Duration
+
+// BenchmarkEngineOverhead is the Engine's own cost per call (allow-list,
+// interceptor, events, routing) with a tool that returns at once.
+func BenchmarkEngineOverhead(b *testing.B) {
+	e := axocoatl.New(axocoatl.Options{})
+	defer e.Close(context.Background())
+	if err := e.AddAgent(agent.Spec{ID: "bench", Tools: []string{"mcp__x__*"}}, provider.EchoModel{}); err != nil {
+		b.Fatal(err)
+	}
+	e.Intercept(func(ctx context.Context, call axocoatl.ToolCall, next axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
+		return next(ctx, call)
+	})
+	e.RegisterTool(axocoatl.Tool{Name: "mcp__x__echo", Server: "x", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		return axocoatl.ToolResult{Content: "ok"}, nil
+	}})
+	call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__x__echo", Arguments: json.RawMessage(`{}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.CallTool(context.Background(), call); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStartup4Slow measures Start to all-connected with four stdio
+// servers that each take 1s to become ready.
+func BenchmarkStartup4Slow(b *testing.B) {
+	for b.Loop() {
+		d := startSlow(b)
+		b.ReportMetric(d.Seconds(), "s/ready")
+	}
+}
+
+func startSlow(tb testing.TB) time.Duration {
+	var servers []ServerConfig
+	for _, n := range []string{"s1", "s2", "s3", "s4"} {
+		servers = append(servers, helperServer(n, "slow"))
+	}
+	e := axocoatl.New(axocoatl.Options{})
+	defer e.Close(context.Background())
+	m, err := New(Config{Servers: servers})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	start := time.Now()
+	if err := e.Use(context.Background(), m); err != nil {
+		tb.Fatal(err)
+	}
+	if err := m.Ready(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	took := time.Since(start)
+	for _, s := range m.Status() {
+		if !s.Connected {
+			tb.Fatalf("%s not connected", s.Name)
+		}
+	}
+	return took
+}
+
+func TestStartupParallel(t *testing.T) {
+	took := startSlow(t)
+	t.Logf("4 servers × 1s ready in %s", took)
+	if took > 1500*time.Millisecond {
+		t.Fatalf("ready in %s, want ≤ 1.5s", took)
+	}
+}
