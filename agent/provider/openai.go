@@ -186,11 +186,12 @@ func (m *openAIModel) response(res *openai.ChatCompletion) (*agent.Response, err
 			// Some compatible servers omit ids; the result must still name its call.
 			id = fmt.Sprintf("call_%d", i)
 		}
-		out.ToolCalls = append(out.ToolCalls, agent.ToolCall{
-			ID:        id,
-			Name:      tc.Function.Name,
-			Arguments: argumentsJSON(tc.Function.Arguments),
-		})
+		args := tc.Function.Arguments
+		if raw := strings.TrimSpace(tc.Function.JSON.Arguments.Raw()); strings.HasPrefix(raw, "{") {
+			// Some compatible servers send the arguments as an object, not as text.
+			args = raw
+		}
+		out.ToolCalls = append(out.ToolCalls, agent.ToolCall{ID: id, Name: tc.Function.Name, Arguments: argumentsJSON(args)})
 	}
 	return out, nil
 }

@@ -236,3 +236,38 @@ func TestConcurrentGenerate(t *testing.T) {
 		}
 	}
 }
+
+// Compatible servers vary: a tool call without an id, arguments sent as an
+// object or as an empty string. The run still works and each result names
+// its call.
+func TestOpenAICompatibleVariants(t *testing.T) {
+	var rec recorder
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n, _ := rec.record(r); n == 1 {
+			writeJSON(w, 200, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"tool_calls",
+			  "message":{"role":"assistant","content":"","tool_calls":[
+			    {"type":"function","function":{"name":"lookup","arguments":{"city":"Paris"}}},
+			    {"id":"c2","type":"function","function":{"name":"lookup","arguments":""}}]}}]}`)
+			return
+		}
+		writeJSON(w, 200, chatFinal)
+	}))
+	defer srv.Close()
+	h := newHarness(t, provider.OpenAI, provider.Config{BaseURL: srv.URL}, agent.Spec{})
+	var lookup toolRecorder
+	lookup.register(t, h.engine, "lookup", "ok", false)
+	if _, err := h.engine.Execute(context.Background(), "a", "x"); err != nil {
+		t.Fatal(err)
+	}
+	got := lookup.args()
+	slices.Sort(got)
+	if len(got) != 2 || got[0] != `{"city":"Paris"}` || got[1] != `{}` {
+		t.Fatalf("tool arguments %q", got)
+	}
+	var second chatRequest
+	json.Unmarshal(rec.all()[1].Body, &second)
+	ids := []string{second.Messages[1].ToolCalls[0].ID, second.Messages[2].ToolCallID, second.Messages[3].ToolCallID}
+	if ids[0] == "" || ids[0] != ids[1] || ids[2] != "c2" {
+		t.Fatalf("tool call ids replayed as %q: %s", ids, rec.all()[1].Body)
+	}
+}
