@@ -1,0 +1,222 @@
+package nats_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	natsgo "github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/lattice"
+	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// embedded starts a real nats-server inside the test process.
+func embedded(t *testing.T) *server.Server {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{DontListen: true, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(5 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return ns
+}
+
+func connect(t *testing.T, ns *server.Server, prefix string) *latticenats.Bus {
+	t.Helper()
+	b, err := latticenats.Connect("", latticenats.Options{Prefix: prefix}, natsgo.InProcessServer(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func publish(t *testing.T, b lattice.Bus, typ string, n int) {
+	t.Helper()
+	ev, err := lattice.New(typ, "test", map[string]int{"n": n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Publish(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func receive(t *testing.T, s lattice.Subscription) (string, int) {
+	t.Helper()
+	select {
+	case ev, ok := <-s.Events():
+		if !ok {
+			t.Fatal("subscription closed")
+		}
+		var p struct{ N int }
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		return ev.Type, p.N
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5s")
+	}
+	return "", 0
+}
+
+func TestTwoProcessesShareTheLatticeInOrder(t *testing.T) {
+	ns := embedded(t)
+	a, b := connect(t, ns, "x"), connect(t, ns, "x")
+	other := connect(t, ns, "y") // another lattice on the same server
+	all, err := b.Subscribe(lattice.Filter{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strangers, _ := other.Subscribe(lattice.Filter{}, 100)
+	for i := range 50 {
+		publish(t, a, "TaskCompleted", i)
+	}
+	for i := range 50 {
+		if typ, n := receive(t, all); typ != "TaskCompleted" || n != i {
+			t.Fatalf("event %d: got %s %d", i, typ, n)
+		}
+	}
+	select {
+	case ev := <-strangers.Events():
+		t.Fatalf("prefix y received %v", ev)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func TestFiltersAndOddTypes(t *testing.T) {
+	ns := embedded(t)
+	bus := connect(t, ns, "")
+	exact, _ := bus.Subscribe(lattice.Filter{Types: []string{"AgentFailed"}}, 10)
+	glob, _ := bus.Subscribe(lattice.Filter{Types: []string{"Tool*"}}, 10)
+	coord, _ := bus.Subscribe(lattice.Filter{Class: lattice.ClassCoordination}, 10)
+	odd, _ := bus.Subscribe(lattice.Filter{Types: []string{"deploy.done >"}}, 10)
+
+	publish(t, bus, "ToolCalled", 1)     // telemetry: glob only
+	publish(t, bus, "AgentFailed", 2)    // exact + coordination
+	publish(t, bus, "deploy.done >", 3)  // custom, subject-unsafe: odd + coordination
+	publish(t, bus, "deploy.done", 4)    // must not reach odd
+	publish(t, bus, "AgentActivated", 5) // telemetry, nobody but...nobody
+
+	expect := func(name string, s lattice.Subscription, want ...int) {
+		t.Helper()
+		for _, w := range want {
+			if _, n := receive(t, s); n != w {
+				t.Fatalf("%s: got %d, want %d", name, n, w)
+			}
+		}
+		select {
+		case ev := <-s.Events():
+			t.Fatalf("%s: unexpected %s", name, ev.Type)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	expect("exact", exact, 2)
+	expect("glob", glob, 1)
+	expect("coordination", coord, 2, 3, 4)
+	expect("odd", odd, 3)
+}
+
+func TestStalledSubscriberCountsMissed(t *testing.T) {
+	ns := embedded(t)
+	bus := connect(t, ns, "")
+	stalled, _ := bus.Subscribe(lattice.Filter{}, 8)
+	reader, _ := bus.Subscribe(lattice.Filter{}, 1000)
+	const n = 500
+	for i := range n {
+		publish(t, bus, "Tick", i)
+	}
+	for i := range n {
+		if _, got := receive(t, reader); got != i {
+			t.Fatalf("reader: got %d, want %d", got, i)
+		}
+	}
+	// The reader has everything, so the stalled subscriber has been offered
+	// everything too (same connection, same order of dispatch).
+	deadline := time.Now().Add(5 * time.Second)
+	for stalled.Missed() != n-8 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := stalled.Missed(); got != n-8 {
+		t.Fatalf("Missed() = %d, want %d", got, n-8)
+	}
+}
+
+func TestClose(t *testing.T) {
+	ns := embedded(t)
+	nc, err := natsgo.Connect("", natsgo.InProcessServer(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	bus := latticenats.New(nc, latticenats.Options{})
+	s, _ := bus.Subscribe(lattice.Filter{}, 1)
+	s2, _ := bus.Subscribe(lattice.Filter{}, 1)
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-s.Events(); ok {
+		t.Fatal("subscription open after Close")
+	}
+	ev, _ := lattice.New("X", "t", nil)
+	if err := bus.Publish(context.Background(), ev); !errors.Is(err, lattice.ErrClosed) {
+		t.Fatalf("Publish after Close: %v", err)
+	}
+	if _, err := bus.Subscribe(lattice.Filter{}, 1); !errors.Is(err, lattice.ErrClosed) {
+		t.Fatalf("Subscribe after Close: %v", err)
+	}
+	if nc.IsClosed() {
+		t.Fatal("Close closed a connection it does not own")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An Engine on the NATS lattice: its events reach a subscriber in another
+// "process" (a second connection) on the same server.
+func TestEngineOnNATS(t *testing.T) {
+	ns := embedded(t)
+	engineBus, watcher := connect(t, ns, ""), connect(t, ns, "")
+	done, _ := watcher.Subscribe(lattice.Filter{Types: []string{lattice.TaskCompleted}}, 10)
+
+	e := axocoatl.New(axocoatl.Options{Bus: engineBus})
+	defer e.Close(context.Background())
+	if err := e.AddAgent(agent.Spec{ID: "assistant"}, provider.EchoModel{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Execute(context.Background(), "assistant", "over nats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-done.Events():
+		var p struct{ TaskID, Output string }
+		json.Unmarshal(ev.Payload, &struct {
+			TaskID *string `json:"task_id"`
+			Output *string `json:"output"`
+		}{&p.TaskID, &p.Output})
+		if p.TaskID != res.TaskID || p.Output != "over nats" {
+			t.Fatalf("TaskCompleted payload %s", ev.Payload)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("TaskCompleted did not cross NATS")
+	}
+}
