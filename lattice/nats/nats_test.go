@@ -208,11 +208,13 @@ func TestEngineOnNATS(t *testing.T) {
 	}
 	select {
 	case ev := <-done.Events():
-		var p struct{ TaskID, Output string }
-		json.Unmarshal(ev.Payload, &struct {
-			TaskID *string `json:"task_id"`
-			Output *string `json:"output"`
-		}{&p.TaskID, &p.Output})
+		var p struct {
+			TaskID string `json:"task_id"`
+			Output string `json:"output"`
+		}
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
 		if p.TaskID != res.TaskID || p.Output != "over nats" {
 			t.Fatalf("TaskCompleted payload %s", ev.Payload)
 		}
