@@ -1,13 +1,30 @@
 // Package provider builds agent.Models from the config's `providers:` section:
 // the offline echo model, any OpenAI-compatible Chat Completions server
-// (openai, ollama) and the Anthropic Messages API.
+// (openai, ollama) and the Anthropic Messages API, both on their official Go
+// SDKs, with tool calls.
+//
+// Every model call is bounded by Config.Timeout through its context. Transient
+// failures (connection errors, 408, 409, 429, 5xx) are retried up to
+// Config.MaxRetries times, honouring Retry-After, but only while the next
+// attempt still fits in that one Timeout: the SDKs' own retries are off, so a
+// call never takes longer than Timeout and a rate limit is reported as the
+// provider's "HTTP 429: …", not as a timeout. A provider configured here uses
+// exactly its Config: the SDKs' environment defaults (OPENAI_API_KEY,
+// ANTHROPIC_BASE_URL, …) are not read.
+//
+// Failures are *Error values (errors.Is(err, ErrProvider)); a timeout is also
+// context.DeadlineExceeded. Their text carries the HTTP status and the
+// provider's own message and never the API key, even when a server echoes
+// the request back.
 package provider
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
@@ -55,7 +72,8 @@ type Configs map[string]Config
 
 // Validate checks the section.
 func (c Configs) Validate() error {
-	for kind, cfg := range c {
+	for _, kind := range slices.Sorted(maps.Keys(c)) {
+		cfg := c[kind]
 		if !Known(kind) {
 			return fmt.Errorf("providers: unknown provider %q (known: %v)", kind, Kinds)
 		}
