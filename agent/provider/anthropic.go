@@ -108,6 +108,12 @@ func (m *anthropicModel) Generate(ctx context.Context, req *agent.Request) (*age
 		// Other blocks (thinking, server tools) are the provider's business.
 	}
 	out.Content = strings.Join(text, "")
+	if res.StopReason == anthropic.StopReasonMaxTokens && len(out.ToolCalls) > 0 {
+		// The input of the last tool call is cut short: running it would act
+		// on arguments the model did not finish.
+		return nil, &Error{Provider: Anthropic, Status: http.StatusOK,
+			Message: fmt.Sprintf("the answer hit max_tokens (%d) inside a tool call; raise providers.anthropic.max_tokens", m.maxTokens)}
+	}
 	return out, nil
 }
 

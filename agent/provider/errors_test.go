@@ -134,6 +134,34 @@ func TestProviderFailures(t *testing.T) {
 	}
 }
 
+// An answer cut by the token limit in the middle of a tool call must not run
+// the tool on half-written arguments.
+func TestToolCallCutByTokenLimit(t *testing.T) {
+	answers := map[string]string{
+		provider.OpenAI:    strings.Replace(chatToolCalls, `"finish_reason": "tool_calls"`, `"finish_reason": "length"`, 1),
+		provider.Anthropic: strings.Replace(messagesToolUse, `"stop_reason": "tool_use"`, `"stop_reason": "max_tokens"`, 1),
+	}
+	for _, wi := range wires {
+		t.Run(wi.kind, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				writeJSON(w, 200, answers[wi.kind])
+			}))
+			defer srv.Close()
+			h := newHarness(t, wi.kind, provider.Config{BaseURL: wi.base(srv.URL)}, agent.Spec{})
+			var lookup toolRecorder
+			lookup.register(t, h.engine, "lookup", "ok", false)
+			_, err := h.engine.Execute(context.Background(), "a", "x")
+			if err == nil || !strings.Contains(err.Error(), "inside a tool call; raise providers."+wi.kind+".max_tokens") {
+				t.Fatalf("error %v", err)
+			}
+			if n := len(lookup.args()); n != 0 {
+				t.Fatalf("tool ran %d times on cut arguments", n)
+			}
+			h.failure(t)
+		})
+	}
+}
+
 // Transient failures are retried inside the timeout, honouring the server's
 // Retry-After-Ms; a Retry-After that does not fit ends the call at once
 // with the real status instead of sleeping into a timeout.

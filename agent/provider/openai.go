@@ -173,6 +173,12 @@ func (m *openAIModel) response(res *openai.ChatCompletion) (*agent.Response, err
 		return nil, &Error{Provider: m.kind, Status: http.StatusOK, Message: "malformed response: no choices"}
 	}
 	msg := res.Choices[0].Message
+	if res.Choices[0].FinishReason == "length" && len(msg.ToolCalls) > 0 {
+		// The arguments of the last tool call are cut short: running it would
+		// act on arguments the model did not finish.
+		return nil, &Error{Provider: m.kind, Status: http.StatusOK,
+			Message: fmt.Sprintf("the answer hit the token limit inside a tool call; raise providers.%s.max_tokens", m.kind)}
+	}
 	out := &agent.Response{Content: msg.Content}
 	if out.Content == "" && msg.Refusal != "" {
 		out.Content = msg.Refusal
