@@ -1,0 +1,310 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpgoclient "github.com/mark3labs/mcp-go/client"
+	mcpgotransport "github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/axocoatl/axocoatl-go/mcpserver"
+)
+
+// childCommand runs this test binary as an MCP stdio server (see TestMain).
+func childCommand(ctx context.Context) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	return cmd
+}
+
+// The go-sdk's CommandTransport running the server as a child process.
+func TestChildGoSDKCommandTransport(t *testing.T) {
+	cmd := childCommand(context.Background())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	log := newProgressLog()
+	cs, err := testClient(&mcp.ClientOptions{ProgressNotificationHandler: log.handler}).Connect(ctxT(t), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSession(t, cs)
+	checkProgress(t, cs, log)
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v (stderr: %s)", err, stderr.String())
+	}
+}
+
+// StdoutIsProtocolOnly runs a child, feeds it good and bad frames, closes
+// its stdin and expects: only JSON-RPC lines on stdout, one reply per
+// request, and a clean exit.
+func TestChildStdoutIsProtocolOnly(t *testing.T) {
+	checkStdoutProtocolOnly(t, childCommand(ctxT(t)))
+}
+
+func checkStdoutProtocolOnly(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	frames := []string{
+		initFrame,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`not json at all`,
+		`{"jsonrpc":"2.0","id":2,"method":"nope"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"agent_echo","arguments":{"input":"out"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"agent_echo","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"agent_nobody","arguments":{"input":"x"}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"ping"}`,
+	}
+	for _, f := range frames {
+		io.WriteString(stdin, f+"\n")
+	}
+	// Wait for the last reply before closing stdin: EOF ends the session,
+	// and calls still running would be cancelled.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stdout.String(), `"id":6`) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit after EOF: %v, want 0 (stderr: %s)", err, stderr.String())
+	}
+	var replies int
+	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
+	sc.Buffer(nil, 8<<20)
+	for sc.Scan() {
+		var m struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m.JSONRPC != "2.0" {
+			t.Errorf("stdout carried a non-JSON-RPC line: %q", sc.Text())
+		}
+		if m.ID != nil {
+			replies++
+		}
+	}
+	if replies != 8 { // every frame with an id, plus the parse error
+		t.Errorf("%d replies on stdout, want 8:\n%s", replies, stdout.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that exec's copying goroutine can write
+// while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// checkMCPGo runs the acceptance checks with a mark3labs/mcp-go client.
+func checkMCPGo(t *testing.T, c *mcpgoclient.Client) {
+	t.Helper()
+	ctx := ctxT(t)
+	var progMu sync.Mutex
+	var progress []string
+	c.OnNotification(func(n mcpgo.JSONRPCNotification) {
+		if n.Method == "notifications/progress" {
+			progMu.Lock()
+			progress = append(progress, n.Params.AdditionalFields["message"].(string))
+			progMu.Unlock()
+		}
+	})
+	init := mcpgo.InitializeRequest{}
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "mcp-go-test", Version: "1"}
+	res, err := c.Initialize(ctx, init)
+	if err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	if res.ProtocolVersion != "2025-11-25" || res.ServerInfo.Name != mcpserver.DefaultName {
+		t.Errorf("initialize: version %q server %q", res.ProtocolVersion, res.ServerInfo.Name)
+	}
+	list, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	found := map[string]bool{}
+	for _, tool := range list.Tools {
+		found[tool.Name] = true
+		raw, _ := json.Marshal(tool)
+		var m struct{ InputSchema json.RawMessage }
+		json.Unmarshal(raw, &m)
+		if !jsonEqual(m.InputSchema, []byte(wantSchema)) {
+			t.Errorf("%s schema as mcp-go sees it: %s", tool.Name, m.InputSchema)
+		}
+	}
+	if !found["agent_echo"] || !found["agent_broken"] {
+		t.Errorf("tools: %v", found)
+	}
+	call := func(name string, args any) (*mcpgo.CallToolResult, error) {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = name, args
+		return c.CallTool(ctx, req)
+	}
+	got, err := call("agent_echo", map[string]any{"input": "via mcp-go"})
+	if err != nil || got.IsError || mcpgo.GetTextFromContent(got.Content[0]) != "via mcp-go" {
+		t.Errorf("agent_echo: %+v %v", got, err)
+	}
+	got, err = call("agent_broken", map[string]any{"input": "x"})
+	if err != nil || !got.IsError || !strings.Contains(mcpgo.GetTextFromContent(got.Content[0]), "upstream exploded") {
+		t.Errorf("agent_broken: %+v %v", got, err)
+	}
+	got, err = call("agent_echo", map[string]any{})
+	if err != nil || !got.IsError {
+		t.Errorf("missing input: %+v %v", got, err)
+	}
+	if _, err = call("agent_nobody", map[string]any{"input": "x"}); err == nil {
+		t.Errorf("unknown tool: no error")
+	}
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "agent_worker", map[string]any{"input": "time?"}
+	req.Params.Meta = &mcpgo.Meta{ProgressToken: "p"}
+	if got, err := c.CallTool(ctx, req); err != nil || mcpgo.GetTextFromContent(got.Content[0]) != "the clock says noon" {
+		t.Errorf("agent_worker: %+v %v", got, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		progMu.Lock()
+		n := len(progress)
+		progMu.Unlock()
+		if n >= 3 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	progMu.Lock()
+	defer progMu.Unlock()
+	if len(progress) < 3 || !strings.Contains(progress[1], "calling tool clock") {
+		t.Errorf("mcp-go saw progress %q", progress)
+	}
+	if err := c.Ping(ctx); err != nil {
+		t.Errorf("ping: %v", err)
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+func TestChildMCPGoStdio(t *testing.T) {
+	c, err := mcpgoclient.NewStdioMCPClient(os.Args[0], []string{childEnv + "=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The constructor started the transport; Start also hooks up the
+	// notification handlers.
+	if err := c.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	checkMCPGo(t, c)
+}
+
+func TestHTTPMCPGo(t *testing.T) {
+	f := newFixture(t, mcpserver.Config{})
+	ts := serveHTTP(t, f)
+	c, err := mcpgoclient.NewStreamableHttpClient(ts.URL+"/mcp", mcpgotransport.WithHTTPTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	checkMCPGo(t, c)
+}
+
+// Inspector runs the pinned Inspector CLI from npm. Tests skip without npx
+// (install Node.js 20+; .ci/run warms the npx cache) and fail on CI.
+func Inspector(t *testing.T, args ...string) (stdout string, exit int) {
+	t.Helper()
+	if _, err := exec.LookPath("npx"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("npx not found: install Node.js 20+ (apt-get install -y nodejs npm)")
+		}
+		t.Skip("npx not found: install Node.js 20+ to run the Inspector CLI interop tests")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npx", append([]string{"-y", "@modelcontextprotocol/inspector@2.12.0", "--cli"}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		exit = ee.ExitCode()
+	default:
+		t.Fatalf("inspector: %v\n%s", err, errb.String())
+	}
+	if exit != 0 && exit != 5 {
+		t.Fatalf("inspector %v: exit %d\nstdout: %s\nstderr: %s", args, exit, out.String(), errb.String())
+	}
+	return out.String(), exit
+}
+
+// checkInspector lists the tools (with the Inspector's schema portability
+// check) and calls the echo and the failing agent through target.
+func checkInspector(t *testing.T, target ...string) {
+	t.Helper()
+	out, _ := Inspector(t, append(append([]string{}, target...), "--method", "tools/list", "--strict")...)
+	if !strings.Contains(out, `"agent_echo"`) || !strings.Contains(out, `"required"`) {
+		t.Errorf("inspector tools/list: %s", out)
+	}
+	out, exit := Inspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_echo", "--tool-arg", "input=from the inspector")...)
+	if exit != 0 || !strings.Contains(out, "from the inspector") {
+		t.Errorf("inspector agent_echo: exit %d: %s", exit, out)
+	}
+	out, exit = Inspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_broken", "--tool-arg", "input=x")...)
+	if exit != 5 || !strings.Contains(out, "upstream exploded") {
+		t.Errorf("inspector agent_broken: exit %d (want 5, a tool error): %s", exit, out)
+	}
+}
+
+func TestInspectorStdio(t *testing.T) {
+	checkInspector(t, "-e", childEnv+"=1", os.Args[0])
+}
+
+func TestInspectorHTTP(t *testing.T) {
+	f := newFixture(t, mcpserver.Config{})
+	ts := serveHTTP(t, f)
+	checkInspector(t, ts.URL+"/mcp")
+}
