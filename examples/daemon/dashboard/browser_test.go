@@ -222,6 +222,10 @@ type daemon struct {
 	URL    string       // http://127.0.0.1:port
 	Client *http.Client // for requests outside the browser
 	out    *syncBuffer
+
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has been waited for
+	waitErr error         // valid after exited
 }
 
 type syncBuffer struct {
@@ -244,10 +248,15 @@ func (s *syncBuffer) String() string {
 // startDaemon runs the binary with the built-in default config on a free
 // loopback port, in an empty directory (so no ./axocoatl.yaml is found), with
 // extra environment variables, and waits until /health answers. Cleanup
-// stops it with SIGTERM, then SIGKILL.
+// stops it.
 func startDaemon(t *testing.T, bin string, env ...string) *daemon {
 	t.Helper()
-	addr := freeAddr(t)
+	return startDaemonAt(t, bin, freeAddr(t), env...)
+}
+
+// startDaemonAt is startDaemon on a given address.
+func startDaemonAt(t *testing.T, bin, addr string, env ...string) *daemon {
+	t.Helper()
 	cmd := exec.Command(bin, "serve", "--addr", addr)
 	cmd.Dir = t.TempDir()
 	// Should the test binary die (a -timeout panic), the daemon dies with it.
@@ -258,39 +267,34 @@ func startDaemon(t *testing.T, bin string, env ...string) *daemon {
 		}
 	}
 	cmd.Env = append(cmd.Env, env...)
-	d := &daemon{URL: "http://" + addr, out: &syncBuffer{}}
+	d := &daemon{
+		URL: "http://" + addr,
+		// No keep-alive: no idle connection outlives the test (goleak).
+		Client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
+		out:    &syncBuffer{},
+		cmd:    cmd,
+		exited: make(chan struct{}),
+	}
 	cmd.Stdout, cmd.Stderr = d.out, d.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start daemon: %v", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { d.waitErr = cmd.Wait(); close(d.exited) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			t.Errorf("daemon ignored SIGTERM for 10s; killing it\n%s", d.out)
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		d.stop(t)
 		if t.Failed() {
 			t.Logf("daemon output:\n%s", d.out)
 		}
 	})
 
-	// No keep-alive: no idle connection outlives the test (goleak).
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	d.Client = client
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		select {
-		case err := <-exited:
-			exited <- err // for the cleanup
-			t.Fatalf("daemon exited before it was ready: %v\n%s", err, d.out)
+		case <-d.exited:
+			t.Fatalf("daemon exited before it was ready: %v\n%s", d.waitErr, d.out)
 		default:
 		}
-		res, err := client.Get(d.URL + "/health")
+		res, err := d.Client.Get(d.URL + "/health")
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
@@ -301,6 +305,19 @@ func startDaemon(t *testing.T, bin string, env ...string) *daemon {
 			t.Fatalf("daemon at %s not healthy after 15s (last: %v)\n%s", addr, err, d.out)
 		}
 		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// stop ends the daemon with SIGTERM, as an operator would, and kills it if
+// it is still there after 10 s. It may be called more than once.
+func (d *daemon) stop(t *testing.T) {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(10 * time.Second):
+		t.Errorf("daemon ignored SIGTERM for 10s; killing it\n%s", d.out)
+		_ = d.cmd.Process.Kill()
+		<-d.exited
 	}
 }
 

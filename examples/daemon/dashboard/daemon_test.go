@@ -32,7 +32,8 @@ func TestDashboardAgainstDaemon(t *testing.T) {
 			t.Errorf("GET /: %s, CSP %q", res.Status, res.Header.Get("Content-Security-Policy"))
 		}
 		b := newBrowser(t)
-		runAssistant(t, b, d.URL, "")
+		openDashboard(t, b, d.URL, "")
+		runAssistant(t, b)
 		b.checkConsole(t)
 	})
 
@@ -41,12 +42,31 @@ func TestDashboardAgainstDaemon(t *testing.T) {
 		const token = "dashboard-test-token-3f9c"
 		d := startDaemon(t, bin, "AXOCOATL_API_TOKEN="+token)
 		b := newBrowser(t)
-		runAssistant(t, b, d.URL, token)
+		openDashboard(t, b, d.URL, token)
+		runAssistant(t, b)
+		b.checkConsole(t)
+	})
+
+	// The page rides out a restart of the daemon: the stream comes back by
+	// itself and events flow again, without a reload.
+	t.Run("restart", func(t *testing.T) {
+		addr := freeAddr(t)
+		d := startDaemonAt(t, bin, addr)
+		b := newBrowser(t)
+		openDashboard(t, b, d.URL, "")
+		runAssistant(t, b)
+		d.stop(t)
+		b.waitFor(t, "the page to see the daemon go", `document.getElementById('conn').dataset.state === 'down'`)
+		startDaemonAt(t, bin, addr)
+		b.waitFor(t, "the stream to come back", `document.getElementById('conn').dataset.state === 'live'`)
+		runAssistant(t, b)
 		b.checkConsole(t)
 	})
 }
 
-func runAssistant(t *testing.T, b *browser, url, token string) {
+// openDashboard loads the page, gives it the token if there is one, and
+// checks that it shows the assistant agent and a live stream.
+func openDashboard(t *testing.T, b *browser, url, token string) {
 	t.Helper()
 	b.do(t, "load the dashboard", chromedp.Navigate(url+"/"))
 	if token != "" {
@@ -64,6 +84,13 @@ func runAssistant(t *testing.T, b *browser, url, token string) {
 	}
 	// The event must come over the stream, so wait until it is up.
 	b.waitFor(t, "the live stream", `document.getElementById('conn').dataset.state === 'live'`)
+}
+
+// runAssistant runs the assistant from the form and checks its output and
+// its TaskCompleted event arriving in the live feed.
+func runAssistant(t *testing.T, b *browser) {
+	t.Helper()
+	b.eval(t, `(document.getElementById('run-output').dataset.state = '', document.getElementById('run-input').value = '')`)
 
 	input := fmt.Sprintf("hello from chromium %d", time.Now().UnixNano())
 	b.do(t, "run the assistant from the form",
@@ -71,7 +98,7 @@ func runAssistant(t *testing.T, b *browser, url, token string) {
 		chromedp.SendKeys(chromedp.ID("run-input"), input),
 		chromedp.Click(chromedp.ID("run-submit")))
 
-	out := b.waitFor(t, "the run's output", `document.getElementById('run-output').dataset.state !== 'running' && document.getElementById('run-output').dataset.state && document.getElementById('run-output').dataset.state + ':' + document.getElementById('run-output').textContent`)
+	out := b.waitFor(t, "the run's output", `(o => (o.dataset.state === 'done' || o.dataset.state === 'error') && o.dataset.state + ':' + o.textContent)(document.getElementById('run-output'))`)
 	if out != "done:"+input {
 		t.Fatalf("run shows %q, want the echo of %q", out, input)
 	}
@@ -92,7 +119,7 @@ func runAssistant(t *testing.T, b *browser, url, token string) {
 	if got := b.eval(t, `String(!document.getElementById('approvals-empty').hidden) + ' ' + document.getElementById('approvals-error').textContent`); got != "true " {
 		t.Errorf("approvals panel: empty shown, error = %q", got)
 	}
-	b.screenshot(t, "daemon-"+t.Name()[strings.LastIndex(t.Name(), "/")+1:])
+	b.screenshot(t, strings.ReplaceAll(t.Name(), "/", "-"))
 }
 
 func jsString(s string) string {
