@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 )
@@ -42,7 +43,16 @@ func (s *Server) originAllowed(origin, host string) bool {
 	if strings.EqualFold(u.Host, host) {
 		return true
 	}
-	return s.origins[strings.ToLower(u.Scheme+"://"+u.Host)]
+	for _, p := range s.origins {
+		target := u.Host
+		if strings.Contains(p, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		if ok, _ := path.Match(p, strings.ToLower(target)); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // writeHTTPError answers with a JSON-RPC error without id, as the transport

@@ -82,7 +82,7 @@ func post(t *testing.T, url string, header map[string]string) (int, string) {
 // Browsers' requests must come from our own host or an allowed origin;
 // a loopback server refuses foreign Host names (DNS rebinding).
 func TestHTTPOriginAndHost(t *testing.T) {
-	f := newFixture(t, mcpserver.Config{AllowedOrigins: []string{"https://app.example.com"}})
+	f := newFixture(t, mcpserver.Config{AllowedOrigins: []string{"https://app.example.com", "*.trusted.example"}})
 	ts := serveHTTP(t, f)
 	url := ts.URL + "/mcp"
 	host := strings.TrimPrefix(ts.URL, "http://")
@@ -94,6 +94,7 @@ func TestHTTPOriginAndHost(t *testing.T) {
 		{"no origin (not a browser)", nil, http.StatusOK},
 		{"same host", map[string]string{"Origin": "http://" + host}, http.StatusOK},
 		{"allowed origin", map[string]string{"Origin": "https://APP.example.com"}, http.StatusOK},
+		{"wildcard host pattern", map[string]string{"Origin": "http://ui.trusted.example"}, http.StatusOK},
 		{"foreign origin", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
 		{"allowed host, wrong scheme", map[string]string{"Origin": "http://app.example.com"}, http.StatusForbidden},
 		{"null origin", map[string]string{"Origin": "null"}, http.StatusForbidden},

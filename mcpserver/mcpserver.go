@@ -23,7 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,10 +73,13 @@ type Config struct {
 	// Instructions are sent to clients at initialization. Zero: a sentence
 	// saying each agent is a tool taking {"input": "..."}.
 	Instructions string `yaml:"instructions"`
-	// AllowedOrigins are browser origins ("https://app.example.com") whose
-	// requests the HTTP handler accepts besides those from its own host.
-	// Requests without an Origin header (non-browser clients) are always
-	// accepted. Zero: only same-host origins.
+	// AllowedOrigins are browser origins whose requests the HTTP handler
+	// accepts besides those from its own host, as host patterns
+	// ("app.example.com", "*.example.com:8443") or with a scheme
+	// ("https://app.example.com"); patterns use path.Match syntax and are
+	// case-insensitive (the same rules as the daemon's WebSocket). Requests
+	// without an Origin header (non-browser clients) are always accepted.
+	// Zero: only same-host origins.
 	AllowedOrigins []string `yaml:"allowed_origins"`
 	// ProgressInterval is how often a running call reports that it is still
 	// running, when the client asked for progress (a progressToken); tool
@@ -99,22 +102,31 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max_message_bytes must not be negative", ErrInvalidConfig)
 	}
 	for _, o := range c.AllowedOrigins {
-		if _, err := normalizeOrigin(o); err != nil {
+		if err := checkOriginPattern(o); err != nil {
 			return fmt.Errorf("%w: allowed_origins: %w", ErrInvalidConfig, err)
 		}
 	}
 	return nil
 }
 
-// normalizeOrigin turns "HTTPS://Example.com" into "https://example.com" and
-// rejects anything that is not scheme://host[:port].
-func normalizeOrigin(o string) (string, error) {
-	u, err := url.Parse(o)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("origin %q must look like https://host[:port]", o)
+// checkOriginPattern accepts "host[:port]" and "scheme://host[:port]"
+// patterns, as path.Match globs.
+func checkOriginPattern(p string) error {
+	bad := fmt.Errorf("origin %q must look like app.example.com, *.example.com or https://app.example.com", p)
+	host := p
+	if scheme, rest, ok := strings.Cut(p, "://"); ok {
+		if scheme != "http" && scheme != "https" && !strings.ContainsAny(scheme, "*?[") {
+			return bad
+		}
+		host = rest
 	}
-	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+	if host == "" || strings.ContainsAny(host, "/?#@ ") {
+		return bad
+	}
+	if _, err := path.Match(p, ""); err != nil {
+		return bad
+	}
+	return nil
 }
 
 func (c Config) withDefaults(e *axocoatl.Engine) Config {
@@ -151,7 +163,7 @@ type Server struct {
 	log     *slog.Logger
 	mcp     *mcp.Server
 	http    *mcp.StreamableHTTPHandler
-	origins map[string]bool
+	origins []string // lower-cased AllowedOrigins patterns
 	closed  atomic.Bool
 
 	// mu guards tools: the agent ids already registered as tools. Agents
@@ -171,15 +183,13 @@ func New(e *axocoatl.Engine, cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults(e)
 	s := &Server{
-		engine:  e,
-		cfg:     cfg,
-		log:     cfg.Logger.With("module", "mcpserver"),
-		origins: map[string]bool{},
-		tools:   map[string]bool{},
+		engine: e,
+		cfg:    cfg,
+		log:    cfg.Logger.With("module", "mcpserver"),
+		tools:  map[string]bool{},
 	}
 	for _, o := range cfg.AllowedOrigins {
-		n, _ := normalizeOrigin(o) // validated above
-		s.origins[n] = true
+		s.origins = append(s.origins, strings.ToLower(o))
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Title: "Axocoatl agents", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: cfg.Instructions,
