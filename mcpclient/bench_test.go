@@ -100,15 +100,30 @@ func BenchmarkToolCallPaired(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		paired(b, e, "mem", t)
+		paired(b, e, "mem", t, false)
 	})
 	b.Run("stdio", func(b *testing.B) {
 		e := benchEngine(b, helperServer("stdio", "server"))
-		paired(b, e, "stdio", &mcp.CommandTransport{Command: exec.Command(os.Args[0], "-test.run=^$", helperFlag+"server")})
+		paired(b, e, "stdio", &mcp.CommandTransport{Command: exec.Command(os.Args[0], "-test.run=^$", helperFlag+"server")}, false)
+	})
+	// The same, with the direct call bounded by a timeout as the module
+	// bounds every call (a deadline makes the SDK watch the context).
+	b.Run("inmemory-bounded", func(b *testing.B) {
+		ts := newTestServer()
+		e := benchEngine(b, ServerConfig{Name: "mem", Dial: ts.dial})
+		t, err := ts.dial(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		paired(b, e, "mem", t, true)
+	})
+	b.Run("stdio-bounded", func(b *testing.B) {
+		e := benchEngine(b, helperServer("stdio", "server"))
+		paired(b, e, "stdio", &mcp.CommandTransport{Command: exec.Command(os.Args[0], "-test.run=^$", helperFlag+"server")}, true)
 	})
 }
 
-func paired(b *testing.B, e *axocoatl.Engine, server string, t mcp.Transport) {
+func paired(b *testing.B, e *axocoatl.Engine, server string, t mcp.Transport, bounded bool) {
 	ctx := context.Background()
 	c := mcp.NewClient(clientImpl, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	cs, err := c.Connect(ctx, t, nil)
@@ -127,6 +142,12 @@ func paired(b *testing.B, e *axocoatl.Engine, server string, t mcp.Transport) {
 	}
 	direct := func() {
 		start := time.Now()
+		ctx := ctx
+		if bounded {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+			defer cancel()
+		}
 		if res, err := cs.CallTool(ctx, params); err != nil || res.Content[0].(*mcp.TextContent).Text != "Echo: hi" {
 			b.Fatal(res, err)
 		}

@@ -31,7 +31,7 @@ var (
 	// ErrTimeout: the call did not finish within the server's timeout.
 	ErrTimeout = errors.New("mcp tool call timed out")
 	// ErrConnect: connecting or listing tools failed.
-	ErrConnect = errors.New("mcp server connect failed")
+	ErrConnect = errors.New("connect failed")
 	// ErrStopped: the module is stopped.
 	ErrStopped = errors.New("mcp client stopped")
 )
@@ -162,7 +162,7 @@ func (m *Module) Status() []ServerStatus {
 // server and never contain env or header values.
 func Check(ctx context.Context, cfg ServerConfig, log *slog.Logger) ([]string, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mcp server %s: %w", cfg.Name, err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -175,7 +175,7 @@ func Check(ctx context.Context, cfg ServerConfig, log *slog.Logger) ([]string, e
 	c := mcp.NewClient(clientImpl, &mcp.ClientOptions{Logger: log, Capabilities: &mcp.ClientCapabilities{}})
 	cs, err := connect(ctx, c, d)
 	if err != nil {
-		return nil, fmt.Errorf("%w: mcp server %s: %w", ErrConnect, cfg.Name, r.error(err))
+		return nil, fmt.Errorf("mcp server %s: %w: %w", cfg.Name, ErrConnect, r.error(err))
 	}
 	defer func() {
 		_ = cs.Close()
@@ -183,7 +183,7 @@ func Check(ctx context.Context, cfg ServerConfig, log *slog.Logger) ([]string, e
 	}()
 	tools, err := listTools(ctx, cs)
 	if err != nil {
-		return nil, fmt.Errorf("%w: mcp server %s: listing tools: %w", ErrConnect, cfg.Name, r.error(err))
+		return nil, fmt.Errorf("mcp server %s: %w: listing tools: %w", cfg.Name, ErrConnect, r.error(err))
 	}
 	names := make([]string, 0, len(tools))
 	for q := range qualifyAll(cfg.Name, toolNames(tools)) {

@@ -106,11 +106,7 @@ var ErrInvalidConfig = errors.New("invalid mcp server config")
 // Validate checks one server entry. Errors name the key, never a secret value.
 func (s ServerConfig) Validate() error {
 	bad := func(format string, args ...any) error {
-		prefix := "mcp_servers"
-		if s.Name != "" {
-			prefix = fmt.Sprintf("mcp_servers[%s]", s.Name)
-		}
-		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, prefix, fmt.Sprintf(format, args...))
+		return &configError{msg: fmt.Sprintf(format, args...)}
 	}
 	if s.Name == "" {
 		return bad("name is required")
@@ -172,20 +168,35 @@ func (s ServerConfig) Validate() error {
 	return nil
 }
 
-// Validate checks every server and that names are unique.
+// configError is a validation message that names the key but not the
+// section (the config loader adds file, line and section).
+type configError struct{ msg string }
+
+func (e *configError) Error() string        { return e.msg }
+func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Validate checks every server and that names are unique. Errors read
+// "mcp_servers[i]: <problem>".
 func (c Config) Validate() error {
 	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
-		return fmt.Errorf("%w: backoff must not be negative", ErrInvalidConfig)
+		return &configError{msg: "backoff must not be negative"}
 	}
-	seen := map[string]bool{}
-	for _, s := range c.Servers {
+	for i, s := range c.Servers {
 		if err := s.Validate(); err != nil {
-			return err
+			return fmt.Errorf("mcp_servers[%d]: %w", i, err)
 		}
-		if seen[s.Name] {
-			return fmt.Errorf("%w: mcp_servers: duplicate name %q", ErrInvalidConfig, s.Name)
+	}
+	return ValidateNames(c.Servers)
+}
+
+// ValidateNames reports a server name used twice.
+func ValidateNames(servers []ServerConfig) error {
+	seen := make(map[string]int, len(servers))
+	for i, s := range servers {
+		if j, dup := seen[s.Name]; dup {
+			return &configError{msg: fmt.Sprintf("mcp_servers[%d]: duplicate name %q (also mcp_servers[%d])", i, s.Name, j)}
 		}
-		seen[s.Name] = true
+		seen[s.Name] = i
 	}
 	return nil
 }

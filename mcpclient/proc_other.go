@@ -9,5 +9,3 @@ func setProcessGroup(*exec.Cmd) {}
 // killProcessGroup is a no-op where there are no process groups: the
 // session's Close already killed the child itself.
 func killProcessGroup(int) {}
-
-func processGroupAlive(int) bool { return false }

@@ -18,8 +18,3 @@ func killProcessGroup(pid int) {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
 }
-
-// processGroupAlive reports whether any process of the group is left.
-func processGroupAlive(pid int) bool {
-	return pid > 0 && syscall.Kill(-pid, 0) == nil
-}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -34,9 +35,10 @@ type server struct {
 	dial   *dialer
 	client *mcp.Client
 
-	refresh      chan struct{}           // tools/list_changed arrived
-	broken       chan *mcp.ClientSession // a call saw this session die
-	firstAttempt chan struct{}           // closed after the first connect attempt
+	refresh      chan struct{} // tools/list_changed arrived
+	broken       chan struct{} // a call saw brokenCS die
+	brokenCS     atomic.Pointer[mcp.ClientSession]
+	firstAttempt chan struct{} // closed after the first connect attempt
 	firstOnce    sync.Once
 	refreshes    atomic.Int64 // tool lists re-read after list_changed
 
@@ -56,7 +58,7 @@ func newServer(cfg ServerConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logg
 		redact:       r,
 		dial:         newDialer(cfg, log, r),
 		refresh:      make(chan struct{}, 1),
-		broken:       make(chan *mcp.ClientSession, 1),
+		broken:       make(chan struct{}, 1),
 		firstAttempt: make(chan struct{}),
 		lastErr:      "not connected yet",
 	}
@@ -176,13 +178,21 @@ func (s *server) up(ctx context.Context, cs *mcp.ClientSession) {
 
 // down records why the server is unavailable; its tools stay registered and
 // fail at once until it is back.
+//
+// A server that keeps failing the same way is reported once (warning and
+// McpServerDisconnected); later identical failures are logged at debug.
 func (s *server) down(ctx context.Context, err error, what string) {
 	err = s.redact.error(err)
 	s.mu.Lock()
+	repeat := s.session == nil && s.lastErr == err.Error()
 	s.session = nil
 	s.lastErr = err.Error()
 	names := s.toolNamesLocked()
 	s.mu.Unlock()
+	if repeat {
+		s.log.Debug("mcp server "+what+" again", "server", s.cfg.Name, "error", err)
+		return
+	}
 	s.log.Warn("mcp server "+what, "server", s.cfg.Name, "transport", s.cfg.Transport(), "error", err)
 	s.publish(ctx, lattice.McpServerDisconnected, names, err.Error())
 }
@@ -205,8 +215,8 @@ func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 				err = mcp.ErrConnectionClosed
 			}
 			return fmt.Errorf("session ended: %w", s.dial.explain(err))
-		case b := <-s.broken:
-			if b == cs {
+		case <-s.broken:
+			if s.brokenCS.Load() == cs {
 				return fmt.Errorf("session ended: %w", mcp.ErrConnectionClosed)
 			}
 		case <-s.refresh:
@@ -345,8 +355,9 @@ func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (a
 		case ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
 			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s: no result within %s: %w", ErrTimeout, s.cfg.Name, bare, timeout, context.DeadlineExceeded)
 		case sessionDead(err):
+			s.brokenCS.Store(cs)
 			select {
-			case s.broken <- cs:
+			case s.broken <- struct{}{}:
 			default:
 			}
 			return axocoatl.ToolResult{}, fmt.Errorf("%w: %s (tool %s): %w", ErrServerDown, s.cfg.Name, bare, s.redact.error(err))
@@ -394,8 +405,10 @@ func (s *server) status() ServerStatus {
 }
 
 // sessionDead reports errors that mean the session is gone: the connection
-// closed (a child that died mid-call gives EOF) or the HTTP session expired.
+// closed (a child that died mid-call gives EOF), the HTTP session expired,
+// or the HTTP server no longer accepts connections.
 func sessionDead(err error) bool {
+	var opErr *net.OpError
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &opErr)
 }

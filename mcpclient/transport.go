@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"sort"
@@ -284,6 +285,16 @@ func newRedactor(cfg ServerConfig) *redactor {
 			if _, tok, ok := strings.Cut(v.Reveal(), " "); ok && len(tok) >= minRedactLen {
 				r.values = append(r.values, tok)
 			}
+		}
+	}
+	// Go's HTTP errors quote the whole URL: its query and userinfo often
+	// carry credentials too.
+	if u, err := url.Parse(cfg.URL); err == nil && cfg.URL != "" {
+		if len(u.RawQuery) >= 3 {
+			r.values = append(r.values, u.RawQuery)
+		}
+		if p, ok := u.User.Password(); ok && len(p) >= 3 {
+			r.values = append(r.values, p)
 		}
 	}
 	// Longest first, so a value containing another is replaced whole.
