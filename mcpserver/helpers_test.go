@@ -82,6 +82,18 @@ func (m *blockingModel) Generate(ctx context.Context, _ *agent.Request) (*agent.
 	return nil, ctx.Err()
 }
 
+// sleepyModel answers "slept" after a while.
+type sleepyModel struct{ d time.Duration }
+
+func (m sleepyModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Response, error) {
+	select {
+	case <-time.After(m.d):
+		return &agent.Response{Content: "slept"}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // toolUser calls the tool "clock" once, then answers with what it said.
 type toolUser struct{ calls atomic.Int64 }
 
@@ -126,6 +138,9 @@ func newFixture(t *testing.T, cfg mcpserver.Config) *fixture {
 	eng := newEngine(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	slow := &blockingModel{started: make(chan struct{}, 1), ended: make(chan error, 1)}
 	if err := eng.AddAgent(agent.Spec{ID: "slow", Provider: provider.OpenAI}, slow); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.AddAgent(agent.Spec{ID: "sleepy", Provider: provider.OpenAI}, sleepyModel{300 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := mcpserver.New(eng, cfg)

@@ -10,15 +10,21 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ServeStdio speaks MCP over newline-delimited JSON-RPC: requests from in,
-// responses and notifications to out, nothing else. It returns nil when in
-// reaches EOF (after the session has shut down), ctx.Err() when ctx ends
-// first, and ErrClosed when the Server is closed.
+// responses and notifications to out, nothing else.
+//
+// When in reaches EOF, the requests already read are answered (each run is
+// bounded by its agent's timeout; a request the client cancelled is not
+// waited for), then the session ends and ServeStdio returns nil. So
+// `printf '<init>\n<call>\n' | axocoatl mcp serve` prints both answers.
+// It returns ctx.Err() when ctx ends first (calls in flight are cancelled)
+// and ErrClosed when the Server is closed.
 //
 // A line that is not JSON gets a -32700 parse error, one that is not a
 // JSON-RPC message a -32600 invalid request (as does a batch, which the
@@ -26,18 +32,25 @@ import (
 // too; the session goes on in every case. The go-sdk's own reader would end
 // the session on such input, so lines are checked here before it sees them.
 //
-// When ServeStdio returns early (ctx, Close, out failing), it closes in if in
-// is an io.Closer, to end the goroutine reading it; otherwise that goroutine
-// ends at in's next read.
+// When ServeStdio returns before in's EOF, it closes in if in is an
+// io.Closer, to end the goroutine reading it, and waits a moment for that
+// goroutine. A read that Close cannot interrupt (a blocking os.Stdin) ends
+// the goroutine at the next line or at process exit.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	w := &frameWriter{w: out}
+	pending := newInflight()
+	w := &frameWriter{w: out, pending: pending}
 	pr, pw := io.Pipe()
+	stop := make(chan struct{}) // closed when the session is over: stop draining
 	pumped := make(chan error, 1)
 	go func() {
-		err := s.pumpFrames(in, pw, w)
+		err := s.pumpFrames(in, pw, w, pending)
+		if err == nil {
+			// EOF: answer what was asked before hanging up.
+			pending.wait(stop)
+		}
 		pumped <- err // before the session can see EOF, so the result is ready when it ends
 		pw.CloseWithError(err)
 	}()
@@ -53,6 +66,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 			err = <-waited
 		}
 	}
+	close(stop)
 	pr.Close() // unblocks the pump if it is writing a frame nobody reads
 
 	var pumpErr error
@@ -64,7 +78,10 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		// The session ended before in did: end the reader if we can.
 		if c, ok := in.(io.Closer); ok {
 			c.Close()
-			<-pumped
+			select {
+			case <-pumped:
+			case <-time.After(time.Second):
+			}
 		}
 	}
 	switch {
@@ -82,14 +99,21 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	return errors.New("mcpserver: stdio session ended before its input")
 }
 
-// frameWriter serializes whole frames: the go-sdk writes each message in one
-// Write, and so do the error replies of pumpFrames.
+// frameWriter serializes whole frames (the go-sdk writes each message in
+// one Write, and so do the error replies of pumpFrames) and notes which
+// requests have been answered.
 type frameWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	pending *inflight
 }
 
 func (f *frameWriter) Write(p []byte) (int, error) {
+	if msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(p)); err == nil {
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			defer f.pending.done(resp.ID) // once written
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.w.Write(p)
@@ -98,9 +122,54 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 // Close is a no-op: out belongs to the caller (it is often os.Stdout).
 func (f *frameWriter) Close() error { return nil }
 
+// inflight is the set of requests read from stdin and not yet answered.
+type inflight struct {
+	mu   sync.Mutex
+	ids  map[jsonrpc.ID]struct{}
+	idle chan struct{} // closed while ids is empty
+}
+
+func newInflight() *inflight {
+	idle := make(chan struct{})
+	close(idle)
+	return &inflight{ids: map[jsonrpc.ID]struct{}{}, idle: idle}
+}
+
+func (f *inflight) add(id jsonrpc.ID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.ids) == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.ids[id] = struct{}{}
+}
+
+func (f *inflight) done(id jsonrpc.ID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.ids[id]; !ok {
+		return
+	}
+	delete(f.ids, id)
+	if len(f.ids) == 0 {
+		close(f.idle)
+	}
+}
+
+// wait returns when every request has been answered or stop is closed.
+func (f *inflight) wait(stop <-chan struct{}) {
+	f.mu.Lock()
+	idle := f.idle
+	f.mu.Unlock()
+	select {
+	case <-idle:
+	case <-stop:
+	}
+}
+
 // pumpFrames copies well-formed JSON-RPC lines from in to the session and
 // answers the others itself. It returns nil at EOF.
-func (s *Server) pumpFrames(in io.Reader, session io.Writer, out io.Writer) error {
+func (s *Server) pumpFrames(in io.Reader, session io.Writer, out io.Writer, pending *inflight) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	limit := s.cfg.MaxMessageBytes
 	var line []byte
@@ -126,9 +195,10 @@ func (s *Server) pumpFrames(in io.Reader, session io.Writer, out io.Writer) erro
 		if tooLong {
 			s.reject(out, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message exceeds %d bytes", limit), nil)
 		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
-			if reply := checkFrame(frame); reply != nil {
+			if msg, reply := checkFrame(frame); reply != nil {
 				s.reject(out, reply.code, reply.message, reply.id)
 			} else {
+				track(pending, msg)
 				frame = append(frame, '\n')
 				if _, werr := session.Write(frame); werr != nil {
 					return werr
@@ -150,19 +220,42 @@ type frameError struct {
 	id      json.RawMessage // the request's id when one could be read; nil: null
 }
 
-// checkFrame returns the error reply a frame deserves, or nil when the
-// go-sdk can take it.
-func checkFrame(frame []byte) *frameError {
+// checkFrame decodes a frame, or returns the error reply it deserves.
+func checkFrame(frame []byte) (jsonrpc.Message, *frameError) {
 	if !json.Valid(frame) {
-		return &frameError{code: jsonrpc.CodeParseError, message: "Parse error: not valid JSON"}
+		return nil, &frameError{code: jsonrpc.CodeParseError, message: "Parse error: not valid JSON"}
 	}
 	if frame[0] == '[' {
-		return &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: JSON-RPC batches are not supported"}
+		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: JSON-RPC batches are not supported"}
 	}
-	if _, err := jsonrpc.DecodeMessage(frame); err != nil {
-		return &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + err.Error(), id: requestID(frame)}
+	msg, err := jsonrpc.DecodeMessage(frame)
+	if err != nil {
+		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + err.Error(), id: requestID(frame)}
 	}
-	return nil
+	return msg, nil
+}
+
+// track notes a request that awaits an answer, and forgets one the client
+// cancelled (the go-sdk does not answer those).
+func track(pending *inflight, msg jsonrpc.Message) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return
+	}
+	if req.IsCall() {
+		pending.add(req.ID)
+		return
+	}
+	if req.Method == "notifications/cancelled" {
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				pending.done(id)
+			}
+		}
+	}
 }
 
 // requestID digs a usable id out of an invalid request, so the client can

@@ -265,3 +265,45 @@ func TestStdioShutdown(t *testing.T) {
 		t.Errorf("ServeStdio after Close = %v (%v), want ErrClosed", err, terr)
 	}
 }
+
+// EOF right after a request: the request is answered before the session
+// ends, as `printf ... | axocoatl mcp serve` needs. A request the client
+// cancelled is not waited for.
+func TestStdioEOFDrains(t *testing.T) {
+	f := newFixture(t, mcpserver.Config{})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- f.srv.ServeStdio(context.Background(), inR, outW)
+		outW.Close()
+	}()
+	lines := make(chan []string, 1)
+	go func() {
+		b, _ := io.ReadAll(outR)
+		lines <- strings.Split(strings.TrimSpace(string(b)), "\n")
+	}()
+	io.WriteString(inW, initFrame+"\n"+
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"agent_sleepy","arguments":{"input":"x"}}}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"agent_slow","arguments":{"input":"x"}}}`+"\n")
+	if _, err := recv(f.slow.started, 5*time.Second); err != nil {
+		t.Fatal("slow run did not start")
+	}
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`+"\n")
+	inW.Close()
+	start := time.Now()
+	if err, terr := recv(done, 10*time.Second); terr != nil || err != nil {
+		t.Fatalf("ServeStdio = %v (%v), want nil after draining", err, terr)
+	}
+	got, _ := recv(lines, 5*time.Second)
+	// The go-sdk also answers the cancelled call (with its cancellation as
+	// a failed run); clients drop answers to calls they cancelled.
+	slept := slices.ContainsFunc(got, func(l string) bool { return strings.Contains(l, `"id":1,`) && strings.Contains(l, `"text":"slept"`) })
+	if !slept || len(got) < 2 || len(got) > 3 {
+		t.Errorf("stdout after EOF: %q, want the initialize result and the sleepy answer", got)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("drain took %s", d)
+	}
+}
