@@ -1,0 +1,441 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	mcpgoclient "github.com/mark3labs/mcp-go/client"
+	mcpgotransport "github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Acceptance of `axocoatl mcp serve` and of /mcp, on the built binary.
+
+const mcpWantSchema = `{"type":"object","properties":{"input":{"type":"string"}},"required":["input"]}`
+
+// mcpConfig writes a config with an echo agent and an agent whose
+// OpenAI-compatible provider answers 500 (a real HTTP server doing so).
+func mcpConfig(t *testing.T) string {
+	t.Helper()
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"error":{"message":"upstream exploded","type":"server_error"}}`)
+	}))
+	t.Cleanup(upstream.Close)
+	return writeConfig(t, `
+server:
+  shutdown_grace: 5s
+providers:
+  openai: { base_url: `+upstream.URL+`/v1, api_key: sk-test, max_retries: -1 }
+agents:
+  - id: echo
+    name: Echo
+    description: Repeats its input.
+    provider: echo
+  - id: broken
+    provider: openai
+    model: gpt-test
+`)
+}
+
+// mcpCommand runs the binary as `axocoatl mcp serve` with a clean
+// environment in an empty directory.
+func mcpCommand(t *testing.T, bin, config string) *exec.Cmd {
+	cmd := exec.Command(bin, "mcp", "serve", "--config", config)
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	return cmd
+}
+
+func mcpCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mcpText(res *mcp.CallToolResult) string {
+	if res == nil || len(res.Content) != 1 {
+		return ""
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return ""
+}
+
+// checkMCPSession is what any go-sdk client session must see.
+func checkMCPSession(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	ctx := mcpCtx(t)
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Errorf("negotiated %q, want 2025-11-25", v)
+	}
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var want any
+	json.Unmarshal([]byte(mcpWantSchema), &want)
+	names := map[string]*mcp.Tool{}
+	for _, tool := range list.Tools {
+		names[tool.Name] = tool
+		if !reflect.DeepEqual(tool.InputSchema, want) {
+			t.Errorf("%s schema %v", tool.Name, tool.InputSchema)
+		}
+	}
+	if len(names) != 2 || names["agent_echo"] == nil || names["agent_broken"] == nil {
+		t.Fatalf("tools: %v, want agent_echo and agent_broken", names)
+	}
+	if d := names["agent_echo"].Description; d != "Repeats its input." {
+		t.Errorf("agent_echo description %q", d)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_echo", Arguments: map[string]any{"input": "through the binary"}})
+	if err != nil || res.IsError || mcpText(res) != "through the binary" {
+		t.Errorf("agent_echo: %q %v %v", mcpText(res), res, err)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_broken", Arguments: map[string]any{"input": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(mcpText(res), "500") || !strings.Contains(mcpText(res), "upstream exploded") {
+		t.Errorf("agent_broken: %q (isError %v) %v, want isError with the provider's reason", mcpText(res), res != nil && res.IsError, err)
+	}
+	if strings.Contains(mcpText(res), "sk-test") {
+		t.Errorf("the API key leaked into a tool result: %q", mcpText(res))
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_echo", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(mcpText(res), `"input"`) {
+		t.Errorf("missing input: %q %v", mcpText(res), err)
+	}
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_nobody", Arguments: map[string]any{"input": "x"}})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("unknown tool: %v, want -32602", err)
+	}
+	if err := cs.Ping(ctx, nil); err != nil {
+		t.Errorf("ping: %v", err)
+	}
+}
+
+func mcpClient() *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "daemon-test", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+}
+
+func TestMCPServeBinary(t *testing.T) {
+	bin := buildBinary(t)
+	config := mcpConfig(t)
+
+	t.Run("go-sdk CommandTransport", func(t *testing.T) {
+		cmd := mcpCommand(t, bin, config)
+		var stderr syncBuffer
+		cmd.Stderr = &stderr
+		cs, err := mcpClient().Connect(mcpCtx(t), &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("connect: %v\n%s", err, stderr.String())
+		}
+		checkMCPSession(t, cs)
+		if err := cs.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if !strings.Contains(stderr.String(), "axocoatl mcp serve ready") {
+			t.Errorf("logs did not go to stderr: %q", stderr.String())
+		}
+	})
+
+	t.Run("stdout carries only JSON-RPC; EOF exits 0", func(t *testing.T) {
+		cmd := mcpCommand(t, bin, config)
+		stdin, _ := cmd.StdinPipe()
+		var stdout, stderr syncBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Written all at once, stdin closed at once: the server answers
+		// every request it read before exiting.
+		io.WriteString(stdin, strings.Join([]string{
+			`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			`{"jsonrpc":"2.0","id":2,"method":`,
+			`{"jsonrpc":"2.0","id":3,"method":"no/such/method"}`,
+			`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"agent_nobody","arguments":{"input":"x"}}}`,
+			`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"agent_echo","arguments":{}}}`,
+			`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"agent_broken","arguments":{"input":"x"}}}`,
+			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"agent_echo","arguments":{"input":"last"}}}`,
+			`{"jsonrpc":"2.0","id":8,"method":"ping"}`,
+		}, "\n")+"\n")
+		stdin.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("exit: %v, want 0\n%s", err, stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("no exit after EOF\n%s", stderr.String())
+		}
+		replies := map[string]string{}
+		sc := bufio.NewScanner(strings.NewReader(stdout.String()))
+		sc.Buffer(nil, 8<<20)
+		for sc.Scan() {
+			var m struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   *struct {
+					Code int `json:"code"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m.JSONRPC != "2.0" {
+				t.Errorf("stdout carried a non-JSON-RPC line: %q", sc.Text())
+				continue
+			}
+			replies[string(m.ID)] = sc.Text()
+		}
+		for id, want := range map[string]string{
+			"0": `"protocolVersion":"2025-11-25"`, "1": `"inputSchema":` + mcpWantSchema, "null": `"code":-32700`,
+			"3": `"code":-32601`, "4": `"code":-32602`, "5": `"isError":true`, "6": `upstream exploded`,
+			"7": `"text":"last"`, "8": `"result":{}`,
+		} {
+			if !strings.Contains(replies[id], want) {
+				t.Errorf("reply to id %s = %q, want %s", id, replies[id], want)
+			}
+		}
+	})
+
+	t.Run("mcp-go stdio client", func(t *testing.T) {
+		c, err := mcpgoclient.NewStdioMCPClientWithOptions(bin, nil, []string{"mcp", "serve", "--config", config})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx := mcpCtx(t)
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		checkMCPGoClient(t, ctx, c)
+	})
+
+	t.Run("Inspector CLI over stdio", func(t *testing.T) {
+		// The Inspector takes --config for itself: pass the path in the
+		// child's environment (-e; the child inherits nothing else).
+		checkInspectorCLI(t, "-e", "AXOCOATL_CONFIG="+config, bin, "mcp", "serve")
+	})
+
+	t.Run("SIGTERM exits 0", func(t *testing.T) {
+		cmd := mcpCommand(t, bin, config)
+		stdin, _ := cmd.StdinPipe() // held open: only the signal ends it
+		defer stdin.Close()
+		var stderr syncBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(stderr.String(), "ready") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("exit after SIGTERM: %v\n%s", err, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("no exit after SIGTERM\n%s", stderr.String())
+		}
+	})
+}
+
+// bearer adds the API token to every request of an HTTP client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// /mcp on `axocoatl serve`, behind the API token.
+func TestMCPHTTPBinary(t *testing.T) {
+	bin := buildBinary(t)
+	config := mcpConfig(t)
+	const token = "mcp-test-token"
+	base, cmd, stderr := startBinary(t, bin, []string{"AXOCOATL_API_TOKEN=" + token}, "--config", config, "--addr", "127.0.0.1:0")
+	url := base + "/mcp"
+
+	t.Run("no token: 401", func(t *testing.T) {
+		_, err := mcpClient().Connect(mcpCtx(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+		if err == nil || !strings.Contains(err.Error(), "Unauthorized") && !strings.Contains(err.Error(), "401") {
+			t.Errorf("connect without token: %v, want 401", err)
+		}
+	})
+	t.Run("foreign Origin: 403", func(t *testing.T) {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Origin", "https://evil.example")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("foreign origin: %d, want 403", resp.StatusCode)
+		}
+	})
+	t.Run("go-sdk client", func(t *testing.T) {
+		hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
+		cs, err := mcpClient().Connect(mcpCtx(t), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkMCPSession(t, cs)
+		cs.Close()
+	})
+	t.Run("mcp-go client", func(t *testing.T) {
+		c, err := mcpgoclient.NewStreamableHttpClient(url, mcpgotransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx := mcpCtx(t)
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		checkMCPGoClient(t, ctx, c)
+	})
+	t.Run("Inspector CLI over /mcp", func(t *testing.T) {
+		checkInspectorCLI(t, url, "--header", "Authorization: Bearer "+token)
+	})
+
+	// A connected client must not hold up shutdown.
+	hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
+	cs, err := mcpClient().Connect(mcpCtx(t), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit after SIGTERM: %v\n%s", err, stderr.String())
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("shutdown took %s with an MCP client connected", d)
+	}
+}
+
+func checkMCPGoClient(t *testing.T, ctx context.Context, c *mcpgoclient.Client) {
+	t.Helper()
+	init := mcpgo.InitializeRequest{}
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "mcp-go-test", Version: "1"}
+	res, err := c.Initialize(ctx, init)
+	if err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	if res.ProtocolVersion != "2025-11-25" {
+		t.Errorf("mcp-go negotiated %q", res.ProtocolVersion)
+	}
+	list, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil || len(list.Tools) != 2 {
+		t.Fatalf("tools/list: %v %v", list, err)
+	}
+	for _, tool := range list.Tools {
+		raw, _ := json.Marshal(tool)
+		var m struct{ InputSchema json.RawMessage }
+		json.Unmarshal(raw, &m)
+		var got, want any
+		json.Unmarshal(m.InputSchema, &got)
+		json.Unmarshal([]byte(mcpWantSchema), &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s schema as mcp-go sees it: %s", tool.Name, m.InputSchema)
+		}
+	}
+	call := func(name string, args any) (*mcpgo.CallToolResult, error) {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = name, args
+		return c.CallTool(ctx, req)
+	}
+	got, err := call("agent_echo", map[string]any{"input": "via mcp-go"})
+	if err != nil || got.IsError || mcpgo.GetTextFromContent(got.Content[0]) != "via mcp-go" {
+		t.Errorf("agent_echo: %+v %v", got, err)
+	}
+	got, err = call("agent_broken", map[string]any{"input": "x"})
+	if err != nil || !got.IsError || !strings.Contains(mcpgo.GetTextFromContent(got.Content[0]), "upstream exploded") {
+		t.Errorf("agent_broken: %+v %v", got, err)
+	}
+	if _, err := call("agent_nobody", map[string]any{"input": "x"}); err == nil {
+		t.Errorf("unknown tool: no error")
+	}
+}
+
+// checkInspectorCLI lists the tools and calls both agents with the pinned
+// Inspector CLI from npm. Skips without npx, fails on CI.
+func checkInspectorCLI(t *testing.T, target ...string) {
+	t.Helper()
+	out, _ := runInspector(t, append(append([]string{}, target...), "--method", "tools/list", "--strict")...)
+	if !strings.Contains(out, `"agent_echo"`) || !strings.Contains(out, `"agent_broken"`) {
+		t.Errorf("inspector tools/list: %s", out)
+	}
+	out, exit := runInspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_echo", "--tool-arg", "input=from the inspector")...)
+	if exit != 0 || !strings.Contains(out, "from the inspector") {
+		t.Errorf("inspector agent_echo: exit %d: %s", exit, out)
+	}
+	out, exit = runInspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_broken", "--tool-arg", "input=x")...)
+	if exit != 5 || !strings.Contains(out, "upstream exploded") {
+		t.Errorf("inspector agent_broken: exit %d (want 5, a tool error): %s", exit, out)
+	}
+}
+
+func runInspector(t *testing.T, args ...string) (stdout string, exit int) {
+	t.Helper()
+	if _, err := exec.LookPath("npx"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("npx not found: install Node.js 20+")
+		}
+		t.Skip("npx not found: install Node.js 20+ to run the Inspector CLI tests")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npx", append([]string{"-y", "@modelcontextprotocol/inspector@2.12.0", "--cli"}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		exit = ee.ExitCode()
+	default:
+		t.Fatalf("inspector: %v\n%s", err, errb.String())
+	}
+	if exit != 0 && exit != 5 {
+		t.Fatalf("inspector %v: exit %d\nstdout: %s\nstderr: %s", args, exit, out.String(), errb.String())
+	}
+	return out.String(), exit
+}
