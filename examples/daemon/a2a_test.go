@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	a2apb "github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
+	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
+)
+
+// hangingModelServer is an OpenAI-compatible endpoint that never answers:
+// it holds each chat completion until the caller gives up, which makes an
+// agent on it a slow run to cancel.
+func hangingModelServer(t *testing.T) (url string, started chan struct{}) {
+	started = make(chan struct{}, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Reading the body lets the server notice the client hanging up.
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv.URL + "/v1", started
+}
+
+// tokenTransport adds the API token to every request, as an A2A client
+// configured with the daemon's token does.
+type tokenTransport struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+t.token)
+	return t.base.RoundTrip(r)
+}
+
+func TestDaemonA2AWithA2AGoClient(t *testing.T) {
+	slowURL, started := hangingModelServer(t)
+	td := startDaemon(t, `
+server:
+  addr: 127.0.0.1:0
+  api_token: ${TOKEN}
+providers:
+  openai: { base_url: `+slowURL+`, api_key: none, max_retries: -1 }
+agents:
+  - { id: assistant, name: Assistant, provider: echo }
+  - { id: second, name: Second, description: Also echoes., provider: echo }
+  - { id: slow, provider: openai, model: m, timeout: 30s }
+a2a:
+  max_tasks: 50
+`, map[string]string{"TOKEN": "tok-123"})
+	ctx := context.Background()
+
+	// The card is public, names every agent and the token schemes.
+	card, err := agentcard.DefaultResolver.Resolve(ctx, td.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card.URL != td.url+"/a2a" || card.ProtocolVersion != "0.3.0" || len(card.Skills) != 3 || card.SecuritySchemes["bearer"] == nil {
+		t.Fatalf("card: %+v", card)
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tokenTransport{"tok-123", tr}}
+	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Destroy()
+
+	send := func(text string, meta map[string]any) *a2apb.Task {
+		t.Helper()
+		msg := a2apb.NewMessage(a2apb.MessageRoleUser, a2apb.TextPart{Text: text})
+		msg.Metadata = meta
+		res, err := c.SendMessage(ctx, &a2apb.MessageSendParams{Message: msg})
+		if err != nil {
+			t.Fatalf("SendMessage: %v", err)
+		}
+		task, ok := res.(*a2apb.Task)
+		if !ok || task.Status.State != a2apb.TaskStateCompleted || task.Artifacts[0].Parts[0].(a2apb.TextPart).Text != text {
+			t.Fatalf("SendMessage result: %#v", res)
+		}
+		return task
+	}
+	send("to the default", nil)
+	named := send("to second", map[string]any{"receiver_id": "second"})
+	got, err := c.GetTask(ctx, &a2apb.TaskQueryParams{ID: named.ID})
+	if err != nil || got.Status.State != a2apb.TaskStateCompleted {
+		t.Fatalf("GetTask: %v %+v", err, got)
+	}
+	if _, err := c.GetTask(ctx, &a2apb.TaskQueryParams{ID: "nope"}); !errors.Is(err, a2apb.ErrTaskNotFound) {
+		t.Fatalf("GetTask unknown: %v", err)
+	}
+
+	// Streaming to the end.
+	var kinds []string
+	for ev, err := range c.SendStreamingMessage(ctx, &a2apb.MessageSendParams{Message: a2apb.NewMessage(a2apb.MessageRoleUser, a2apb.TextPart{Text: "stream"})}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e := ev.(type) {
+		case *a2apb.Task:
+			kinds = append(kinds, "task")
+		case *a2apb.TaskStatusUpdateEvent:
+			kinds = append(kinds, string(e.Status.State))
+		case *a2apb.TaskArtifactUpdateEvent:
+			kinds = append(kinds, "artifact:"+e.Artifact.Parts[0].(a2apb.TextPart).Text)
+		}
+	}
+	if strings.Join(kinds, " ") != "task working artifact:stream completed" {
+		t.Fatalf("stream events: %v", kinds)
+	}
+
+	// Cancel a slow run from a second call while it streams.
+	var last a2apb.Event
+	for ev, err := range c.SendStreamingMessage(ctx, &a2apb.MessageSendParams{Message: &a2apb.Message{
+		ID: "m-slow", Role: a2apb.MessageRoleUser, Parts: a2apb.ContentParts{a2apb.TextPart{Text: "take your time"}},
+		Metadata: map[string]any{"receiver_id": "slow"},
+	}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task, ok := ev.(*a2apb.Task); ok {
+			<-started
+			if _, err := c.CancelTask(ctx, &a2apb.TaskIDParams{ID: task.ID}); err != nil {
+				t.Fatalf("CancelTask: %v", err)
+			}
+		}
+		last = ev
+	}
+	if st, ok := last.(*a2apb.TaskStatusUpdateEvent); !ok || !st.Final || st.Status.State != a2apb.TaskStateCanceled {
+		t.Fatalf("stream end after cancel: %#v", last)
+	}
+
+	// The Axocoatl surface, curl-shaped, behind the same token.
+	r := td.do(t, http.MethodPost, "/a2a/tasks", `{"receiver_id":"second","input":{"q":1}}`, "X-API-Key", "tok-123")
+	var out struct {
+		Status string
+		Output struct{ Content string }
+	}
+	if err := json.Unmarshal(r.body, &out); err != nil || r.status != 200 || out.Status != "completed" || !strings.Contains(out.Output.Content, `"q": 1`) {
+		t.Fatalf("/a2a/tasks: %d %s", r.status, r.body)
+	}
+	if r := td.do(t, http.MethodPost, "/a2a/tasks", `{"receiver_id":"second","input":"x"}`); r.status != http.StatusUnauthorized {
+		t.Fatalf("/a2a/tasks without token: %d", r.status)
+	}
+	if r := td.do(t, http.MethodPost, "/a2a", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}`); r.status != http.StatusUnauthorized {
+		t.Fatalf("/a2a without token: %d", r.status)
+	}
+	// Oversized JSON-RPC bodies get a JSON-RPC error with HTTP 200.
+	big := `{"jsonrpc":"2.0","id":2,"method":"message/send","params":{"x":"` + strings.Repeat("a", 1<<20) + `"}}`
+	if r := td.do(t, http.MethodPost, "/a2a", big, "Authorization", "Bearer tok-123"); r.status != 200 || !strings.Contains(string(r.body), `"code":-32600`) {
+		t.Fatalf("oversized JSON-RPC: %d %.200s", r.status, r.body)
+	}
+	// The per-agent card and the Axocoatl card.
+	if r := td.do(t, http.MethodGet, "/a2a/agents/second/.well-known/agent-card.json", ""); r.status != 200 || r.json(t)["url"] != td.url+"/a2a/agents/second" {
+		t.Fatalf("per-agent card: %d %s", r.status, r.body)
+	}
+	if r := td.do(t, http.MethodGet, "/.well-known/agent.json", ""); r.status != 200 || r.json(t)["endpoint"] != td.url+"/a2a/tasks" {
+		t.Fatalf("axocoatl card: %d %s", r.status, r.body)
+	}
+}
+
+func TestDaemonA2ASectionRejectsServerKeys(t *testing.T) {
+	code, _, stderr := runCLI(t, nil, "validate", "--config", writeConfig(t, "a2a:\n  public_url: http://x\n"))
+	if code != exitFail || !strings.Contains(stderr, "set server.public_url instead") {
+		t.Fatalf("validate: %d %s", code, stderr)
+	}
+}
