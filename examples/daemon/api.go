@@ -156,7 +156,8 @@ type executeResponse struct {
 
 func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 	id := httprouter.ParamsFromContext(r.Context()).ByName("id")
-	if _, err := a.d.engine.Agent(id); err != nil {
+	info, err := a.d.engine.Agent(id)
+	if err != nil {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("agent %q not found", id))
 		return
 	}
@@ -168,8 +169,14 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `"input" is required: {"input": "…"}`)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), a.timeout)
-	defer cancel()
+	ctx := r.Context()
+	if a.timeout < info.Timeout {
+		// The Engine bounds the run by the agent's timeout already; a
+		// second timer is needed only when the request's bound is shorter.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.timeout)
+		defer cancel()
+	}
 	res, err := a.d.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: id, Input: *req.Input, Source: axocoatl.SourceAPI})
 	if err != nil {
 		status, code := executeStatus(err)

@@ -358,6 +358,8 @@ func TestExecuteUpstreamStatuses(t *testing.T) {
 	broken := openAIServer(t, 0, http.StatusInternalServerError)
 	slow := openAIServer(t, time.Second, http.StatusOK)
 	td := startDaemon(t, fmt.Sprintf(`
+server:
+  request_timeout: 300ms
 providers:
   openai: { base_url: %s/v1, api_key: k, max_retries: -1 }
   ollama: { base_url: %s/v1 }
@@ -369,6 +371,9 @@ agents:
     provider: ollama
     model: m
     timeout: 200ms
+  - id: slow-request
+    provider: ollama
+    model: m
 `, broken.URL, slow.URL), nil)
 	r := td.do(t, "POST", "/api/agents/broken/execute", `{"input":"x"}`)
 	if e, _ := r.json(t)["error"].(map[string]any); r.status != http.StatusBadGateway || e["code"] != "provider_failed" || e["task_id"] == "" {
@@ -381,6 +386,12 @@ agents:
 	}
 	if e, _ := r.json(t)["error"].(map[string]any); r.status != http.StatusGatewayTimeout || e["code"] != "timeout" {
 		t.Errorf("timeout: %d %s", r.status, r.body)
+	}
+	// server.request_timeout (300ms) is shorter than the agent's (120s).
+	start = time.Now()
+	r = td.do(t, "POST", "/api/agents/slow-request/execute", `{"input":"x"}`)
+	if e, _ := r.json(t)["error"].(map[string]any); r.status != http.StatusGatewayTimeout || e["code"] != "timeout" || time.Since(start) > 900*time.Millisecond {
+		t.Errorf("request timeout: %d %s after %s", r.status, r.body, time.Since(start))
 	}
 }
 
