@@ -483,28 +483,35 @@ type Validator interface{ Validate() error }
 
 // ValidateTree calls Validate on v if it has one; otherwise it walks v's
 // exported fields (inline ones too), slice items and map values and
-// validates what it finds. Each error is attributed to its key's line.
+// validates what it finds. A struct with Validate is trusted to cover its
+// fields; a list or map whose own Validate passes (say, unique names) is
+// still walked, so each item's error gets the item's line. Each error is
+// attributed to its key's line.
 func (d *Doc) ValidateTree(path string, v reflect.Value) []error {
 	if !v.IsValid() {
 		return nil
 	}
+	if v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	var val Validator
 	if v.CanInterface() {
-		if val, ok := v.Interface().(Validator); ok {
-			if v.Kind() == reflect.Pointer && v.IsNil() {
-				return nil
+		if x, ok := v.Interface().(Validator); ok {
+			val = x
+		} else if v.CanAddr() {
+			if x, ok := v.Addr().Interface().(Validator); ok {
+				val = x
 			}
-			if err := val.Validate(); err != nil {
-				return []error{d.Errorf(path, "%v", err)}
-			}
-			return nil
 		}
-		if v.CanAddr() {
-			if val, ok := v.Addr().Interface().(Validator); ok {
-				if err := val.Validate(); err != nil {
-					return []error{d.Errorf(path, "%v", err)}
-				}
-				return nil
-			}
+	}
+	if val != nil {
+		if err := val.Validate(); err != nil {
+			return []error{d.Errorf(path, "%v", err)}
+		}
+		switch v.Kind() {
+		case reflect.Slice, reflect.Array, reflect.Map:
+		default:
+			return nil
 		}
 	}
 	var errs []error

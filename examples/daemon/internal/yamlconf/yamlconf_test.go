@@ -60,7 +60,21 @@ func (i item) Validate() error {
 }
 
 type Section struct {
-	Servers []item `yaml:"servers"`
+	Servers items `yaml:"servers"`
+}
+
+// items checks what spans items; each item checks itself.
+type items []item
+
+func (l items) Validate() error {
+	seen := map[string]bool{}
+	for _, i := range l {
+		if seen[i.ID] {
+			return errors.New("duplicate id " + i.ID)
+		}
+		seen[i.ID] = true
+	}
+	return nil
 }
 
 type config struct {
@@ -145,6 +159,14 @@ func TestValidateTree(t *testing.T) {
 	}
 	errs := d.ValidateTree("", reflect.ValueOf(c).Elem())
 	if len(errs) != 1 || errs[0].Error() != "c.yaml:5: servers[1]: id must not be bad" {
+		t.Fatalf("errs = %v", errs)
+	}
+	d, c, _, err = load(t, "servers:\n  - id: x\n  - id: x\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs = d.ValidateTree("", reflect.ValueOf(c).Elem())
+	if len(errs) != 1 || errs[0].Error() != "c.yaml:1: servers: duplicate id x" {
 		t.Fatalf("errs = %v", errs)
 	}
 }
