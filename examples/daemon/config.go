@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -113,22 +114,41 @@ type LogConfig struct {
 type LatticeConfig struct {
 	// Backend: memory | nats. Zero: memory.
 	Backend string `yaml:"backend"`
-	// NATSURL of the NATS server when Backend is nats. Zero:
-	// nats://127.0.0.1:4222.
+	// NATSURL of the NATS server when Backend is nats (several may be
+	// given comma-separated). Zero: nats://127.0.0.1:4222.
 	NATSURL string `yaml:"nats_url"`
+	// Prefix of the NATS subjects; daemons sharing a prefix share one
+	// lattice. Zero: axocoatl.
+	Prefix string `yaml:"prefix"`
 }
 
-// Validate checks the lattice section.
-func (l LatticeConfig) Validate() error {
+// DefaultNATSURL is used when lattice.nats_url is empty.
+const DefaultNATSURL = "nats://127.0.0.1:4222"
+
+// validate checks the lattice section; errors name their key.
+func (l LatticeConfig) validate(d *yamlconf.Doc) []error {
 	switch l.Backend {
-	case "", "memory":
-	case "nats":
-		return errors.New("nats is not available in this build yet (use memory)")
+	case "", "memory", "nats":
 	default:
-		return fmt.Errorf("%q is unknown (memory | nats)", l.Backend)
+		return []error{d.Errorf("lattice.backend", "%q is unknown (memory | nats)", l.Backend)}
 	}
-	return nil
+	var errs []error
+	if l.NATSURL != "" {
+		for _, u := range strings.Split(l.NATSURL, ",") {
+			p, err := url.Parse(strings.TrimSpace(u))
+			if err != nil || p.Host == "" {
+				errs = append(errs, d.Errorf("lattice.nats_url", "want nats://host:port (comma-separated for several)"))
+				break
+			}
+		}
+	}
+	if l.Prefix != "" && !natsToken.MatchString(l.Prefix) {
+		errs = append(errs, d.Errorf("lattice.prefix", "%q must be letters, digits, _ and - (dots allowed between them)", l.Prefix))
+	}
+	return errs
 }
+
+var natsToken = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
 //go:embed default.yaml
 var defaultConfigYAML []byte
@@ -296,9 +316,7 @@ func (c *Config) validate() error {
 			}
 		}
 	}
-	if err := c.Lattice.Validate(); err != nil {
-		errs = append(errs, d.Errorf("lattice.backend", "%v", err))
-	}
+	errs = append(errs, c.Lattice.validate(d)...)
 	// Module sections validate themselves (their Validate methods).
 	for _, section := range []any{&c.MCPClientSection, &c.MCPServerSection, &c.A2ASection} {
 		errs = append(errs, d.ValidateTree("", reflect.ValueOf(section).Elem())...)

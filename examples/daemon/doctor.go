@@ -92,6 +92,7 @@ func runDoctor(ctx context.Context, c *cli, args []string) int {
 		r.ok("listen", cfg.Server.Addr+authNote(cfg))
 	}
 	checkProviders(ctx, cfg, r)
+	checkLattice(cfg, r)
 	for _, m := range daemonModules() {
 		if m.doctor != nil {
 			m.doctor(ctx, cfg, r)
@@ -186,4 +187,28 @@ func checkProviders(ctx context.Context, cfg *Config, r *doctorReport) {
 			r.warn("provider "+kind, "configured but no agent uses it")
 		}
 	}
+}
+
+// checkLattice dials NATS when the lattice runs on it.
+func checkLattice(cfg *Config, r *doctorReport) {
+	if cfg.Lattice.Backend != "nats" {
+		r.ok("lattice", "in-memory (this process only)")
+		return
+	}
+	u := cfg.Lattice.NATSURL
+	if u == "" {
+		u = DefaultNATSURL
+	}
+	for _, p := range strings.Split(u, ",") {
+		if pu, err := url.Parse(strings.TrimSpace(p)); err == nil && pu.Host != "" {
+			r.addEgress(pu.Host, "lattice on NATS")
+		}
+	}
+	bus, err := openBus(cfg.Lattice)
+	if err != nil {
+		r.fail("lattice", err.Error())
+		return
+	}
+	bus.Close()
+	r.ok("lattice", "NATS at "+redactURLs(u)+" connected")
 }

@@ -5,10 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
 	"time"
+
+	natsgo "github.com/nats-io/nats.go"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/lattice"
+	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 )
 
 // daemon is an Engine booted from a Config. Module wiring files reach the
@@ -17,6 +23,8 @@ type daemon struct {
 	cfg    *Config
 	log    *slog.Logger
 	engine *axocoatl.Engine
+	// bus is closed after the Engine when the daemon made it (NATS).
+	bus lattice.Bus
 }
 
 // module is how a protocol module plugs into the daemon. Each has one
@@ -49,12 +57,16 @@ func daemonModules() []module {
 // bootEngine builds the Engine: the agents with their providers, then every
 // module's start hook. On error nothing is left running.
 func bootEngine(ctx context.Context, cfg *Config, log *slog.Logger) (*daemon, error) {
-	eng := axocoatl.New(axocoatl.Options{Logger: log})
-	d := &daemon{cfg: cfg, log: log, engine: eng}
+	bus, err := openBus(cfg.Lattice)
+	if err != nil {
+		return nil, cfg.doc.Errorf("lattice.nats_url", "%v", err)
+	}
+	eng := axocoatl.New(axocoatl.Options{Logger: log, Bus: bus})
+	d := &daemon{cfg: cfg, log: log, engine: eng, bus: bus}
 	fail := func(err error) (*daemon, error) {
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		return nil, errors.Join(err, eng.Close(closeCtx))
+		return nil, errors.Join(err, d.close(closeCtx))
 	}
 	for i, spec := range cfg.Agents {
 		kind := spec.Provider
@@ -80,5 +92,46 @@ func bootEngine(ctx context.Context, cfg *Config, log *slog.Logger) (*daemon, er
 	return d, nil
 }
 
-// close stops the Engine, letting in-flight runs finish within ctx.
-func (d *daemon) close(ctx context.Context) error { return d.engine.Close(ctx) }
+// close stops the Engine, letting in-flight runs finish within ctx, then
+// the bus the daemon opened (the Engine does not close a bus passed in).
+func (d *daemon) close(ctx context.Context) error {
+	err := d.engine.Close(ctx)
+	if d.bus != nil {
+		err = errors.Join(err, d.bus.Close())
+	}
+	return err
+}
+
+// natsConnectTimeout bounds dialing NATS at boot.
+const natsConnectTimeout = 5 * time.Second
+
+// openBus returns the NATS bus when the config asks for it; nil means the
+// Engine's own in-memory bus.
+func openBus(l LatticeConfig) (lattice.Bus, error) {
+	if l.Backend != "nats" {
+		return nil, nil
+	}
+	u := l.NATSURL
+	if u == "" {
+		u = DefaultNATSURL
+	}
+	bus, err := latticenats.Connect(u, latticenats.Options{Prefix: l.Prefix},
+		natsgo.Name("axocoatl"), natsgo.Timeout(natsConnectTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("NATS at %s: %w", redactURLs(u), err)
+	}
+	return bus, nil
+}
+
+// redactURLs hides passwords in a comma-separated URL list.
+func redactURLs(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
+			parts[i] = u.Redacted()
+		} else {
+			parts[i] = "(unparsable URL)"
+		}
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// natsServer runs a real nats-server in the test process on a free port.
+func natsServer(t *testing.T) string {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(5 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return ns.ClientURL()
+}
+
+// Two daemons on one NATS lattice: what happens on one streams from the
+// other.
+func TestNATSLattice(t *testing.T) {
+	url := natsServer(t)
+	cfg := fmt.Sprintf("lattice:\n  backend: nats\n  nats_url: %s\n  prefix: t1\nagents:\n  - id: assistant\n", url)
+	a := startDaemon(t, cfg, nil)
+	b := startDaemon(t, cfg, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn := dialEvents(t, ctx, b.url, nil, "")
+
+	r := a.do(t, "POST", "/api/agents/assistant/execute", `{"input":"across"}`)
+	taskID := r.json(t)["task_id"]
+	for _, want := range []string{"AgentActivated", "TaskCompleted"} {
+		f := readFrame(t, ctx, conn)
+		var p map[string]any
+		json.Unmarshal(f.Event.Payload, &p)
+		if f.Kind != "event" || f.Event.Type != want || p["task_id"] != taskID {
+			t.Fatalf("frame %+v, want %s of task %v", f, want, taskID)
+		}
+	}
+
+	// Another prefix is another lattice.
+	other := startDaemon(t, strings.Replace(cfg, "prefix: t1", "prefix: t2", 1), nil)
+	other.do(t, "POST", "/api/events", `{"type":"Elsewhere"}`)
+	a.do(t, "POST", "/api/events", `{"type":"Here"}`)
+	if f := readFrame(t, ctx, conn); f.Event.Type != "Here" {
+		t.Fatalf("frame %+v, want Here (Elsewhere is on prefix t2)", f)
+	}
+}
+
+func TestNATSUnreachable(t *testing.T) {
+	code, _, stderr := runCLI(t, nil, "serve", "--addr", "127.0.0.1:0", "--config",
+		writeConfig(t, "lattice:\n  backend: nats\n  nats_url: nats://user:hunter2@127.0.0.1:1\nagents:\n  - id: a\n"))
+	if code != exitFail || !strings.Contains(stderr, "lattice.nats_url: NATS at nats://user:xxxxx@127.0.0.1:1") || strings.Contains(stderr, "hunter2") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
