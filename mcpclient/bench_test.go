@@ -19,6 +19,11 @@ import (
 // allow-list admits it and a pass-through interceptor: the full path a
 // model's tool call takes.
 func benchEngine(b *testing.B, sc ServerConfig) *axocoatl.Engine {
+	e, _ := benchModule(b, sc)
+	return e
+}
+
+func benchModule(b *testing.B, sc ServerConfig) (*axocoatl.Engine, *Module) {
 	e, m := startModule(b, Config{Servers: []ServerConfig{sc}}, nil)
 	if err := m.Ready(context.Background()); err != nil {
 		b.Fatal(err)
@@ -29,7 +34,7 @@ func benchEngine(b *testing.B, sc ServerConfig) *axocoatl.Engine {
 	e.Intercept(func(ctx context.Context, call axocoatl.ToolCall, next axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
 		return next(ctx, call)
 	})
-	return e
+	return e, m
 }
 
 func benchViaEngine(b *testing.B, e *axocoatl.Engine, server string) {
@@ -107,6 +112,17 @@ func BenchmarkToolCallPaired(b *testing.B) {
 		e := benchEngine(b, helperServer("stdio", "server"))
 		paired(b, e, "stdio", &mcp.CommandTransport{Command: exec.Command(os.Args[0], "-test.run=^$", helperFlag+"server")}, false)
 	})
+	// Direct calls on the module's own session: what remains is only the
+	// Engine and the module's wrapper (same session, same server).
+	b.Run("inmemory-same-session", func(b *testing.B) {
+		ts := newTestServer()
+		e, m := benchModule(b, ServerConfig{Name: "mem", Dial: ts.dial})
+		pairedOn(b, e, "mem", m.servers[0].liveSession(), true)
+	})
+	b.Run("stdio-same-session", func(b *testing.B) {
+		e, m := benchModule(b, helperServer("stdio", "server"))
+		pairedOn(b, e, "stdio", m.servers[0].liveSession(), true)
+	})
 	// The same, with the direct call bounded by a timeout as the module
 	// bounds every call (a deadline makes the SDK watch the context).
 	b.Run("inmemory-bounded", func(b *testing.B) {
@@ -132,6 +148,12 @@ func paired(b *testing.B, e *axocoatl.Engine, server string, t mcp.Transport, bo
 		b.Fatal(err)
 	}
 	defer cs.Close()
+	pairedOn(b, e, server, cs, bounded)
+}
+
+// pairedOn compares the Engine path with direct calls on session cs.
+func pairedOn(b *testing.B, e *axocoatl.Engine, server string, cs *mcp.ClientSession, bounded bool) {
+	ctx := context.Background()
 	params := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
 	call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__" + server + "__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
 	viaEngine := func() {
@@ -260,4 +282,10 @@ func TestStartupParallel(t *testing.T) {
 	if took > 1500*time.Millisecond {
 		t.Fatalf("ready in %s, want ≤ 1.5s", took)
 	}
+}
+
+func (s *server) liveSession() *mcp.ClientSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.session
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
@@ -229,6 +231,19 @@ func TestInProcess(t *testing.T) {
 		res, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__mem__echo", Arguments: json.RawMessage(`{"message":"after"}`)})
 		if err != nil || res.Content != "Echo: after" {
 			t.Fatalf("after timeout: %+v %v", res, err)
+		}
+	})
+
+	t.Run("agent allow-list", func(t *testing.T) {
+		if err := e.AddAgent(agent.Spec{ID: "narrow", Tools: []string{"mcp__mem__echo"}}, provider.EchoModel{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.CallTool(ctx, axocoatl.ToolCall{AgentID: "narrow", Tool: "mcp__mem__sum", Arguments: json.RawMessage(`{"a":1,"b":1}`)}); !errors.Is(err, axocoatl.ErrToolDenied) {
+			t.Fatalf("sum for narrow agent: %v", err)
+		}
+		res, err := e.CallTool(ctx, axocoatl.ToolCall{AgentID: "narrow", Tool: "mcp__mem__echo", Arguments: json.RawMessage(`{"message":"ok"}`)})
+		if err != nil || res.Content != "Echo: ok" {
+			t.Fatalf("echo for narrow agent: %+v %v", res, err)
 		}
 	})
 
