@@ -433,3 +433,65 @@ func TestRefusesPublicAddrWithoutToken(t *testing.T) {
 		t.Fatalf("validate: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// The stream reaches the approval module through d.approvals: the ready
+// frame lists what is pending, approve commands are checked and handed on.
+func TestEventStreamApprovalHooks(t *testing.T) {
+	td := startDaemon(t, "", nil)
+	var mu sync.Mutex
+	var resolved []string
+	td.d.approvals = approvalHooks{
+		Pending: func(context.Context) []any {
+			return []any{map[string]any{"approval_id": "a1", "tool": "mcp__fs__write"}}
+		},
+		Resolve: func(_ context.Context, id, decision, remember string) error {
+			if id != "a1" {
+				return fmt.Errorf("approval %q not found", id)
+			}
+			mu.Lock()
+			resolved = append(resolved, id+" "+decision+" "+remember)
+			mu.Unlock()
+			return nil
+		},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(td.url, "http") + "/api/events"
+	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	if f := readFrame(t, ctx, conn); f.Kind != "ready" || len(f.PendingApprovals) != 1 || !strings.Contains(string(f.PendingApprovals[0]), `"a1"`) {
+		t.Fatalf("ready %+v", f)
+	}
+	for _, tc := range []struct{ frame, code string }{
+		{`{"cmd":"approve","approval_id":"a1","decision":"maybe"}`, "bad_request"},
+		{`{"cmd":"approve","decision":"allow"}`, "bad_request"},
+		{`{"cmd":"approve","approval_id":"a1","decision":"allow","remember":"forever"}`, "bad_request"},
+		{`{"cmd":"approve","approval_id":"zz","decision":"deny"}`, "approval_failed"},
+	} {
+		conn.Write(ctx, websocket.MessageText, []byte(tc.frame))
+		if f := readFrame(t, ctx, conn); f.Kind != "error" || f.Error.Code != tc.code {
+			t.Fatalf("%s: %+v, want error %s", tc.frame, f, tc.code)
+		}
+	}
+	conn.Write(ctx, websocket.MessageText, []byte(`{"cmd":"approve","approval_id":"a1","decision":"allow"}`))
+	conn.Write(ctx, websocket.MessageText, []byte(`{"cmd":"approve","approval_id":"a1","decision":"deny","remember":"always"}`))
+	// No reply frame on success (the module publishes ApprovalResolved).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(resolved)
+		mu.Unlock()
+		if n == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(resolved) != 2 || resolved[0] != "a1 allow once" || resolved[1] != "a1 deny always" {
+		t.Fatalf("resolved %q", resolved)
+	}
+}

@@ -25,6 +25,21 @@ type daemon struct {
 	engine *axocoatl.Engine
 	// bus is closed after the Engine when the daemon made it (NATS).
 	bus lattice.Bus
+	// approvals connects the WebSocket stream to the approval module; its
+	// start hook sets the funcs. Zero: no approvals (ready lists none,
+	// approve commands get an error frame).
+	approvals approvalHooks
+}
+
+// approvalHooks are what the event stream needs from the approval module.
+type approvalHooks struct {
+	// Pending lists the pending approvals for the ready frame, each as
+	// its JSON shape (the ApprovalRequested payload).
+	Pending func(ctx context.Context) []any
+	// Resolve takes a decision ("allow" | "deny", remember "once" |
+	// "always") from a WebSocket client. Its error text is sent back to
+	// the client, so it must not contain secrets.
+	Resolve func(ctx context.Context, approvalID, decision, remember string) error
 }
 
 // module is how a protocol module plugs into the daemon. Each has one

@@ -122,7 +122,15 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 		defer cancel()
 		return conn.Write(wctx, websocket.MessageText, b)
 	}
-	if err := write(readyFrame{Kind: "ready", PendingApprovals: []any{}}); err != nil {
+	pending := []any{}
+	if s.d.approvals.Pending != nil {
+		// Taken after subscribing: an approval requested meanwhile shows
+		// up in the list, as an event, or both (clients key by id).
+		if p := s.d.approvals.Pending(ctx); p != nil {
+			pending = p
+		}
+	}
+	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending}); err != nil {
 		return err
 	}
 	var reported uint64
@@ -178,7 +186,9 @@ func (s *stream) readLoop(ctx context.Context, conn *websocket.Conn, replies cha
 		}
 		switch f.Cmd {
 		case "approve":
-			reply("unavailable", "approvals are not enabled in this daemon")
+			if code, msg := s.approve(ctx, f); code != "" {
+				reply(code, msg)
+			}
 		case "":
 			reply("bad_request", `missing "cmd"`)
 		default:
@@ -193,4 +203,28 @@ func quote(s string) string {
 	}
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// approve hands an approve command to the approval module. It returns an
+// error code and message, or "" when the decision was taken (the module's
+// ApprovalResolved event then reaches every client).
+func (s *stream) approve(ctx context.Context, f clientFrame) (code, msg string) {
+	if s.d.approvals.Resolve == nil {
+		return "unavailable", "approvals are not enabled in this daemon"
+	}
+	switch {
+	case f.ApprovalID == "":
+		return "bad_request", `"approval_id" is required`
+	case f.Decision != "allow" && f.Decision != "deny":
+		return "bad_request", `"decision" must be "allow" or "deny"`
+	case f.Remember != "" && f.Remember != "once" && f.Remember != "always":
+		return "bad_request", `"remember" must be "once" or "always"`
+	}
+	if f.Remember == "" {
+		f.Remember = "once"
+	}
+	if err := s.d.approvals.Resolve(ctx, f.ApprovalID, f.Decision, f.Remember); err != nil {
+		return "approval_failed", err.Error()
+	}
+	return "", ""
 }
