@@ -1,0 +1,153 @@
+package mcpserver_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/mcpserver"
+)
+
+// The peer: a bare go-sdk server exposing one echo tool, the way the SDK's
+// docs write one (typed AddTool, input validated against its schema).
+func bareEchoServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
+	type in struct {
+		Input string `json:"input"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes"}, func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Input}}}, nil, nil
+	})
+	return s
+}
+
+type benchTarget struct {
+	name string
+	tool string
+	cs   *mcp.ClientSession
+}
+
+// benchTargets serves both over streamable HTTP with the SDK's default
+// handler options, each on its own httptest server, and connects a go-sdk
+// client to each.
+func benchTargets(b *testing.B) []benchTarget {
+	b.Helper()
+	eng := axocoatl.New(axocoatl.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := eng.AddAgent(agent.Spec{ID: "echo", Provider: provider.Echo}, provider.EchoModel{}); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := mcpserver.New(eng, mcpserver.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bare := bareEchoServer()
+	bareHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return bare }, nil)
+	ours := httptest.NewServer(srv)
+	theirs := httptest.NewServer(bareHandler)
+	b.Cleanup(func() {
+		srv.Close()
+		for ss := range bare.Sessions() {
+			ss.Close()
+		}
+		ours.Close()
+		theirs.Close()
+		eng.Close(context.Background())
+	})
+	connect := func(url string) *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).
+			Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	return []benchTarget{
+		{"axocoatl", "agent_echo", connect(ours.URL)},
+		{"bare-go-sdk", "echo", connect(theirs.URL)},
+	}
+}
+
+func benchCall(b *testing.B, t benchTarget, ctx context.Context) {
+	res, err := t.cs.CallTool(ctx, &mcp.CallToolParams{Name: t.tool, Arguments: map[string]any{"input": "ping"}})
+	if err != nil || res.IsError {
+		b.Fatalf("%s: %v %v", t.name, res, err)
+	}
+}
+
+// BenchmarkHTTPCallsPaired calls agent_echo and the bare server's echo in
+// alternation, one client each, so that both see the same machine at the
+// same moment; it reports each side's calls/s and their ratio.
+func BenchmarkHTTPCallsPaired(b *testing.B) {
+	targets := benchTargets(b)
+	ctx := context.Background()
+	for _, t := range targets { // warm up connections and sessions
+		benchCall(b, t, ctx)
+	}
+	var spent [2]time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range 2 {
+			k := (i + j) % 2 // alternate who goes first
+			start := time.Now()
+			benchCall(b, targets[k], ctx)
+			spent[k] += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	ours := float64(b.N) / spent[0].Seconds()
+	theirs := float64(b.N) / spent[1].Seconds()
+	b.ReportMetric(ours, "axocoatl-calls/s")
+	b.ReportMetric(theirs, "bare-calls/s")
+	b.ReportMetric(ours/theirs, "ratio")
+	b.ReportMetric(0, "ns/op") // the pair's time is not a figure of interest
+}
+
+// BenchmarkHTTPCallsParallelPaired is the same pairing under concurrency:
+// 8 goroutines (4 per core) share one session per server, each goroutine
+// alternating between the two. A side's calls/s is its calls over its
+// share of the wall time (its summed latency divided by the goroutines);
+// the ratio is therefore the inverse ratio of mean latencies.
+func BenchmarkHTTPCallsParallelPaired(b *testing.B) {
+	targets := benchTargets(b)
+	ctx := context.Background()
+	for _, t := range targets {
+		benchCall(b, t, ctx)
+	}
+	const parallelism = 4
+	var spent [2]atomic.Int64
+	var order atomic.Int64
+	b.SetParallelism(parallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		first := int(order.Add(1) % 2)
+		for pb.Next() {
+			for j := range 2 {
+				k := (first + j) % 2
+				start := time.Now()
+				benchCall(b, targets[k], ctx)
+				spent[k].Add(int64(time.Since(start)))
+			}
+			first = 1 - first
+		}
+	})
+	b.StopTimer()
+	goroutines := float64(parallelism * runtime.GOMAXPROCS(0))
+	ours := float64(b.N) / (time.Duration(spent[0].Load()).Seconds() / goroutines)
+	theirs := float64(b.N) / (time.Duration(spent[1].Load()).Seconds() / goroutines)
+	b.ReportMetric(ours, "axocoatl-calls/s")
+	b.ReportMetric(theirs, "bare-calls/s")
+	b.ReportMetric(ours/theirs, "ratio")
+	b.ReportMetric(0, "ns/op")
+}
