@@ -424,3 +424,27 @@ func TestCloseCancelsBackgroundRuns(t *testing.T) {
 		t.Fatalf("send after Close: %s", body)
 	}
 }
+
+func TestResubscribeToRunningTask(t *testing.T) {
+	f := newFixture(t, a2a.Config{})
+	pc, _ := f.a2aClient(t, f.srv.URL, &a2aclient.Config{Polling: true})
+	ctx := context.Background()
+	task := sendTask(t, pc, userMessage("wait", map[string]any{"receiver_id": "slow"}))
+	<-f.started
+	var events []a2apb.Event
+	for ev, err := range pc.ResubscribeToTask(ctx, &a2apb.TaskIDParams{ID: task.ID}) {
+		must(t, err)
+		events = append(events, ev)
+		if snap, ok := ev.(*a2apb.Task); ok {
+			if snap.Status.State != a2apb.TaskStateWorking {
+				t.Fatalf("resubscribe snapshot state %s", snap.Status.State)
+			}
+			_, err := pc.CancelTask(ctx, &a2apb.TaskIDParams{ID: task.ID})
+			must(t, err)
+		}
+	}
+	last, ok := events[len(events)-1].(*a2apb.TaskStatusUpdateEvent)
+	if len(events) != 2 || !ok || !last.Final || last.Status.State != a2apb.TaskStateCanceled {
+		t.Fatalf("resubscribe events: %#v", events)
+	}
+}
