@@ -151,3 +151,44 @@ func BenchmarkHTTPCallsParallelPaired(b *testing.B) {
 	b.ReportMetric(ours/theirs, "ratio")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkInMemoryCall measures one call with no network, client side
+// included, to show what the bridge to the Engine costs per call (run with
+// -benchmem).
+func BenchmarkInMemoryCall(b *testing.B) {
+	eng := axocoatl.New(axocoatl.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer eng.Close(context.Background())
+	if err := eng.AddAgent(agent.Spec{ID: "echo", Provider: provider.Echo}, provider.EchoModel{}); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := mcpserver.New(eng, mcpserver.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	for _, t := range []struct {
+		name, tool string
+		server     *mcp.Server
+	}{{"axocoatl", "agent_echo", srv.MCP()}, {"bare-go-sdk", "echo", bareEchoServer()}} {
+		b.Run(t.name, func(b *testing.B) {
+			ctx := context.Background()
+			st, ct := mcp.NewInMemoryTransports()
+			ss, err := t.server.Connect(ctx, st, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).Connect(ctx, ct, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			target := benchTarget{t.name, t.tool, cs}
+			b.ResetTimer()
+			for range b.N {
+				benchCall(b, target, ctx)
+			}
+			b.StopTimer()
+			cs.Close()
+			ss.Wait()
+		})
+	}
+}
