@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -46,6 +47,9 @@ const (
 	wsBuffer       = 256
 	wsWriteTimeout = 30 * time.Second
 	wsReadLimit    = 64 << 10
+	// wsMaxStreams caps concurrent streams, so their buffers together
+	// stay bounded too; beyond it clients get 503 and retry.
+	wsMaxStreams = 1024
 )
 
 // stream serves GET /api/events.
@@ -56,6 +60,8 @@ type stream struct {
 	// ctx ends every stream when the server shuts down (hijacked
 	// connections are not tracked by http.Server.Shutdown).
 	ctx context.Context
+	// open counts the streams being served.
+	open atomic.Int64
 }
 
 func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -69,6 +75,13 @@ func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "unauthorized", errNoToken.Error())
 		return
 	}
+	if s.open.Add(1) > wsMaxStreams {
+		s.open.Add(-1)
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "too many event streams open")
+		return
+	}
+	defer s.open.Add(-1)
 	// Accept checks Origin against the Host and OriginPatterns and answers
 	// 403 itself.
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.origins})
