@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -31,8 +32,13 @@ type route struct {
 	public       bool
 }
 
-func newMux(token secret.Secret) *mux {
+func newMux(token secret.Secret, log *slog.Logger) *mux {
 	r := httprouter.New()
+	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, p any) {
+		// A bug in one handler answers 500 and is logged; the daemon stays up.
+		log.Error("handler panicked", "method", req.Method, "path", req.URL.Path, "panic", fmt.Sprint(p))
+		writeError(w, http.StatusInternalServerError, "internal", "internal error")
+	}
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.HandleOPTIONS = false
