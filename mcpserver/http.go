@@ -19,6 +19,12 @@ import (
 // rebinding and cross-site calls). And, by the go-sdk's own protection, a
 // request reaching a loopback listener must name a loopback Host, else 403.
 // Authentication is the host's business: wrap the Server in its middleware.
+//
+// A client's GET stream (the optional standalone SSE stream, which carries
+// tools/list_changed) stays open for the session's life, and
+// http.Server.Shutdown waits for it: call Close first, e.g. with
+// httpServer.RegisterOnShutdown(func() { srv.Close() }). A host with no use
+// for that stream may also leave GET unrouted; clients accept a 405.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.closed.Load() {
 		writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
