@@ -28,6 +28,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal starts the graceful shutdown, a second one
+	// gets the default behaviour: the process ends at once.
+	context.AfterFunc(ctx, stop)
 	code := run(ctx, os.Args[1:], &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr})
 	stop()
 	os.Exit(code)
