@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
@@ -51,6 +52,9 @@ func checkRPCReply(b []byte) error {
 			Message *string         `json:"message"`
 			Data    json.RawMessage `json:"data"`
 		} `json:"error"`
+	}
+	if !utf8.Valid(b) {
+		return fmt.Errorf("reply is not UTF-8")
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return fmt.Errorf("reply is not a JSON object: %v", err)
@@ -154,14 +158,15 @@ func FuzzTasks(f *testing.F) {
 
 func TestDecodeRequestIDs(t *testing.T) {
 	for body, want := range map[string]string{
-		`{"jsonrpc":"2.0","id":0,"method":"m"}`:          `0`,
-		`{"jsonrpc":"2.0","id":-12.5e3,"method":"m"}`:    `-12.5e3`,
-		`{"jsonrpc":"2.0","id":"a\"b","method":"m"}`:     `"a\"b"`,
-		`{"jsonrpc":"2.0","id":null,"method":"m"}`:       `null`,
-		`{"jsonrpc":"2.0","id":true,"method":"m"}`:       `null`,
-		`{"jsonrpc":"2.0","id":[1],"method":"m"}`:        `null`,
-		`  {"jsonrpc":"2.0","id":7,"method":"m"}  `:      `7`,
-		`{"jsonrpc":"2.0","id":7,"method":"m"} trailing`: `null`,
+		`{"jsonrpc":"2.0","id":0,"method":"m"}`:                    `0`,
+		`{"jsonrpc":"2.0","id":-12.5e3,"method":"m"}`:              `-12.5e3`,
+		`{"jsonrpc":"2.0","id":"a\"b","method":"m"}`:               `"a\"b"`,
+		`{"jsonrpc":"2.0","id":null,"method":"m"}`:                 `null`,
+		`{"jsonrpc":"2.0","id":true,"method":"m"}`:                 `null`,
+		`{"jsonrpc":"2.0","id":[1],"method":"m"}`:                  `null`,
+		`  {"jsonrpc":"2.0","id":7,"method":"m"}  `:                `7`,
+		`{"jsonrpc":"2.0","id":7,"method":"m"} trailing`:           `null`,
+		"{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"m\"}": "\"a\ufffdb\"",
 	} {
 		req, _ := decodeRequest([]byte(body))
 		if string(req.ID) != want {

@@ -166,6 +166,12 @@ func decodeRequest(body []byte) (rpcRequest, *rpcError) {
 		req.ID = nullID
 		return req, rpcErr(codeInvalidRequest, "id must be a string or a number")
 	}
+	if req.ID[0] == '"' && !utf8.Valid(req.ID) {
+		// Echo a well-formed id: invalid bytes become U+FFFD.
+		var s string
+		_ = json.Unmarshal(req.ID, &s) // valid JSON, checked above
+		req.ID, _ = json.Marshal(s)
+	}
 	if req.JSONRPC != "2.0" {
 		return req, rpcErr(codeInvalidRequest, `jsonrpc must be "2.0"`)
 	}
