@@ -105,7 +105,7 @@ func (h *Handler) card(url string, agents []axocoatl.AgentInfo) *a2a.AgentCard {
 			"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "bearer", Description: "Authorization: Bearer <api_token>"},
 			"apiKey": a2a.APIKeySecurityScheme{In: a2a.APIKeySecuritySchemeInHeader, Name: "X-API-Key", Description: "the api_token"},
 		}
-		card.Security = []a2a.SecurityRequirements{{"bearer": {}}, {"apiKey": {}}}
+		card.Security = []a2a.SecurityRequirements{{"bearer": a2a.SecuritySchemeScopes{}}, {"apiKey": a2a.SecuritySchemeScopes{}}}
 	}
 	return card
 }

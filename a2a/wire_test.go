@@ -180,7 +180,8 @@ func TestAuthToken(t *testing.T) {
 	if card.URL != "https://agents.example.com/a2a" {
 		t.Fatalf("card url %q does not use public_url", card.URL)
 	}
-	if card.SecuritySchemes["bearer"]["type"] != "http" || card.SecuritySchemes["apiKey"]["name"] != "X-API-Key" || len(card.Security) != 2 {
+	if card.SecuritySchemes["bearer"]["type"] != "http" || card.SecuritySchemes["apiKey"]["name"] != "X-API-Key" ||
+		len(card.Security) != 2 || card.Security[0]["bearer"] == nil {
 		t.Fatalf("security schemes: %+v %+v", card.SecuritySchemes, card.Security)
 	}
 	body := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":` + sendParams + `}`
