@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/mcpserver"
+	"github.com/axocoatl/axocoatl-go/secret"
 )
 
 // childEnv makes the test binary an MCP stdio server, so that real clients
@@ -41,7 +44,8 @@ func runChild() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	eng := newEngine(log)
+	eng, closeUpstream := newEngine(log)
+	defer closeUpstream()
 	defer eng.Close(context.Background())
 	srv, err := mcpserver.New(eng, mcpserver.Config{})
 	if err != nil {
@@ -54,13 +58,6 @@ func runChild() int {
 		return 1
 	}
 	return 0
-}
-
-// failingModel fails like a provider whose server answers 500.
-type failingModel struct{}
-
-func (failingModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Response, error) {
-	return nil, &provider.Error{Provider: provider.OpenAI, Status: 500, Message: "upstream exploded"}
 }
 
 // blockingModel answers only when its context ends, and says so.
@@ -107,22 +104,30 @@ func (m *toolUser) Generate(ctx context.Context, req *agent.Request) (*agent.Res
 }
 
 // newEngine returns an Engine with these agents: echo (offline, with a
-// description), broken (its provider fails), worker (calls the tool
-// "clock"), and slow (runs until cancelled; see slowModel).
-func newEngine(log *slog.Logger) *axocoatl.Engine {
-	eng := axocoatl.New(axocoatl.Options{Logger: log})
+// description), broken (the OpenAI provider, against an HTTP server that
+// answers 500), worker (calls the tool "clock"). closeUpstream stops that
+// HTTP server.
+func newEngine(log *slog.Logger) (eng *axocoatl.Engine, closeUpstream func()) {
 	must := func(err error) {
 		if err != nil {
 			panic(err)
 		}
 	}
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"error":{"message":"upstream exploded","type":"server_error"}}`)
+	}))
+	failing, err := provider.New(provider.OpenAI, provider.Config{BaseURL: upstream.URL + "/v1", APIKey: secret.Secret("sk-test"), MaxRetries: -1})
+	must(err)
+	eng = axocoatl.New(axocoatl.Options{Logger: log})
 	must(eng.AddAgent(agent.Spec{ID: "echo", Name: "Echo", Description: "Repeats its input.", Provider: provider.Echo}, provider.EchoModel{}))
-	must(eng.AddAgent(agent.Spec{ID: "broken", Name: "Broken", Provider: provider.OpenAI, Model: "gpt-x", Tools: []string{}}, failingModel{}))
+	must(eng.AddAgent(agent.Spec{ID: "broken", Name: "Broken", Provider: provider.OpenAI, Model: "gpt-x", Tools: []string{}}, failing))
 	must(eng.AddAgent(agent.Spec{ID: "worker", Name: "Worker", Provider: provider.OpenAI}, &toolUser{}))
 	must(eng.RegisterTool(axocoatl.Tool{Name: "clock", Description: "tells the time", Call: func(ctx context.Context, _ axocoatl.ToolCall) (axocoatl.ToolResult, error) {
 		return axocoatl.ToolResult{Content: "noon"}, nil
 	}}))
-	return eng
+	return eng, upstream.Close
 }
 
 type fixture struct {
@@ -135,7 +140,8 @@ type fixture struct {
 // both close with the test.
 func newFixture(t *testing.T, cfg mcpserver.Config) *fixture {
 	t.Helper()
-	eng := newEngine(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	eng, closeUpstream := newEngine(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(closeUpstream)
 	slow := &blockingModel{started: make(chan struct{}, 1), ended: make(chan error, 1)}
 	if err := eng.AddAgent(agent.Spec{ID: "slow", Provider: provider.OpenAI}, slow); err != nil {
 		t.Fatal(err)

@@ -86,6 +86,9 @@ func checkSession(t *testing.T, cs *mcp.ClientSession) {
 	if msg := textOf(t, res); !res.IsError || !strings.Contains(msg, "HTTP 500") || !strings.Contains(msg, "upstream exploded") {
 		t.Errorf("agent_broken = %q (isError %v), want isError with the provider's reason", msg, res.IsError)
 	}
+	if strings.Contains(textOf(t, res), "sk-test") {
+		t.Errorf("the provider's API key reached the client: %q", textOf(t, res))
+	}
 
 	for _, args := range []any{map[string]any{}, map[string]any{"input": 42}, map[string]any{"text": "hi"}} {
 		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_echo", Arguments: args})
