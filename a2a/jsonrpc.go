@@ -215,7 +215,7 @@ func (h *Handler) ServeJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 	pathAgent := agentID
 	if pathAgent != "" {
 		if _, err := h.eng.Agent(pathAgent); err != nil {
-			h.answer(w, r, req, nil, rpcErr(codeInvalidParams, "no agent %q at this endpoint", pathAgent))
+			h.answer(w, req, nil, rpcErr(codeInvalidParams, "no agent %q at this endpoint", pathAgent))
 			return
 		}
 	}
@@ -241,12 +241,12 @@ func (h *Handler) ServeJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 	default:
 		rerr = rpcErr(codeMethodNotFound, "unknown method %q", req.Method)
 	}
-	h.answer(w, r, req, result, rerr)
+	h.answer(w, req, result, rerr)
 }
 
 // answer writes a result or an error. Streaming methods answer errors as a
 // single SSE event, because SSE clients look for data lines only.
-func (h *Handler) answer(w http.ResponseWriter, _ *http.Request, req rpcRequest, result any, rerr *rpcError) {
+func (h *Handler) answer(w http.ResponseWriter, req rpcRequest, result any, rerr *rpcError) {
 	if req.Method == methodMessageStream || req.Method == methodTasksResubscribe {
 		if rerr != nil {
 			s := newSSE(w)

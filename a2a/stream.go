@@ -54,17 +54,17 @@ func (s *sse) send(id json.RawMessage, result any, rerr *rpcError) {
 func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcRequest, pathAgent string) {
 	var p a2a.MessageSendParams
 	if rerr := decodeParams(req.Params, &p); rerr != nil {
-		h.answer(w, r, req, nil, rerr)
+		h.answer(w, req, nil, rerr)
 		return
 	}
 	if err := h.join(); err != nil {
-		h.answer(w, r, req, nil, rpcErr(codeInternalError, "%v", err))
+		h.answer(w, req, nil, rpcErr(codeInternalError, "%v", err))
 		return
 	}
 	defer h.runs.Done()
 	t, ctx, rerr := h.startTask(&p, pathAgent, int64(len(req.Params)))
 	if rerr != nil {
-		h.answer(w, r, req, nil, rerr)
+		h.answer(w, req, nil, rerr)
 		return
 	}
 	s := newSSE(w)
@@ -80,12 +80,12 @@ func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcR
 func (h *Handler) tasksResubscribe(w http.ResponseWriter, r *http.Request, req rpcRequest, pathAgent string) {
 	var p a2a.TaskIDParams
 	if rerr := decodeParams(req.Params, &p); rerr != nil {
-		h.answer(w, r, req, nil, rerr)
+		h.answer(w, req, nil, rerr)
 		return
 	}
 	t, rerr := h.lookup(p.ID, pathAgent)
 	if rerr != nil {
-		h.answer(w, r, req, nil, rerr)
+		h.answer(w, req, nil, rerr)
 		return
 	}
 	s := newSSE(w)
