@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -78,7 +79,43 @@ func BenchmarkExecuteHTTP(b *testing.B) {
 	})
 }
 
-func startBareB(b *testing.B) string {
+// BenchmarkExecuteHandler measures the same two handlers without the
+// network (httptest.NewRecorder, one goroutine): what the daemon's own
+// code costs per request, apart from loopback HTTP.
+func BenchmarkExecuteHandler(b *testing.B) {
+	run := func(b *testing.B, h http.Handler) {
+		body := []byte(`{"input":"hello, benchmark"}`)
+		b.ReportAllocs()
+		for b.Loop() {
+			req := httptest.NewRequest(http.MethodPost, "/api/agents/assistant/execute", bytes.NewReader(body))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusOK {
+				b.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+		}
+	}
+	b.Run("daemon", func(b *testing.B) {
+		cfg, err := parseConfig(builtinSource, defaultConfigYAML, mapEnv(nil), envOverrides{}, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, err := bootEngine(b.Context(), cfg, cfg.newLogger(io.Discard))
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, stop, _, err := newHandler(d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() { stop(); d.close(context.Background()) }()
+		run(b, m)
+	})
+	b.Run("bare_net_http", func(b *testing.B) { run(b, bareHandler()) })
+}
+
+// bareHandler is the peer: decode the same JSON, echo it in the same shape.
+func bareHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/agents/{id}/execute", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
@@ -91,11 +128,15 @@ func startBareB(b *testing.B) string {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(executeResponse{TaskID: lattice.NewID(time.Now()), AgentID: r.PathValue("id"), Status: "completed", Output: in.Input})
 	})
+	return mux
+}
+
+func startBareB(b *testing.B) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: bareHandler(), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	b.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()
