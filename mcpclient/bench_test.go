@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -249,10 +250,14 @@ func BenchmarkStartup4Slow(b *testing.B) {
 	}
 }
 
-func startSlow(tb testing.TB) time.Duration {
+func startSlow(tb testing.TB) time.Duration { return startSlowN(tb, 4) }
+
+// startSlowN starts n stdio servers that each take 1s to become ready and
+// returns the time from Use to all connected.
+func startSlowN(tb testing.TB, n int) time.Duration {
 	var servers []ServerConfig
-	for _, n := range []string{"s1", "s2", "s3", "s4"} {
-		servers = append(servers, helperServer(n, "slow"))
+	for i := range n {
+		servers = append(servers, helperServer(fmt.Sprintf("s%d", i+1), "slow"))
 	}
 	e := axocoatl.New(axocoatl.Options{})
 	defer e.Close(context.Background())
@@ -277,10 +282,14 @@ func startSlow(tb testing.TB) time.Duration {
 }
 
 func TestStartupParallel(t *testing.T) {
-	took := startSlow(t)
-	t.Logf("4 servers × 1s ready in %s", took)
-	if took > 1500*time.Millisecond {
-		t.Fatalf("ready in %s, want ≤ 1.5s", took)
+	// One server alone is the baseline of this machine's load (spawning a
+	// race-built binary can take seconds on a busy CI box); four must be
+	// ready about as fast, where one after another would take 3s longer.
+	one := startSlowN(t, 1)
+	four := startSlowN(t, 4)
+	t.Logf("1 server ready in %s, 4 servers in %s (each takes 1s to become ready)", one, four)
+	if four > 1500*time.Millisecond && four > one+time.Second {
+		t.Fatalf("4 servers ready in %s, want ≤ 1.5s or within 1s of one server (%s)", four, one)
 	}
 }
 

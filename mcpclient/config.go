@@ -186,15 +186,19 @@ func (c Config) Validate() error {
 			return fmt.Errorf("mcp_servers[%d]: %w", i, err)
 		}
 	}
-	return ValidateNames(c.Servers)
+	if err := ValidateNames(c.Servers); err != nil {
+		return fmt.Errorf("mcp_servers: %w", err)
+	}
+	return nil
 }
 
-// ValidateNames reports a server name used twice.
+// ValidateNames reports a server name used twice (the message names the
+// entries, not the section).
 func ValidateNames(servers []ServerConfig) error {
 	seen := make(map[string]int, len(servers))
 	for i, s := range servers {
 		if j, dup := seen[s.Name]; dup {
-			return &configError{msg: fmt.Sprintf("mcp_servers[%d]: duplicate name %q (also mcp_servers[%d])", i, s.Name, j)}
+			return &configError{msg: fmt.Sprintf("duplicate name %q (entries %d and %d)", s.Name, j, i)}
 		}
 		seen[s.Name] = i
 	}
