@@ -188,6 +188,13 @@ func TestA2AGoClientCardAndSend(t *testing.T) {
 		t.Fatalf("named agent output %q", got)
 	}
 
+	// A failing agent gives a failed task that says why.
+	failed := sendTask(t, c, userMessage("x", map[string]any{"receiver_id": "broken"}))
+	if failed.Status.State != a2apb.TaskStateFailed || len(failed.Artifacts) != 0 || failed.Status.Message == nil ||
+		!strings.Contains(failed.Status.Message.Parts[0].(a2apb.TextPart).Text, "model exploded") {
+		t.Fatalf("failed task: %+v", failed)
+	}
+
 	// GetTask after completion.
 	got, err := c.GetTask(context.Background(), &a2apb.TaskQueryParams{ID: named.ID})
 	must(t, err)

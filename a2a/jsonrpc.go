@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	a2a "github.com/a2aproject/a2a-go/a2a"
@@ -181,6 +182,16 @@ func decodeRequest(body []byte) (rpcRequest, *rpcError) {
 	return req, nil
 }
 
+// checkVersion refuses clients of another A2A major version with a precise
+// error; A2A 1.0 clients send the header, 0.3 clients usually none.
+func checkVersion(v string) *rpcError {
+	v = strings.TrimSpace(v)
+	if v == "" || v == "0.3" || strings.HasPrefix(v, "0.3.") {
+		return nil
+	}
+	return rpcErr(codeInvalidRequest, "A2A-Version %q is not supported: this endpoint speaks A2A %s", cut(v, 32), ProtocolVersion)
+}
+
 // decodeParams unmarshals params into v; params are required.
 func decodeParams(raw json.RawMessage, v any) *rpcError {
 	if len(raw) == 0 || bytes.Equal(raw, nullID) {
@@ -208,6 +219,9 @@ func (h *Handler) ServeJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 		return
 	}
 	req, rerr := decodeRequest(body)
+	if rerr == nil {
+		rerr = checkVersion(r.Header.Get("A2A-Version"))
+	}
 	if rerr != nil {
 		writeRPCError(w, req.ID, rerr)
 		return

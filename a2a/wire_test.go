@@ -125,6 +125,19 @@ func TestJSONRPCWireRules(t *testing.T) {
 	}
 }
 
+func TestJSONRPCVersionHeader(t *testing.T) {
+	f := newFixture(t, a2a.Config{})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}`
+	_, out := post(t, f, "/a2a", body, "A2A-Version", "1.0")
+	if r := decodeReply(t, out); r.Error == nil || r.Error.Code != -32600 || !strings.Contains(string(r.Error.Data), "0.3.0") {
+		t.Fatalf("A2A-Version 1.0: %s", out)
+	}
+	_, out = post(t, f, "/a2a", body, "A2A-Version", "0.3")
+	if r := decodeReply(t, out); r.Error == nil || r.Error.Code != -32001 {
+		t.Fatalf("A2A-Version 0.3: %s", out)
+	}
+}
+
 func TestJSONRPCBodyLimit(t *testing.T) {
 	f := newFixture(t, a2a.Config{})
 	big := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m","role":"user","parts":[{"kind":"text","text":"` +
