@@ -96,18 +96,26 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the config.
+// Validate checks the config. Its errors match ErrInvalidConfig and name
+// the key, without a package prefix: hosts put them after the section's
+// position ("axocoatl.yaml:12: mcp_server: allowed_origins: …").
 func (c Config) Validate() error {
 	if c.MaxMessageBytes < 0 {
-		return fmt.Errorf("%w: max_message_bytes must not be negative", ErrInvalidConfig)
+		return configError("max_message_bytes must not be negative")
 	}
-	for _, o := range c.AllowedOrigins {
+	for i, o := range c.AllowedOrigins {
 		if err := checkOriginPattern(o); err != nil {
-			return fmt.Errorf("%w: allowed_origins: %w", ErrInvalidConfig, err)
+			return configError(fmt.Sprintf("allowed_origins[%d]: %v", i, err))
 		}
 	}
 	return nil
 }
+
+// configError is a Validate failure; it matches ErrInvalidConfig.
+type configError string
+
+func (e configError) Error() string        { return string(e) }
+func (e configError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // checkOriginPattern accepts "host[:port]" and "scheme://host[:port]"
 // patterns, as path.Match globs.
@@ -267,9 +275,10 @@ func (s *Server) syncTools() {
 			continue
 		}
 		s.tools[a.ID] = true
-		// AddTool notifies connected sessions (tools/list_changed). It takes
-		// the go-sdk server's own lock only, never ours, so holding s.mu
-		// here cannot deadlock; it keeps two syncs from adding one tool twice.
+		// AddTool does no I/O (the go-sdk sends tools/list_changed to the
+		// sessions from a timer, 10 ms later) and never takes s.mu, so
+		// holding s.mu here is cheap and safe; it keeps a concurrent call of
+		// the new tool from finding it marked known but not yet added.
 		s.mcp.AddTool(toolFor(a), s.callAgent(a.ID))
 	}
 }
