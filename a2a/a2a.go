@@ -44,6 +44,7 @@ const (
 	DefaultMaxStoreBytes      = 64 << 20
 	DefaultMaxBodyBytes       = 1 << 20
 	DefaultMaxBackgroundTasks = 1000
+	DefaultStreamKeepAlive    = 15 * time.Second
 	DefaultName               = "axocoatl"
 	DefaultVersion            = "0.1.0"
 )
@@ -99,6 +100,10 @@ type Config struct {
 	// (configuration.blocking false) that are still going; beyond it such
 	// requests are refused. Zero: 1000.
 	MaxBackgroundTasks int `yaml:"max_background_tasks"`
+	// StreamKeepAlive is how often a silent SSE stream (message/stream,
+	// tasks/resubscribe) gets a keep-alive comment, so proxies keep it open.
+	// Zero: 15s; negative: never.
+	StreamKeepAlive time.Duration `yaml:"stream_keep_alive"`
 	// Logger receives the handler's logs. Zero: the Engine's logger.
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -157,6 +162,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBackgroundTasks == 0 {
 		c.MaxBackgroundTasks = DefaultMaxBackgroundTasks
+	}
+	if c.StreamKeepAlive == 0 {
+		c.StreamKeepAlive = DefaultStreamKeepAlive
 	}
 	return c
 }

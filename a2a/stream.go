@@ -3,6 +3,8 @@ package a2a
 import (
 	"encoding/json"
 	"net/http"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	a2a "github.com/a2aproject/a2a-go/a2a"
@@ -10,7 +12,9 @@ import (
 
 // sse writes one JSON-RPC response per event as a single `data:` line.
 // After the first failed write (the client left) it writes nothing more.
+// mu serializes the event writer and the keep-alive goroutine.
 type sse struct {
+	mu     sync.Mutex
 	w      http.ResponseWriter
 	rc     *http.ResponseController
 	failed bool
@@ -38,13 +42,46 @@ func (s *sse) send(id json.RawMessage, result any, rerr *rpcError) {
 	line = append(line, "data: "...)
 	line = append(line, b...)
 	line = append(line, '\n', '\n')
-	if _, err := s.w.Write(line); err != nil {
+	s.write(line)
+}
+
+func (s *sse) write(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed {
+		return
+	}
+	if _, err := s.w.Write(b); err != nil {
 		s.failed = true
 		return
 	}
 	if err := s.rc.Flush(); err != nil {
 		s.failed = true
 	}
+}
+
+// keepAlive writes an SSE comment every interval while a run is silent, so
+// that proxies do not cut a long stream (clients skip comment lines). The
+// returned stop ends the goroutine before it returns.
+func (s *sse) keepAlive(interval time.Duration) (stop func()) {
+	if interval <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				s.write([]byte(": keep-alive\n\n"))
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
 // messageStream answers message/stream: the task (submitted), a status
@@ -71,7 +108,9 @@ func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcR
 	s.send(req.ID, t.snapshot(0, false), nil)
 	t.setWorking()
 	s.send(req.ID, t.statusEvent(false), nil)
+	stop := s.keepAlive(h.cfg.StreamKeepAlive)
 	h.execute(ctx, t)
+	stop()
 	h.sendEnd(s, req.ID, t)
 }
 
@@ -90,12 +129,15 @@ func (h *Handler) tasksResubscribe(w http.ResponseWriter, r *http.Request, req r
 	}
 	s := newSSE(w)
 	s.send(req.ID, t.snapshot(0, false), nil)
+	stop := s.keepAlive(h.cfg.StreamKeepAlive)
 	select {
 	case <-t.done:
 	case <-r.Context().Done():
-		return
 	}
-	h.sendEnd(s, req.ID, t)
+	stop()
+	if r.Context().Err() == nil {
+		h.sendEnd(s, req.ID, t)
+	}
 }
 
 // sendEnd sends a finished task's output in chunks that keep each SSE line

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/secret"
@@ -290,5 +291,49 @@ func TestTasksEndpoint(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &e); err != nil || status != tc.status || !strings.Contains(e.Error.Message, tc.msg) {
 			t.Errorf("%.60s: %d %s, want %d with %q", tc.body, status, out, tc.status, tc.msg)
 		}
+	}
+}
+
+func TestStreamKeepAlive(t *testing.T) {
+	f := newFixture(t, a2a.Config{StreamKeepAlive: 10 * time.Millisecond})
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/a2a", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":{"messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}],"metadata":{"receiver_id":"slow"}}}}`))
+	must(t, err)
+	resp, err := f.client.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var taskID string
+	keepAlives, canceled := 0, false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == ": keep-alive":
+			keepAlives++
+			if keepAlives == 3 {
+				out := rpc(t, f, `{"jsonrpc":"2.0","id":2,"method":"tasks/cancel","params":{"id":"`+taskID+`"}}`)
+				if r := decodeReply(t, out); r.Error != nil {
+					t.Fatalf("cancel: %s", out)
+				}
+			}
+		case strings.HasPrefix(line, "data: "):
+			r := decodeReply(t, strings.TrimPrefix(line, "data: "))
+			var ev struct {
+				Kind   string
+				ID     string
+				Final  bool
+				Status struct{ State string }
+			}
+			must(t, json.Unmarshal(r.Result, &ev))
+			if ev.Kind == "task" {
+				taskID = ev.ID
+			}
+			if ev.Final && ev.Status.State == "canceled" {
+				canceled = true
+			}
+		}
+	}
+	if keepAlives < 3 || !canceled {
+		t.Fatalf("keep-alives %d, canceled %v", keepAlives, canceled)
 	}
 }
