@@ -190,7 +190,7 @@ func loadConfig(ctx context.Context, opts loadOptions) (*Config, error) {
 
 	path := opts.Path
 	if path == "" && env.Config != nil {
-		path = *env.Config
+		path = *env.Config // empty: keep looking
 	}
 	data, source := defaultConfigYAML, builtinSource
 	switch {
@@ -220,24 +220,23 @@ func parseConfig(source string, data []byte, lookup yamlconf.Lookup, env envOver
 	if err != nil {
 		return nil, err
 	}
-	if env.Addr != nil {
-		cfg.Server.Addr = *env.Addr
+	// An empty variable is treated as unset: AXOCOATL_API_TOKEN= must not
+	// silently switch off the file's token.
+	set := func(dst *string, v *string) {
+		if v != nil && *v != "" {
+			*dst = *v
+		}
 	}
+	set(&cfg.Server.Addr, env.Addr)
 	if addr != "" {
 		cfg.Server.Addr = addr
 	}
-	if env.APIToken != nil {
+	if env.APIToken != nil && !env.APIToken.IsZero() {
 		cfg.Server.APIToken = *env.APIToken
 	}
-	if env.DataDir != nil {
-		cfg.Server.DataDir = *env.DataDir
-	}
-	if env.LogLevel != nil {
-		cfg.Log.Level = *env.LogLevel
-	}
-	if env.LogFormat != nil {
-		cfg.Log.Format = *env.LogFormat
-	}
+	set(&cfg.Server.DataDir, env.DataDir)
+	set(&cfg.Log.Level, env.LogLevel)
+	set(&cfg.Log.Format, env.LogFormat)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -73,6 +73,13 @@ agents:
 	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], `unknown section "future_section"`) {
 		t.Errorf("warnings %q", cfg.Warnings)
 	}
+	// An empty variable does not override (nor switch off the token).
+	cfg, err = loadConfig(context.Background(), loadOptions{Path: path, Lookup: mapEnv(map[string]string{
+		"TOKEN": "from-file", "AXOCOATL_API_TOKEN": "", "AXOCOATL_ADDR": "",
+	})})
+	if err != nil || cfg.Server.APIToken.Reveal() != "from-file" || cfg.Server.Addr != "127.0.0.1:9999" {
+		t.Fatalf("empty overrides: %+v, %v", cfg.Server, err)
+	}
 	// --addr wins over the environment.
 	cfg, err = loadConfig(context.Background(), loadOptions{Path: path, Addr: "127.0.0.1:1", Lookup: mapEnv(map[string]string{"AXOCOATL_ADDR": "127.0.0.1:7777"})})
 	if err != nil || cfg.Server.Addr != "127.0.0.1:1" {
