@@ -258,6 +258,9 @@ func (c *Config) validate() error {
 			errs = append(errs, d.Errorf("server.public_url", "must be an absolute URL like http://host:port"))
 		}
 	}
+	if tok := c.Server.APIToken.Reveal(); tok != "" && strings.ContainsAny(tok, " \t\r\n") {
+		errs = append(errs, d.Errorf("server.api_token", "must not contain whitespace"))
+	}
 	if c.Server.RequestTimeout < 0 {
 		errs = append(errs, d.Errorf("server.request_timeout", "must not be negative"))
 	}

@@ -29,6 +29,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad duration", "agents:\n  - id: a\n    timeout: soon\n", nil, "3: agents[0].timeout: expected a duration (like 30s or 5m), got a string `soon`"},
 		{"bad addr", "server:\n  addr: nonsense\nagents:\n  - id: a\n", nil, `2: server.addr: "nonsense" is not host:port`},
 		{"no agents", "server: {}\n", nil, ` agents: at least one agent is required`},
+		{"blank token", "server:\n  api_token: \"  \"\nagents:\n  - id: a\n", nil, `2: server.api_token: must not contain whitespace`},
 		{"bad lattice", "lattice:\n  backend: kafka\nagents:\n  - id: a\n", nil, `2: lattice.backend: "kafka" is unknown`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
