@@ -1,12 +1,18 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // ServeHTTP serves MCP streamable HTTP (POST, GET and DELETE on one path):
@@ -34,7 +40,72 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusForbidden, "Forbidden: origin "+strconv.Quote(origin)+" is not allowed")
 		return
 	}
+	if r.Method == http.MethodPost && !s.precheckPOST(w, r) {
+		return
+	}
 	s.http.ServeHTTP(w, r)
+}
+
+// sdkMethods are the methods the go-sdk server (v1.8.0) receives. On HTTP
+// it refuses any other with a plain-text 400, where JSON-RPC wants a
+// -32601 error for a request and silence for a notification (stdio gets
+// both right), so precheckPOST answers those itself.
+var sdkMethods = map[string]bool{
+	"initialize": true, "ping": true, "server/discover": true, "completion/complete": true,
+	"tools/list": true, "tools/call": true, "prompts/list": true, "prompts/get": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+	"resources/subscribe": true, "resources/unsubscribe": true, "subscriptions/listen": true,
+	"logging/setLevel":          true,
+	"notifications/initialized": true, "notifications/cancelled": true,
+	"notifications/progress": true, "notifications/roots/list_changed": true,
+}
+
+// precheckPOST reads a POST body and answers what the go-sdk would answer
+// badly: malformed JSON (-32700), a non-JSON-RPC message (-32600), an
+// unknown method (-32601, or 202 for a notification). It reports whether
+// the request should go on to the go-sdk, with its body restored.
+func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
+	r.Body.Close()
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request body exceeds %d bytes", tooLarge.Limit))
+		} else {
+			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "reading the body: "+err.Error())
+		}
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		return true // a batch (2025-03-26): the go-sdk's business
+	}
+	msg, reply := checkFrame(trimmed)
+	if reply != nil {
+		writeRPCError(w, http.StatusBadRequest, reply.id, reply.code, reply.message)
+		return false
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || sdkMethods[req.Method] {
+		return true
+	}
+	if !req.IsCall() {
+		w.WriteHeader(http.StatusAccepted) // an unknown notification is ignored
+		return false
+	}
+	id, _ := json.Marshal(req.ID.Raw())
+	writeRPCError(w, http.StatusOK, id, jsonrpc.CodeMethodNotFound, "Method not found: "+req.Method)
+	return false
+}
+
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, jsonString(msg))
 }
 
 // originAllowed reports whether a browser at origin may call this server,
@@ -64,9 +135,7 @@ func (s *Server) originAllowed(origin, host string) bool {
 // writeHTTPError answers with a JSON-RPC error without id, as the transport
 // spec allows for requests refused before they are read.
 func writeHTTPError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":` + jsonString(msg) + `}}` + "\n"))
+	writeRPCError(w, status, nil, jsonrpc.CodeInvalidRequest, msg)
 }
 
 func jsonString(s string) string {

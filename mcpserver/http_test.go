@@ -128,3 +128,62 @@ func TestHTTPBodyLimit(t *testing.T) {
 		t.Errorf("after 413: %v %v", res, err)
 	}
 }
+
+// Malformed bodies and unknown methods over HTTP: refused, the session
+// serves on.
+func TestHTTPBadRequests(t *testing.T) {
+	f := newFixture(t, mcpserver.Config{})
+	ts := serveHTTP(t, f)
+	url := ts.URL + "/mcp"
+	do := func(body, sid string) (int, string, string) {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
+	}
+	status, sid, body := do(initFrame, "")
+	if status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %q %s", status, sid, body)
+	}
+	defer func() {
+		req, _ := http.NewRequest("DELETE", url, nil)
+		req.Header.Set("Mcp-Session-Id", sid)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	do(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid)
+	for _, c := range []struct {
+		body   string
+		status int
+		want   string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":`, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`},
+		{`{"id":1,"method":"ping"}`, 400, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,`},
+		{`{"jsonrpc":"2.0","id":0,"method":"no/such/method"}`, 200, `{"jsonrpc":"2.0","id":0,"error":{"code":-32601,`},
+		{`{"jsonrpc":"2.0","id":"s","method":"no/such/method"}`, 200, `"id":"s","error":{"code":-32601,`},
+		{`{"jsonrpc":"2.0","method":"notifications/no_such_thing"}`, 202, ``},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"agent_nobody","arguments":{"input":"x"}}}`, 200, "-32602"},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"agent_echo","arguments":{}}}`, 200, `"isError":true`},
+		{`{"jsonrpc":"2.0","id":5,"method":"ping"}`, 200, `"id":5,"result":{}`},
+	} {
+		status, _, body := do(c.body, sid)
+		if status != c.status || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %s, want %d with %s", c.body, status, body, c.status, c.want)
+		}
+	}
+	status, _, body = do(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"agent_echo","arguments":{"input":"alive"}}}`, sid)
+	if status != http.StatusOK || !strings.Contains(body, `"text":"alive"`) {
+		t.Errorf("after bad requests: %d %s", status, body)
+	}
+}
