@@ -42,6 +42,9 @@ type Config struct {
 	// Warnings found while loading (unknown top-level sections).
 	Warnings []string `yaml:"-"`
 	doc      *yamlconf.Doc
+	// publicURLSet records that server.public_url came from the file, so
+	// serve does not replace it with the bound address.
+	publicURLSet bool
 }
 
 // ServerConfig is the `server:` section.
@@ -49,7 +52,8 @@ type ServerConfig struct {
 	// Addr is the listen address. Zero: 127.0.0.1:8080.
 	Addr string `yaml:"addr"`
 	// PublicURL is the absolute base URL others reach this daemon at (A2A
-	// cards). Zero: http://<addr>.
+	// cards). Zero: http://<addr> with the port actually bound; "" when
+	// addr is 0.0.0.0 or [::] (then each request's Host is used).
 	PublicURL string `yaml:"public_url"`
 	// APIToken is required as Bearer token or X-API-Key on every route but
 	// /health*, the agent cards and /. Zero: no authentication, allowed
@@ -87,7 +91,7 @@ func (s ServerConfig) WithDefaults() ServerConfig {
 		s.Addr = DefaultAddr
 	}
 	if s.PublicURL == "" {
-		s.PublicURL = "http://" + s.Addr
+		s.PublicURL = defaultPublicURL(s.Addr)
 	}
 	s.PublicURL = strings.TrimRight(s.PublicURL, "/")
 	if s.RequestTimeout == 0 {
@@ -100,6 +104,19 @@ func (s ServerConfig) WithDefaults() ServerConfig {
 		s.DataDir = DefaultDataDir
 	}
 	return s
+}
+
+// defaultPublicURL is http://<addr>, or "" when addr names no host others
+// could reach (an unspecified address, or port 0 before listening).
+func defaultPublicURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "0" {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return ""
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // LogConfig is the `log:` section.
@@ -240,6 +257,7 @@ func parseConfig(source string, data []byte, lookup yamlconf.Lookup, env envOver
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg.publicURLSet = cfg.Server.PublicURL != ""
 	cfg.Server = cfg.Server.WithDefaults()
 	return cfg, nil
 }

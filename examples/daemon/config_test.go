@@ -231,3 +231,24 @@ agents:
 		t.Errorf("exit %d, want 1", code)
 	}
 }
+
+func TestDefaultPublicURL(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:8080": "http://127.0.0.1:8080",
+		"[::1]:8080":     "http://[::1]:8080",
+		"localhost:80":   "http://localhost:80",
+		"0.0.0.0:8080":   "",
+		"[::]:8080":      "",
+		":8080":          "",
+		"127.0.0.1:0":    "",
+	} {
+		if got := defaultPublicURL(addr); got != want {
+			t.Errorf("defaultPublicURL(%q) = %q, want %q", addr, got, want)
+		}
+	}
+	// Serving on port 0: the bound port is used, before modules mount.
+	td := startDaemon(t, "", nil)
+	if got := td.d.cfg.Server.PublicURL; got != td.url {
+		t.Errorf("public_url %q, want %q", got, td.url)
+	}
+}

@@ -28,18 +28,24 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, hooks serveHooks)
 		return err
 	}
 	start := time.Now()
+	// Listen first: a taken port fails before any agent or MCP child
+	// starts, and the bound address (port 0) is known to the modules.
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if !cfg.publicURLSet {
+		cfg.Server.PublicURL = defaultPublicURL(ln.Addr().String())
+	}
 	d, err := bootEngine(ctx, cfg, log)
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	m, stopHandlers, ready, err := newHandler(d)
 	if err != nil {
+		ln.Close()
 		return errors.Join(err, closeWithin(d, cfg.Server.ShutdownGrace))
-	}
-	ln, err := net.Listen("tcp", cfg.Server.Addr)
-	if err != nil {
-		stopHandlers()
-		return errors.Join(fmt.Errorf("listen: %w", err), closeWithin(d, cfg.Server.ShutdownGrace))
 	}
 	srv := &http.Server{
 		Handler:           m,
