@@ -93,8 +93,11 @@ func (a *api) mount(m *mux) error {
 	})
 	return errors.Join(
 		m.public(http.MethodGet, "/health", health),
+		m.public(http.MethodHead, "/health", health),
 		m.public(http.MethodGet, "/health/live", health),
+		m.public(http.MethodHead, "/health/live", health),
 		m.public(http.MethodGet, "/health/ready", http.HandlerFunc(a.healthReady)),
+		m.public(http.MethodHead, "/health/ready", http.HandlerFunc(a.healthReady)),
 		m.private(http.MethodGet, "/api/agents", http.HandlerFunc(a.listAgents)),
 		m.private(http.MethodGet, "/api/agents/:id", http.HandlerFunc(a.getAgent)),
 		m.private(http.MethodPost, "/api/agents/:id/execute", http.HandlerFunc(a.execute)),

@@ -173,10 +173,7 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return exitFail
 	}
-	log := cfg.newLogger(c.stderr)
-	for _, w := range cfg.Warnings {
-		log.Warn(w)
-	}
+	log := cfg.newLogger(c.stderr) // warnings were printed by load
 	if err := serve(ctx, cfg, log, c.hooks); err != nil {
 		printErrors(c.stderr, err)
 		return exitFail
