@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -337,6 +338,9 @@ func TestMetrics(t *testing.T) {
 func openAIServer(t *testing.T, delay time.Duration, status int) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Reading the whole body lets net/http notice a client that hangs
+		// up (and cancel r.Context()) while we wait.
+		io.Copy(io.Discard, r.Body)
 		select {
 		case <-time.After(delay):
 		case <-r.Context().Done():
@@ -493,5 +497,41 @@ func TestEventStreamApprovalHooks(t *testing.T) {
 	defer mu.Unlock()
 	if len(resolved) != 2 || resolved[0] != "a1 allow once" || resolved[1] != "a1 deny always" {
 		t.Fatalf("resolved %q", resolved)
+	}
+}
+
+// A run longer than server.shutdown_grace is cut off when the grace ends:
+// shutdown stays bounded, the exit code says so, the client gets an answer.
+func TestShutdownGraceBounded(t *testing.T) {
+	slow := openAIServer(t, 5*time.Second, http.StatusOK)
+	td := startDaemon(t, fmt.Sprintf(`
+server:
+  shutdown_grace: 300ms
+providers:
+  ollama: { base_url: %s/v1 }
+agents:
+  - id: slow
+    provider: ollama
+    model: m
+`, slow.URL), nil)
+	var wg sync.WaitGroup
+	var r response
+	wg.Go(func() { r = td.do(t, "POST", "/api/agents/slow/execute", `{"input":"x"}`) })
+	deadline := time.Now().Add(5 * time.Second)
+	for td.d.engine.Agents()[0].Running == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	code := td.stop()
+	took := time.Since(start)
+	wg.Wait()
+	if code != exitFail || took > 3*time.Second {
+		t.Fatalf("exit %d after %s; want 1 within about the 300ms grace", code, took)
+	}
+	if !strings.Contains(td.stderr.String(), "grace period were cut off") {
+		t.Errorf("stderr lacks the cut-off message:\n%s", td.stderr.String())
+	}
+	if r.status != http.StatusServiceUnavailable {
+		t.Errorf("cut-off run answered %d %s, want 503", r.status, r.body)
 	}
 }
