@@ -65,8 +65,13 @@ var sdkMethods = map[string]bool{
 // unknown method (-32601, or 202 for a notification). It reports whether
 // the request should go on to the go-sdk, with its body restored.
 func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= s.cfg.MaxMessageBytes {
+		buf.Grow(int(r.ContentLength) + 1) // +1: ReadFrom's probe for EOF
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
 	r.Body.Close()
+	body := buf.Bytes()
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {

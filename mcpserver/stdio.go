@@ -220,7 +220,9 @@ type frameError struct {
 	id      json.RawMessage // the request's id when one could be read; nil: null
 }
 
-// checkFrame decodes a frame, or returns the error reply it deserves.
+// checkFrame decodes a frame, or returns the error reply it deserves. The
+// go-sdk's DecodeMessage ignores trailing data (its stdio reader does not,
+// and ends the session), hence json.Valid first.
 func checkFrame(frame []byte) (jsonrpc.Message, *frameError) {
 	if !json.Valid(frame) {
 		return nil, &frameError{code: jsonrpc.CodeParseError, message: "Parse error: not valid JSON"}
