@@ -78,7 +78,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.cancel = cancel
 	log := e.Logger()
 	for _, sc := range m.cfg.Servers {
-		s := newServer(sc, m.cfg, e, log)
+		s := newServer(ctx, sc, m.cfg, e, log)
 		m.servers = append(m.servers, s)
 		log.Info("mcp server configured", "server", sc.Name, "transport", sc.Transport(), "target", s.target())
 		m.wg.Go(func() { s.run(ctx) })

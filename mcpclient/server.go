@@ -42,15 +42,20 @@ type server struct {
 	firstOnce    sync.Once
 	refreshes    atomic.Int64 // tool lists re-read after list_changed
 
+	// stopped ends with the module (Stop): in-flight calls are cancelled
+	// with it, since a session's Close waits for them.
+	stopped context.Context
+
 	mu      sync.Mutex // guards the fields below; never held across a remote call
 	session *mcp.ClientSession
 	tools   map[string]string // registered: qualified → bare
 	lastErr string            // why the server is down, redacted
 }
 
-func newServer(cfg ServerConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger) *server {
+func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger) *server {
 	r := newRedactor(cfg)
 	s := &server{
+		stopped:      stopped,
 		cfg:          cfg,
 		mcfg:         mcfg,
 		eng:          e,
@@ -349,9 +354,12 @@ func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (a
 	timeout := s.cfg.timeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer context.AfterFunc(s.stopped, cancel)()
 	res, err := cs.CallTool(cctx, params)
 	if err != nil {
 		switch {
+		case s.stopped.Err() != nil:
+			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s cancelled", ErrStopped, s.cfg.Name, bare)
 		case ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
 			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s: no result within %s: %w", ErrTimeout, s.cfg.Name, bare, timeout, context.DeadlineExceeded)
 		case sessionDead(err):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,81 @@ func TestStdioStopKillsStubbornChild(t *testing.T) {
 	}
 	if err := m.Ready(context.Background()); err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "stopped") && !strings.Contains(err.Error(), "stubborn") {
 		t.Fatal(err)
+	}
+}
+
+// A killed stdio child (no npm needed) is replaced within 5s; calls in the
+// outage fail naming the server; the old process group is gone.
+func TestStdioKillReconnects(t *testing.T) {
+	e, m := startModule(t, Config{Servers: []ServerConfig{helperServer("kid", "server")}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old := m.servers[0].dial.pid()
+	killProcessGroup(old)
+	killed := time.Now()
+	var outage []error
+	for {
+		res, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__kid__pid"})
+		if err == nil && res.Content != "" && res.Content != strconv.Itoa(old) {
+			break
+		}
+		if err != nil {
+			outage = append(outage, err)
+		}
+		if time.Since(killed) > 5*time.Second {
+			t.Fatalf("not back within 5s: %v", outage)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("back after %s, %d calls failed meanwhile", time.Since(killed), len(outage))
+	for _, err := range outage {
+		if !errors.Is(err, ErrServerDown) || !strings.Contains(err.Error(), "kid") {
+			t.Fatalf("outage error: %v", err)
+		}
+	}
+	if processGroupAlive(old) {
+		t.Fatal("old process group alive")
+	}
+}
+
+// Stop does not wait for a hung call's timeout.
+func TestStopDuringHungCall(t *testing.T) {
+	ts := newTestServer()
+	e := axocoatl.New(axocoatl.Options{})
+	defer e.Close(context.Background())
+	m, err := New(Config{Servers: []ServerConfig{{Name: "mem", Dial: ts.dial, Timeout: time.Minute}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Use(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__mem__hang"})
+		done <- err
+	}()
+	<-ts.hungStarted
+	start := time.Now()
+	if err := m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("Stop took %s", took)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("hung call succeeded")
+		}
+		t.Log(err)
+	case <-time.After(3 * time.Second):
+		t.Fatal("hung call still running after Stop")
 	}
 }
