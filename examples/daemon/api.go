@@ -48,15 +48,18 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg}})
 }
 
-// bodyReadTimeout bounds reading one request body, so a client trickling
-// bytes cannot hold a handler (the server has no global ReadTimeout: it
-// would also cut WebSocket streams).
-const bodyReadTimeout = 30 * time.Second
+// DefaultBodyReadTimeout bounds reading one request body, so a client
+// trickling bytes cannot hold a handler (the server has no global
+// ReadTimeout: it would also cut WebSocket streams).
+const DefaultBodyReadTimeout = 30 * time.Second
 
-// decodeJSON reads a JSON object body into dst, answering the error itself
-// (400 or 413) and returning false when it fails.
-func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) bool {
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+// decodeJSON reads a JSON object body into dst within timeout, answering
+// the error itself (400 or 413) and returning false when it fails.
+func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, timeout time.Duration) bool {
+	// net/http clears this deadline itself when, the body read, it starts
+	// watching the connection for a client hanging up; a long run after
+	// the body is not cut by it (TestRunOutlivesBodyTimeout).
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(dst)
@@ -82,9 +85,10 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) bool {
 
 // api holds the daemon's own HTTP handlers.
 type api struct {
-	d       *daemon
-	ready   *atomic.Bool
-	timeout time.Duration
+	d           *daemon
+	ready       *atomic.Bool
+	timeout     time.Duration // per request
+	bodyTimeout time.Duration // to read a request body
 }
 
 func (a *api) mount(m *mux) error {
@@ -173,7 +177,7 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req executeRequest
-	if !decodeJSON(w, r, &req) {
+	if !decodeJSON(w, r, &req, a.bodyTimeout) {
 		return
 	}
 	if req.Input == nil {
@@ -234,7 +238,7 @@ type publishRequest struct {
 
 func (a *api) publishEvent(w http.ResponseWriter, r *http.Request) {
 	var req publishRequest
-	if !decodeJSON(w, r, &req) {
+	if !decodeJSON(w, r, &req, a.bodyTimeout) {
 		return
 	}
 	switch {

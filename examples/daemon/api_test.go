@@ -535,3 +535,22 @@ agents:
 		t.Errorf("cut-off run answered %d %s, want 503", r.status, r.body)
 	}
 }
+
+// The body read deadline ends with the body: a run longer than
+// server.body_timeout is not cancelled by it.
+func TestRunOutlivesBodyTimeout(t *testing.T) {
+	slow := openAIServer(t, 600*time.Millisecond, http.StatusOK)
+	td := startDaemon(t, fmt.Sprintf(`
+server:
+  body_timeout: 100ms
+providers:
+  ollama: { base_url: %s/v1 }
+agents:
+  - id: slow
+    provider: ollama
+    model: m
+`, slow.URL), nil)
+	if r := td.do(t, "POST", "/api/agents/slow/execute", `{"input":"x"}`); r.status != http.StatusOK {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+}

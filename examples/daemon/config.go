@@ -69,6 +69,8 @@ type ServerConfig struct {
 	// RequestTimeout bounds one API request (an execute waits at most
 	// this long, then answers 504). Zero: 5m.
 	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// BodyTimeout bounds reading one request body. Zero: 30s.
+	BodyTimeout time.Duration `yaml:"body_timeout"`
 	// ShutdownGrace is how long in-flight requests and runs may take to
 	// finish after SIGINT/SIGTERM. Zero: 30s.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
@@ -96,6 +98,9 @@ func (s ServerConfig) WithDefaults() ServerConfig {
 	s.PublicURL = strings.TrimRight(s.PublicURL, "/")
 	if s.RequestTimeout == 0 {
 		s.RequestTimeout = DefaultRequestTimeout
+	}
+	if s.BodyTimeout == 0 {
+		s.BodyTimeout = DefaultBodyReadTimeout
 	}
 	if s.ShutdownGrace == 0 {
 		s.ShutdownGrace = DefaultShutdownGrace
@@ -281,6 +286,9 @@ func (c *Config) validate() error {
 	}
 	if c.Server.RequestTimeout < 0 {
 		errs = append(errs, d.Errorf("server.request_timeout", "must not be negative"))
+	}
+	if c.Server.BodyTimeout < 0 {
+		errs = append(errs, d.Errorf("server.body_timeout", "must not be negative"))
 	}
 	if c.Server.ShutdownGrace < 0 {
 		errs = append(errs, d.Errorf("server.shutdown_grace", "must not be negative"))

@@ -108,7 +108,7 @@ func newHandler(d *daemon) (m *mux, stop func(), ready *atomic.Bool, err error) 
 	}
 	streamCtx, endStreams := context.WithCancel(context.Background())
 	stop = func() { endStreams(); met.close() }
-	a := &api{d: d, ready: ready, timeout: cfg.Server.RequestTimeout}
+	a := &api{d: d, ready: ready, timeout: cfg.Server.RequestTimeout, bodyTimeout: cfg.Server.BodyTimeout}
 	ws := &stream{d: d, auth: m.auth, origins: cfg.Server.AllowedOrigins, ctx: streamCtx}
 	errs := []error{
 		a.mount(m),
