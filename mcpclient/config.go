@@ -36,7 +36,8 @@ type Config struct {
 	// MinBackoff is the first delay before reconnecting a server whose
 	// session ended or whose connect failed. Zero: 250ms.
 	MinBackoff time.Duration `yaml:"min_backoff"`
-	// MaxBackoff caps the doubling reconnect delay. Zero: 30s.
+	// MaxBackoff caps the doubling reconnect delay (each delay gets ±20%
+	// jitter). Zero: 30s.
 	MaxBackoff time.Duration `yaml:"max_backoff"`
 }
 

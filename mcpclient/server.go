@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"sort"
 	"sync"
@@ -133,13 +134,16 @@ func (s *server) run(ctx context.Context) {
 	}
 }
 
-// backoff is MinBackoff doubled per consecutive failure, capped.
+// backoff is MinBackoff doubled per consecutive failure, capped at
+// MaxBackoff, with ±20% jitter so that servers failing together (a network
+// outage) do not retry in lockstep.
 func (s *server) backoff(failures int) time.Duration {
 	d := s.mcfg.MinBackoff
 	for i := 1; i < failures && d < s.mcfg.MaxBackoff; i++ {
 		d *= 2
 	}
-	return min(d, s.mcfg.MaxBackoff)
+	d = min(d, s.mcfg.MaxBackoff)
+	return d - d/5 + rand.N(2*d/5+1)
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
