@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -552,5 +554,27 @@ agents:
 `, slow.URL), nil)
 	if r := td.do(t, "POST", "/api/agents/slow/execute", `{"input":"x"}`); r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
+	}
+}
+
+// A client that sends its body too slowly is answered when
+// server.body_timeout ends, instead of holding the handler.
+func TestSlowBodyTimesOut(t *testing.T) {
+	td := startDaemon(t, "server:\n  body_timeout: 200ms\nagents:\n  - id: assistant\n", nil)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(td.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /api/agents/assistant/execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"input\":")
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || time.Since(start) > 2*time.Second {
+		t.Fatalf("status %d after %s", resp.StatusCode, time.Since(start))
 	}
 }
