@@ -233,6 +233,7 @@ func TestStdioGoSDKClient(t *testing.T) {
 	}
 	checkSession(t, cs)
 	checkProgress(t, cs, log)
+	checkCancel(t, f, cs)
 	cs.Close() // closes the server's stdin
 	if err, terr := recv(done, 5*time.Second); terr != nil || err != nil {
 		t.Errorf("ServeStdio after EOF = %v (%v), want nil", err, terr)
