@@ -39,8 +39,11 @@ import (
 // ToolPrefix starts the name of every agent tool: agent_<id>.
 const ToolPrefix = "agent_"
 
-// ProtocolVersions are the MCP versions the server negotiates, newest first.
-var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// ProtocolVersions returns the MCP versions the server negotiates, newest
+// first.
+func ProtocolVersions() []string {
+	return []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+}
 
 // Defaults applied to a zero Config.
 const (
@@ -207,7 +210,7 @@ func New(e *axocoatl.Engine, cfg Config) (*Server, error) {
 		// listChanged, so that clients hear about agents added later. No
 		// logging capability: the server sends no log notifications.
 		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		SupportedProtocolVersions: ProtocolVersions,
+		SupportedProtocolVersions: ProtocolVersions(),
 	})
 	s.mcp.AddReceivingMiddleware(s.syncMiddleware)
 	s.syncTools()

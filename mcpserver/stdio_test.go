@@ -129,7 +129,7 @@ func TestStdioRawFrames(t *testing.T) {
 	if m.Error != nil {
 		json.Unmarshal(m.Error.Data, &data)
 	}
-	if m.Error == nil || string(m.ID) != "0" || m.Error.Code != mcp.CodeUnsupportedProtocolVersion || !slices.Equal(data.Supported, mcpserver.ProtocolVersions) {
+	if m.Error == nil || string(m.ID) != "0" || m.Error.Code != mcp.CodeUnsupportedProtocolVersion || !slices.Equal(data.Supported, mcpserver.ProtocolVersions()) {
 		t.Errorf("server/discover: %s, want -32022 listing the legacy versions", m.raw)
 	}
 
