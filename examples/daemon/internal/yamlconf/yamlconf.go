@@ -102,7 +102,7 @@ func (d *Doc) Decode(dst any, lookup Lookup) (warnings []string, err error) {
 	if d.root == nil {
 		return nil, nil
 	}
-	c := &checker{doc: d, paths: map[[2]int]string{}}
+	c := &checker{doc: d, paths: map[[2]int]string{}, ignored: map[*yaml.Node]bool{}}
 	c.checkKeys(d.root, rv.Elem().Type(), "", true)
 	c.expand(d.root, "", lookup)
 	if len(c.errs) > 0 {
@@ -118,6 +118,7 @@ type checker struct {
 	doc      *Doc
 	errs     []error
 	warnings []string
+	ignored  map[*yaml.Node]bool // values of unknown top-level sections
 	paths    map[[2]int]string // node position → key path, for decode errors
 }
 
@@ -201,6 +202,7 @@ func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool)
 			if j < 0 {
 				if top {
 					c.warnings = append(c.warnings, fmt.Sprintf("%s:%d: unknown section %q ignored", c.doc.File, k.Line, key))
+					c.ignored[v] = true // nor are its ${VAR}s expanded
 				} else {
 					c.errorf(k, kp, "unknown key (known: %s)", knownNames(fields))
 				}
@@ -253,6 +255,9 @@ func knownNames(fields []field) string {
 
 // expand replaces variables in every scalar value (keys are left alone).
 func (c *checker) expand(n *yaml.Node, path string, lookup Lookup) {
+	if c.ignored[n] {
+		return
+	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {

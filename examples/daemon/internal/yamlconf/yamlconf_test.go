@@ -105,7 +105,7 @@ items:
 headers: { X-Key: "${A}" }
 servers:
   - id: s
-other_section: {anything: 1}
+other_section: {anything: "${UNSET_BUT_IGNORED}"}
 `, map[string]string{"A": "a", "PORT": "8080"})
 	if err != nil {
 		t.Fatal(err)
