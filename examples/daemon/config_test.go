@@ -252,3 +252,67 @@ func TestDefaultPublicURL(t *testing.T) {
 		t.Errorf("public_url %q, want %q", got, td.url)
 	}
 }
+
+// The contract's example config (§2) validates, with the sections no
+// module reads yet reported as warnings. (Its flow-style `env:
+// { API_KEY: ${FS_KEY} }` is not valid YAML: the } of ${…} ends the map;
+// here it is quoted.)
+func TestContractExampleConfig(t *testing.T) {
+	text := `
+server:
+  addr: 127.0.0.1:8080
+  public_url: http://127.0.0.1:8080
+  api_token: ${AXOCOATL_API_TOKEN}
+  allow_unauthenticated: false
+providers:
+  openai:    { base_url: https://llm.example.com/v1, api_key: "${OPENAI_API_KEY}" }
+  ollama:    { base_url: http://localhost:11434 }
+  anthropic: { api_key: "${ANTHROPIC_API_KEY}" }
+agents:
+  - id: researcher
+    name: Researcher
+    description: Finds facts.
+    provider: openai
+    model: gpt-4o-mini
+    system_prompt: You are a research assistant.
+    tools: ["mcp__fs__*"]
+    max_iterations: 10
+    timeout: 120s
+mcp_servers:
+  - name: fs
+    command: npx
+    args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]
+    env: { API_KEY: "${FS_KEY}" }
+    inherit_env: true
+  - name: search
+    url: https://mcp.example.com/mcp
+    headers: { Authorization: "Bearer ${SEARCH_TOKEN}" }
+    timeout: 60s
+    approval: prompt
+approval:
+  default: prompt
+  timeout: 5m
+  rules:
+    - { tool: "mcp__fs__read_*", decision: allow }
+webhooks:
+  - name: deploy-alerts
+    url: https://hooks.example.com/axocoatl
+    events: [TaskCompleted, AgentFailed]
+    secret: ${WEBHOOK_SECRET}
+    headers: { Authorization: "${INTERNAL_TOKEN}" }
+    timeout: 10s
+lattice:
+  backend: memory
+  nats_url: nats://127.0.0.1:4222
+`
+	env := map[string]string{"AXOCOATL_API_TOKEN": "t", "OPENAI_API_KEY": "k1", "ANTHROPIC_API_KEY": "k2", "FS_KEY": "k3", "SEARCH_TOKEN": "k4"}
+	code, stdout, stderr := runCLI(t, env, "validate", "--config", writeConfig(t, text))
+	if code != exitOK || !strings.Contains(stdout, "ok (1 agents)") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, section := range []string{"approval", "webhooks"} {
+		if !strings.Contains(stderr, fmt.Sprintf("unknown section %q ignored", section)) {
+			t.Errorf("no warning for %s:\n%s", section, stderr)
+		}
+	}
+}
