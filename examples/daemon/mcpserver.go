@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os/signal"
 	"slices"
+	"syscall"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
@@ -99,6 +101,11 @@ func runMCP(ctx context.Context, c *cli, args []string) int {
 		return exitFail
 	}
 	log := cfg.newLogger(c.stderr)
+	// A client that goes away closes our stdout: without this, the first
+	// write to it kills the process with SIGPIPE before anything shuts
+	// down; with it, the write fails (EPIPE), the session ends and the
+	// Engine closes as on any other exit.
+	signal.Ignore(syscall.SIGPIPE)
 	d, err := bootEngine(ctx, cfg, log)
 	if err != nil {
 		printErrors(c.stderr, err)
