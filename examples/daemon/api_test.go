@@ -124,6 +124,12 @@ agents:
 			t.Errorf("Origin %s: err %v resp %v; want 403", origin, err, resp)
 		}
 	}
+	// The refusal has the API's error shape.
+	r := td.do(t, "GET", "/api/events", "", "Origin", "http://evil.example", "Connection", "Upgrade", "Upgrade", "websocket",
+		"Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	if e, _ := r.json(t)["error"].(map[string]any); r.status != http.StatusForbidden || e["code"] != "forbidden" || !strings.Contains(e["message"].(string), "evil.example") {
+		t.Fatalf("refusal %d %s", r.status, r.body)
+	}
 }
 
 func TestAPI(t *testing.T) {

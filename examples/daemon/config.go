@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path"
 	"reflect"
 	"regexp"
 	"strings"
@@ -283,6 +284,11 @@ func (c *Config) validate() error {
 	}
 	if tok := c.Server.APIToken.Reveal(); tok != "" && strings.ContainsAny(tok, " \t\r\n") {
 		errs = append(errs, d.Errorf("server.api_token", "must not contain whitespace"))
+	}
+	for i, p := range c.Server.AllowedOrigins {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			errs = append(errs, d.Errorf(fmt.Sprintf("server.allowed_origins[%d]", i), "%q is not a valid host pattern", p))
+		}
 	}
 	if c.Server.RequestTimeout < 0 {
 		errs = append(errs, d.Errorf("server.request_timeout", "must not be negative"))

@@ -30,6 +30,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad addr", "server:\n  addr: nonsense\nagents:\n  - id: a\n", nil, `2: server.addr: "nonsense" is not host:port`},
 		{"no agents", "server: {}\n", nil, ` agents: at least one agent is required`},
 		{"blank token", "server:\n  api_token: \"  \"\nagents:\n  - id: a\n", nil, `2: server.api_token: must not contain whitespace`},
+		{"bad origin pattern", "server:\n  allowed_origins: [\"ok.example\", \"[bad\"]\nagents:\n  - id: a\n", nil, `2: server.allowed_origins[1]: "[bad" is not a valid host pattern`},
 		{"bad lattice", "lattice:\n  backend: kafka\nagents:\n  - id: a\n", nil, `2: lattice.backend: "kafka" is unknown`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
+	"path"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +79,10 @@ func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "unauthorized", errNoToken.Error())
 		return
 	}
+	if err := checkOrigin(r, s.origins); err != nil {
+		writeError(w, http.StatusForbidden, "forbidden", err.Error())
+		return
+	}
 	if s.open.Add(1) > wsMaxStreams {
 		s.open.Add(-1)
 		w.Header().Set("Retry-After", "5")
@@ -82,8 +90,7 @@ func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.open.Add(-1)
-	// Accept checks Origin against the Host and OriginPatterns and answers
-	// 403 itself.
+	// Accept checks Origin again by the same rules (defence in depth).
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.origins})
 	if err != nil {
 		s.d.log.Debug("websocket refused", "error", err, "origin", r.Header.Get("Origin"))
@@ -240,4 +247,33 @@ func (s *stream) approve(ctx context.Context, f clientFrame) (code, msg string) 
 		return "approval_failed", err.Error()
 	}
 	return "", ""
+}
+
+// checkOrigin applies coder/websocket's Origin rules (the request's own
+// host, or a pattern of server.allowed_origins, matched with path.Match
+// case-insensitively against the host, or against scheme://host when the
+// pattern has a scheme) so that a refusal gets the API's JSON error shape.
+// Requests without Origin (not from a browser) pass.
+func checkOrigin(r *http.Request, patterns []string) error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("origin %s is not a URL with a host", quote(origin))
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return nil
+	}
+	for _, p := range patterns {
+		target := u.Host
+		if strings.Contains(p, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("origin %s may not open the event stream of %s (see server.allowed_origins)", quote(u.Host), quote(r.Host))
 }

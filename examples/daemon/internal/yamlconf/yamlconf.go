@@ -119,7 +119,7 @@ type checker struct {
 	errs     []error
 	warnings []string
 	ignored  map[*yaml.Node]bool // values of unknown top-level sections
-	paths    map[[2]int]string // node position → key path, for decode errors
+	paths    map[[2]int]string   // node position → key path, for decode errors
 }
 
 func (c *checker) errorf(n *yaml.Node, path, format string, args ...any) {
