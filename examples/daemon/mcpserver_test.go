@@ -237,6 +237,35 @@ func TestMCPServeBinary(t *testing.T) {
 		checkInspectorCLI(t, "-e", "AXOCOATL_CONFIG="+config, bin, "mcp", "serve")
 	})
 
+	t.Run("client gone: no SIGPIPE death", func(t *testing.T) {
+		cmd := mcpCommand(t, bin, config)
+		stdin, _ := cmd.StdinPipe()
+		defer stdin.Close()
+		stdout, _ := cmd.StdoutPipe()
+		var stderr syncBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n")
+		bufio.NewReader(stdout).ReadString('\n')
+		stdout.Close() // the client stops reading; its stdin stays open
+		io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "broken pipe") {
+				t.Errorf("exit %v, want 1 with the reason on stderr (not a signal)\n%s", err, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("still running after its client went away\n%s", stderr.String())
+		}
+	})
+
 	t.Run("SIGTERM exits 0", func(t *testing.T) {
 		cmd := mcpCommand(t, bin, config)
 		stdin, _ := cmd.StdinPipe() // held open: only the signal ends it
