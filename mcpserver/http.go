@@ -92,6 +92,12 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	req, ok := msg.(*jsonrpc.Request)
+	if ok && req.Method == "initialize" && s.cfg.MaxSessions > 0 && s.sessionCount() >= s.cfg.MaxSessions {
+		id, _ := json.Marshal(req.ID.Raw())
+		w.Header().Set("Retry-After", "10")
+		writeRPCError(w, http.StatusServiceUnavailable, id, codeServerBusy, fmt.Sprintf("too many open sessions (%d): retry later", s.cfg.MaxSessions))
+		return false
+	}
 	if !ok || sdkMethods[req.Method] {
 		return true
 	}
@@ -102,6 +108,20 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
 	id, _ := json.Marshal(req.ID.Raw())
 	writeRPCError(w, http.StatusOK, id, jsonrpc.CodeMethodNotFound, "Method not found: "+req.Method)
 	return false
+}
+
+// codeServerBusy is a JSON-RPC server error (the -32000…-32099 range): the
+// session limit is reached.
+const codeServerBusy = -32000
+
+// sessionCount counts the open sessions (only on initialize: it copies the
+// go-sdk's list).
+func (s *Server) sessionCount() int {
+	n := 0
+	for range s.mcp.Sessions() {
+		n++
+	}
+	return n
 }
 
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -185,5 +186,30 @@ func TestHTTPBadRequests(t *testing.T) {
 	status, _, body = do(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"agent_echo","arguments":{"input":"alive"}}}`, sid)
 	if status != http.StatusOK || !strings.Contains(body, `"text":"alive"`) {
 		t.Errorf("after bad requests: %d %s", status, body)
+	}
+}
+
+// Past MaxSessions an initialize gets 503; closing a session makes room.
+func TestHTTPMaxSessions(t *testing.T) {
+	f := newFixture(t, mcpserver.Config{MaxSessions: 2})
+	ts := serveHTTP(t, f)
+	url := ts.URL + "/mcp"
+	a := connectHTTP(t, url, nil)
+	connectHTTP(t, url, nil)
+	status, body := post(t, url, nil)
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "too many open sessions") {
+		t.Errorf("third session: %d %s, want 503", status, body)
+	}
+	a.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		status, body = post(t, url, nil)
+		if status == http.StatusOK || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status != http.StatusOK {
+		t.Errorf("after closing one: %d %s", status, body)
 	}
 }

@@ -52,6 +52,7 @@ const (
 	DefaultProgressInterval = 5 * time.Second
 	DefaultSessionTimeout   = 30 * time.Minute
 	DefaultMaxMessageBytes  = 4 << 20
+	DefaultMaxSessions      = 1000
 )
 
 // Errors returned by the package; check them with errors.Is.
@@ -95,6 +96,10 @@ type Config struct {
 	// MaxMessageBytes bounds one incoming JSON-RPC message: a stdio line or
 	// an HTTP request body. Zero: 4 MiB.
 	MaxMessageBytes int64 `yaml:"max_message_bytes"`
+	// MaxSessions bounds the sessions open at once; an HTTP initialize
+	// beyond it gets 503 (each session holds memory until DELETE or
+	// SessionTimeout). Zero: 1000. Negative: no bound.
+	MaxSessions int `yaml:"max_sessions"`
 	// Logger receives the server's logs. Zero: the Engine's logger.
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -158,6 +163,9 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 	}
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.MaxSessions == 0 {
+		c.MaxSessions = DefaultMaxSessions
 	}
 	if c.Logger == nil {
 		c.Logger = e.Logger()
