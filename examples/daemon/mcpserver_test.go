@@ -41,6 +41,9 @@ func mcpConfig(t *testing.T) string {
 	return writeConfig(t, `
 server:
   shutdown_grace: 5s
+mcp_server:
+  name: axocoatl-under-test
+  progress_interval: 1s
 providers:
   openai: { base_url: `+upstream.URL+`/v1, api_key: sk-test, max_retries: -1 }
 agents:
@@ -85,6 +88,9 @@ func checkMCPSession(t *testing.T, cs *mcp.ClientSession) {
 	ctx := mcpCtx(t)
 	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
 		t.Errorf("negotiated %q, want 2025-11-25", v)
+	}
+	if info := cs.InitializeResult().ServerInfo; info == nil || info.Name != "axocoatl-under-test" || info.Version == "" {
+		t.Errorf("serverInfo %+v, want the mcp_server.name of the config and a version", info)
 	}
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {
