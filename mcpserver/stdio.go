@@ -238,7 +238,7 @@ func checkFrame(frame []byte) (jsonrpc.Message, *frameError) {
 }
 
 // track notes a request that awaits an answer, and forgets one the client
-// cancelled (the go-sdk does not answer those).
+// cancelled: the client ignores its answer, so EOF need not wait for it.
 func track(pending *inflight, msg jsonrpc.Message) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
