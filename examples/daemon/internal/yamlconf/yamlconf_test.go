@@ -177,3 +177,39 @@ func TestEmptyFile(t *testing.T) {
 		t.Fatalf("c = %+v, err = %v", c, err)
 	}
 }
+
+// FuzzLoad: any text gives a config or an *Error naming the file; never a
+// panic. Run: go test -fuzz FuzzLoad ./examples/daemon/internal/yamlconf/
+func FuzzLoad(f *testing.F) {
+	for _, seed := range []string{
+		"name: x\nitems:\n  - id: a\n    timeout: 1s\n",
+		"items: [{id: ${A:-b}, port: ${P}}]\n",
+		"servers:\n  - id: bad\n",
+		"a: &x {b: 1}\nc: *x\n",
+		"name: $${A}\n",
+		"- 1\n",
+		"{",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		d, err := Parse("f.yaml", []byte(text))
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.File != "f.yaml" {
+				t.Fatalf("parse error %T %v", err, err)
+			}
+			return
+		}
+		var c config
+		_, err = d.Decode(&c, env(map[string]string{"A": "a", "P": "1"}))
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.File != "f.yaml" {
+				t.Fatalf("decode error %T %v", err, err)
+			}
+			return
+		}
+		d.ValidateTree("", reflect.ValueOf(&c).Elem())
+	})
+}
