@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// FuzzAPIBodies: whatever a client posts to execute or publish, the answer
+// is a success or a 4xx in the error shape, never a 5xx or a panic.
+// Run: go test -fuzz FuzzAPIBodies ./examples/daemon/
+func FuzzAPIBodies(f *testing.F) {
+	for _, seed := range []string{
+		`{"input":"hi"}`, `{"type":"Deployed","payload":{"a":[1,2]}}`, `{"type":"X","payload":null}`,
+		`{"input":"\ud800"}`, `[]`, `null`, `{"type":"TaskCompleted"}`, `{"input":"a"}{`, "\x00",
+	} {
+		f.Add(seed)
+	}
+	cfg, err := parseConfig(builtinSource, defaultConfigYAML, mapEnv(nil), envOverrides{}, "")
+	if err != nil {
+		f.Fatal(err)
+	}
+	d, err := bootEngine(context.Background(), cfg, cfg.newLogger(io.Discard))
+	if err != nil {
+		f.Fatal(err)
+	}
+	m, stop, _, err := newHandler(d)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { stop(); d.close(context.Background()) })
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, path := range []string{"/api/agents/assistant/execute", "/api/events"} {
+			w := httptest.NewRecorder()
+			m.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+			if w.Code >= 500 || (w.Code >= 300 && !strings.Contains(w.Body.String(), `"error":{"code":`)) {
+				t.Fatalf("POST %s %q: %d %s", path, body, w.Code, w.Body)
+			}
+		}
+	})
+}
