@@ -13,7 +13,7 @@ import (
 
 // serveHooks let tests and benchmarks observe a running server.
 type serveHooks struct {
-	// booted is called with the daemon and its router before listening.
+	// booted is called with the daemon and its router before serving.
 	booted func(d *daemon, m *mux)
 	// listening is called once the listener is bound and the daemon is
 	// ready, with the address actually bound (useful with port 0).
