@@ -444,6 +444,11 @@ func TestRefusesPublicAddrWithoutToken(t *testing.T) {
 	if code != exitFail || !strings.Contains(stderr, "refusing") {
 		t.Fatalf("validate: exit %d, stderr %q", code, stderr)
 	}
+	// Opting in is explicit.
+	code, _, stderr = runCLI(t, nil, "validate", "--config", writeConfig(t, "server:\n  addr: ':8080'\n  allow_unauthenticated: true\nagents:\n  - id: a\n"))
+	if code != exitOK {
+		t.Fatalf("allow_unauthenticated: exit %d, stderr %q", code, stderr)
+	}
 }
 
 // The stream reaches the approval module through d.approvals: the ready
