@@ -27,6 +27,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, hooks serveHooks)
 	if err := cfg.checkListen(); err != nil {
 		return err
 	}
+	if cfg.Server.APIToken.IsZero() && !isLoopback(cfg.Server.Addr) {
+		log.Warn("serving WITHOUT authentication on a non-loopback address (server.allow_unauthenticated)", "addr", cfg.Server.Addr)
+	}
 	start := time.Now()
 	// Listen first: a taken port fails before any agent or MCP child
 	// starts, and the bound address (port 0) is known to the modules.
