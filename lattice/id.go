@@ -7,7 +7,11 @@ import (
 	"time"
 )
 
-// ids produces UUIDv7 strings: 48 bits of unix milliseconds, then a 12-bit
+// ids is the one piece of process-wide state in the library, on purpose: ids
+// must be unique and time-ordered across every Engine, bus and module of the
+// process, as with crypto/rand's reader. It holds no configuration.
+//
+// It produces UUIDv7 strings: 48 bits of unix milliseconds, then a 12-bit
 // counter that keeps ids strictly increasing within one millisecond, then 62
 // random bits. Sorting ids as strings sorts them by creation time.
 var ids idSource
