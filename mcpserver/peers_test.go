@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/mcpserver"
 )
 
@@ -59,7 +59,7 @@ func checkStdoutProtocolOnly(t *testing.T, cmd *exec.Cmd) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testutil.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -106,25 +106,6 @@ func checkStdoutProtocolOnly(t *testing.T, cmd *exec.Cmd) {
 	if replies != 8 { // every frame with an id, plus the parse error
 		t.Errorf("%d replies on stdout, want 8:\n%s", replies, stdout.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer that exec's copying goroutine can write
-// while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // checkMCPGo runs the acceptance checks with a mark3labs/mcp-go client.
@@ -250,50 +231,19 @@ func TestHTTPMCPGo(t *testing.T) {
 	checkMCPGo(t, c)
 }
 
-// Inspector runs the pinned Inspector CLI from npm. Tests skip without npx
-// (install Node.js 20+; .ci/run warms the npx cache) and fail on CI.
-func Inspector(t *testing.T, args ...string) (stdout string, exit int) {
-	t.Helper()
-	if _, err := exec.LookPath("npx"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("npx not found: install Node.js 20+ (apt-get install -y nodejs npm)")
-		}
-		t.Skip("npx not found: install Node.js 20+ to run the Inspector CLI interop tests")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npx", append([]string{"-y", "@modelcontextprotocol/inspector@2.12.0", "--cli"}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		exit = ee.ExitCode()
-	default:
-		t.Fatalf("inspector: %v\n%s", err, errb.String())
-	}
-	if exit != 0 && exit != 5 {
-		t.Fatalf("inspector %v: exit %d\nstdout: %s\nstderr: %s", args, exit, out.String(), errb.String())
-	}
-	return out.String(), exit
-}
-
 // checkInspector lists the tools (with the Inspector's schema portability
 // check) and calls the echo and the failing agent through target.
 func checkInspector(t *testing.T, target ...string) {
 	t.Helper()
-	out, _ := Inspector(t, append(append([]string{}, target...), "--method", "tools/list", "--strict")...)
+	out, _ := testutil.Inspector(t, append(append([]string{}, target...), "--method", "tools/list", "--strict")...)
 	if !strings.Contains(out, `"agent_echo"`) || !strings.Contains(out, `"required"`) {
 		t.Errorf("inspector tools/list: %s", out)
 	}
-	out, exit := Inspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_echo", "--tool-arg", "input=from the inspector")...)
+	out, exit := testutil.Inspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_echo", "--tool-arg", "input=from the inspector")...)
 	if exit != 0 || !strings.Contains(out, "from the inspector") {
 		t.Errorf("inspector agent_echo: exit %d: %s", exit, out)
 	}
-	out, exit = Inspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_broken", "--tool-arg", "input=x")...)
+	out, exit = testutil.Inspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_broken", "--tool-arg", "input=x")...)
 	if exit != 5 || !strings.Contains(out, "upstream exploded") {
 		t.Errorf("inspector agent_broken: exit %d (want 5, a tool error): %s", exit, out)
 	}
