@@ -23,6 +23,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -31,13 +32,7 @@ const everythingPkg = "@modelcontextprotocol/server-everything@2026.8.31"
 // needNPX skips without npx, except under CI where the peer is required.
 func needNPX(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("npx"); err != nil {
-		msg := "npx not found: install Node.js 20+ and run `npx -y " + everythingPkg + " stdio` once (.ci/run does)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	testutil.RequireCommand(t, "npx", "install Node.js 20+ and run `npx -y "+everythingPkg+" stdio` once (.ci/run does)")
 }
 
 // fakeOpenAI is an OpenAI-compatible Chat Completions server whose model

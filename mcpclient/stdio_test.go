@@ -11,6 +11,7 @@ import (
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -18,8 +19,8 @@ type secretT = secret.Secret
 
 const secretValue = "s3cr3t-value-xyz"
 
-func debugLogger() (*slog.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
+func debugLogger() (*slog.Logger, *testutil.SyncBuffer) {
+	buf := &testutil.SyncBuffer{}
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
 }
 
