@@ -63,41 +63,11 @@ const messagesFinal = `{
 }`
 
 func TestAnthropicToolUseRoundTrip(t *testing.T) {
-	var rec recorder
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, _ := rec.record(r)
-		if n == 1 {
-			writeJSON(w, 200, messagesToolUse)
-			return
-		}
-		writeJSON(w, 200, messagesFinal)
-	}))
-	defer srv.Close()
-
-	h := newHarness(t, provider.Anthropic, provider.Config{BaseURL: srv.URL, APIKey: secret.Secret("sk-ant-test-123")},
-		agent.Spec{SystemPrompt: "You are terse."})
-	var lookup, broken toolRecorder
-	lookup.register(t, h.engine, "lookup", "21°C, sunny", false)
-	broken.register(t, h.engine, "broken", "backend down", true)
-
-	res, err := h.engine.Execute(context.Background(), "a", "Weather in Paris?")
-	if err != nil {
-		t.Fatalf("Execute: %v", err)
-	}
-	if res.Output != "Paris: 21°C and sunny." {
-		t.Fatalf("output %q", res.Output)
-	}
-	if got := lookup.args(); len(got) != 1 || got[0] != `{"city":"Paris"}` {
-		t.Fatalf("lookup called with %q", got)
-	}
-	if got := broken.args(); len(got) != 1 || got[0] != `{"city":"Lyon"}` {
-		t.Fatalf("broken called with %q", got)
-	}
-
-	seen := rec.all()
-	if len(seen) != 2 {
-		t.Fatalf("%d requests, want 2", len(seen))
-	}
+	seen := toolRoundTrip(t, provider.Anthropic,
+		func(url string) provider.Config {
+			return provider.Config{BaseURL: url, APIKey: secret.Secret("sk-ant-test-123")}
+		},
+		agent.Spec{SystemPrompt: "You are terse."}, messagesToolUse, messagesFinal)
 	for _, x := range seen {
 		if x.Method != "POST" || x.Path != "/v1/messages" {
 			t.Fatalf("request %s %s", x.Method, x.Path)

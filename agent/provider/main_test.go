@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -142,4 +143,49 @@ func writeJSON(w http.ResponseWriter, status int, body string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	io.WriteString(w, body)
+}
+
+// toolRoundTrip runs agent "a" (newHarness) on "Weather in Paris?" against a
+// model server that answers first (a turn asking for the tools lookup and
+// broken) and then final. lookup answers "21°C, sunny" and broken fails
+// with "backend down". It checks the agent's output and each tool's
+// arguments, and returns the two requests the provider sent, for the caller
+// to check its wire format. cfg gets the server's URL.
+func toolRoundTrip(t *testing.T, kind string, cfg func(serverURL string) provider.Config, spec agent.Spec, first, final string) []exchange {
+	t.Helper()
+	var rec recorder
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := rec.record(r)
+		if n == 1 {
+			writeJSON(w, 200, first)
+			return
+		}
+		writeJSON(w, 200, final)
+	}))
+	defer srv.Close()
+
+	h := newHarness(t, kind, cfg(srv.URL), spec)
+	var lookup, broken toolRecorder
+	lookup.register(t, h.engine, "lookup", "21°C, sunny", false)
+	broken.register(t, h.engine, "broken", "backend down", true)
+
+	res, err := h.engine.Execute(context.Background(), "a", "Weather in Paris?")
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	if res.Output != "Paris: 21°C and sunny." {
+		t.Fatalf("output %q", res.Output)
+	}
+	if got := lookup.args(); len(got) != 1 || got[0] != `{"city":"Paris"}` {
+		t.Fatalf("lookup called with %q", got)
+	}
+	if got := broken.args(); len(got) != 1 || got[0] != `{"city":"Lyon"}` {
+		t.Fatalf("broken called with %q", got)
+	}
+
+	seen := rec.all()
+	if len(seen) != 2 {
+		t.Fatalf("%d requests, want 2", len(seen))
+	}
+	return seen
 }
