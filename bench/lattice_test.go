@@ -3,9 +3,7 @@ package bench
 
 import (
 	"context"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,32 +29,37 @@ func BenchmarkFanout(b *testing.B) {
 
 const (
 	fanout = 4
-	batch  = 256 // below every buffer: 4096 for lattice and channels, 65536 for NATS
+	batch  = 1024 // below every buffer: 4096 for lattice and channels, 65536 for NATS
 )
 
-// delivered counts per subscriber, padded so counters don't share a cache line.
-type delivered [fanout]struct {
-	n atomic.Int64
-	_ [56]byte
+// batches is how subscribers tell the publisher that a batch arrived: each
+// sends once per completed batch, so the publisher blocks (no spinning that
+// would steal one of two cores from the system under test).
+type batches struct {
+	n    int
+	done chan struct{}
 }
 
-func (d *delivered) waitAll(n int64) {
-	for i := range d {
-		for d[i].n.Load() < n {
-			runtime.Gosched()
-		}
+func newBatches(n int) *batches { return &batches{n: n, done: make(chan struct{}, fanout)} }
+
+// received is called by a subscriber with its running count.
+func (bs *batches) received(count int) {
+	if count%batch == 0 || count == bs.n {
+		bs.done <- struct{}{}
 	}
 }
 
 // publishBatched calls publish b.N times, waiting after every batch until
-// all subscribers have counted it.
-func publishBatched(b *testing.B, d *delivered, publish func()) {
+// all subscribers have received it.
+func publishBatched(b *testing.B, bs *batches, publish func()) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 1; i <= b.N; i++ {
 		publish()
 		if i%batch == 0 || i == b.N {
-			d.waitAll(int64(i))
+			for range fanout {
+				<-bs.done
+			}
 		}
 	}
 	b.StopTimer()
@@ -73,23 +76,25 @@ func benchEvent(b *testing.B) lattice.Event {
 func benchLattice(b *testing.B) {
 	bus := lattice.NewMemory()
 	ev := benchEvent(b)
-	var d delivered
+	bs := newBatches(b.N)
 	var subs []lattice.Subscription
 	var wg sync.WaitGroup
-	for i := range fanout {
+	for range fanout {
 		s, err := bus.Subscribe(lattice.Filter{Types: []string{"TaskCompleted"}}, 4096)
 		if err != nil {
 			b.Fatal(err)
 		}
 		subs = append(subs, s)
 		wg.Go(func() {
+			n := 0
 			for range s.Events() {
-				d[i].n.Add(1)
+				n++
+				bs.received(n)
 			}
 		})
 	}
 	ctx := context.Background()
-	publishBatched(b, &d, func() {
+	publishBatched(b, bs, func() {
 		if err := bus.Publish(ctx, ev); err != nil {
 			b.Fatal(err)
 		}
@@ -123,21 +128,22 @@ func benchNATS(b *testing.B) {
 	ev := benchEvent(b)
 	data := []byte(`{"id":"` + ev.ID + `","type":"TaskCompleted","produced_by":"bench","timestamp":1,"payload":` + string(ev.Payload) + `}`)
 
-	var d delivered
-	for i := range fanout {
+	bs := newBatches(b.N)
+	for range fanout {
 		sc, err := nats.Connect("", nats.InProcessServer(ns))
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer sc.Close()
-		if _, err := sc.Subscribe("lattice.TaskCompleted", func(*nats.Msg) { d[i].n.Add(1) }); err != nil {
+		n := 0 // a subscription's handler runs on one goroutine
+		if _, err := sc.Subscribe("lattice.TaskCompleted", func(*nats.Msg) { n++; bs.received(n) }); err != nil {
 			b.Fatal(err)
 		}
 		if err := sc.Flush(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	publishBatched(b, &d, func() {
+	publishBatched(b, bs, func() {
 		if err := nc.Publish("lattice.TaskCompleted", data); err != nil {
 			b.Fatal(err)
 		}
@@ -146,19 +152,21 @@ func benchNATS(b *testing.B) {
 
 func benchChan(b *testing.B) {
 	ev := benchEvent(b)
-	var d delivered
+	bs := newBatches(b.N)
 	chans := make([]chan lattice.Event, fanout)
 	var wg sync.WaitGroup
 	for i := range chans {
 		ch := make(chan lattice.Event, 4096)
 		chans[i] = ch
 		wg.Go(func() {
+			n := 0
 			for range ch {
-				d[i].n.Add(1)
+				n++
+				bs.received(n)
 			}
 		})
 	}
-	publishBatched(b, &d, func() {
+	publishBatched(b, bs, func() {
 		for _, ch := range chans {
 			ch <- ev
 		}
