@@ -36,19 +36,6 @@ func hangingModelServer(t *testing.T) (url string, started chan struct{}) {
 	return srv.URL + "/v1", started
 }
 
-// tokenTransport adds the API token to every request, as an A2A client
-// configured with the daemon's token does.
-type tokenTransport struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+t.token)
-	return t.base.RoundTrip(r)
-}
-
 func TestDaemonA2AWithA2AGoClient(t *testing.T) {
 	slowURL, started := hangingModelServer(t)
 	td := startDaemon(t, `
@@ -76,7 +63,7 @@ a2a:
 	}
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tokenTransport{"tok-123", tr}}
+	hc := &http.Client{Transport: bearer{"tok-123", tr}}
 	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc))
 	if err != nil {
 		t.Fatal(err)

@@ -8,35 +8,31 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
-// buildBinary compiles the daemon as users do: go build ./examples/daemon.
+// buildBinary compiles the daemon as users do (go build), under the race
+// detector when this test runs with it.
 func buildBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
-	bin := filepath.Join(t.TempDir(), "axocoatl")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return testutil.BuildDaemon(t, testutil.RaceEnabled)
 }
 
 var readyLine = regexp.MustCompile(`msg="axocoatl ready" addr=(\S+)`)
 
 // startBinary runs the binary in an empty directory with a clean
 // environment and returns its base URL once it logs that it is ready.
-func startBinary(t testing.TB, bin string, env []string, args ...string) (baseURL string, cmd *exec.Cmd, stderr *syncBuffer) {
+func startBinary(t testing.TB, bin string, env []string, args ...string) (baseURL string, cmd *exec.Cmd, stderr *testutil.SyncBuffer) {
 	t.Helper()
 	cmd = exec.Command(bin, args...)
 	cmd.Dir = t.TempDir() // no ./axocoatl.yaml: the built-in default applies
@@ -48,7 +44,7 @@ func startBinary(t testing.TB, bin string, env []string, args ...string) (baseUR
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	stderr = &syncBuffer{}
+	stderr = &testutil.SyncBuffer{}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pipe)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,34 +9,30 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
+
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// bearer adds the API token to every request of an HTTP client, as a
+// client configured with the daemon's token does.
+type bearer struct {
+	token string
+	next  http.RoundTripper
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }
 
 // mapEnv is a fake environment for in-process runs.
@@ -57,7 +52,7 @@ func writeConfig(t *testing.T, text string) string {
 // runCLI runs a command in-process and returns its exit code and output.
 func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb syncBuffer
+	var out, errb testutil.SyncBuffer
 	code = run(context.Background(), args, &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, lookup: mapEnv(env)})
 	return code, out.String(), errb.String()
 }
@@ -67,7 +62,7 @@ type testDaemon struct {
 	url    string
 	d      *daemon
 	m      *mux
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 	cancel context.CancelFunc
 	done   chan int
 	client *http.Client
@@ -82,7 +77,7 @@ func startDaemon(t *testing.T, configText string, env map[string]string) *testDa
 		args = append(args, "--config", writeConfig(t, configText))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	td := &testDaemon{stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	td := &testDaemon{stderr: &testutil.SyncBuffer{}, cancel: cancel, done: make(chan int, 1)}
 	booted := make(chan struct{})
 	c := &cli{
 		stdin: strings.NewReader(""), stdout: io.Discard, stderr: td.stderr, lookup: mapEnv(env),

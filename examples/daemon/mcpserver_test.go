@@ -2,13 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"reflect"
@@ -22,6 +20,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
 // Acceptance of `axocoatl mcp serve` and of /mcp, on the built binary.
@@ -32,12 +32,7 @@ const mcpWantSchema = `{"type":"object","properties":{"input":{"type":"string"}}
 // OpenAI-compatible provider answers 500 (a real HTTP server doing so).
 func mcpConfig(t *testing.T) string {
 	t.Helper()
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusInternalServerError)
-		io.WriteString(w, `{"error":{"message":"upstream exploded","type":"server_error"}}`)
-	}))
-	t.Cleanup(upstream.Close)
+	upstream := openAIServer(t, 0, http.StatusInternalServerError)
 	return writeConfig(t, `
 server:
   shutdown_grace: 5s
@@ -146,7 +141,7 @@ func TestMCPServeBinary(t *testing.T) {
 
 	t.Run("go-sdk CommandTransport", func(t *testing.T) {
 		cmd := mcpCommand(t, bin, config)
-		var stderr syncBuffer
+		var stderr testutil.SyncBuffer
 		cmd.Stderr = &stderr
 		cs, err := mcpClient().Connect(mcpCtx(t), &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
@@ -164,7 +159,7 @@ func TestMCPServeBinary(t *testing.T) {
 	t.Run("stdout carries only JSON-RPC; EOF exits 0", func(t *testing.T) {
 		cmd := mcpCommand(t, bin, config)
 		stdin, _ := cmd.StdinPipe()
-		var stdout, stderr syncBuffer
+		var stdout, stderr testutil.SyncBuffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -248,7 +243,7 @@ func TestMCPServeBinary(t *testing.T) {
 		stdin, _ := cmd.StdinPipe()
 		defer stdin.Close()
 		stdout, _ := cmd.StdoutPipe()
-		var stderr syncBuffer
+		var stderr testutil.SyncBuffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -276,7 +271,7 @@ func TestMCPServeBinary(t *testing.T) {
 		cmd := mcpCommand(t, bin, config)
 		stdin, _ := cmd.StdinPipe() // held open: only the signal ends it
 		defer stdin.Close()
-		var stderr syncBuffer
+		var stderr testutil.SyncBuffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -299,18 +294,6 @@ func TestMCPServeBinary(t *testing.T) {
 			t.Errorf("no exit after SIGTERM\n%s", stderr.String())
 		}
 	})
-}
-
-// bearer adds the API token to every request of an HTTP client.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
 }
 
 // /mcp on `axocoatl serve`, behind the API token.
@@ -432,45 +415,16 @@ func checkMCPGoClient(t *testing.T, ctx context.Context, c *mcpgoclient.Client) 
 // Inspector CLI from npm. Skips without npx, fails on CI.
 func checkInspectorCLI(t *testing.T, target ...string) {
 	t.Helper()
-	out, _ := runInspector(t, append(append([]string{}, target...), "--method", "tools/list", "--strict")...)
+	out, _ := testutil.Inspector(t, append(append([]string{}, target...), "--method", "tools/list", "--strict")...)
 	if !strings.Contains(out, `"agent_echo"`) || !strings.Contains(out, `"agent_broken"`) {
 		t.Errorf("inspector tools/list: %s", out)
 	}
-	out, exit := runInspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_echo", "--tool-arg", "input=from the inspector")...)
+	out, exit := testutil.Inspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_echo", "--tool-arg", "input=from the inspector")...)
 	if exit != 0 || !strings.Contains(out, "from the inspector") {
 		t.Errorf("inspector agent_echo: exit %d: %s", exit, out)
 	}
-	out, exit = runInspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_broken", "--tool-arg", "input=x")...)
+	out, exit = testutil.Inspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_broken", "--tool-arg", "input=x")...)
 	if exit != 5 || !strings.Contains(out, "upstream exploded") {
 		t.Errorf("inspector agent_broken: exit %d (want 5, a tool error): %s", exit, out)
 	}
-}
-
-func runInspector(t *testing.T, args ...string) (stdout string, exit int) {
-	t.Helper()
-	if _, err := exec.LookPath("npx"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("npx not found: install Node.js 20+")
-		}
-		t.Skip("npx not found: install Node.js 20+ to run the Inspector CLI tests")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npx", append([]string{"-y", "@modelcontextprotocol/inspector@2.12.0", "--cli"}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		exit = ee.ExitCode()
-	default:
-		t.Fatalf("inspector: %v\n%s", err, errb.String())
-	}
-	if exit != 0 && exit != 5 {
-		t.Fatalf("inspector %v: exit %d\nstdout: %s\nstderr: %s", args, exit, out.String(), errb.String())
-	}
-	return out.String(), exit
 }
