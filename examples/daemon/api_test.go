@@ -550,21 +550,39 @@ agents:
 }
 
 // The body read deadline ends with the body: a run longer than
-// server.body_timeout is not cancelled by it.
+// server.body_timeout is not cancelled by it. net/http clears the deadline
+// when the body is read to its end; what this guards is that nothing in the
+// daemon keeps it armed into the run (re-arming it after the decode, or a
+// body timeout done as a request deadline). Then net/http's background read
+// of the connection times out, cancels the request's context, and this run
+// ends 503 "canceled" after 100ms: the test fails (checked by re-arming the
+// deadline after a successful decode in decodeJSON). It also checks that the
+// run really lasted longer than body_timeout and answered from the model,
+// so it cannot pass vacuously.
 func TestRunOutlivesBodyTimeout(t *testing.T) {
-	slow := openAIServer(t, 600*time.Millisecond, http.StatusOK)
+	const bodyTimeout, runTime = 100 * time.Millisecond, 600 * time.Millisecond
+	slow := openAIServer(t, runTime, http.StatusOK)
 	td := startDaemon(t, fmt.Sprintf(`
 server:
-  body_timeout: 100ms
+  body_timeout: %s
 providers:
   ollama: { base_url: %s/v1 }
 agents:
   - id: slow
     provider: ollama
     model: m
-`, slow.URL), nil)
-	if r := td.do(t, "POST", "/api/agents/slow/execute", `{"input":"x"}`); r.status != http.StatusOK {
+`, bodyTimeout, slow.URL), nil)
+	start := time.Now()
+	r := td.do(t, "POST", "/api/agents/slow/execute", `{"input":"x"}`)
+	took := time.Since(start)
+	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if out := r.json(t)["output"]; out != "slow answer" {
+		t.Fatalf("output %q, want the model's", out)
+	}
+	if took < runTime {
+		t.Fatalf("answered after %s: the run was not longer than body_timeout (%s), so this proves nothing", took, bodyTimeout)
 	}
 }
 
