@@ -255,23 +255,14 @@ func drain(sub lattice.Subscription) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startEverythingHTTP runs server-everything in streamableHttp mode and
 // returns its base URL once it accepts connections.
 func startEverythingHTTP(t *testing.T) string {
 	t.Helper()
-	port := freePort(t)
+	addr := testutil.FreeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command("npx", "-y", everythingPkg, "streamableHttp")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.Env = append(os.Environ(), "PORT="+port)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	setProcessGroup(cmd)
 	cmd.WaitDelay = time.Second
@@ -282,7 +273,6 @@ func startEverythingHTTP(t *testing.T) string {
 		killProcessGroup(cmd.Process.Pid)
 		cmd.Wait()
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)

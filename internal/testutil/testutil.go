@@ -12,6 +12,7 @@ package testutil
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -62,4 +63,18 @@ func RequireCommand(t testing.TB, name, install string) string {
 		MissingPeer(t, name+" not found: "+install)
 	}
 	return path
+}
+
+// FreeAddr returns a loopback address (127.0.0.1:port) that nothing listens
+// on, for a child process that must be told its port in advance. Another
+// process could take the port before the child binds it; on a test machine
+// that is unlikely enough, and the failure would be loud.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

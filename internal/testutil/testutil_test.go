@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -59,5 +60,17 @@ func TestRequireCommand(t *testing.T) {
 	r := &recorder{TB: t}
 	if p := RequireCommand(r, "go", "install Go"); p == "" || r.ended != "" {
 		t.Errorf("go: path %q, ended %q", p, r.ended)
+	}
+}
+
+func TestFreeAddr(t *testing.T) {
+	addr := FreeAddr(t)
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("FreeAddr gave %s, which cannot be listened on: %v", addr, err)
+	}
+	l.Close()
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Errorf("FreeAddr = %s, want a 127.0.0.1 address", addr)
 	}
 }
