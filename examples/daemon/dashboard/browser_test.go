@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"go.uber.org/goleak"
+
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
 const chromiumPath = "/usr/bin/chromium"
@@ -35,11 +36,7 @@ func needChromium(t *testing.T) string {
 		path = p
 	}
 	if _, err := os.Stat(path); err != nil {
-		msg := fmt.Sprintf("headless Chromium not found at %s (%v); install it with: apt-get install -y chromium", path, err)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testutil.MissingPeer(t, fmt.Sprintf("headless Chromium not found at %s (%v); install it with: apt-get install -y chromium", path, err))
 	}
 	return path
 }
@@ -198,51 +195,22 @@ func killProcessesUsing(t *testing.T, flag string) {
 	t.Errorf("browser processes with %s survived", flag)
 }
 
-// buildDaemon builds ./examples/daemon into a temporary directory, with the
-// race detector when this test runs with it. A cold build of the daemon
-// takes minutes on a busy 2-core machine.
+// buildDaemon builds ./examples/daemon, under the race detector when this
+// test runs with it.
 func buildDaemon(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "axocoatl")
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	cmd := exec.CommandContext(ctx, "go", append(args, "github.com/axocoatl/axocoatl-go/examples/daemon")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/daemon: %v\n%s", err, out)
-	}
-	return bin
+	return testutil.BuildDaemon(t, testutil.RaceEnabled)
 }
 
 // daemon is a running axocoatl binary.
 type daemon struct {
 	URL    string       // http://127.0.0.1:port
 	Client *http.Client // for requests outside the browser
-	out    *syncBuffer
+	out    *testutil.SyncBuffer
 
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has been waited for
 	waitErr error         // valid after exited
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startDaemon runs the binary with the built-in default config on a free
@@ -251,7 +219,7 @@ func (s *syncBuffer) String() string {
 // stops it.
 func startDaemon(t *testing.T, bin string, env ...string) *daemon {
 	t.Helper()
-	return startDaemonAt(t, bin, freeAddr(t), env...)
+	return startDaemonAt(t, bin, testutil.FreeAddr(t), env...)
 }
 
 // startDaemonAt is startDaemon on a given address.
@@ -271,7 +239,7 @@ func startDaemonAt(t *testing.T, bin, addr string, env ...string) *daemon {
 		URL: "http://" + addr,
 		// No keep-alive: no idle connection outlives the test (goleak).
 		Client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
-		out:    &syncBuffer{},
+		out:    &testutil.SyncBuffer{},
 		cmd:    cmd,
 		exited: make(chan struct{}),
 	}
@@ -319,19 +287,6 @@ func (d *daemon) stop(t *testing.T) {
 		_ = d.cmd.Process.Kill()
 		<-d.exited
 	}
-}
-
-// freeAddr picks a loopback port nobody listens on. Another process could
-// take it before the daemon binds it; on this machine that is unlikely
-// enough, and the failure would be loud.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
 // TestDashboardAgainstDaemon is the acceptance test of the dashboard: the
@@ -50,7 +52,7 @@ func TestDashboardAgainstDaemon(t *testing.T) {
 	// The page rides out a restart of the daemon: the stream comes back by
 	// itself and events flow again, without a reload.
 	t.Run("restart", func(t *testing.T) {
-		addr := freeAddr(t)
+		addr := testutil.FreeAddr(t)
 		d := startDaemonAt(t, bin, addr)
 		b := newBrowser(t)
 		openDashboard(t, b, d.URL, "")

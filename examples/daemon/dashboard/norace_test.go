@@ -1,5 +1,0 @@
-//go:build !race
-
-package dashboard_test
-
-const raceEnabled = false
