@@ -231,30 +231,12 @@ func TestHTTPMCPGo(t *testing.T) {
 	checkMCPGo(t, c)
 }
 
-// checkInspector lists the tools (with the Inspector's schema portability
-// check) and calls the echo and the failing agent through target.
-func checkInspector(t *testing.T, target ...string) {
-	t.Helper()
-	out, _ := testutil.Inspector(t, append(append([]string{}, target...), "--method", "tools/list", "--strict")...)
-	if !strings.Contains(out, `"agent_echo"`) || !strings.Contains(out, `"required"`) {
-		t.Errorf("inspector tools/list: %s", out)
-	}
-	out, exit := testutil.Inspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_echo", "--tool-arg", "input=from the inspector")...)
-	if exit != 0 || !strings.Contains(out, "from the inspector") {
-		t.Errorf("inspector agent_echo: exit %d: %s", exit, out)
-	}
-	out, exit = testutil.Inspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_broken", "--tool-arg", "input=x")...)
-	if exit != 5 || !strings.Contains(out, "upstream exploded") {
-		t.Errorf("inspector agent_broken: exit %d (want 5, a tool error): %s", exit, out)
-	}
-}
-
 func TestInspectorStdio(t *testing.T) {
-	checkInspector(t, "-e", childEnv+"=1", os.Args[0])
+	testutil.CheckAgentTools(t, "-e", childEnv+"=1", os.Args[0])
 }
 
 func TestInspectorHTTP(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{})
 	ts := serveHTTP(t, f)
-	checkInspector(t, ts.URL+"/mcp")
+	testutil.CheckAgentTools(t, ts.URL+"/mcp")
 }

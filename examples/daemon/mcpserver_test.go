@@ -235,7 +235,7 @@ func TestMCPServeBinary(t *testing.T) {
 	t.Run("Inspector CLI over stdio", func(t *testing.T) {
 		// The Inspector takes --config for itself: pass the path in the
 		// child's environment (-e; the child inherits nothing else).
-		checkInspectorCLI(t, "-e", "AXOCOATL_CONFIG="+config, bin, "mcp", "serve")
+		testutil.CheckAgentTools(t, "-e", "AXOCOATL_CONFIG="+config, bin, "mcp", "serve")
 	})
 
 	t.Run("client gone: no SIGPIPE death", func(t *testing.T) {
@@ -347,7 +347,7 @@ func TestMCPHTTPBinary(t *testing.T) {
 		checkMCPGoClient(t, ctx, c)
 	})
 	t.Run("Inspector CLI over /mcp", func(t *testing.T) {
-		checkInspectorCLI(t, url, "--header", "Authorization: Bearer "+token)
+		testutil.CheckAgentTools(t, url, "--header", "Authorization: Bearer "+token)
 	})
 
 	// A connected client must not hold up shutdown.
@@ -408,23 +408,5 @@ func checkMCPGoClient(t *testing.T, ctx context.Context, c *mcpgoclient.Client) 
 	}
 	if _, err := call("agent_nobody", map[string]any{"input": "x"}); err == nil {
 		t.Errorf("unknown tool: no error")
-	}
-}
-
-// checkInspectorCLI lists the tools and calls both agents with the pinned
-// Inspector CLI from npm. Skips without npx, fails on CI.
-func checkInspectorCLI(t *testing.T, target ...string) {
-	t.Helper()
-	out, _ := testutil.Inspector(t, append(append([]string{}, target...), "--method", "tools/list", "--strict")...)
-	if !strings.Contains(out, `"agent_echo"`) || !strings.Contains(out, `"agent_broken"`) {
-		t.Errorf("inspector tools/list: %s", out)
-	}
-	out, exit := testutil.Inspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_echo", "--tool-arg", "input=from the inspector")...)
-	if exit != 0 || !strings.Contains(out, "from the inspector") {
-		t.Errorf("inspector agent_echo: exit %d: %s", exit, out)
-	}
-	out, exit = testutil.Inspector(t, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "agent_broken", "--tool-arg", "input=x")...)
-	if exit != 5 || !strings.Contains(out, "upstream exploded") {
-		t.Errorf("inspector agent_broken: exit %d (want 5, a tool error): %s", exit, out)
 	}
 }

@@ -1,8 +1,8 @@
 // Package testutil holds the few test helpers that several packages of this
 // module share: a buffer a child process and a test can use at once, the
 // rule for peers a test cannot fetch itself (skip with how to install them,
-// fail under CI), building the daemon binary, and running the pinned MCP
-// Inspector CLI.
+// fail under CI), building the daemon binary, free ports, and checking an MCP
+// server's agent tools with the pinned Inspector CLI.
 //
 // It is a normal package so that tests in any package of the module can
 // import it, and internal so that nothing outside the module can. It keeps
