@@ -341,6 +341,37 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// slowDaemon serves a daemon with one agent, "slow", whose model (an
+// openAIServer) answers "slow answer" after delay. server is the body of
+// the config's server: section, "" for none.
+func slowDaemon(t *testing.T, delay time.Duration, server string) *testDaemon {
+	t.Helper()
+	slow := openAIServer(t, delay, http.StatusOK)
+	config := fmt.Sprintf("providers:\n  ollama: { base_url: %s/v1 }\nagents:\n  - id: slow\n    provider: ollama\n    model: m\n", slow.URL)
+	if server != "" {
+		config = "server:\n" + server + config
+	}
+	return startDaemon(t, config, nil)
+}
+
+// startSlowRun runs the agent "slow" from another goroutine and returns
+// once the Engine has the run in flight (failing t after 5s); wait blocks
+// until the request is answered and returns the response.
+func (td *testDaemon) startSlowRun(t *testing.T) (wait func() response) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var r response
+	wg.Go(func() { r = td.do(t, "POST", "/api/agents/slow/execute", `{"input":"x"}`) })
+	deadline := time.Now().Add(5 * time.Second)
+	for td.d.engine.Agents()[0].Running == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the run of slow did not start within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return func() response { wg.Wait(); return r }
+}
+
 // openAIServer answers Chat Completions like an OpenAI-compatible server,
 // after delay, or with status when it is not 200.
 func openAIServer(t *testing.T, delay time.Duration, status int) *httptest.Server {
@@ -410,27 +441,12 @@ agents:
 // SIGTERM (here: the context) lets an in-flight run finish within the
 // grace period.
 func TestGracefulShutdown(t *testing.T) {
-	slow := openAIServer(t, 500*time.Millisecond, http.StatusOK)
-	td := startDaemon(t, fmt.Sprintf(`
-providers:
-  ollama: { base_url: %s/v1 }
-agents:
-  - id: slow
-    provider: ollama
-    model: m
-`, slow.URL), nil)
-	var wg sync.WaitGroup
-	var r response
-	wg.Go(func() { r = td.do(t, "POST", "/api/agents/slow/execute", `{"input":"x"}`) })
-	deadline := time.Now().Add(5 * time.Second)
-	for td.d.engine.Agents()[0].Running == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	td := slowDaemon(t, 500*time.Millisecond, "")
+	wait := td.startSlowRun(t)
 	if code := td.stop(); code != exitOK {
 		t.Fatalf("exit %d:\n%s", code, td.stderr.String())
 	}
-	wg.Wait()
-	if r.status != http.StatusOK || r.json(t)["output"] != "slow answer" {
+	if r := wait(); r.status != http.StatusOK || r.json(t)["output"] != "slow answer" {
 		t.Fatalf("in-flight run: %d %s", r.status, r.body)
 	}
 }
@@ -516,28 +532,12 @@ func TestEventStreamApprovalHooks(t *testing.T) {
 // A run longer than server.shutdown_grace is cut off when the grace ends:
 // shutdown stays bounded, the exit code says so, the client gets an answer.
 func TestShutdownGraceBounded(t *testing.T) {
-	slow := openAIServer(t, 5*time.Second, http.StatusOK)
-	td := startDaemon(t, fmt.Sprintf(`
-server:
-  shutdown_grace: 300ms
-providers:
-  ollama: { base_url: %s/v1 }
-agents:
-  - id: slow
-    provider: ollama
-    model: m
-`, slow.URL), nil)
-	var wg sync.WaitGroup
-	var r response
-	wg.Go(func() { r = td.do(t, "POST", "/api/agents/slow/execute", `{"input":"x"}`) })
-	deadline := time.Now().Add(5 * time.Second)
-	for td.d.engine.Agents()[0].Running == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	td := slowDaemon(t, 5*time.Second, "  shutdown_grace: 300ms\n")
+	wait := td.startSlowRun(t)
 	start := time.Now()
 	code := td.stop()
 	took := time.Since(start)
-	wg.Wait()
+	r := wait()
 	if code != exitFail || took > 3*time.Second {
 		t.Fatalf("exit %d after %s; want 1 within about the 300ms grace", code, took)
 	}
@@ -561,17 +561,7 @@ agents:
 // so it cannot pass vacuously.
 func TestRunOutlivesBodyTimeout(t *testing.T) {
 	const bodyTimeout, runTime = 100 * time.Millisecond, 600 * time.Millisecond
-	slow := openAIServer(t, runTime, http.StatusOK)
-	td := startDaemon(t, fmt.Sprintf(`
-server:
-  body_timeout: %s
-providers:
-  ollama: { base_url: %s/v1 }
-agents:
-  - id: slow
-    provider: ollama
-    model: m
-`, bodyTimeout, slow.URL), nil)
+	td := slowDaemon(t, runTime, fmt.Sprintf("  body_timeout: %s\n", bodyTimeout))
 	start := time.Now()
 	r := td.do(t, "POST", "/api/agents/slow/execute", `{"input":"x"}`)
 	took := time.Since(start)
