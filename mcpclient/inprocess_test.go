@@ -324,15 +324,7 @@ func TestDownServerFailsFastAndReconnects(t *testing.T) {
 
 func TestStopUnregisters(t *testing.T) {
 	ts := newTestServer()
-	e := axocoatl.New(axocoatl.Options{})
-	defer e.Close(context.Background())
-	m, err := New(Config{Servers: []ServerConfig{{Name: "mem", Dial: ts.dial}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Use(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
+	e, m := startModule(t, Config{Servers: []ServerConfig{{Name: "mem", Dial: ts.dial}}}, nil)
 	if err := m.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -201,15 +201,7 @@ func TestStdioKillReconnects(t *testing.T) {
 // Stop does not wait for a hung call's timeout.
 func TestStopDuringHungCall(t *testing.T) {
 	ts := newTestServer()
-	e := axocoatl.New(axocoatl.Options{})
-	defer e.Close(context.Background())
-	m, err := New(Config{Servers: []ServerConfig{{Name: "mem", Dial: ts.dial, Timeout: time.Minute}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Use(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
+	e, m := startModule(t, Config{Servers: []ServerConfig{{Name: "mem", Dial: ts.dial, Timeout: time.Minute}}}, nil)
 	if err := m.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
