@@ -96,20 +96,7 @@ func BenchmarkExecuteHandler(b *testing.B) {
 		}
 	}
 	b.Run("daemon", func(b *testing.B) {
-		cfg, err := parseConfig(builtinSource, defaultConfigYAML, mapEnv(nil), envOverrides{}, "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		d, err := bootEngine(b.Context(), cfg, cfg.newLogger(io.Discard))
-		if err != nil {
-			b.Fatal(err)
-		}
-		m, stop, _, err := newHandler(d)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func() { stop(); d.close(context.Background()) }()
-		run(b, m)
+		run(b, defaultHandler(b))
 	})
 	b.Run("bare_net_http", func(b *testing.B) { run(b, bareHandler()) })
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,19 +17,7 @@ func FuzzAPIBodies(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	cfg, err := parseConfig(builtinSource, defaultConfigYAML, mapEnv(nil), envOverrides{}, "")
-	if err != nil {
-		f.Fatal(err)
-	}
-	d, err := bootEngine(context.Background(), cfg, cfg.newLogger(io.Discard))
-	if err != nil {
-		f.Fatal(err)
-	}
-	m, stop, _, err := newHandler(d)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { stop(); d.close(context.Background()) })
+	m := defaultHandler(f)
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, path := range []string{"/api/agents/assistant/execute", "/api/events"} {
 			w := httptest.NewRecorder()

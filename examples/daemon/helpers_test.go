@@ -57,6 +57,26 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdo
 	return code, out.String(), errb.String()
 }
 
+// defaultHandler boots the built-in default config and returns the
+// daemon's HTTP handler, without a listener; cleanup stops it.
+func defaultHandler(tb testing.TB) http.Handler {
+	tb.Helper()
+	cfg, err := parseConfig(builtinSource, defaultConfigYAML, mapEnv(nil), envOverrides{}, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d, err := bootEngine(context.Background(), cfg, cfg.newLogger(io.Discard))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, stop, _, err := newHandler(d)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { stop(); d.close(context.Background()) })
+	return m
+}
+
 // testDaemon is a daemon served in-process on a free port.
 type testDaemon struct {
 	url    string
