@@ -17,8 +17,8 @@ const buildTimeout = 15 * time.Minute
 
 // BuildDaemon compiles the daemon as users do (go build), with the race
 // detector when race is set, into a directory of t's that is removed when
-// the test ends, and returns the binary's path. Each call builds again; Go's
-// build cache makes the later builds of a run cheap.
+// the test ends, and returns the binary's path. Each call builds again: the
+// compiled packages come from Go's build cache, only the link is repeated.
 func BuildDaemon(t testing.TB, race bool) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "axocoatl")
