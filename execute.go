@@ -36,29 +36,6 @@ func (e *Engine) Execute(ctx context.Context, agentID, input string) (Result, er
 	return e.ExecuteRequest(ctx, Request{AgentID: agentID, Input: input})
 }
 
-// Event payloads, as the contract's table gives them.
-type (
-	activatedPayload struct {
-		AgentID string `json:"agent_id"`
-		TaskID  string `json:"task_id"`
-		Source  Source `json:"source"`
-	}
-	completedPayload struct {
-		AgentID    string `json:"agent_id"`
-		TaskID     string `json:"task_id"`
-		Output     string `json:"output"`
-		DurationMS int64  `json:"duration_ms"`
-		Source     Source `json:"source"`
-	}
-	failedPayload struct {
-		AgentID    string `json:"agent_id"`
-		TaskID     string `json:"task_id"`
-		Error      string `json:"error"`
-		DurationMS int64  `json:"duration_ms"`
-		Source     Source `json:"source"`
-	}
-)
-
 // ExecuteRequest is Execute with the door and task id spelled out.
 func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error) {
 	e.mu.RLock()
@@ -95,19 +72,27 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	defer a.running.Add(-1)
 	// Events of a run must not be lost because the run's context ended.
 	evCtx := context.WithoutCancel(ctx)
-	e.publish(evCtx, lattice.AgentActivated, req.AgentID, activatedPayload{req.AgentID, req.TaskID, req.Source})
+	p := newPayload()
+	p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("source", string(req.Source))
+	e.publishEvent(evCtx, event(lattice.AgentActivated, req.AgentID, start, &p))
 
 	tools := &runToolbox{engine: e, spec: &a.spec, taskID: req.TaskID}
 	out, err := agent.Run(ctx, a.spec, a.model, tools, req.Input)
 	res.Duration = time.Since(start)
 	if err != nil {
 		err = e.runError(ctx, a.spec, err)
-		e.publish(evCtx, lattice.AgentFailed, req.AgentID, failedPayload{req.AgentID, req.TaskID, err.Error(), res.Duration.Milliseconds(), req.Source})
+		p := newPayload()
+		p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("error", err.Error()).
+			int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
+		e.publishEvent(evCtx, event(lattice.AgentFailed, req.AgentID, time.Now(), &p))
 		e.log.Warn("task failed", "agent", req.AgentID, "task", req.TaskID, "error", err)
 		return res, err
 	}
 	res.Output = out
-	e.publish(evCtx, lattice.TaskCompleted, req.AgentID, completedPayload{req.AgentID, req.TaskID, out, res.Duration.Milliseconds(), req.Source})
+	p = newPayload()
+	p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("output", out).
+		int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
+	e.publishEvent(evCtx, event(lattice.TaskCompleted, req.AgentID, time.Now(), &p))
 	return res, nil
 }
 
@@ -128,9 +113,10 @@ func (e *Engine) runError(ctx context.Context, spec agent.Spec, err error) error
 	return fmt.Errorf("agent %s: %w", spec.ID, err)
 }
 
-// publish emits an Engine event; a failure is logged, never fatal to a run.
-func (e *Engine) publish(ctx context.Context, eventType, producedBy string, payload any) {
-	if err := e.Publish(ctx, eventType, producedBy, payload); err != nil && !errors.Is(err, lattice.ErrClosed) {
-		e.log.Warn("publish failed", "type", eventType, "error", err)
+// publishEvent emits an Engine event; a failure is logged, never fatal to a
+// run.
+func (e *Engine) publishEvent(ctx context.Context, ev lattice.Event) {
+	if err := e.bus.Publish(ctx, ev); err != nil && !errors.Is(err, lattice.ErrClosed) {
+		e.log.Warn("publish failed", "type", ev.Type, "error", err)
 	}
 }

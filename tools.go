@@ -112,22 +112,6 @@ func (e *Engine) CallTool(ctx context.Context, call ToolCall) (ToolResult, error
 	return e.callTool(ctx, spec, call)
 }
 
-type (
-	toolCalledPayload struct {
-		AgentID string `json:"agent_id"`
-		TaskID  string `json:"task_id"`
-		Tool    string `json:"tool"`
-	}
-	toolResultPayload struct {
-		AgentID    string `json:"agent_id"`
-		TaskID     string `json:"task_id"`
-		Tool       string `json:"tool"`
-		OK         bool   `json:"ok"`
-		Error      string `json:"error,omitempty"`
-		DurationMS int64  `json:"duration_ms"`
-	}
-)
-
 func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall) (ToolResult, error) {
 	if spec != nil && !spec.AllowsTool(call.Tool) {
 		return ToolResult{}, fmt.Errorf("%w: %s", ErrToolDenied, call.Tool)
@@ -143,16 +127,21 @@ func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall) 
 
 	start := time.Now()
 	evCtx := context.WithoutCancel(ctx)
-	e.publish(evCtx, lattice.ToolCalled, call.AgentID, toolCalledPayload{call.AgentID, call.TaskID, call.Tool})
+	p := newPayload()
+	p.str("agent_id", call.AgentID).str("task_id", call.TaskID).str("tool", call.Tool)
+	e.publishEvent(evCtx, event(lattice.ToolCalled, call.AgentID, start, &p))
 	res, err := invoke(ctx, chain[:len(chain):len(chain)], call, t.Call)
 	if err != nil {
 		res = ToolResult{Content: err.Error(), IsError: true}
 	}
-	p := toolResultPayload{AgentID: call.AgentID, TaskID: call.TaskID, Tool: call.Tool, OK: !res.IsError, DurationMS: time.Since(start).Milliseconds()}
+	end := time.Now()
+	p = newPayload()
+	p.str("agent_id", call.AgentID).str("task_id", call.TaskID).str("tool", call.Tool).bool("ok", !res.IsError)
 	if res.IsError {
-		p.Error = res.Content
+		p.str("error", res.Content)
 	}
-	e.publish(evCtx, lattice.ToolResult, call.AgentID, p)
+	p.int("duration_ms", end.Sub(start).Milliseconds())
+	e.publishEvent(evCtx, event(lattice.ToolResult, call.AgentID, end, &p))
 	return res, err
 }
 
