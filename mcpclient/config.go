@@ -20,6 +20,7 @@ const (
 	DefaultMinBackoff  = 250 * time.Millisecond
 	DefaultMaxBackoff  = 30 * time.Second
 	DefaultStopTimeout = 2 * time.Second
+	DefaultKeepAlive   = 30 * time.Second
 )
 
 // Approval decisions a server's `approval:` may carry.
@@ -70,6 +71,11 @@ type ServerConfig struct {
 	// Timeout bounds each tool call, and also the connect handshake and each
 	// tool listing. Zero: 60s.
 	Timeout time.Duration `yaml:"timeout"`
+	// KeepAlive is how often the session is pinged. A server that is alive
+	// but stops answering (a hung child, a proxy that swallows requests)
+	// fails its ping within half the interval; the session is then closed
+	// and reconnected like a dead one. Zero: 30s. Negative: no pings.
+	KeepAlive time.Duration `yaml:"keep_alive"`
 	// Approval is the decision for this server's tools (prompt, allow,
 	// deny); the approval module reads it. Zero: the approval default.
 	Approval string `yaml:"approval"`
@@ -97,6 +103,16 @@ func (s ServerConfig) timeout() time.Duration {
 		return DefaultTimeout
 	}
 	return s.Timeout
+}
+
+func (s ServerConfig) keepAlive() time.Duration {
+	switch {
+	case s.KeepAlive == 0:
+		return DefaultKeepAlive
+	case s.KeepAlive < 0:
+		return 0 // the SDK's "off"
+	}
+	return s.KeepAlive
 }
 
 func (s ServerConfig) inheritEnv() bool { return s.InheritEnv == nil || *s.InheritEnv }

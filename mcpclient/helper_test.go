@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -55,6 +56,8 @@ func runHelper(mode string) {
 		os.Exit(3)
 	case "silent":
 		waitStdin()
+	case "hang-after-init":
+		hangAfterInit()
 	case "ignore-stdin":
 		// Never reads, never exits on EOF or SIGTERM: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM)
@@ -71,6 +74,39 @@ func waitStdin() {
 		if _, err := r.ReadString('\n'); err != nil {
 			return
 		}
+	}
+}
+
+// hangAfterInit speaks just enough MCP by hand to be connected and listed
+// (an echo tool), then stays alive reading stdin and answers nothing more,
+// pings included: a hung server that never exits.
+func hangAfterInit() {
+	r := bufio.NewReader(os.Stdin)
+	listed := false
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(line, &msg) != nil || msg.ID == nil || listed {
+			continue // notifications, and everything once hung
+		}
+		var result string
+		switch msg.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"hang","version":"1"}}`
+		case "tools/list":
+			result = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+			listed = true
+		default: // server/discover and anything else before the hang
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)
+			continue
+		}
+		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
 	}
 }
 

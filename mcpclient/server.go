@@ -72,6 +72,11 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		Logger: log.With("mcp_server", cfg.Name),
 		// No roots: server-everything would otherwise ask for them.
 		Capabilities: &mcp.ClientCapabilities{},
+		// Two failed pings in a row close the session; the supervisor,
+		// waiting on it, then reconnects. One miss is tolerated: a server
+		// that handles requests one at a time may be inside a long call.
+		KeepAlive:                 cfg.keepAlive(),
+		KeepAliveFailureThreshold: 2,
 		// Runs on the session's reader: only signal the supervisor.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
+	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -227,4 +229,43 @@ func TestStopDuringHungCall(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("hung call still running after Stop")
 	}
+}
+
+// A server that stays alive but stops answering (pings included) is found
+// by the keep-alive, its session closed and a fresh child started, without
+// any tool call having to time out first.
+func TestKeepAliveReplacesHungServer(t *testing.T) {
+	sc := helperServer("hung", "hang-after-init")
+	sc.KeepAlive = 200 * time.Millisecond // two missed pings: about 0.4–0.6 s
+	e, m := startModule(t, Config{Servers: []ServerConfig{sc}, MinBackoff: 50 * time.Millisecond}, nil)
+	sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{"McpServer*"}}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := m.servers[0].dial.pid()
+	if !m.Status()[0].Connected {
+		t.Fatalf("not connected: %+v", m.Status())
+	}
+	// Connected (maybe already seen by Ready), then Disconnected by the
+	// keep-alive, then Connected again to a new child.
+	var seq []string
+	deadline := time.After(10 * time.Second)
+	for len(seq) < 2 || seq[len(seq)-1] != lattice.McpServerConnected || !slices.Contains(seq, lattice.McpServerDisconnected) {
+		select {
+		case ev := <-sub.Events():
+			seq = append(seq, ev.Type)
+		case <-deadline:
+			t.Fatalf("hung server not replaced within 10s; events %v, status %+v", seq, m.Status())
+		}
+	}
+	if second := m.servers[0].dial.pid(); second == first || second == 0 {
+		t.Fatalf("same child %d after reconnect", first)
+	}
+	waitFor(t, 5*time.Second, func() bool { return !processGroupAlive(first) })
 }
