@@ -140,6 +140,7 @@ func (e *Engine) AddAgent(spec agent.Spec, model agent.Model) error {
 	if _, ok := e.agents[spec.ID]; ok {
 		return fmt.Errorf("agent %q: %w", spec.ID, ErrAgentExists)
 	}
+	spec.Tools = slices.Clone(spec.Tools) // the caller's slice must not steer the allow-list later
 	e.agents[spec.ID] = &registeredAgent{spec: spec.WithDefaults(), model: model}
 	e.agentOrder = append(e.agentOrder, spec.ID)
 	return nil
@@ -151,8 +152,7 @@ func (e *Engine) Agents() []AgentInfo {
 	defer e.mu.RUnlock()
 	out := make([]AgentInfo, 0, len(e.agentOrder))
 	for _, id := range e.agentOrder {
-		a := e.agents[id]
-		out = append(out, AgentInfo{Spec: a.spec, Running: int(a.running.Load())})
+		out = append(out, e.agents[id].info())
 	}
 	return out
 }
@@ -165,7 +165,14 @@ func (e *Engine) Agent(id string) (AgentInfo, error) {
 	if !ok {
 		return AgentInfo{}, fmt.Errorf("%w: %q", ErrAgentNotFound, id)
 	}
-	return AgentInfo{Spec: a.spec, Running: int(a.running.Load())}, nil
+	return a.info(), nil
+}
+
+// info is a copy the caller may change without touching the registry.
+func (a *registeredAgent) info() AgentInfo {
+	spec := a.spec
+	spec.Tools = slices.Clone(spec.Tools)
+	return AgentInfo{Spec: spec, Running: int(a.running.Load())}
 }
 
 // Module is an optional part of the runtime (a protocol, a gate) that lives
@@ -192,8 +199,18 @@ func (e *Engine) Use(ctx context.Context, m Module) error {
 		return fmt.Errorf("module %s: %w", m.Name(), err)
 	}
 	e.mu.Lock()
-	e.modules = append(e.modules, m)
+	closed = e.closed
+	if !closed {
+		e.modules = append(e.modules, m)
+	}
 	e.mu.Unlock()
+	if closed {
+		// Close ran while the module started and did not see it: stop it
+		// here, so nothing it began outlives the Engine.
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return errors.Join(ErrClosed, m.Stop(stopCtx))
+	}
 	return nil
 }
 

@@ -363,3 +363,50 @@ func BenchmarkExecuteEcho(b *testing.B) {
 		}
 	}
 }
+
+// The registry keeps its own copy of an agent's allow-list: neither the
+// slice passed to AddAgent nor one returned by Agents can widen it later.
+func TestAllowListIsCopied(t *testing.T) {
+	e := newEngine(t)
+	must(t, e.RegisterTool(axocoatl.Tool{Name: "mcp__secret__read", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		return axocoatl.ToolResult{Content: "secret"}, nil
+	}}))
+	tools := []string{"mcp__fs__*"}
+	must(t, e.AddAgent(agent.Spec{ID: "a", Tools: tools}, provider.EchoModel{}))
+	tools[0] = "*"
+	e.Agents()[0].Tools[0] = "*"
+	info, _ := e.Agent("a")
+	info.Tools[0] = "*"
+	if _, err := e.CallTool(context.Background(), axocoatl.ToolCall{AgentID: "a", Tool: "mcp__secret__read"}); !errors.Is(err, axocoatl.ErrToolDenied) {
+		t.Fatalf("allow-list widened from outside: %v", err)
+	}
+}
+
+// slowStartModule blocks in Start until released, so Close can run meanwhile.
+type slowStartModule struct {
+	recordModule
+	release chan struct{}
+}
+
+func (m *slowStartModule) Start(context.Context, *axocoatl.Engine) error {
+	<-m.release
+	m.started.Store(true)
+	return nil
+}
+
+// A module whose Start overlaps Engine.Close is stopped, not leaked.
+func TestUseRacingClose(t *testing.T) {
+	e := axocoatl.New(axocoatl.Options{})
+	m := &slowStartModule{release: make(chan struct{})}
+	errc := make(chan error, 1)
+	go func() { errc <- e.Use(context.Background(), m) }()
+	time.Sleep(20 * time.Millisecond) // Use is inside Start
+	must(t, e.Close(context.Background()))
+	close(m.release)
+	if err := <-errc; !errors.Is(err, axocoatl.ErrClosed) {
+		t.Fatalf("Use during Close = %v, want ErrClosed", err)
+	}
+	if !m.started.Load() || !m.stopped.Load() {
+		t.Fatalf("module started=%v stopped=%v: a started module must be stopped", m.started.Load(), m.stopped.Load())
+	}
+}
