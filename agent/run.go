@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -30,6 +31,9 @@ func Run(ctx context.Context, spec Spec, model Model, tools Toolbox, input strin
 		resp, err := model.Generate(ctx, req)
 		if err != nil {
 			return "", err
+		}
+		if resp == nil {
+			return "", errors.New("agent: the model returned neither a response nor an error")
 		}
 		if len(resp.ToolCalls) == 0 {
 			return resp.Content, nil
