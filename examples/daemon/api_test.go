@@ -597,3 +597,49 @@ func TestSlowBodyTimesOut(t *testing.T) {
 		t.Fatalf("status %d after %s", resp.StatusCode, time.Since(start))
 	}
 }
+
+// Without a token (the default config), a page on any website could make
+// the visitor's browser POST to the loopback daemon: a form or a no-cors
+// fetch needs no preflight. Every private write must refuse a foreign
+// Origin, as the event stream and /mcp do; same-host and allowed origins,
+// and clients sending no Origin, still work.
+func TestCrossOriginWritesRefused(t *testing.T) {
+	td := startDaemon(t, `
+server:
+  allowed_origins: ["app.example.com"]
+agents:
+  - id: assistant
+`, nil)
+	host := strings.TrimPrefix(td.url, "http://")
+	writes := 0
+	for _, rt := range td.m.routes {
+		if rt.public || rt.method == http.MethodGet || rt.method == http.MethodHead {
+			continue
+		}
+		writes++
+		path := concretePath(rt.path)
+		body := `{"input":"hi","type":"Custom","receiver_id":"assistant"}`
+		for _, origin := range []string{"http://evil.example", "http://" + host + ".evil.example", "null"} {
+			r := td.do(t, rt.method, path, body, "Origin", origin, "Content-Type", "text/plain")
+			if r.status != http.StatusForbidden {
+				t.Errorf("%s %s from Origin %s: %d %s, want 403", rt.method, path, origin, r.status, r.body)
+			}
+		}
+	}
+	if writes < 2 {
+		t.Fatalf("only %d private write routes mounted", writes)
+	}
+	for _, origin := range []string{"", "http://" + host, "https://app.example.com"} {
+		var h []string
+		if origin != "" {
+			h = []string{"Origin", origin}
+		}
+		if r := td.do(t, "POST", "/api/agents/assistant/execute", `{"input":"hi"}`, h...); r.status != http.StatusOK {
+			t.Errorf("execute from Origin %q: %d %s", origin, r.status, r.body)
+		}
+	}
+	r := td.do(t, "POST", "/api/events", `{"type":"Custom"}`, "Origin", "http://evil.example")
+	if e, _ := r.json(t)["error"].(map[string]any); e["code"] != "forbidden" {
+		t.Errorf("refusal body %s, want the error shape with code forbidden", r.body)
+	}
+}

@@ -32,7 +32,7 @@ type route struct {
 	public       bool
 }
 
-func newMux(token secret.Secret, log *slog.Logger) *mux {
+func newMux(token secret.Secret, origins []string, log *slog.Logger) *mux {
 	r := httprouter.New()
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, p any) {
 		// A bug in one handler answers 500 and is logged; the daemon stays up.
@@ -48,7 +48,9 @@ func newMux(token secret.Secret, log *slog.Logger) *mux {
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route")
 	})
-	return &mux{router: r, auth: newAuthenticator(token)}
+	auth := newAuthenticator(token)
+	auth.origins = origins
+	return &mux{router: r, auth: auth}
 }
 
 func (m *mux) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.router.ServeHTTP(w, r) }
@@ -93,6 +95,9 @@ func limitBody(h http.Handler) http.Handler {
 type authenticator struct {
 	enabled bool
 	digest  [32]byte
+	// origins are the browser origins allowed to send writes besides the
+	// host's own (server.allowed_origins).
+	origins []string
 }
 
 func newAuthenticator(token secret.Secret) authenticator {
@@ -129,15 +134,23 @@ func tokenFrom(r *http.Request) string {
 	return r.Header.Get("X-API-Key")
 }
 
+// require admits a request with the token, and refuses writes a browser
+// sends from a foreign page. Without that check, with no token (the
+// default on loopback), any website could make its visitor's browser run
+// agents here: a form post or a no-cors fetch needs no CORS preflight.
+// Browsers always send Origin on such requests; other clients send none.
 func (a authenticator) require(h http.Handler) http.Handler {
-	if !a.enabled {
-		return h
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.check(tokenFrom(r)) {
+		if a.enabled && !a.check(tokenFrom(r)) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="axocoatl"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", errNoToken.Error())
 			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := checkOrigin(r, a.origins); err != nil {
+				writeError(w, http.StatusForbidden, "forbidden", err.Error())
+				return
+			}
 		}
 		h.ServeHTTP(w, r)
 	})

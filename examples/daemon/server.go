@@ -103,7 +103,7 @@ func closeWithin(d *daemon, grace time.Duration) error {
 // module's. stop ends long-lived streams and the metrics subscriber.
 func newHandler(d *daemon) (m *mux, stop func(), ready *atomic.Bool, err error) {
 	cfg := d.cfg
-	m = newMux(cfg.Server.APIToken, d.log)
+	m = newMux(cfg.Server.APIToken, cfg.Server.AllowedOrigins, d.log)
 	ready = new(atomic.Bool)
 	met, err := newMetrics(d.engine.Bus())
 	if err != nil {

@@ -275,5 +275,5 @@ func checkOrigin(r *http.Request, patterns []string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("origin %s may not open the event stream of %s (see server.allowed_origins)", quote(u.Host), quote(r.Host))
+	return fmt.Errorf("origin %s may not call %s (see server.allowed_origins)", quote(u.Host), quote(r.Host))
 }
