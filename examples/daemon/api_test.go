@@ -643,3 +643,79 @@ agents:
 		t.Errorf("refusal body %s, want the error shape with code forbidden", r.body)
 	}
 }
+
+// DNS rebinding: a page at http://attacker.example:PORT whose name is
+// re-pointed to 127.0.0.1 is same-origin with itself, so Origin checks
+// pass and it can read every response. A daemon on loopback without a
+// token must answer only to host names that are its own.
+func TestDNSRebindingRefused(t *testing.T) {
+	td := startDaemon(t, "", nil)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(td.url, "http://"))
+	send := func(method, path, host, body string) response {
+		t.Helper()
+		req, err := http.NewRequest(method, td.url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		req.Header.Set("Origin", "http://"+host)
+		resp, err := td.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return response{status: resp.StatusCode, body: b}
+	}
+	foreign := "attacker.example:" + port
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/agents", ""},
+		{"POST", "/api/agents/assistant/execute", `{"input":"hi"}`},
+		{"POST", "/a2a/tasks", `{"receiver_id":"assistant","input":"hi"}`},
+		{"GET", "/metrics", ""},
+	} {
+		r := send(c.method, c.path, foreign, c.body)
+		if r.status != http.StatusForbidden {
+			t.Errorf("%s %s with Host %s: %d %s, want 403", c.method, c.path, foreign, r.status, r.body)
+		} else if e, _ := r.json(t)["error"].(map[string]any); e["code"] != "forbidden" {
+			t.Errorf("refusal body %s", r.body)
+		}
+	}
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port, "app.localhost:" + port} {
+		if r := send("POST", "/api/agents/assistant/execute", host, `{"input":"hi"}`); r.status != http.StatusOK {
+			t.Errorf("Host %s: %d %s", host, r.status, r.body)
+		}
+	}
+	// The event stream too: its Origin matches the rebound Host.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(td.url, "http")+"/api/events", &websocket.DialOptions{
+		Host:       foreign,
+		HTTPHeader: http.Header{"Origin": {"http://" + foreign}},
+		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
+	})
+	if err == nil {
+		conn.CloseNow()
+	}
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("stream with Host %s: err %v resp %v; want 403", foreign, err, resp)
+	}
+
+	// With a token set, or a public_url naming the host, the name is fine.
+	td2 := startDaemon(t, `
+server:
+  public_url: http://axo.internal:8080
+agents:
+  - id: assistant
+`, nil)
+	req, _ := http.NewRequest("GET", td2.url+"/api/agents", nil)
+	req.Host = "axo.internal:8080"
+	resp2, err := td2.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != http.StatusOK {
+		t.Errorf("Host of public_url: %d", resp2.StatusCode)
+	}
+}

@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
+	"path"
+	"slices"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -24,6 +28,7 @@ const MaxBodyBytes = 1 << 20
 type mux struct {
 	router *httprouter.Router
 	auth   authenticator
+	hosts  hostGuard
 	routes []route // what is mounted, for tests and the auth audit
 }
 
@@ -53,7 +58,70 @@ func newMux(token secret.Secret, origins []string, log *slog.Logger) *mux {
 	return &mux{router: r, auth: auth}
 }
 
-func (m *mux) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.router.ServeHTTP(w, r) }
+func (m *mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !m.hosts.allows(r.Host) {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf(
+			"host %s is not a name of this daemon (set server.public_url to it, or server.api_token)", quote(r.Host)))
+		return
+	}
+	m.router.ServeHTTP(w, r)
+}
+
+// hostGuard defends a daemon on loopback without a token against DNS
+// rebinding: a page at http://attacker.example:PORT whose name is then
+// re-pointed to 127.0.0.1 is same-origin with itself, so Origin checks
+// pass and the page could read every answer. Such a daemon answers only
+// to host names that are its own: IP literals (no DNS involved),
+// localhost and *.localhost (browsers resolve those themselves), the host
+// of server.public_url and server.allowed_origins' host patterns.
+type hostGuard struct {
+	on       bool
+	names    []string // lower-case host[:port] of public_url
+	patterns []string // allowed_origins without a scheme
+}
+
+func newHostGuard(s ServerConfig) hostGuard {
+	if !s.APIToken.IsZero() || !isLoopback(s.Addr) {
+		return hostGuard{}
+	}
+	g := hostGuard{on: true}
+	if u, err := url.Parse(s.PublicURL); err == nil && u.Host != "" {
+		g.names = append(g.names, strings.ToLower(u.Host), strings.ToLower(u.Hostname()))
+	}
+	for _, p := range s.AllowedOrigins {
+		if !strings.Contains(p, "://") {
+			g.patterns = append(g.patterns, strings.ToLower(p))
+		}
+	}
+	return g
+}
+
+func (g hostGuard) allows(host string) bool {
+	if !g.on || host == "" {
+		return true
+	}
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.ToLower(strings.TrimSuffix(strings.Trim(name, "[]"), "."))
+	if net.ParseIP(name) != nil || name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return true
+	}
+	host = strings.ToLower(host)
+	if slices.Contains(g.names, host) || slices.Contains(g.names, name) {
+		return true
+	}
+	for _, p := range g.patterns {
+		if ok, _ := path.Match(p, host); ok {
+			return true
+		}
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
 
 // public mounts h with no authentication. Bodies are capped at 1 MiB
 // (reading more fails with *http.MaxBytesError: answer 413).

@@ -104,6 +104,7 @@ func closeWithin(d *daemon, grace time.Duration) error {
 func newHandler(d *daemon) (m *mux, stop func(), ready *atomic.Bool, err error) {
 	cfg := d.cfg
 	m = newMux(cfg.Server.APIToken, cfg.Server.AllowedOrigins, d.log)
+	m.hosts = newHostGuard(cfg.Server)
 	ready = new(atomic.Bool)
 	met, err := newMetrics(d.engine.Bus())
 	if err != nil {
