@@ -66,6 +66,10 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, timeout time.Du
 	if err == nil {
 		if _, extra := dec.Token(); extra != io.EOF {
 			err = errors.New("unexpected data after the JSON object")
+			var tooBig *http.MaxBytesError
+			if errors.As(extra, &tooBig) {
+				err = extra // the object fit, its padding did not: still 413
+			}
 		}
 	}
 	if err == nil {

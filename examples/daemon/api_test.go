@@ -194,6 +194,20 @@ func TestAPI(t *testing.T) {
 	if resp.StatusCode != 413 {
 		t.Errorf("chunked big body: %d, want 413", resp.StatusCode)
 	}
+	// So is one whose object fits but whose trailing padding does not.
+	pad := strings.Repeat(" ", MaxBodyBytes)
+	for path, obj := range map[string]string{"/api/agents/assistant/execute": `{"input":"x"}`, "/api/events": `{"type":"Custom"}`} {
+		req, _ = http.NewRequest("POST", td.url+path, struct{ *strings.Reader }{strings.NewReader(obj + pad)})
+		resp, err = td.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 {
+			t.Errorf("%s: chunked body padded past 1 MiB: %d %s, want 413", path, resp.StatusCode, b)
+		}
+	}
 }
 
 // The stream carries the events of an execution and of POST /api/events;
