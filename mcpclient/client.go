@@ -168,6 +168,7 @@ func Check(ctx context.Context, cfg ServerConfig, log *slog.Logger) ([]string, e
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := newRedactor(cfg)
+	log = r.logger(log)
 	d := newDialer(cfg, log, r)
 	defer d.close()
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout())

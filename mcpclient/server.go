@@ -55,6 +55,7 @@ type server struct {
 
 func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger) *server {
 	r := newRedactor(cfg)
+	log = r.logger(log)
 	s := &server{
 		stopped:      stopped,
 		cfg:          cfg,

@@ -296,6 +296,11 @@ func newRedactor(cfg ServerConfig) *redactor {
 		if p, ok := u.User.Password(); ok && len(p) >= 3 {
 			r.values = append(r.values, p)
 		}
+		// A token is often the whole userinfo (https://TOKEN@host), and Go's
+		// HTTP errors keep the user name (they mask only a password).
+		if name := u.User.Username(); len(name) >= minRedactLen {
+			r.values = append(r.values, name)
+		}
 	}
 	// Longest first, so a value containing another is replaced whole.
 	sort.Slice(r.values, func(i, j int) bool { return len(r.values[i]) > len(r.values[j]) })
@@ -321,6 +326,69 @@ func (r *redactor) error(err error) error {
 		return &redactedError{msg: red, err: err}
 	}
 	return err
+}
+
+// logger returns log with every record redacted: the go-sdk logs errors of
+// its own (keepalive failures quote Go's HTTP errors, which quote the whole
+// URL) that never pass through r.error.
+func (r *redactor) logger(log *slog.Logger) *slog.Logger {
+	if len(r.values) == 0 {
+		return log
+	}
+	return slog.New(&redactHandler{inner: log.Handler(), r: r})
+}
+
+// redactHandler redacts the message and every attribute of a record.
+type redactHandler struct {
+	inner slog.Handler
+	r     *redactor
+}
+
+func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.inner.Enabled(ctx, l)
+}
+
+func (h *redactHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.string(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.inner.Handle(ctx, out)
+}
+
+func (h *redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		red[i] = h.attr(a)
+	}
+	return &redactHandler{inner: h.inner.WithAttrs(red), r: h.r}
+}
+
+func (h *redactHandler) WithGroup(name string) slog.Handler {
+	return &redactHandler{inner: h.inner.WithGroup(name), r: h.r}
+}
+
+func (h *redactHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.r.string(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		red := make([]slog.Attr, len(g))
+		for i, ga := range g {
+			red[i] = h.attr(ga)
+		}
+		return slog.Attr{Key: a.Key, Value: slog.GroupValue(red...)}
+	case slog.KindAny:
+		// Errors and other values are printed by the handler: check their text.
+		s := fmt.Sprint(v.Any())
+		if red := h.r.string(s); red != s {
+			return slog.String(a.Key, red)
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
 }
 
 type redactedError struct {

@@ -1,0 +1,90 @@
+package mcpclient
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
+	"github.com/axocoatl/axocoatl-go/lattice"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Credentials written into a server's URL (a token as the userinfo, an API
+// key in the query) never reach errors, Status, events or logs, including
+// what the go-sdk logs itself (its keepalive failures quote Go's HTTP
+// errors, which quote the whole URL).
+func TestURLCredentialsRedacted(t *testing.T) {
+	const user, query = "ghp_usertoken123", "querysecret456"
+	ts := newTestServer()
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil))
+	defer hs.Close()
+	u := strings.Replace(hs.URL, "http://", "http://"+user+"@", 1) + "/mcp?key=" + query
+
+	var logs testutil.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg := Config{
+		Servers:    []ServerConfig{{Name: "web", URL: u, Timeout: 2 * time.Second, KeepAlive: 200 * time.Millisecond}},
+		MinBackoff: 100 * time.Millisecond,
+	}
+	e, m := startModule(t, cfg, log)
+	sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{"McpServer*"}}, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if err := m.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The server goes away: pings, the session's end and the reconnects
+	// all fail with errors that quote the URL.
+	hs.CloseClientConnections()
+	hs.Close()
+	for ss := range ts.srv.Sessions() {
+		ss.Close() // the server side of the session, never told it ended
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		return strings.Contains(logs.String(), "keepalive ping failed") && strings.Contains(logs.String(), "connect failed")
+	})
+
+	leaks := func(where, text string) {
+		t.Helper()
+		for _, s := range []string{user, query} {
+			if strings.Contains(text, s) {
+				t.Errorf("%s contains %q: %s", where, s, text)
+			}
+		}
+	}
+	for _, st := range m.Status() {
+		leaks("Status", st.Error)
+	}
+	var events []string
+	for {
+		select {
+		case ev := <-sub.Events():
+			events = append(events, string(ev.Payload))
+			continue
+		default:
+		}
+		break
+	}
+	if len(events) < 2 {
+		t.Fatalf("events: %q", events)
+	}
+	for _, ev := range events {
+		leaks("event", ev)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		leaks("log", line)
+	}
+
+	_, err = Check(context.Background(), ServerConfig{Name: "web", URL: u, Timeout: 2 * time.Second}, nil)
+	if err == nil {
+		t.Fatal("Check of a closed server succeeded")
+	}
+	leaks("Check error", err.Error())
+}
