@@ -26,9 +26,11 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +47,7 @@ const (
 	DefaultMaxBodyBytes       = 1 << 20
 	DefaultMaxBackgroundTasks = 1000
 	DefaultStreamKeepAlive    = 15 * time.Second
+	DefaultBodyTimeout        = 30 * time.Second
 	DefaultName               = "axocoatl"
 	DefaultVersion            = "0.1.0"
 )
@@ -96,6 +99,11 @@ type Config struct {
 	// MaxBodyBytes bounds a request body: 413 on /a2a/tasks, a JSON-RPC
 	// error on /a2a. Zero: 1 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// BodyTimeout bounds reading one request body, so that a client
+	// trickling bytes cannot hold a handler and its connection: past it
+	// /a2a/tasks answers 400 and /a2a a JSON-RPC parse error. Zero: 30s;
+	// negative: no bound.
+	BodyTimeout time.Duration `yaml:"body_timeout"`
 	// MaxBackgroundTasks bounds runs started by non-blocking message/send
 	// (configuration.blocking false) that are still going; beyond it such
 	// requests are refused. Zero: 1000.
@@ -165,6 +173,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StreamKeepAlive == 0 {
 		c.StreamKeepAlive = DefaultStreamKeepAlive
+	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = DefaultBodyTimeout
 	}
 	return c
 }
@@ -306,6 +317,23 @@ func (h *Handler) auth(next http.HandlerFunc) http.HandlerFunc {
 		}
 		next(w, r)
 	}
+}
+
+// readBody reads a request body of at most MaxBodyBytes within
+// BodyTimeout. The read deadline it sets on the connection ends when the
+// body has been read: net/http clears it then, as it starts watching the
+// connection for the client hanging up, so runs after the read are not cut.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if h.cfg.BodyTimeout > 0 {
+		// Not every ResponseWriter supports deadlines (a recorder in a
+		// test, some wrappers); the body is read without one then.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.cfg.BodyTimeout))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, fmt.Errorf("request body not received within %s", h.cfg.BodyTimeout)
+	}
+	return body, err
 }
 
 // baseURL is the absolute URL endpoints are advertised under.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"time"
@@ -98,7 +97,7 @@ func renderInput(raw json.RawMessage) (string, error) {
 // result, completed or failed. Like ServeJSONRPC it leaves authentication to
 // Mount (Config.APIToken) or to the host.
 func (h *Handler) ServeTasks(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	body, err := h.readBody(w, r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

@@ -208,7 +208,7 @@ func decodeParams(raw json.RawMessage, v any) *rpcError {
 // errors, as A2A clients require. It does not check Config.APIToken (Mount
 // does): a host mounting it directly authenticates in front.
 func (h *Handler) ServeJSONRPC(w http.ResponseWriter, r *http.Request, agentID string) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	body, err := h.readBody(w, r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -69,12 +71,21 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
 	if r.ContentLength > 0 && r.ContentLength <= s.cfg.MaxMessageBytes {
 		buf.Grow(int(r.ContentLength) + 1) // +1: ReadFrom's probe for EOF
 	}
+	if s.cfg.BodyTimeout > 0 {
+		// net/http clears this deadline once the body is read (it then
+		// watches the connection for the client hanging up), so a long
+		// call answered on this request's stream is not cut by it. Not
+		// every ResponseWriter supports deadlines; then there is none.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
 	r.Body.Close()
 	body := buf.Bytes()
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, fmt.Sprintf("request body not received within %s", s.cfg.BodyTimeout))
+		} else if errors.As(err, &tooLarge) {
 			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request body exceeds %d bytes", tooLarge.Limit))
 		} else {
 			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "reading the body: "+err.Error())

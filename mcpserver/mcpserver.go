@@ -53,6 +53,7 @@ const (
 	DefaultSessionTimeout   = 30 * time.Minute
 	DefaultMaxMessageBytes  = 4 << 20
 	DefaultMaxSessions      = 1000
+	DefaultBodyTimeout      = 30 * time.Second
 )
 
 // Errors returned by the package; check them with errors.Is.
@@ -96,6 +97,10 @@ type Config struct {
 	// MaxMessageBytes bounds one incoming JSON-RPC message: a stdio line or
 	// an HTTP request body. Zero: 4 MiB.
 	MaxMessageBytes int64 `yaml:"max_message_bytes"`
+	// BodyTimeout bounds reading one HTTP request body, so that a client
+	// trickling bytes cannot hold a handler and its connection; past it the
+	// request gets 400 with a -32700 error. Zero: 30s. Negative: no bound.
+	BodyTimeout time.Duration `yaml:"body_timeout"`
 	// MaxSessions bounds the sessions open at once; an HTTP initialize
 	// beyond it gets 503 (each session holds memory until DELETE or
 	// SessionTimeout). Zero: 1000. Negative: no bound.
@@ -163,6 +168,9 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 	}
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = DefaultBodyTimeout
 	}
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions

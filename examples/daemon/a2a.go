@@ -58,6 +58,10 @@ func a2aModule() module {
 			// The mux checks the token; the handler only advertises it.
 			cfg.APIToken = d.cfg.Server.APIToken
 			cfg.Logger = d.log
+			if cfg.BodyTimeout == 0 {
+				// The mux does not read these bodies: bound them as it would.
+				cfg.BodyTimeout = d.cfg.Server.BodyTimeout
+			}
 			h, err := a2a.New(d.engine, cfg)
 			if err != nil {
 				return err

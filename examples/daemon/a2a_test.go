@@ -1,18 +1,23 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	a2apb "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // hangingModelServer is an OpenAI-compatible endpoint that never answers:
@@ -167,5 +172,69 @@ func TestDaemonA2ASectionRejectsServerKeys(t *testing.T) {
 	code, _, stderr := runCLI(t, nil, "validate", "--config", writeConfig(t, "a2a:\n  public_url: http://x\n"))
 	if code != exitFail || !strings.Contains(stderr, "set server.public_url instead") {
 		t.Fatalf("validate: %d %s", code, stderr)
+	}
+}
+
+// A client that sends its body too slowly to the A2A and MCP routes is
+// answered when server.body_timeout ends, as on /api, instead of holding a
+// handler and a connection for as long as it likes (those routes skip the
+// mux's body handling, so their handlers must bound the read themselves).
+func TestSlowBodyTimesOutOnA2AAndMCP(t *testing.T) {
+	td := startDaemon(t, "server:\n  body_timeout: 200ms\nagents:\n  - id: assistant\n", nil)
+	for _, tc := range []struct {
+		path, header string
+		status       int
+	}{
+		{"/a2a", "", http.StatusOK}, // JSON-RPC: an error, with HTTP 200
+		{"/a2a/agents/assistant", "", http.StatusOK},
+		{"/a2a/tasks", "", http.StatusBadRequest},
+		{"/mcp", "Accept: application/json, text/event-stream\r\n", http.StatusBadRequest},
+	} {
+		t.Run(strings.TrimPrefix(tc.path, "/"), func(t *testing.T) {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(td.url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			start := time.Now()
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%sContent-Length: 100\r\n\r\n{\"jsonrpc\":", tc.path, conn.RemoteAddr(), tc.header)
+			conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer within 3s (body_timeout 200ms): %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || time.Since(start) > 2*time.Second || !strings.Contains(string(body), "200ms") {
+				t.Fatalf("status %d after %s: %s", resp.StatusCode, time.Since(start), body)
+			}
+		})
+	}
+}
+
+// The body deadline ends with the body: an A2A run and an MCP call that
+// last longer than server.body_timeout are answered from the model, not cut.
+func TestA2AAndMCPRunsOutliveBodyTimeout(t *testing.T) {
+	const runTime = 600 * time.Millisecond
+	td := slowDaemon(t, runTime, "  body_timeout: 100ms\n")
+
+	start := time.Now()
+	r := td.do(t, "POST", "/a2a", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}]}}}`)
+	if took := time.Since(start); r.status != http.StatusOK || !strings.Contains(string(r.body), `"state":"completed"`) || !strings.Contains(string(r.body), "slow answer") || took < runTime {
+		t.Fatalf("a2a: %d after %s: %s", r.status, took, r.body)
+	}
+
+	cs, err := mcpClient().Connect(mcpCtx(t), &mcp.StreamableClientTransport{Endpoint: td.url + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	start = time.Now()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "agent_slow", Arguments: map[string]any{"input": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "slow answer" || took < runTime {
+		t.Fatalf("mcp: after %s: %+v", took, res)
 	}
 }

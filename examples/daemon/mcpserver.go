@@ -38,6 +38,9 @@ func newMCPServer(ctx context.Context, d *daemon) (*mcpserver.Server, error) {
 	}
 	cfg.AllowedOrigins = append(slices.Clone(d.cfg.Server.AllowedOrigins), cfg.AllowedOrigins...)
 	cfg.Logger = d.log
+	if cfg.BodyTimeout == 0 {
+		cfg.BodyTimeout = d.cfg.Server.BodyTimeout // as the mux bounds /api bodies
+	}
 	srv, err := mcpserver.New(d.engine, cfg)
 	if err != nil {
 		return nil, err
