@@ -54,6 +54,15 @@ func runHelper(mode string) {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "fatal: cannot start, token is", os.Getenv("SECRET_TOKEN"))
 		os.Exit(3)
+	case "long-stderr":
+		// The secret straddles the 512th byte of a line, then the end of a
+		// chunk of a line longer than 4 KiB.
+		tok := os.Getenv("SECRET_TOKEN")
+		fmt.Fprintln(os.Stderr, strings.Repeat("x", 500)+" token="+tok)
+		fmt.Fprint(os.Stderr, strings.Repeat("y", 4100)+tok[:len(tok)/2])
+		time.Sleep(100 * time.Millisecond)
+		fmt.Fprintln(os.Stderr, tok[len(tok)/2:])
+		os.Exit(3)
 	case "silent":
 		waitStdin()
 	case "hang-after-init":

@@ -88,3 +88,24 @@ func TestURLCredentialsRedacted(t *testing.T) {
 	}
 	leaks("Check error", err.Error())
 }
+
+// A child's stderr line is cut for length: no piece of an env secret
+// survives the cut, neither the head of one cut at 512 bytes nor the tail
+// of one that straddles a flush of an over-long line.
+func TestStderrCutKeepsSecrets(t *testing.T) {
+	log, logs := debugLogger()
+	sc := helperServer("noisy", "long-stderr")
+	sc.Env["SECRET_TOKEN"] = secretValue
+	sc.Timeout = 5 * time.Second
+	_, err := Check(context.Background(), sc, log)
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("Check: %v", err)
+	}
+	t.Log(err)
+	head, tail := secretValue[:5], secretValue[len(secretValue)/2:]
+	for _, text := range append(strings.Split(logs.String(), "\n"), err.Error()) {
+		if strings.Contains(text, head) || strings.Contains(text, tail) {
+			t.Errorf("part of the secret (%q or %q) leaked: %s", head, tail, text)
+		}
+	}
+}

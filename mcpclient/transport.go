@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/axocoatl/axocoatl-go/secret"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -219,39 +220,64 @@ type stderrTail struct {
 
 	mu    sync.Mutex
 	buf   []byte   // incomplete line
+	skip  bool     // dropping the rest of a line already flushed for length
 	lines []string // last few complete lines
 }
 
-const tailLines = 3
+const (
+	tailLines     = 3
+	maxStderrLine = 4096 // an unfinished line is flushed at this length
+	maxLoggedLine = 512  // a line is cut to this length for logs and errors
+)
 
 func (s *stderrTail) Write(p []byte) (int, error) {
+	n := len(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.buf = append(s.buf, p...)
-	for {
-		i := bytes.IndexByte(s.buf, '\n')
-		if i < 0 {
-			break
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if s.skip {
+			// The rest of a line flushed for length is dropped: logged on
+			// its own it could start with the tail of a secret that the
+			// flush cut in two, which redaction cannot recognize.
+			if i < 0 {
+				return n, nil
+			}
+			s.skip = false
+			p = p[i+1:]
+			continue
 		}
-		s.addLine(string(s.buf[:i]))
-		s.buf = s.buf[i+1:]
-	}
-	if len(s.buf) > 4096 { // a line without end: keep it bounded
+		if i < 0 {
+			s.buf = append(s.buf, p...)
+			if len(s.buf) > maxStderrLine { // a line without end: keep it bounded
+				s.addLine(string(s.buf))
+				s.buf = s.buf[:0]
+				s.skip = true
+			}
+			return n, nil
+		}
+		s.buf = append(s.buf, p[:i]...)
 		s.addLine(string(s.buf))
 		s.buf = s.buf[:0]
+		p = p[i+1:]
 	}
-	return len(p), nil
+	return n, nil
 }
 
 func (s *stderrTail) addLine(line string) {
-	line = strings.TrimSpace(line)
+	// Redact before cutting: a cut through a secret would leave its head,
+	// which redaction no longer recognizes.
+	line = strings.TrimSpace(s.redact.string(line))
 	if line == "" {
 		return
 	}
-	if len(line) > 512 {
-		line = line[:512] + "…"
+	if len(line) > maxLoggedLine {
+		cut := maxLoggedLine
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		line = line[:cut] + "…"
 	}
-	line = s.redact.string(line)
 	s.log.Debug("mcp server stderr", "server", s.server, "line", line)
 	s.lines = append(s.lines, line)
 	if len(s.lines) > tailLines {
