@@ -46,6 +46,9 @@ type Config struct {
 	// publicURLSet records that server.public_url came from the file, so
 	// serve does not replace it with the bound address.
 	publicURLSet bool
+	// overrides maps a key set from the environment or a flag to that
+	// variable or flag, so an error about its value blames the right place.
+	overrides map[string]string
 }
 
 // ServerConfig is the `server:` section.
@@ -245,21 +248,22 @@ func parseConfig(source string, data []byte, lookup yamlconf.Lookup, env envOver
 	}
 	// An empty variable is treated as unset: AXOCOATL_API_TOKEN= must not
 	// silently switch off the file's token.
-	set := func(dst *string, v *string) {
+	cfg.overrides = map[string]string{}
+	set := func(dst *string, v *string, key, source string) {
 		if v != nil && *v != "" {
 			*dst = *v
+			cfg.overrides[key] = source
 		}
 	}
-	set(&cfg.Server.Addr, env.Addr)
-	if addr != "" {
-		cfg.Server.Addr = addr
-	}
+	set(&cfg.Server.Addr, env.Addr, "server.addr", "AXOCOATL_ADDR")
+	set(&cfg.Server.Addr, &addr, "server.addr", "--addr")
 	if env.APIToken != nil && !env.APIToken.IsZero() {
 		cfg.Server.APIToken = *env.APIToken
+		cfg.overrides["server.api_token"] = "AXOCOATL_API_TOKEN"
 	}
-	set(&cfg.Server.DataDir, env.DataDir)
-	set(&cfg.Log.Level, env.LogLevel)
-	set(&cfg.Log.Format, env.LogFormat)
+	set(&cfg.Server.DataDir, env.DataDir, "server.data_dir", "AXOCOATL_DATA_DIR")
+	set(&cfg.Log.Level, env.LogLevel, "log.level", "AXOCOATL_LOG_LEVEL")
+	set(&cfg.Log.Format, env.LogFormat, "log.format", "AXOCOATL_LOG_FORMAT")
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -268,13 +272,22 @@ func parseConfig(source string, data []byte, lookup yamlconf.Lookup, env envOver
 	return cfg, nil
 }
 
+// errorf reports a bad value at key: at the file's line, or, when the
+// value came from the environment or a flag, naming that instead.
+func (c *Config) errorf(key, format string, args ...any) error {
+	if source, ok := c.overrides[key]; ok {
+		return fmt.Errorf("%s: %s", source, fmt.Sprintf(format, args...))
+	}
+	return c.doc.Errorf(key, format, args...)
+}
+
 // validate checks every section; errors name file, line and key.
 func (c *Config) validate() error {
 	d := c.doc
 	var errs []error
 	if a := c.Server.Addr; a != "" {
 		if _, _, err := net.SplitHostPort(a); err != nil {
-			errs = append(errs, d.Errorf("server.addr", "%q is not host:port", a))
+			errs = append(errs, c.errorf("server.addr", "%q is not host:port", a))
 		}
 	}
 	if u := c.Server.PublicURL; u != "" {
@@ -283,7 +296,7 @@ func (c *Config) validate() error {
 		}
 	}
 	if tok := c.Server.APIToken.Reveal(); tok != "" && strings.ContainsAny(tok, " \t\r\n") {
-		errs = append(errs, d.Errorf("server.api_token", "must not contain whitespace"))
+		errs = append(errs, c.errorf("server.api_token", "must not contain whitespace"))
 	}
 	for i, p := range c.Server.AllowedOrigins {
 		if _, err := path.Match(p, ""); err != nil || p == "" {
@@ -302,12 +315,12 @@ func (c *Config) validate() error {
 	switch strings.ToLower(c.Log.Level) {
 	case "", "debug", "info", "warn", "error":
 	default:
-		errs = append(errs, d.Errorf("log.level", "%q is not one of debug, info, warn, error", c.Log.Level))
+		errs = append(errs, c.errorf("log.level", "%q is not one of debug, info, warn, error", c.Log.Level))
 	}
 	switch c.Log.Format {
 	case "", "text", "json":
 	default:
-		errs = append(errs, d.Errorf("log.format", "%q is not one of text, json", c.Log.Format))
+		errs = append(errs, c.errorf("log.format", "%q is not one of text, json", c.Log.Format))
 	}
 	for kind, pc := range c.Providers {
 		if !provider.Known(kind) {

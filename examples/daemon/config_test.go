@@ -317,3 +317,32 @@ lattice:
 		}
 	}
 }
+
+// A bad value from the environment or a flag is blamed on that variable
+// or flag, not on the file's line, which may hold a good value.
+func TestOverrideErrorsNameTheirSource(t *testing.T) {
+	path := writeConfig(t, "server:\n  addr: 127.0.0.1:1\n  api_token: fine-token\nlog:\n  level: info\n  format: text\nagents:\n  - id: a\n")
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"AXOCOATL_ADDR": "nonsense"}, nil, `AXOCOATL_ADDR: "nonsense" is not host:port`},
+		{nil, []string{"--addr", "nonsense"}, `--addr: "nonsense" is not host:port`},
+		{map[string]string{"AXOCOATL_LOG_LEVEL": "loud"}, nil, `AXOCOATL_LOG_LEVEL: "loud" is not one of debug, info, warn, error`},
+		{map[string]string{"AXOCOATL_LOG_FORMAT": "xml"}, nil, `AXOCOATL_LOG_FORMAT: "xml" is not one of text, json`},
+		{map[string]string{"AXOCOATL_API_TOKEN": "two words"}, nil, `AXOCOATL_API_TOKEN: must not contain whitespace`},
+	} {
+		cmd := "validate"
+		if tc.args != nil {
+			cmd = "serve"
+		}
+		code, _, stderr := runCLI(t, tc.env, append([]string{cmd, "--config", path}, tc.args...)...)
+		if code != exitFail || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, path+":") {
+			t.Errorf("%v %v: exit %d, stderr:\n%s\nwant %q and no blame on the file", tc.env, tc.args, code, stderr, tc.want)
+		}
+		if strings.Contains(stderr, "two words") {
+			t.Errorf("the token leaked: %s", stderr)
+		}
+	}
+}
