@@ -600,7 +600,7 @@ func TestSlowBodyTimesOut(t *testing.T) {
 	}
 	defer conn.Close()
 	start := time.Now()
-	fmt.Fprintf(conn, "POST /api/agents/assistant/execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"input\":")
+	fmt.Fprintf(conn, "POST /api/agents/assistant/execute HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"input\":", conn.RemoteAddr())
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -731,5 +731,41 @@ agents:
 	resp2.Body.Close()
 	if resp2.StatusCode != http.StatusOK {
 		t.Errorf("Host of public_url: %d", resp2.StatusCode)
+	}
+}
+
+// A request refused before its handler reads the body (no token, no such
+// route, a foreign Origin) must not wait for that body: net/http drains a
+// small unread body before writing the answer, so a client that declares
+// 100 bytes and sends 9 held the connection and a goroutine for good,
+// unauthenticated. The body deadline applies to every request.
+func TestRefusedSlowBodyNotAwaited(t *testing.T) {
+	td := startDaemon(t, "server:\n  api_token: tok\n  body_timeout: 200ms\nagents:\n  - id: assistant\n", nil)
+	for _, tc := range []struct {
+		name, path, headers string
+		status              int
+	}{
+		{"no token", "/api/agents/assistant/execute", "", http.StatusUnauthorized},
+		{"no route", "/nowhere", "Authorization: Bearer tok\r\n", http.StatusNotFound},
+		{"foreign origin", "/api/events", "Authorization: Bearer tok\r\nOrigin: http://evil.example\r\n", http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(td.url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			start := time.Now()
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"input\":", tc.path, conn.RemoteAddr(), tc.headers)
+			conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer within 3s (body_timeout 200ms): %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || time.Since(start) > 2*time.Second {
+				t.Fatalf("status %d after %s, want %d", resp.StatusCode, time.Since(start), tc.status)
+			}
+		})
 	}
 }

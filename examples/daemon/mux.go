@@ -12,6 +12,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -29,7 +30,10 @@ type mux struct {
 	router *httprouter.Router
 	auth   authenticator
 	hosts  hostGuard
-	routes []route // what is mounted, for tests and the auth audit
+	// bodyTimeout bounds reading a request body (server.body_timeout).
+	// Zero: DefaultBodyReadTimeout.
+	bodyTimeout time.Duration
+	routes      []route // what is mounted, for tests and the auth audit
 }
 
 type route struct {
@@ -59,6 +63,19 @@ func newMux(token secret.Secret, origins []string, log *slog.Logger) *mux {
 }
 
 func (m *mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		// Bound the body for every request, not only in handlers that
+		// read it: net/http drains a small unread body before writing
+		// any answer (a 401, 403, 404), so without a deadline a client
+		// declaring a body it never sends holds the connection for good.
+		// net/http clears the deadline once the body is read to its end,
+		// so a run after the body is not cut (TestRunOutlivesBodyTimeout).
+		timeout := m.bodyTimeout
+		if timeout <= 0 {
+			timeout = DefaultBodyReadTimeout
+		}
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+	}
 	if !m.hosts.allows(r.Host) {
 		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf(
 			"host %s is not a name of this daemon (set server.public_url to it, or server.api_token)", quote(r.Host)))

@@ -105,6 +105,7 @@ func newHandler(d *daemon) (m *mux, stop func(), ready *atomic.Bool, err error) 
 	cfg := d.cfg
 	m = newMux(cfg.Server.APIToken, cfg.Server.AllowedOrigins, d.log)
 	m.hosts = newHostGuard(cfg.Server)
+	m.bodyTimeout = cfg.Server.BodyTimeout
 	ready = new(atomic.Bool)
 	met, err := newMetrics(d.engine.Bus())
 	if err != nil {
