@@ -92,6 +92,10 @@ func (m *anthropicModel) Generate(ctx context.Context, req *agent.Request) (*age
 	if res == nil {
 		return nil, &Error{Provider: Anthropic, Status: http.StatusOK, Message: "malformed response: empty body"}
 	}
+	if !res.JSON.Content.Valid() {
+		// A real answer always has a content list, empty or not.
+		return nil, m.call.malformed(res.RawJSON(), "no content")
+	}
 	out := &agent.Response{}
 	var text []string
 	for _, b := range res.Content {

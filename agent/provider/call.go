@@ -201,29 +201,8 @@ func errorMessage(resp *http.Response) string {
 	if resp.Body != nil {
 		body, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	}
-	var shape struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Detail  json.RawMessage `json:"detail"`
-	}
-	if json.Unmarshal(body, &shape) == nil {
-		var inner struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-		}
-		var s string
-		switch {
-		case json.Unmarshal(shape.Error, &inner) == nil && inner.Message != "":
-			return inner.Message
-		case json.Unmarshal(shape.Error, &s) == nil && s != "":
-			return s
-		case shape.Message != "":
-			return shape.Message
-		case json.Unmarshal(shape.Detail, &s) == nil && s != "":
-			return s
-		case inner.Type != "":
-			return inner.Type
-		}
+	if msg := jsonMessage(body); msg != "" {
+		return msg
 	}
 	text := strings.TrimSpace(string(body))
 	if text == "" || strings.HasPrefix(text, "{") || strings.HasPrefix(text, "<") {
@@ -231,6 +210,48 @@ func errorMessage(resp *http.Response) string {
 		return http.StatusText(resp.StatusCode)
 	}
 	return text
+}
+
+// jsonMessage finds an error message in a JSON body, in the shapes OpenAI,
+// Anthropic, Ollama and common OpenAI-compatible servers use; "" if none.
+func jsonMessage(body []byte) string {
+	var shape struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &shape) != nil {
+		return ""
+	}
+	var inner struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	}
+	var s string
+	switch {
+	case json.Unmarshal(shape.Error, &inner) == nil && inner.Message != "":
+		return inner.Message
+	case json.Unmarshal(shape.Error, &s) == nil && s != "":
+		return s
+	case shape.Message != "":
+		return shape.Message
+	case json.Unmarshal(shape.Detail, &s) == nil && s != "":
+		return s
+	case inner.Type != "":
+		return inner.Type
+	}
+	return ""
+}
+
+// malformed is the failure of a 2xx answer that is not an answer (the SDKs
+// decode leniently: missing or mistyped fields come back as zero values).
+// An error message in the body, as some gateways send with a 200, is kept.
+func (c caller) malformed(raw, what string) *Error {
+	msg := "malformed response: " + what
+	if m := jsonMessage([]byte(raw)); m != "" {
+		msg += ": " + m
+	}
+	return &Error{Provider: c.kind, Status: http.StatusOK, Message: c.scrub(msg)}
 }
 
 // decodeProblem says why a 2xx body could not be decoded, without the SDK's

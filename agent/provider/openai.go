@@ -169,8 +169,14 @@ func (m *openAIModel) params(req *agent.Request) (openai.ChatCompletionNewParams
 }
 
 func (m *openAIModel) response(res *openai.ChatCompletion) (*agent.Response, error) {
-	if res == nil || len(res.Choices) == 0 {
-		return nil, &Error{Provider: m.kind, Status: http.StatusOK, Message: "malformed response: no choices"}
+	if res == nil {
+		return nil, m.call.malformed("", "no choices")
+	}
+	if len(res.Choices) == 0 {
+		return nil, m.call.malformed(res.RawJSON(), "no choices")
+	}
+	if !res.Choices[0].JSON.Message.Valid() {
+		return nil, m.call.malformed(res.RawJSON(), "the choice has no message")
 	}
 	msg := res.Choices[0].Message
 	if res.Choices[0].FinishReason == "length" && len(msg.ToolCalls) > 0 {
