@@ -43,6 +43,7 @@ func newAnthropic(cfg Config) (*anthropicModel, error) {
 	if client == nil {
 		client = &http.Client{} // the call's context bounds each call
 	}
+	client = limitBodies(client)
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout

@@ -32,7 +32,58 @@ const (
 	// Error bodies are read up to this size; messages are cut to maxMessage.
 	maxErrorBody = 64 << 10
 	maxMessage   = 1000
+	// A response body is read up to this size: the SDKs buffer bodies
+	// whole, so a server that never ends one would otherwise fill memory
+	// until the timeout. Answers and model lists are far smaller.
+	maxResponseBody = 16 << 20
 )
+
+// errBodyTooLarge ends the read of a response body over maxResponseBody.
+var errBodyTooLarge = fmt.Errorf("response body over %d MiB", maxResponseBody>>20)
+
+// limitBodies returns a copy of client whose response bodies fail with
+// errBodyTooLarge past maxResponseBody.
+func limitBodies(client *http.Client) *http.Client {
+	c := *client
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = bodyLimit{base: base}
+	return &c
+}
+
+type bodyLimit struct{ base http.RoundTripper }
+
+func (t bodyLimit) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && resp.Body != nil {
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxResponseBody}
+	}
+	return resp, err
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errBodyTooLarge
+	}
+	// Read one byte past the limit to tell a body of exactly the limit,
+	// which is fine, from a longer one.
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n + int(b.left), errBodyTooLarge
+	}
+	return n, err
+}
 
 // caller runs the HTTP calls of one provider: bounded, retried, and with
 // failures turned into *Error values that never contain the API key.
@@ -155,6 +206,9 @@ func (c caller) explain(parent, ctx context.Context, resp *http.Response, err er
 	case resp != nil && resp.StatusCode >= 400:
 		e.Status = resp.StatusCode
 		e.Message = errorMessage(resp)
+	case resp != nil && errors.Is(err, errBodyTooLarge):
+		e.Status = resp.StatusCode
+		e.Message = errBodyTooLarge.Error()
 	case resp != nil:
 		// The server answered but the SDK could not read the answer.
 		e.Status = resp.StatusCode

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
@@ -50,5 +51,44 @@ func TestMalformedSuccessBodies(t *testing.T) {
 				t.Log(err)
 			})
 		}
+	}
+}
+
+// A 200 whose body never ends (a broken or hostile server) is cut at the
+// response size limit: the call fails at once with a clear error instead of
+// buffering the stream until the timeout, however much that is.
+func TestHugeResponseBody(t *testing.T) {
+	const limit = 16 << 20
+	for _, wi := range wires {
+		t.Run(wi.kind, func(t *testing.T) {
+			written := make(chan int64, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				var n int64
+				defer func() { written <- n }()
+				chunk := []byte(`{"id":"` + strings.Repeat("a", 64<<10-7))
+				for n < 4*limit {
+					m, err := w.Write(chunk)
+					n += int64(m)
+					if err != nil {
+						return
+					}
+					chunk = []byte(strings.Repeat("a", 64<<10))
+				}
+			}))
+			defer srv.Close()
+			m, err := provider.New(wi.kind, provider.Config{BaseURL: wi.base(srv.URL), MaxRetries: -1, Timeout: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.Generate(context.Background(), &agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "hi"}}})
+			if err == nil || !errors.Is(err, provider.ErrProvider) || !strings.Contains(err.Error(), "response body over 16 MiB") {
+				t.Fatalf("error %v: want ErrProvider saying the body is over 16 MiB", err)
+			}
+			t.Log(err)
+			if n := <-written; n >= 2*limit {
+				t.Fatalf("the server wrote %d MiB before the client let go", n>>20)
+			}
+		})
 	}
 }
