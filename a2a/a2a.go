@@ -311,6 +311,10 @@ func (h *Handler) auth(next http.HandlerFunc) http.HandlerFunc {
 			}
 		}
 		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			// net/http drains an unread body before it writes the answer,
+			// with no deadline of its own: bound it, or a client that never
+			// finishes its body never gets the 401 and holds the handler.
+			h.armBodyDeadline(w, r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="axocoatl"`)
 			writeHTTPError(w, http.StatusUnauthorized, "unauthorized", "missing or invalid API token")
 			return
@@ -324,16 +328,25 @@ func (h *Handler) auth(next http.HandlerFunc) http.HandlerFunc {
 // body has been read: net/http clears it then, as it starts watching the
 // connection for the client hanging up, so runs after the read are not cut.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if h.cfg.BodyTimeout > 0 {
-		// Not every ResponseWriter supports deadlines (a recorder in a
-		// test, some wrappers); the body is read without one then.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.cfg.BodyTimeout))
-	}
+	h.armBodyDeadline(w, r)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil, fmt.Errorf("request body not received within %s", h.cfg.BodyTimeout)
 	}
 	return body, err
+}
+
+// armBodyDeadline bounds the reading of the request body by BodyTimeout.
+// Not every ResponseWriter supports deadlines (a recorder in a test, some
+// wrappers); the body is read without one then.
+//
+// Only a request with a body gets one: net/http clears the deadline when
+// the body has been read, which for a request without one happened before
+// the handler ran, so the deadline would stay armed and cut the response.
+func (h *Handler) armBodyDeadline(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.BodyTimeout > 0 && r.ContentLength != 0 {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.cfg.BodyTimeout))
+	}
 }
 
 // baseURL is the absolute URL endpoints are advertised under.

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -335,5 +337,39 @@ func TestStreamKeepAlive(t *testing.T) {
 	}
 	if keepAlives < 3 || !canceled {
 		t.Fatalf("keep-alives %d, canceled %v", keepAlives, canceled)
+	}
+}
+
+// A client sending its body too slowly gets its answer when BodyTimeout
+// ends, on every route Mount registers: refused for a missing token as
+// well as read and refused as malformed.
+func TestSlowBodyTimesOut(t *testing.T) {
+	f := newFixture(t, a2a.Config{BodyTimeout: 200 * time.Millisecond, APIToken: secret.Secret("tok")})
+	for _, tc := range []struct {
+		name, path, token string
+		status            int
+	}{
+		{"rpc", "/a2a", "tok", http.StatusOK},
+		{"tasks", "/a2a/tasks", "tok", http.StatusBadRequest},
+		{"rpcNoToken", "/a2a", "", http.StatusUnauthorized},
+		{"tasksNoToken", "/a2a/tasks", "", http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(f.srv.URL, "http://"))
+			must(t, err)
+			defer conn.Close()
+			start := time.Now()
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":", tc.path, conn.RemoteAddr(), tc.token)
+			conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer within 3s (body timeout 200ms): %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || time.Since(start) > 2*time.Second {
+				t.Fatalf("status %d after %s: %s", resp.StatusCode, time.Since(start), body)
+			}
+		})
 	}
 }

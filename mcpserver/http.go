@@ -34,6 +34,17 @@ import (
 // httpServer.RegisterOnShutdown(func() { srv.Close() }). A host with no use
 // for that stream may also leave GET unrouted; clients accept a 405.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.BodyTimeout > 0 && r.ContentLength != 0 {
+		// Bound the body before anything else: refused or not, it is read
+		// (net/http drains an unread body before it writes any answer,
+		// with no deadline of its own). net/http clears the deadline once
+		// the body is read, as it starts watching the connection for the
+		// client hanging up, so a long call answered on this request's
+		// stream is not cut by it. Without a body there is nothing to
+		// bound, and a deadline would stay armed and cut a GET stream. Not
+		// every ResponseWriter supports deadlines; then there is none.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	}
 	if s.closed.Load() {
 		writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
 		return
@@ -70,13 +81,6 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
 	var buf bytes.Buffer
 	if r.ContentLength > 0 && r.ContentLength <= s.cfg.MaxMessageBytes {
 		buf.Grow(int(r.ContentLength) + 1) // +1: ReadFrom's probe for EOF
-	}
-	if s.cfg.BodyTimeout > 0 {
-		// net/http clears this deadline once the body is read (it then
-		// watches the connection for the client hanging up), so a long
-		// call answered on this request's stream is not cut by it. Not
-		// every ResponseWriter supports deadlines; then there is none.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
 	r.Body.Close()

@@ -1,7 +1,10 @@
 package mcpserver_test
 
 import (
+	"bufio"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -212,4 +215,37 @@ func TestHTTPMaxSessions(t *testing.T) {
 	if status != http.StatusOK {
 		t.Errorf("after closing one: %d %s", status, body)
 	}
+}
+
+// A client sending its body too slowly gets its answer when BodyTimeout
+// ends: read and refused as malformed, or refused unread for its Origin or
+// because the server is closed (net/http drains an unread body before it
+// writes any answer, so that drain must be bounded too).
+func TestHTTPSlowBodyTimesOut(t *testing.T) {
+	f := newFixture(t, mcpserver.Config{BodyTimeout: 200 * time.Millisecond})
+	ts := serveHTTP(t, f)
+	slowPost := func(t *testing.T, header string, status int) {
+		t.Helper()
+		conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		start := time.Now()
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: 100\r\n\r\n{\"jsonrpc\":", conn.RemoteAddr(), header)
+		conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("no answer within 3s (body timeout 200ms): %v", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != status || time.Since(start) > 2*time.Second {
+			t.Fatalf("status %d after %s: %s", resp.StatusCode, time.Since(start), body)
+		}
+	}
+	t.Run("read", func(t *testing.T) { slowPost(t, "", http.StatusBadRequest) })
+	t.Run("foreign origin", func(t *testing.T) { slowPost(t, "Origin: https://evil.example\r\n", http.StatusForbidden) })
+	f.srv.Close()
+	t.Run("closed", func(t *testing.T) { slowPost(t, "", http.StatusServiceUnavailable) })
 }
