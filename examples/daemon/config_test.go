@@ -346,3 +346,41 @@ func TestOverrideErrorsNameTheirSource(t *testing.T) {
 		}
 	}
 }
+
+// A secret written in the file under a secret key, but in the wrong shape
+// (a string where a mapping of secrets belongs), is not quoted back: the
+// error names the key and the expected shape only. A secret-typed key gets
+// "expected a string", not "a mapping (secret.Secret)".
+func TestMisshapenSecretsNotQuoted(t *testing.T) {
+	path := writeConfig(t, `agents:
+  - id: a
+mcp_servers:
+  - name: s
+    command: x
+    env: sk-abcd
+  - name: t
+    url: http://127.0.0.1:1/mcp
+    headers: tk-efgh
+providers:
+  openai:
+    api_key: {k: v}
+`)
+	code, _, stderr := runCLI(t, nil, "validate", "--config", path)
+	if code != exitFail {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		path + ":6: mcp_servers[0].env: expected a mapping, got a string\n",
+		path + ":9: mcp_servers[1].headers: expected a mapping, got a string\n",
+		path + ":12: providers.openai.api_key: expected a string, got a mapping\n",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr:\n%s\nwant a line %q", stderr, want)
+		}
+	}
+	for _, secret := range []string{"sk-a", "tk-e"} {
+		if strings.Contains(stderr, secret) {
+			t.Errorf("secret %q quoted in:\n%s", secret, stderr)
+		}
+	}
+}

@@ -339,16 +339,24 @@ var (
 	quotedRE   = regexp.MustCompile("`[^`]*`")
 	typeErrRE  = regexp.MustCompile("^cannot (?:construct|unmarshal) !!(\\w+) (`[^`]*` )?into (.+)$")
 	kindByTag  = map[string]string{"str": "a string", "map": "a mapping", "seq": "a list", "int": "a number", "float": "a number", "bool": "a boolean", "null": "null"}
-	goTypeName = map[string]string{"time.Duration": "a duration (like 30s or 5m)", "string": "a string", "bool": "true or false", "int": "a whole number", "int64": "a whole number", "float64": "a number"}
+	goTypeName = map[string]string{"time.Duration": "a duration (like 30s or 5m)", "string": "a string", "secret.Secret": "a string", "bool": "true or false", "int": "a whole number", "int64": "a whole number", "float64": "a number"}
 )
+
+// secretTarget reports whether a decoder's target type holds secrets
+// (secret.Secret, a map or list of them): a value found there is not
+// quoted, even when written in the file rather than from a variable.
+func secretTarget(goType string) bool { return strings.Contains(goType, "secret.Secret") }
 
 // typeMessage rewrites the decoder's message in the config's terms. The
 // value is quoted only when it was written in the file, never when it came
 // from a variable (it may be a secret).
 func typeMessage(msg string, hideValue bool) string {
 	m := typeErrRE.FindStringSubmatch(msg)
+	if m != nil && secretTarget(m[3]) {
+		hideValue = true
+	}
 	if m == nil {
-		if hideValue {
+		if hideValue || secretTarget(msg) {
 			return quotedRE.ReplaceAllString(msg, "(value hidden)")
 		}
 		return msg
