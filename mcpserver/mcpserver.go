@@ -385,7 +385,9 @@ func parseInput(args json.RawMessage) (string, error) {
 		return "", errors.New(`invalid arguments: missing required property "input"`)
 	}
 	var input string
-	if err := json.Unmarshal(raw, &input); err != nil {
+	// null decodes into a string without error: refuse it by hand, it is
+	// not the string the schema requires.
+	if err := json.Unmarshal(raw, &input); err != nil || string(raw) == "null" {
 		return "", errors.New(`invalid arguments: property "input" must be a string`)
 	}
 	return input, nil

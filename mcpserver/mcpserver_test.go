@@ -90,7 +90,7 @@ func checkSession(t *testing.T, cs *mcp.ClientSession) {
 		t.Errorf("the provider's API key reached the client: %q", textOf(t, res))
 	}
 
-	for _, args := range []any{map[string]any{}, map[string]any{"input": 42}, map[string]any{"text": "hi"}} {
+	for _, args := range []any{map[string]any{}, map[string]any{"input": 42}, map[string]any{"input": nil}, map[string]any{"text": "hi"}} {
 		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_echo", Arguments: args})
 		if err != nil {
 			t.Fatalf("call with %v: %v", args, err)
