@@ -43,7 +43,7 @@ func newAnthropic(cfg Config) (*anthropicModel, error) {
 	if client == nil {
 		client = &http.Client{} // the call's context bounds each call
 	}
-	client = limitBodies(client)
+	client = guardRedirects(limitBodies(client))
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout

@@ -53,6 +53,30 @@ func limitBodies(client *http.Client) *http.Client {
 	return &c
 }
 
+// errRedirect refuses a redirect to another origin. Go's client forwards
+// every header but Authorization and cookies to the new host, so Anthropic's
+// x-api-key (and the request body) would reach whoever the redirect names;
+// an https → http redirect would send them in clear text.
+var errRedirect = errors.New("redirect to another origin refused (it would carry the API key)")
+
+// guardRedirects makes client (a copy of the configured one) follow
+// redirects within the origin only, unless it has its own policy.
+func guardRedirects(client *http.Client) *http.Client {
+	if client.CheckRedirect != nil {
+		return client
+	}
+	client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if from := via[0].URL; req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
+			return fmt.Errorf("%w: %s://%s", errRedirect, req.URL.Scheme, req.URL.Host)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return client
+}
+
 type bodyLimit struct{ base http.RoundTripper }
 
 func (t bodyLimit) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -147,6 +171,9 @@ func (c caller) do(parent context.Context, retries int, try attempt) error {
 // before sending), or a status the APIs document as transient. The server's
 // x-should-retry header wins, as in the SDKs.
 func retryable(resp *http.Response, err error) bool {
+	if errors.Is(err, errRedirect) {
+		return false
+	}
 	if resp == nil {
 		var uerr *url.Error
 		return errors.As(err, &uerr)
@@ -203,6 +230,16 @@ func (c caller) explain(parent, ctx context.Context, resp *http.Response, err er
 		default:
 			e.Message = fmt.Sprintf("no response within %s (timeout)", c.timeout)
 		}
+	case errors.Is(err, errRedirect):
+		if resp != nil {
+			e.Status = resp.StatusCode
+		}
+		e.Err = errRedirect
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // without the URL, which may carry a query
+		}
+		e.Message = err.Error()
 	case resp != nil && resp.StatusCode >= 400:
 		e.Status = resp.StatusCode
 		e.Message = errorMessage(resp)

@@ -3,14 +3,17 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/secret"
 )
 
 // A 200 whose body is not an answer (an empty object, a gateway's error
@@ -89,6 +92,49 @@ func TestHugeResponseBody(t *testing.T) {
 			if n := <-written; n >= 2*limit {
 				t.Fatalf("the server wrote %d MiB before the client let go", n>>20)
 			}
+		})
+	}
+}
+
+// A redirect to another host is not followed: Go's client forwards every
+// header but Authorization and cookies to any host, so Anthropic's x-api-key
+// (and a POST body) would reach whoever the redirect names.
+func TestRedirectToOtherHostKeepsKey(t *testing.T) {
+	const key = "sk-ant-redirect-7c1e"
+	for _, wi := range wires {
+		t.Run(wi.kind, func(t *testing.T) {
+			var leaked atomic.Int32
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.Contains(fmt.Sprint(r.Header), key) {
+					leaked.Add(1)
+				}
+				writeJSON(w, 200, wi.ok)
+			}))
+			defer other.Close()
+			// Another port of the same loopback address is another origin:
+			// name it by "localhost" so the host differs as well.
+			otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+			var hits atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				http.Redirect(w, r, otherURL+r.URL.Path, http.StatusTemporaryRedirect)
+			}))
+			defer srv.Close()
+			m, err := provider.New(wi.kind, provider.Config{BaseURL: wi.base(srv.URL), APIKey: secret.Secret(key)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.Generate(context.Background(), &agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "hi"}}})
+			if n := leaked.Load(); n > 0 {
+				t.Fatalf("the API key reached the redirect's host %d times", n)
+			}
+			if err == nil || !errors.Is(err, provider.ErrProvider) || !strings.Contains(err.Error(), "redirect") {
+				t.Fatalf("error %v: want ErrProvider naming the redirect", err)
+			}
+			if n := hits.Load(); n != 1 {
+				t.Fatalf("a refused redirect was retried: %d requests", n)
+			}
+			t.Log(err)
 		})
 	}
 }

@@ -77,7 +77,7 @@ func openAIOptions(kind string, cfg Config) ([]option.RequestOption, error) {
 		// No Client.Timeout: the call's context bounds each call instead.
 		client = &http.Client{}
 	}
-	client = limitBodies(client)
+	client = guardRedirects(limitBodies(client))
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),
 		option.WithHTTPClient(client),
