@@ -769,3 +769,21 @@ func TestRefusedSlowBodyNotAwaited(t *testing.T) {
 		})
 	}
 }
+
+// On shutdown a stream client is told so with a close frame (1001 going
+// away), not a bare EOF it cannot tell from a crash.
+func TestEventStreamShutdownGoingAway(t *testing.T) {
+	td := startDaemon(t, "", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn := dialEvents(t, ctx, td.url, nil, "")
+	stopped := make(chan int, 1)
+	go func() { stopped <- td.stop() }()
+	_, _, err := conn.Read(ctx)
+	if st := websocket.CloseStatus(err); st != websocket.StatusGoingAway {
+		t.Errorf("read after shutdown: %v (status %v), want a close frame with %v", err, st, websocket.StatusGoingAway)
+	}
+	if code := <-stopped; code != exitOK {
+		t.Errorf("daemon exited %d", code)
+	}
+}

@@ -111,17 +111,19 @@ func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	// Writes come from the event loop and from replies to client commands;
 	// replies go through a small queue drained by the same loop, so one
-	// goroutine writes.
+	// goroutine writes. The reader reads with the request's context, not
+	// ctx: cancelling a Read closes the connection at once, and then the
+	// close frame below (1001 on shutdown) would never be sent. Close
+	// itself ends the Read once the peer answers (or after its timeout).
 	replies := make(chan any, 8)
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
 		defer cancel()
-		s.readLoop(ctx, conn, replies)
+		s.readLoop(r.Context(), ctx, conn, replies)
 	}()
 	err = s.writeLoop(ctx, conn, sub, replies)
 	cancel()
-	<-readDone
 	switch {
 	case s.ctx.Err() != nil:
 		conn.Close(websocket.StatusGoingAway, "server shutting down")
@@ -130,6 +132,7 @@ func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		conn.Close(websocket.StatusNormalClosure, "")
 	}
+	<-readDone
 }
 
 func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattice.Subscription, replies <-chan any) error {
@@ -182,8 +185,9 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 }
 
 // readLoop answers client commands. Bad frames get an error frame; the
-// stream goes on.
-func (s *stream) readLoop(ctx context.Context, conn *websocket.Conn, replies chan<- any) {
+// stream goes on. It reads until the connection closes (readCtx is the
+// request's); ctx ends with the stream and bounds replies and commands.
+func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, replies chan<- any) {
 	reply := func(code, msg string) {
 		select {
 		case replies <- errorFrame{Kind: "error", Error: errorDetail{Code: code, Message: msg}}:
@@ -191,7 +195,7 @@ func (s *stream) readLoop(ctx context.Context, conn *websocket.Conn, replies cha
 		}
 	}
 	for {
-		typ, data, err := conn.Read(ctx)
+		typ, data, err := conn.Read(readCtx)
 		if err != nil {
 			return // closed by the client, too large, or ctx ended
 		}
