@@ -174,6 +174,7 @@ func TestHTTPBadRequests(t *testing.T) {
 	}{
 		{`{"jsonrpc":"2.0","id":1,"method":`, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`},
 		{`{"id":1,"method":"ping"}`, 400, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,`},
+		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
 		{`{"jsonrpc":"2.0","id":0,"method":"no/such/method"}`, 200, `{"jsonrpc":"2.0","id":0,"error":{"code":-32601,`},
 		{`{"jsonrpc":"2.0","id":"s","method":"no/such/method"}`, 200, `"id":"s","error":{"code":-32601,`},
 		{`{"jsonrpc":"2.0","method":"notifications/no_such_thing"}`, 202, ``},

@@ -234,7 +234,24 @@ func checkFrame(frame []byte) (jsonrpc.Message, *frameError) {
 	if err != nil {
 		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + err.Error(), id: requestID(frame)}
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && hasIDMember(frame) {
+		// "id": null is a request in JSON-RPC, which MCP forbids; the
+		// go-sdk takes it for a notification and never answers, so a
+		// client would wait forever for its reply.
+		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: id must be a string or a number, not null"}
+	}
 	return msg, nil
+}
+
+// hasIDMember reports whether a message (a notification, as decoded) has
+// an "id" member all the same: it can only be null.
+func hasIDMember(frame []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(frame, &m) != nil {
+		return false
+	}
+	_, ok := m["id"]
+	return ok
 }
 
 // track notes a request that awaits an answer, and forgets one the client

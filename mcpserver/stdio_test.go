@@ -153,6 +153,8 @@ func TestStdioRawFrames(t *testing.T) {
 	r.wantError("4", -32600, "Invalid Request")
 	r.send(`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`)
 	r.wantError("null", -32600, "Invalid Request")
+	r.send(`{"jsonrpc":"2.0","id":null,"method":"ping"}`)
+	r.wantError("null", -32600, "Invalid Request")
 	r.send(`"just a string"`)
 	r.wantError("null", -32600, "Invalid Request")
 	r.send(`[{"jsonrpc":"2.0","id":5,"method":"ping"}]`)
