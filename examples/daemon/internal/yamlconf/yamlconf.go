@@ -282,8 +282,14 @@ func (c *checker) expand(n *yaml.Node, path string, lookup Lookup) {
 		}
 		if n.Style == 0 || n.Style == yaml.TaggedStyle {
 			// A plain scalar is typed by its final text, so ${PORT} can
-			// fill an int and ${TIMEOUT:-30s} a duration.
+			// fill an int and ${TIMEOUT:-30s} a duration. A value that
+			// would read as null ("null", "~") is text, though: a token
+			// "null" must not silently become no token.
 			n.Tag = ""
+			switch out {
+			case "~", "null", "Null", "NULL":
+				n.Tag = "!!str"
+			}
 		}
 	}
 	// Alias nodes are skipped: their anchor is expanded once, where it is.

@@ -213,3 +213,19 @@ func FuzzLoad(f *testing.F) {
 		d.ValidateTree("", reflect.ValueOf(&c).Elem())
 	})
 }
+
+// A variable's value is data: one that reads as YAML null ("null", "~")
+// is that text, not an absent value (a token "null" must not silently
+// become no token). Plain scalars are still typed by their final text, so
+// ${PORT} fills an int.
+func TestExpandedNullLookingValuesStayText(t *testing.T) {
+	for _, v := range []string{"null", "~", "NULL", "Null"} {
+		_, c, _, err := load(t, "name: ${A}\nheaders:\n  k: ${A}\nitems:\n  - id: ${A}\n    port: ${PORT}\n", map[string]string{"A": v, "PORT": "9"})
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		if c.Name != v || c.Headers["k"] != v || c.Items[0].ID != v || c.Items[0].Port != 9 {
+			t.Errorf("A=%q decoded as name %q, header %q, id %q, port %d", v, c.Name, c.Headers["k"], c.Items[0].ID, c.Items[0].Port)
+		}
+	}
+}
