@@ -787,3 +787,25 @@ func TestEventStreamShutdownGoingAway(t *testing.T) {
 		t.Errorf("daemon exited %d", code)
 	}
 }
+
+// A plain GET of the stream (curl, or a proxy that dropped the Upgrade
+// headers) and a wrong WebSocket version get the API's JSON error shape
+// with a status that says what is wrong, not the library's plain text.
+func TestEventStreamHandshakeErrorsInErrorShape(t *testing.T) {
+	td := startDaemon(t, "", nil)
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		status  int
+	}{
+		{"no upgrade", nil, http.StatusUpgradeRequired},
+		{"old version", []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "8", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}, http.StatusBadRequest},
+		{"no key", []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13"}, http.StatusBadRequest},
+	} {
+		r := td.do(t, "GET", "/api/events", "", tc.headers...)
+		var body errorBody
+		if err := json.Unmarshal(r.body, &body); err != nil || r.status != tc.status || body.Error.Code == "" || body.Error.Message == "" {
+			t.Errorf("%s: %d %q (%v), want %d in the error shape", tc.name, r.status, r.body, err, tc.status)
+		}
+	}
+}

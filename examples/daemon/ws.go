@@ -83,6 +83,18 @@ func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "forbidden", err.Error())
 		return
 	}
+	if status, msg := checkHandshake(r); status != 0 {
+		if status == http.StatusUpgradeRequired {
+			w.Header().Set("Connection", "Upgrade")
+			w.Header().Set("Upgrade", "websocket")
+		}
+		code := "bad_request"
+		if status == http.StatusUpgradeRequired {
+			code = "upgrade_required"
+		}
+		writeError(w, status, code, msg)
+		return
+	}
 	if s.open.Add(1) > wsMaxStreams {
 		s.open.Add(-1)
 		w.Header().Set("Retry-After", "5")
@@ -280,4 +292,32 @@ func checkOrigin(r *http.Request, patterns []string) error {
 		}
 	}
 	return fmt.Errorf("origin %s may not call %s (see server.allowed_origins)", quote(u.Host), quote(r.Host))
+}
+
+// checkHandshake makes the usual handshake mistakes answer in the API's
+// error shape (websocket.Accept answers them in plain text): a plain GET,
+// often a proxy that dropped the Upgrade headers, gets 426; a wrong
+// version or a missing key 400. Accept still checks everything.
+func checkHandshake(r *http.Request) (status int, msg string) {
+	switch {
+	case !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", "websocket"):
+		return http.StatusUpgradeRequired, "GET /api/events is a WebSocket: the request needs Connection: Upgrade and Upgrade: websocket (a proxy may have dropped them)"
+	case r.Header.Get("Sec-WebSocket-Version") != "13":
+		return http.StatusBadRequest, "unsupported WebSocket version " + quote(r.Header.Get("Sec-WebSocket-Version")) + " (only 13)"
+	case r.Header.Get("Sec-WebSocket-Key") == "":
+		return http.StatusBadRequest, "missing Sec-WebSocket-Key"
+	}
+	return 0, ""
+}
+
+// headerHasToken reports whether a comma-separated header holds token.
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
