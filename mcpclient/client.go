@@ -45,8 +45,11 @@ type Module struct {
 	started bool
 	stopped bool
 	servers []*server
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	// names serializes the servers' checks and claims of Engine tool
+	// names: two servers can qualify to the same name (a + b__c and a__b + c).
+	names  sync.Mutex
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // New validates cfg and returns the module.
@@ -78,7 +81,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.cancel = cancel
 	log := e.Logger()
 	for _, sc := range m.cfg.Servers {
-		s := newServer(ctx, sc, m.cfg, e, log)
+		s := newServer(ctx, sc, m.cfg, e, log, &m.names)
 		m.servers = append(m.servers, s)
 		log.Info("mcp server configured", "server", sc.Name, "transport", sc.Transport(), "target", s.target())
 		m.wg.Go(func() { s.run(ctx) })

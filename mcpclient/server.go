@@ -46,6 +46,10 @@ type server struct {
 	// stopped ends with the module (Stop): in-flight calls are cancelled
 	// with it, since a session's Close waits for them.
 	stopped context.Context
+	// names is the module's lock over claiming Engine tool names: held from
+	// the check that a name is free to its registration (never across a
+	// remote call).
+	names *sync.Mutex
 
 	mu      sync.Mutex // guards the fields below; never held across a remote call
 	session *mcp.ClientSession
@@ -53,11 +57,12 @@ type server struct {
 	lastErr string            // why the server is down, redacted
 }
 
-func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger) *server {
+func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger, names *sync.Mutex) *server {
 	r := newRedactor(cfg)
 	log = r.logger(log)
 	s := &server{
 		stopped:      stopped,
+		names:        names,
 		cfg:          cfg,
 		mcfg:         mcfg,
 		eng:          e,
@@ -269,9 +274,11 @@ func (s *server) shutdown() {
 	}
 	s.dial.reap()
 	s.dial.close()
+	s.names.Lock()
 	for q := range tools {
 		s.eng.UnregisterTool(q)
 	}
+	s.names.Unlock()
 	s.firstOnce.Do(func() { close(s.firstAttempt) })
 }
 
@@ -284,7 +291,10 @@ func (s *server) setTools(tools []*mcp.Tool) {
 	next := qualifyAll(s.cfg.Name, toolNames(tools))
 
 	// A name another server (or the host) already holds is not taken over:
-	// server names may contain "_", so mcp__a__b__c can arise twice.
+	// server names may contain "_", so mcp__a__b__c can arise twice. The
+	// check and the claim are one step for the module's servers.
+	s.names.Lock()
+	defer s.names.Unlock()
 	owner := map[string]string{}
 	for _, t := range s.eng.Tools() {
 		owner[t.Name] = t.Server
