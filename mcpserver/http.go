@@ -99,7 +99,22 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		return true // a batch (2025-03-26): the go-sdk's business
+		// A batch (2025-03-26) is the go-sdk's business, but for
+		// initialize, which that version forbids in a batch: the go-sdk
+		// would open a session for it past the MaxSessions check below.
+		var batch []json.RawMessage
+		if json.Unmarshal(trimmed, &batch) == nil {
+			for _, raw := range batch {
+				var m struct {
+					Method string `json:"method"`
+				}
+				if json.Unmarshal(raw, &m) == nil && m.Method == "initialize" {
+					writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Invalid Request: initialize must not be part of a batch")
+					return false
+				}
+			}
+		}
+		return true
 	}
 	msg, reply := checkFrame(trimmed)
 	if reply != nil {
