@@ -150,29 +150,32 @@ func decodeRequest(body []byte) (rpcRequest, *rpcError) {
 		return rpcRequest{ID: nullID}, rpcErr(codeInvalidRequest, "batch requests are not supported")
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		req.ID = nullID
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) || len(trimmed) == 0 {
-			return req, rpcErr(codeParseError, "body is not valid JSON: %v", err)
+			return rpcRequest{ID: nullID}, rpcErr(codeParseError, "body is not valid JSON: %v", err)
 		}
-		return req, rpcErr(codeInvalidRequest, "not a JSON-RPC request object: %v", err)
+		// Valid JSON of the wrong shape (a method that is no string…): the
+		// id, when it is usable, still tells the client which call failed.
+		var idOnly struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(body, &idOnly)
+		id, ok := usableID(idOnly.ID)
+		if !ok {
+			id = nullID
+		}
+		return rpcRequest{ID: id}, rpcErr(codeInvalidRequest, "not a JSON-RPC request object: %v", err)
 	}
 	if len(req.ID) == 0 {
 		req.ID = nullID
 		return req, rpcErr(codeInvalidRequest, "id is required: A2A has no notifications")
 	}
-	switch c := req.ID[0]; {
-	case c == '"', c == '-', c >= '0' && c <= '9', bytes.Equal(req.ID, nullID):
-	default:
+	id, ok := usableID(req.ID)
+	if !ok {
 		req.ID = nullID
 		return req, rpcErr(codeInvalidRequest, "id must be a string or a number")
 	}
-	if req.ID[0] == '"' && !utf8.Valid(req.ID) {
-		// Echo a well-formed id: invalid bytes become U+FFFD.
-		var s string
-		_ = json.Unmarshal(req.ID, &s) // valid JSON, checked above
-		req.ID, _ = json.Marshal(s)
-	}
+	req.ID = id
 	if req.JSONRPC != "2.0" {
 		return req, rpcErr(codeInvalidRequest, `jsonrpc must be "2.0"`)
 	}
@@ -180,6 +183,26 @@ func decodeRequest(body []byte) (rpcRequest, *rpcError) {
 		return req, rpcErr(codeInvalidRequest, "method is required")
 	}
 	return req, nil
+}
+
+// usableID checks a request id (raw JSON, valid): a string, a number or
+// null. A string with invalid UTF-8 is returned re-encoded, so that the id
+// echoed is well-formed (invalid bytes become U+FFFD).
+func usableID(raw json.RawMessage) (json.RawMessage, bool) {
+	if len(raw) == 0 {
+		return nil, false
+	}
+	switch c := raw[0]; {
+	case c == '"', c == '-', c >= '0' && c <= '9', bytes.Equal(raw, nullID):
+	default:
+		return nil, false
+	}
+	if raw[0] == '"' && !utf8.Valid(raw) {
+		var s string
+		_ = json.Unmarshal(raw, &s) // valid JSON, checked by the caller
+		raw, _ = json.Marshal(s)
+	}
+	return raw, true
 }
 
 // checkVersion refuses clients of another A2A major version with a precise

@@ -96,6 +96,8 @@ func TestJSONRPCWireRules(t *testing.T) {
 		{"empty accepted modes", `{"jsonrpc":"2.0","id":10,"method":"message/send","params":{"configuration":{"acceptedOutputModes":[]},"message":{"messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}]}}}`, `10`, 0},
 		{"push config", `{"jsonrpc":"2.0","id":11,"method":"tasks/pushNotificationConfig/set","params":{}}`, `11`, -32003},
 		{"extended card", `{"jsonrpc":"2.0","id":12,"method":"agent/getAuthenticatedExtendedCard"}`, `12`, -32007},
+		{"method not a string", `{"jsonrpc":"2.0","id":14,"method":5}`, `14`, -32600},
+		{"version not a string", `{"jsonrpc":2,"id":"v","method":"tasks/get"}`, `"v"`, -32600},
 		{"data part", `{"jsonrpc":"2.0","id":13,"method":"message/send","params":{"message":{"messageId":"m","role":"user","parts":[{"kind":"data","data":{"a":1}}]}}}`, `13`, 0},
 	}
 	for _, tc := range cases {
