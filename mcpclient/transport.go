@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -42,7 +44,7 @@ func newDialer(cfg ServerConfig, log *slog.Logger, r *redactor) *dialer {
 		d.http = &http.Client{
 			// No overall timeout: the standalone SSE stream is long-lived.
 			// Every request is bounded by its context instead.
-			Transport: &headerTransport{base: base, headers: cfg.Headers},
+			Transport: &headerTransport{base: base, headers: cfg.Headers, log: log, server: cfg.Name},
 			// A redirect could carry the headers to another host.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
@@ -193,6 +195,8 @@ func childEnv(cfg ServerConfig) []string {
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]secret.Secret
+	log     *slog.Logger
+	server  string
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -202,7 +206,73 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header.Set(k, v.Reveal())
 		}
 	}
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && resp.Body != nil {
+		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		resp.Body = &frameLimit{ReadCloser: resp.Body, sse: ct == "text/event-stream", over: func() {
+			// The go-sdk does not always pass the read error on (a cut SSE
+			// stream ends the call as "terminated without response").
+			t.log.Warn("mcp server answer cut", "server", t.server, "error", errFrameTooLarge)
+		}}
+	}
+	return resp, err
+}
+
+// maxFrame bounds one message from an HTTP server: a JSON body, or one
+// event of an SSE stream (a stream as a whole is unbounded: the standalone
+// one lives as long as the session). The go-sdk buffers each whole, so a
+// server that never ends one would fill memory until the call's timeout.
+// The same cap as the go-sdk's on a stdio frame.
+const maxFrame = mcp.DefaultMaxLineLength
+
+var errFrameTooLarge = fmt.Errorf("mcp server answer over %d MiB", maxFrame>>20)
+
+// frameLimit fails a response body with errFrameTooLarge once one message
+// passes maxFrame.
+type frameLimit struct {
+	io.ReadCloser
+	sse  bool
+	over func() // called once, when the cap is passed
+	n    int    // bytes of the current message
+	eols int    // line ends in a row (SSE: two end an event)
+	cr   bool   // the last byte was '\r' (of a "\r\n" counted once)
+}
+
+func (f *frameLimit) Read(p []byte) (int, error) {
+	if f.n > maxFrame {
+		return 0, errFrameTooLarge
+	}
+	n, err := f.ReadCloser.Read(p)
+	if !f.sse {
+		f.n += n
+	} else {
+		for _, b := range p[:n] {
+			switch {
+			case b == '\r':
+				f.eols++
+				f.cr = true
+			case b == '\n' && f.cr:
+				f.cr = false
+			case b == '\n':
+				f.eols++
+			default:
+				f.cr = false
+				f.eols = 0
+				f.n++
+			}
+			if f.n > maxFrame {
+				break // even if the event ends later in p
+			}
+			if f.eols >= 2 {
+				f.n = 0
+			}
+		}
+	}
+	if f.n > maxFrame {
+		f.over()
+		return n, errFrameTooLarge
+	}
+	return n, err
 }
 
 func (t *headerTransport) CloseIdleConnections() {
