@@ -138,3 +138,25 @@ func TestRedirectToOtherHostKeepsKey(t *testing.T) {
 		})
 	}
 }
+
+// A base_url refused by validation is quoted without the credentials it
+// may carry: a token as the userinfo or a key in the query.
+func TestInvalidBaseURLErrorKeepsCredentials(t *testing.T) {
+	for _, raw := range []string{
+		"ftp://tok_user_secret1@llm.example.com/v1",
+		"llm.example.com/v1?api_key=query_secret2",
+		"ftp://user:pw_secret3@llm.example.com/v1?key=query_secret4",
+	} {
+		err := provider.Config{BaseURL: raw}.Validate()
+		if err == nil {
+			t.Fatalf("%s accepted", raw)
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("credentials in %q", err)
+		}
+		if !strings.Contains(err.Error(), "base_url") {
+			t.Errorf("error does not name the key: %q", err)
+		}
+		t.Log(err)
+	}
+}

@@ -102,12 +102,21 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// redactURL hides a password written into a URL (https://user:pass@host).
+// redactURL hides the credentials a URL may carry: its userinfo (a token is
+// often the whole of it, https://TOKEN@host) and its query (?api_key=…).
 func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
 	}
-	return "(unparsable)"
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "[redacted]"
+	}
+	u.Fragment = ""
+	return u.String()
 }
 
 // Known reports whether kind names a provider.
