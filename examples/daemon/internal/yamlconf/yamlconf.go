@@ -102,7 +102,7 @@ func (d *Doc) Decode(dst any, lookup Lookup) (warnings []string, err error) {
 	if d.root == nil {
 		return nil, nil
 	}
-	c := &checker{doc: d, paths: map[[2]int]string{}, ignored: map[*yaml.Node]bool{}}
+	c := &checker{doc: d, paths: map[[2]int]string{}, ignored: map[*yaml.Node]bool{}, done: map[*yaml.Node]bool{}, aliasChecked: map[aliasCheck]bool{}}
 	c.checkKeys(d.root, rv.Elem().Type(), "", true)
 	c.expand(d.root, "", lookup)
 	if len(c.errs) > 0 {
@@ -119,7 +119,33 @@ type checker struct {
 	errs     []error
 	warnings []string
 	ignored  map[*yaml.Node]bool // values of unknown top-level sections
+	done     map[*yaml.Node]bool // scalars already expanded (an anchor used twice)
 	paths    map[[2]int]string   // node position → key path, for decode errors
+	// aliasChecked records anchored values already checked as a type, and
+	// (with a nil type) already expanded.
+	aliasChecked map[aliasCheck]bool
+}
+
+type aliasCheck struct {
+	node *yaml.Node
+	typ  reflect.Type
+}
+
+// isMerge reports whether k is the YAML merge key (<<: *defaults).
+func isMerge(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "!!merge" || k.Tag == "" || k.Style == 0)
+}
+
+// checkMerge checks the mappings a merge key brings in (an alias or a list
+// of aliases) against the type of the mapping they merge into.
+func (c *checker) checkMerge(v *yaml.Node, t reflect.Type, path string) {
+	if v.Kind == yaml.SequenceNode {
+		for _, item := range v.Content {
+			c.checkKeys(item, t, path, false)
+		}
+		return
+	}
+	c.checkKeys(v, t, path, false)
 }
 
 func (c *checker) errorf(n *yaml.Node, path, format string, args ...any) {
@@ -176,6 +202,17 @@ func join(path, key string) string {
 
 // checkKeys walks the node tree alongside the Go type it will decode into.
 func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool) {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		// The anchored value is checked as if written here (it may sit in
+		// an ignored section, or nowhere else under this type), once per
+		// type: aliases of aliases must not multiply the work.
+		key := aliasCheck{n.Alias, t}
+		if !c.aliasChecked[key] {
+			c.aliasChecked[key] = true
+			c.checkKeys(n.Alias, t, path, top)
+		}
+		return
+	}
 	c.paths[[2]int{n.Line, n.Column}] = path
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -191,6 +228,10 @@ func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			key := k.Value
+			if isMerge(k) {
+				c.checkMerge(v, t, path)
+				continue
+			}
 			kp := join(path, key)
 			c.paths[[2]int{k.Line, k.Column}] = kp
 			if seen[key] {
@@ -214,6 +255,10 @@ func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool)
 		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if isMerge(k) {
+				c.checkMerge(v, t, path)
+				continue
+			}
 			kp := join(path, k.Value)
 			c.paths[[2]int{k.Line, k.Column}] = kp
 			if seen[k.Value] {
@@ -267,10 +312,19 @@ func (c *checker) expand(n *yaml.Node, path string, lookup Lookup) {
 		for i, v := range n.Content {
 			c.expand(v, fmt.Sprintf("%s[%d]", path, i), lookup)
 		}
+	case yaml.AliasNode:
+		// The anchored value is config where it is used, even when it
+		// sits in an ignored section; done keeps it expanded once.
+		if key := (aliasCheck{node: n.Alias}); n.Alias != nil && !c.aliasChecked[key] {
+			c.aliasChecked[key] = true // typ nil: "expanded"
+			delete(c.ignored, n.Alias)
+			c.expand(n.Alias, path, lookup)
+		}
 	case yaml.ScalarNode:
-		if !strings.Contains(n.Value, "${") {
+		if c.done[n] || !strings.Contains(n.Value, "${") {
 			return
 		}
+		c.done[n] = true
 		out, usedVar, err := Expand(n.Value, lookup)
 		if err != nil {
 			c.errorf(n, path, "%v", err)
@@ -292,7 +346,6 @@ func (c *checker) expand(n *yaml.Node, path string, lookup Lookup) {
 			}
 		}
 	}
-	// Alias nodes are skipped: their anchor is expanded once, where it is.
 }
 
 var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -2,6 +2,7 @@ package yamlconf
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -227,5 +228,73 @@ func TestExpandedNullLookingValuesStayText(t *testing.T) {
 		if c.Name != v || c.Headers["k"] != v || c.Items[0].ID != v || c.Items[0].Port != 9 {
 			t.Errorf("A=%q decoded as name %q, header %q, id %q, port %d", v, c.Name, c.Headers["k"], c.Items[0].ID, c.Items[0].Port)
 		}
+	}
+}
+
+// Anchors and aliases are plain YAML and configs use them (an x- section
+// of shared values, a << merge of defaults): a value reached through an
+// alias is expanded and checked like any other, once. An anchor in an
+// ignored top-level section was used unexpanded ("${A}" verbatim, say as
+// an api key), and keys of aliased or merged mappings went unchecked.
+func TestAliasesExpandedAndChecked(t *testing.T) {
+	_, c, _, err := load(t, `
+x-shared:
+  name: &n "n-${A}"
+  lit: &l "$${A} ${A}"
+  item: &it
+    id: base
+    timeout: ${T}
+name: *n
+headers:
+  h1: *l
+  h2: *l
+items:
+  - *it
+  - <<: *it
+    id: merged
+`, map[string]string{"A": "a", "T": "5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "n-a" || c.Headers["h1"] != "${A} a" || c.Headers["h2"] != "${A} a" {
+		t.Errorf("name %q, headers %q", c.Name, c.Headers)
+	}
+	if len(c.Items) != 2 || c.Items[0].ID != "base" || c.Items[0].Timeout != 5*time.Second || c.Items[1].ID != "merged" || c.Items[1].Timeout != 5*time.Second {
+		t.Errorf("items %+v", c.Items)
+	}
+
+	// A typo inside an aliased or merged mapping is an unknown key, and an
+	// unset variable there is an error, as anywhere else.
+	_, _, _, err = load(t, "x-shared:\n  item: &it\n    id: base\n    tiemout: 5s\nitems:\n  - *it\n", nil)
+	if err == nil || !strings.Contains(err.Error(), "c.yaml:4: items[0].tiemout: unknown key") {
+		t.Errorf("aliased typo: %v", err)
+	}
+	_, _, _, err = load(t, "x-shared:\n  item: &it\n    tiemout: 5s\nitems:\n  - <<: *it\n    id: x\n", nil)
+	if err == nil || !strings.Contains(err.Error(), "tiemout: unknown key") {
+		t.Errorf("merged typo: %v", err)
+	}
+	_, _, _, err = load(t, "x-shared:\n  k: &k ${UNSET_VAR}\nname: *k\n", nil)
+	if err == nil || !strings.Contains(err.Error(), "UNSET_VAR is not set") {
+		t.Errorf("aliased unset variable: %v", err)
+	}
+	// An anchor no known key uses is still not expanded.
+	if _, _, _, err = load(t, "x-shared:\n  k: &k ${UNSET_VAR}\nname: n\n", nil); err != nil {
+		t.Errorf("unused anchor: %v", err)
+	}
+}
+
+// Following aliases must not multiply work: a "billion laughs" document
+// is refused (by the decoder) quickly, not walked exponentially.
+func TestAliasBombIsCheap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("x-bomb:\n  l0: &l0 [\"${A}\", \"${A}\", \"${A}\", \"${A}\", \"${A}\", \"${A}\", \"${A}\", \"${A}\", \"${A}\"]\n")
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&b, "  l%d: &l%d [*l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	b.WriteString("headers: *l12\nitems: *l12\n")
+	start := time.Now()
+	load(t, b.String(), map[string]string{"A": "a"})
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("took %s", took)
 	}
 }
