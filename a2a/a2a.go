@@ -88,6 +88,14 @@ type Config struct {
 	// standard cards declare both schemes. Zero: no authentication here (a
 	// host may authenticate in front).
 	APIToken secret.Secret `yaml:"api_token"`
+	// AllowedOrigins are the browser origins ("https://app.example.com")
+	// whose pages may POST to the task and JSON-RPC routes Mount registers,
+	// besides pages served from the host itself. A request with another
+	// Origin gets 403: without it any web page could make its visitor's
+	// browser run agents (a form post or a no-cors fetch needs no CORS
+	// preflight). Requests without Origin (non-browser clients) are not
+	// concerned. Zero: same-host pages only.
+	AllowedOrigins []string `yaml:"allowed_origins"`
 	// MaxTasks bounds how many JSON-RPC tasks are kept for tasks/get; the
 	// oldest finished ones go first. Zero: 1000.
 	MaxTasks int `yaml:"max_tasks"`
@@ -128,6 +136,12 @@ func (c Config) Validate() error {
 		}
 		if u.RawQuery != "" || u.Fragment != "" {
 			return fmt.Errorf("a2a: public_url %q must not have a query or fragment", c.PublicURL)
+		}
+	}
+	for i, o := range c.AllowedOrigins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.TrimRight(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return fmt.Errorf("a2a: allowed_origins[%d]: %q must be an origin like https://app.example.com", i, o)
 		}
 	}
 	switch {
@@ -297,13 +311,29 @@ func (h *Handler) join() error {
 	return nil
 }
 
-// auth enforces Config.APIToken, when set.
+// auth refuses browser requests from foreign origins (Config.AllowedOrigins)
+// and enforces Config.APIToken, when set.
 func (h *Handler) auth(next http.HandlerFunc) http.HandlerFunc {
+	origins := func(w http.ResponseWriter, r *http.Request) bool {
+		if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o, r.Host) {
+			h.armBodyDeadline(w, r) // the unread body is drained before the 403
+			writeHTTPError(w, http.StatusForbidden, "forbidden", "origin "+quote(cut(o, 256))+" is not allowed")
+			return false
+		}
+		return true
+	}
 	if h.cfg.APIToken.IsZero() {
-		return next
+		return func(w http.ResponseWriter, r *http.Request) {
+			if origins(w, r) {
+				next(w, r)
+			}
+		}
 	}
 	want := []byte(h.cfg.APIToken.Reveal())
 	return func(w http.ResponseWriter, r *http.Request) {
+		if !origins(w, r) {
+			return
+		}
 		got := r.Header.Get("X-API-Key")
 		if got == "" {
 			if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
@@ -334,6 +364,25 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		return nil, fmt.Errorf("request body not received within %s", h.cfg.BodyTimeout)
 	}
 	return body, err
+}
+
+// originAllowed reports whether a browser page at origin may POST here,
+// reached as host: a page of the same host (the scheme is not compared, a
+// TLS-terminating proxy may sit in between), or an allowed origin.
+func (h *Handler) originAllowed(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false // includes "null", sent by sandboxed and file: pages
+	}
+	if strings.EqualFold(u.Host, host) {
+		return true
+	}
+	for _, a := range h.cfg.AllowedOrigins {
+		if strings.EqualFold(strings.TrimRight(a, "/"), u.Scheme+"://"+u.Host) {
+			return true
+		}
+	}
+	return false
 }
 
 // armBodyDeadline bounds the reading of the request body by BodyTimeout.

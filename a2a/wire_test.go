@@ -375,3 +375,47 @@ func TestSlowBodyTimesOut(t *testing.T) {
 		})
 	}
 }
+
+// Without a token, a web page must not be able to make its visitor's
+// browser run agents on a host that mounts the Handler (typically on
+// loopback): a form post or a no-cors fetch with a text/plain body needs no
+// CORS preflight. Browsers send Origin on such requests; a foreign one is
+// refused with 403, while same-host pages, allowed origins and clients
+// sending no Origin (every non-browser client) go through.
+func TestCrossOriginWritesRefused(t *testing.T) {
+	for _, bad := range []string{"app.example.com", "https://app.example.com/path", "ftp://x", "https://"} {
+		if err := (a2a.Config{AllowedOrigins: []string{bad}}).Validate(); err == nil {
+			t.Errorf("allowed origin %q accepted", bad)
+		}
+	}
+	f := newFixture(t, a2a.Config{AllowedOrigins: []string{"https://app.example.com"}})
+	rpcBody := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":` + sendParams + `}`
+	taskBody := `{"receiver_id":"assistant","input":"x"}`
+	self := f.srv.URL
+	for _, tc := range []struct {
+		name, path, body, origin string
+		status                   int
+	}{
+		{"rpc foreign", "/a2a", rpcBody, "http://evil.example", http.StatusForbidden},
+		{"per-agent foreign", "/a2a/agents/assistant", rpcBody, "http://evil.example", http.StatusForbidden},
+		{"tasks foreign", "/a2a/tasks", taskBody, "http://evil.example", http.StatusForbidden},
+		{"tasks null origin", "/a2a/tasks", taskBody, "null", http.StatusForbidden},
+		{"rpc same host", "/a2a", rpcBody, self, http.StatusOK},
+		{"tasks allowed", "/a2a/tasks", taskBody, "https://APP.example.com", http.StatusOK},
+		{"tasks no origin", "/a2a/tasks", taskBody, "", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			header := []string{"Content-Type", "text/plain"}
+			if tc.origin != "" {
+				header = append(header, "Origin", tc.origin)
+			}
+			status, out := post(t, f, tc.path, tc.body, header...)
+			if status != tc.status {
+				t.Fatalf("status %d, want %d: %s", status, tc.status, out)
+			}
+			if status == http.StatusOK && !strings.Contains(out, "completed") {
+				t.Fatalf("not run: %s", out)
+			}
+		})
+	}
+}

@@ -34,6 +34,9 @@ func (c A2AConfig) Validate() error {
 	if !c.APIToken.IsZero() {
 		return errors.New("api_token: set server.api_token instead")
 	}
+	if len(c.AllowedOrigins) > 0 {
+		return errors.New("allowed_origins: set server.allowed_origins instead")
+	}
 	if err := a2a.Config(c).Validate(); err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), "a2a: "))
 	}
