@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -254,6 +255,12 @@ func (a *api) publishEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	case reservedEvents[req.Type]:
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("%q is published by the runtime itself; choose another type", req.Type))
+		return
+	}
+	if !utf8.Valid(req.Payload) {
+		// JSON is UTF-8; the event would reach WebSocket text frames,
+		// which a browser drops the whole connection over.
+		writeError(w, http.StatusBadRequest, "bad_request", `"payload" is not valid UTF-8`)
 		return
 	}
 	if len(req.Payload) == 0 || string(req.Payload) == "null" {

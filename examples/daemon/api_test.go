@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -806,6 +807,50 @@ func TestEventStreamHandshakeErrorsInErrorShape(t *testing.T) {
 		var body errorBody
 		if err := json.Unmarshal(r.body, &body); err != nil || r.status != tc.status || body.Error.Code == "" || body.Error.Message == "" {
 			t.Errorf("%s: %d %q (%v), want %d in the error shape", tc.name, r.status, r.body, err, tc.status)
+		}
+	}
+}
+
+// JSON is UTF-8 and a WebSocket text frame must be: a browser fails the
+// whole connection on one invalid byte, so a single bad event would cut
+// every dashboard. POST /api/events refuses such a payload; an event that
+// arrives with one anyway (another lattice peer) is sent with U+FFFD.
+func TestInvalidUTF8NeverReachesTheStream(t *testing.T) {
+	td := startDaemon(t, "", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn := dialEvents(t, ctx, td.url, nil, "")
+	r := td.do(t, "POST", "/api/events", "{\"type\":\"X\",\"payload\":{\"k\":\"a\xffb\"}}")
+	if e, _ := r.json(t)["error"].(map[string]any); r.status != http.StatusBadRequest || e["code"] != "bad_request" {
+		t.Errorf("invalid UTF-8 payload: %d %s, want 400", r.status, r.body)
+	}
+	ev, err := lattice.New("FromPeer", "peer", json.RawMessage("{\"k\":\"a\xffb\"}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := td.d.engine.Bus().Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if typ != websocket.MessageText || !utf8.Valid(data) {
+			t.Fatalf("frame %q is not valid UTF-8 text", data)
+		}
+		var f frame
+		if err := json.Unmarshal(data, &f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Event.Type == "FromPeer" {
+			if want := `{"k":"a` + "\uFFFD" + `b"}`; string(f.Event.Payload) != want {
+				t.Fatalf("payload %s, want %s", f.Event.Payload, want)
+			}
+			break
+		}
+		if f.Event.Type == "X" {
+			t.Fatal("the invalid event was published")
 		}
 	}
 }

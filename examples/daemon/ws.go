@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -152,6 +154,12 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 		b, err := json.Marshal(v)
 		if err != nil {
 			return err
+		}
+		if !utf8.Valid(b) {
+			// A raw payload from another producer (a lattice peer) may
+			// carry invalid bytes, only ever inside JSON strings; a
+			// browser fails the connection over one, so replace them.
+			b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
 		}
 		wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
 		defer cancel()
