@@ -125,6 +125,12 @@ func (c *cmdConn) Close() error {
 func (d *dialer) reap() {
 	d.mu.Lock()
 	pgid := d.pgid
+	if d.exited != "" {
+		// The child has been waited for: after this kill nothing of its
+		// group is left, and the id is free for the kernel to give to
+		// another process group, which a later reap must not hit.
+		d.pgid = 0
+	}
 	d.mu.Unlock()
 	killProcessGroup(pgid)
 }
