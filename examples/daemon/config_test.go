@@ -384,3 +384,17 @@ providers:
 		}
 	}
 }
+
+// validate's refusal of a public address without a token is a config
+// error like any other: file:line: key: message.
+func TestValidatePublicAddrNamesLine(t *testing.T) {
+	path := writeConfig(t, "agents:\n  - id: a\nserver:\n  addr: 0.0.0.0:8080\n")
+	code, _, stderr := runCLI(t, nil, "validate", "--config", path)
+	if want := path + ":4: server.addr: refusing to serve without authentication"; code != exitFail || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q, want %q", code, stderr, want)
+	}
+	code, _, stderr = runCLI(t, map[string]string{"AXOCOATL_ADDR": "0.0.0.0:8080"}, "validate", "--config", path)
+	if want := "AXOCOATL_ADDR: refusing to serve without authentication"; code != exitFail || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q, want %q", code, stderr, want)
+	}
+}

@@ -192,7 +192,7 @@ func runValidate(ctx context.Context, c *cli, args []string) int {
 		return exitFail
 	}
 	if err := cfg.checkListen(); err != nil {
-		fmt.Fprintf(c.stderr, "%s: %v\n", cfg.Source, err)
+		fmt.Fprintln(c.stderr, cfg.errorf("server.addr", "%v", err))
 		return exitFail
 	}
 	fmt.Fprintf(c.stdout, "%s: ok (%d agents)\n", cfg.Source, len(cfg.Agents))
