@@ -194,17 +194,26 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		// The Engine bounds the run by the agent's timeout already; a
 		// second timer is needed only when the request's bound is shorter.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, a.timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, a.timeout, errRequestTimeout)
 		defer cancel()
 	}
 	res, err := a.d.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: id, Input: *req.Input, Source: axocoatl.SourceAPI})
 	if err != nil {
 		status, code := executeStatus(err)
-		writeJSON(w, status, errorBody{errorDetail{Code: code, Message: err.Error(), TaskID: res.TaskID}})
+		msg := err.Error()
+		if errors.Is(context.Cause(ctx), errRequestTimeout) && errors.Is(err, context.DeadlineExceeded) {
+			// The Engine words it as the agent's own timeout, which did
+			// not fire: name the bound that did.
+			msg = fmt.Sprintf("agent %s: timed out after %s (server.request_timeout): %v", id, a.timeout, context.DeadlineExceeded)
+		}
+		writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg, TaskID: res.TaskID}})
 		return
 	}
 	writeJSON(w, http.StatusOK, executeResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output})
 }
+
+// errRequestTimeout is the cause of an execute cut by server.request_timeout.
+var errRequestTimeout = errors.New("server.request_timeout")
 
 // executeStatus maps an Execute error to its HTTP status, in one place.
 func executeStatus(err error) (int, string) {

@@ -451,6 +451,10 @@ agents:
 	if e, _ := r.json(t)["error"].(map[string]any); r.status != http.StatusGatewayTimeout || e["code"] != "timeout" || time.Since(start) > 900*time.Millisecond {
 		t.Errorf("request timeout: %d %s after %s", r.status, r.body, time.Since(start))
 	}
+	// The message names the bound that fired, not the agent's 2m timeout.
+	if msg := string(r.body); !strings.Contains(msg, "300ms") || !strings.Contains(msg, "request_timeout") || strings.Contains(msg, "2m0s") {
+		t.Errorf("request timeout message: %s", msg)
+	}
 }
 
 // SIGTERM (here: the context) lets an in-flight run finish within the
