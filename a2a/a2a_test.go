@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -453,5 +454,79 @@ func TestResubscribeToRunningTask(t *testing.T) {
 	last, ok := events[len(events)-1].(*a2apb.TaskStatusUpdateEvent)
 	if len(events) != 2 || !ok || !last.Final || last.Status.State != a2apb.TaskStateCanceled {
 		t.Fatalf("resubscribe events: %#v", events)
+	}
+}
+
+// bigModel answers with n bytes.
+type bigModel struct{ n int }
+
+func (m bigModel) Generate(context.Context, *agent.Request) (*agent.Response, error) {
+	return &agent.Response{Content: strings.Repeat("x", m.n)}, nil
+}
+
+// A message/stream client that stops reading (alive, but its socket full)
+// must not keep Close waiting, nor leave the stream's goroutine blocked in
+// a write for as long as the connection lives: Close ends the streams.
+func TestCloseEndsStuckStream(t *testing.T) {
+	eng := axocoatl.New(axocoatl.Options{})
+	must(t, eng.AddAgent(agent.Spec{ID: "big"}, bigModel{32 << 20}))
+	h, err := a2a.New(eng, a2a.Config{})
+	must(t, err)
+	mux := http.NewServeMux()
+	h.Mount(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	defer eng.Close(context.Background())
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	must(t, err)
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":{"messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}]}}}`
+	fmt.Fprintf(conn, "POST /a2a HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", conn.RemoteAddr(), len(body), body)
+	// The run ends at once; the stream then blocks on the unread socket.
+	deadline := time.Now().Add(10 * time.Second)
+	for ran := false; ; time.Sleep(10 * time.Millisecond) {
+		running := eng.Agents()[0].Running
+		ran = ran || running > 0
+		if ran && running == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not start and end within 10s")
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the stream writes until the socket is full
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := h.Close(ctx); err != nil {
+		t.Fatalf("close with a client not reading its stream: %v", err)
+	}
+}
+
+// A client reading its stream still gets the final event when Close ends
+// the run under it: the stream's end is bounded, not cut.
+func TestCloseFinishesReadingStream(t *testing.T) {
+	f := newFixture(t, a2a.Config{})
+	c, _ := f.a2aClient(t, f.srv.URL, nil)
+	var events []a2apb.Event
+	var closeErr error
+	var wg sync.WaitGroup
+	for ev, err := range c.SendStreamingMessage(context.Background(), userMessage("wait", map[string]any{"receiver_id": "slow"})) {
+		must(t, err)
+		events = append(events, ev)
+		if _, ok := ev.(*a2apb.Task); ok {
+			<-f.started
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				closeErr = f.h.Close(ctx)
+			})
+		}
+	}
+	wg.Wait()
+	must(t, closeErr)
+	last, ok := events[len(events)-1].(*a2apb.TaskStatusUpdateEvent)
+	if !ok || !last.Final || last.Status.State != a2apb.TaskStateCanceled {
+		t.Fatalf("stream end after Close: %#v", events[len(events)-1])
 	}
 }

@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -60,6 +61,22 @@ func (s *sse) write(b []byte) {
 	}
 }
 
+// closeWriteGrace is how long a stream may still write once Close began:
+// enough for a reading client to get the final (canceled) event, bounded
+// for one that stopped reading.
+const closeWriteGrace = time.Second
+
+// endOnClose makes Close end the stream: a client that stopped reading
+// (its socket full) would otherwise hold the writer in Write for as long as
+// its connection lives, and Close waiting for it. The returned stop must be
+// called when the stream is done.
+func (s *sse) endOnClose(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, func() {
+		// Writes still blocked after the grace fail; send stops after that.
+		_ = s.rc.SetWriteDeadline(time.Now().Add(closeWriteGrace))
+	})
+}
+
 // keepAlive writes an SSE comment every interval while a run is silent, so
 // that proxies do not cut a long stream (clients skip comment lines). The
 // returned stop ends the goroutine before it returns.
@@ -105,6 +122,7 @@ func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcR
 		return
 	}
 	s := newSSE(w)
+	defer s.endOnClose(h.ctx)()
 	s.send(req.ID, t.snapshot(0, false), nil)
 	t.setWorking()
 	s.send(req.ID, t.statusEvent(false), nil)
@@ -128,6 +146,7 @@ func (h *Handler) tasksResubscribe(w http.ResponseWriter, r *http.Request, req r
 		return
 	}
 	s := newSSE(w)
+	defer s.endOnClose(h.ctx)()
 	s.send(req.ID, t.snapshot(0, false), nil)
 	stop := s.keepAlive(h.cfg.StreamKeepAlive)
 	select {
