@@ -88,6 +88,7 @@ func BenchmarkExecuteHandler(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			req := httptest.NewRequest(http.MethodPost, "/api/agents/assistant/execute", bytes.NewReader(body))
+			req.Host = "127.0.0.1:8080" // the default config's own address (example.com is refused)
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, req)
 			if w.Code != http.StatusOK {
