@@ -359,7 +359,8 @@ func (c *Config) validate() error {
 		}
 		if a.ID != "" && agent.ValidID(a.ID) {
 			if err := a.Validate(); err != nil {
-				errs = append(errs, d.Errorf(at, "%v", err))
+				key, msg := agentErrorKey(at, err.Error())
+				errs = append(errs, d.Errorf(key, "%s", msg))
 			}
 		}
 	}
@@ -369,6 +370,18 @@ func (c *Config) validate() error {
 		errs = append(errs, d.ValidateTree("", reflect.ValueOf(section).Elem())...)
 	}
 	return errors.Join(errs...)
+}
+
+// agentErrorKey attributes an agent.Spec.Validate message that starts
+// with a field's name ("max_iterations must …", "tools: bad glob …") to
+// that field's key, so the error has the field's line.
+func agentErrorKey(at, msg string) (key, rest string) {
+	for _, f := range []string{"max_iterations", "timeout", "tools"} {
+		if r, ok := strings.CutPrefix(msg, f); ok && (strings.HasPrefix(r, " ") || strings.HasPrefix(r, ":")) {
+			return at + "." + f, strings.TrimSpace(strings.TrimPrefix(r, ":"))
+		}
+	}
+	return at, msg
 }
 
 // errRefuseUnauthenticated is returned when serving on a non-loopback

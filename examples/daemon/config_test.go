@@ -398,3 +398,19 @@ func TestValidatePublicAddrNamesLine(t *testing.T) {
 		t.Errorf("exit %d, stderr %q, want %q", code, stderr, want)
 	}
 }
+
+// An agent field's own check names that field's key and line, not the
+// agent's first line.
+func TestAgentFieldErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"agents:\n  - id: a\n    name: A\n    max_iterations: -1\n", ":4: agents[0].max_iterations: must not be negative"},
+		{"agents:\n  - id: a\n    timeout: -5s\n", ":3: agents[0].timeout: must not be negative"},
+		{"agents:\n  - id: a\n    tools:\n      - \"[bad\"\n", `:3: agents[0].tools: bad glob "[bad"`},
+	} {
+		path := writeConfig(t, tc.text)
+		code, _, stderr := runCLI(t, nil, "validate", "--config", path)
+		if code != exitFail || !strings.Contains(stderr, path+tc.want) {
+			t.Errorf("exit %d, stderr %q, want %q", code, stderr, path+tc.want)
+		}
+	}
+}
