@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
@@ -133,6 +135,28 @@ func TestBinary(t *testing.T) {
 
 		// SIGTERM: graceful exit 0.
 		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
+		}
+	})
+
+	// SIGTERM with streams open: each client gets its 1001 close frame
+	// before the process exits, not a cut connection.
+	t.Run("SIGTERM closes streams with going away", func(t *testing.T) {
+		base, cmd, stderr := startBinary(t, bin, nil, "--addr", "127.0.0.1:0")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var conns []*websocket.Conn
+		for range 8 {
+			conns = append(conns, dialEvents(t, ctx, base, nil, ""))
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		for i, conn := range conns {
+			_, _, err := conn.Read(ctx)
+			if st := websocket.CloseStatus(err); st != websocket.StatusGoingAway {
+				t.Errorf("stream %d: %v (status %v), want %v", i, err, st, websocket.StatusGoingAway)
+			}
+		}
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
 		}

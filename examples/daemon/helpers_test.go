@@ -73,7 +73,7 @@ func defaultHandler(tb testing.TB) http.Handler {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { stop(); d.close(context.Background()) })
+	tb.Cleanup(func() { stop(context.Background()); d.close(context.Background()) })
 	return m
 }
 

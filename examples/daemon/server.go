@@ -78,8 +78,13 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, hooks serveHooks)
 	log.Info("shutting down", "grace", cfg.Server.ShutdownGrace)
 	grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownGrace)
 	defer cancel()
-	stopHandlers() // end WebSocket streams: Shutdown does not wait for hijacked conns
+	// End the WebSocket streams and wait for their close frames (Shutdown
+	// does not wait for hijacked connections) while Shutdown closes the
+	// listener and waits for in-flight requests.
+	streamsDone := make(chan struct{})
+	go func() { stopHandlers(grace); close(streamsDone) }()
 	shutdownErr := srv.Shutdown(grace)
+	<-streamsDone
 	if serveErr == nil {
 		serveErr = <-served
 	}
@@ -100,8 +105,9 @@ func closeWithin(d *daemon, grace time.Duration) error {
 }
 
 // newHandler builds the router with the daemon's own routes and every
-// module's. stop ends long-lived streams and the metrics subscriber.
-func newHandler(d *daemon) (m *mux, stop func(), ready *atomic.Bool, err error) {
+// module's. stop ends long-lived streams (waiting within its ctx for their
+// close frames) and the metrics subscriber.
+func newHandler(d *daemon) (m *mux, stop func(context.Context), ready *atomic.Bool, err error) {
 	cfg := d.cfg
 	m = newMux(cfg.Server.APIToken, cfg.Server.AllowedOrigins, d.log)
 	m.hosts = newHostGuard(cfg.Server)
@@ -112,9 +118,9 @@ func newHandler(d *daemon) (m *mux, stop func(), ready *atomic.Bool, err error) 
 		return nil, nil, nil, err
 	}
 	streamCtx, endStreams := context.WithCancel(context.Background())
-	stop = func() { endStreams(); met.close() }
 	a := &api{d: d, ready: ready, timeout: cfg.Server.RequestTimeout, bodyTimeout: cfg.Server.BodyTimeout}
 	ws := &stream{d: d, auth: m.auth, origins: cfg.Server.AllowedOrigins, ctx: streamCtx}
+	stop = func(ctx context.Context) { ws.shutdown(ctx, endStreams); met.close() }
 	errs := []error{
 		a.mount(m),
 		m.private(http.MethodGet, "/metrics", met.handler()),
@@ -130,7 +136,7 @@ func newHandler(d *daemon) (m *mux, stop func(), ready *atomic.Bool, err error) 
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		stop()
+		stop(context.Background()) // nothing is served yet: no stream to wait for
 		return nil, nil, nil, err
 	}
 	return m, stop, ready, nil

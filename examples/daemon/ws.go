@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -68,6 +69,38 @@ type stream struct {
 	ctx context.Context
 	// open counts the streams being served.
 	open atomic.Int64
+	// mu guards closing; live counts the streams whose handler runs, so
+	// shutdown can wait for their close frames before the process exits.
+	mu      sync.Mutex
+	closing bool
+	live    sync.WaitGroup
+}
+
+// enter registers a stream; false once shutdown began.
+func (s *stream) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.live.Add(1)
+	return true
+}
+
+// shutdown ends every stream (end cancels s.ctx) and waits, within ctx,
+// until each has sent its close frame: http.Server.Shutdown does not
+// wait for hijacked connections, and the process exits right after it.
+func (s *stream) shutdown(ctx context.Context, end context.CancelFunc) {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	end()
+	done := make(chan struct{})
+	go func() { s.live.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -97,6 +130,12 @@ func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, code, msg)
 		return
 	}
+	if !s.enter() {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", "the daemon is shutting down")
+		return
+	}
+	defer s.live.Done()
 	if s.open.Add(1) > wsMaxStreams {
 		s.open.Add(-1)
 		w.Header().Set("Retry-After", "5")
