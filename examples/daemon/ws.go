@@ -200,7 +200,10 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 			// browser fails the connection over one, so replace them.
 			b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
 		}
-		wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
+		// Bounded by its own timeout, not by ctx: the websocket library
+		// closes the connection when a write's context ends, so a write
+		// caught by shutdown would lose the 1001 close frame sent next.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wsWriteTimeout)
 		defer cancel()
 		return conn.Write(wctx, websocket.MessageText, b)
 	}
