@@ -16,11 +16,12 @@ import (
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/axocoatl/axocoatl-go/mcpserver"
 )
 
-const wantSchema = `{"type":"object","properties":{"input":{"type":"string"}},"required":["input"]}`
+const wantSchema = testutil.AgentInputSchema
 
 // checkSession runs the acceptance checks any client session must pass:
 // the tool list, an echo call, a failing agent, bad arguments, an unknown

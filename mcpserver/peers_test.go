@@ -121,51 +121,9 @@ func checkMCPGo(t *testing.T, c *mcpgoclient.Client) {
 			progMu.Unlock()
 		}
 	})
-	init := mcpgo.InitializeRequest{}
-	init.Params.ClientInfo = mcpgo.Implementation{Name: "mcp-go-test", Version: "1"}
-	res, err := c.Initialize(ctx, init)
-	if err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	if res.ProtocolVersion != "2025-11-25" || res.ServerInfo.Name != mcpserver.DefaultName {
-		t.Errorf("initialize: version %q server %q", res.ProtocolVersion, res.ServerInfo.Name)
-	}
-	list, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
-	if err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	found := map[string]bool{}
-	for _, tool := range list.Tools {
-		found[tool.Name] = true
-		raw, _ := json.Marshal(tool)
-		var m struct{ InputSchema json.RawMessage }
-		json.Unmarshal(raw, &m)
-		if !jsonEqual(m.InputSchema, []byte(wantSchema)) {
-			t.Errorf("%s schema as mcp-go sees it: %s", tool.Name, m.InputSchema)
-		}
-	}
-	if !found["agent_echo"] || !found["agent_broken"] {
-		t.Errorf("tools: %v", found)
-	}
-	call := func(name string, args any) (*mcpgo.CallToolResult, error) {
-		req := mcpgo.CallToolRequest{}
-		req.Params.Name, req.Params.Arguments = name, args
-		return c.CallTool(ctx, req)
-	}
-	got, err := call("agent_echo", map[string]any{"input": "via mcp-go"})
-	if err != nil || got.IsError || mcpgo.GetTextFromContent(got.Content[0]) != "via mcp-go" {
-		t.Errorf("agent_echo: %+v %v", got, err)
-	}
-	got, err = call("agent_broken", map[string]any{"input": "x"})
-	if err != nil || !got.IsError || !strings.Contains(mcpgo.GetTextFromContent(got.Content[0]), "upstream exploded") {
-		t.Errorf("agent_broken: %+v %v", got, err)
-	}
-	got, err = call("agent_echo", map[string]any{})
-	if err != nil || !got.IsError {
-		t.Errorf("missing input: %+v %v", got, err)
-	}
-	if _, err = call("agent_nobody", map[string]any{"input": "x"}); err == nil {
-		t.Errorf("unknown tool: no error")
+	res, _ := testutil.CheckMCPGoAgents(t, ctx, c)
+	if res.ServerInfo.Name != mcpserver.DefaultName {
+		t.Errorf("initialize: server %q", res.ServerInfo.Name)
 	}
 	req := mcpgo.CallToolRequest{}
 	req.Params.Name, req.Params.Arguments = "agent_worker", map[string]any{"input": "time?"}
@@ -191,16 +149,6 @@ func checkMCPGo(t *testing.T, c *mcpgoclient.Client) {
 	if err := c.Ping(ctx); err != nil {
 		t.Errorf("ping: %v", err)
 	}
-}
-
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
 }
 
 func TestChildMCPGoStdio(t *testing.T) {

@@ -17,7 +17,6 @@ import (
 
 	mcpgoclient "github.com/mark3labs/mcp-go/client"
 	mcpgotransport "github.com/mark3labs/mcp-go/client/transport"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -26,7 +25,7 @@ import (
 
 // Acceptance of `axocoatl mcp serve` and of /mcp, on the built binary.
 
-const mcpWantSchema = `{"type":"object","properties":{"input":{"type":"string"}},"required":["input"]}`
+const mcpWantSchema = testutil.AgentInputSchema
 
 // mcpConfig writes a config with an echo agent and an agent whose
 // OpenAI-compatible provider answers 500 (a real HTTP server doing so).
@@ -369,44 +368,7 @@ func TestMCPHTTPBinary(t *testing.T) {
 
 func checkMCPGoClient(t *testing.T, ctx context.Context, c *mcpgoclient.Client) {
 	t.Helper()
-	init := mcpgo.InitializeRequest{}
-	init.Params.ClientInfo = mcpgo.Implementation{Name: "mcp-go-test", Version: "1"}
-	res, err := c.Initialize(ctx, init)
-	if err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	if res.ProtocolVersion != "2025-11-25" {
-		t.Errorf("mcp-go negotiated %q", res.ProtocolVersion)
-	}
-	list, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
-	if err != nil || len(list.Tools) != 2 {
-		t.Fatalf("tools/list: %v %v", list, err)
-	}
-	for _, tool := range list.Tools {
-		raw, _ := json.Marshal(tool)
-		var m struct{ InputSchema json.RawMessage }
-		json.Unmarshal(raw, &m)
-		var got, want any
-		json.Unmarshal(m.InputSchema, &got)
-		json.Unmarshal([]byte(mcpWantSchema), &want)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s schema as mcp-go sees it: %s", tool.Name, m.InputSchema)
-		}
-	}
-	call := func(name string, args any) (*mcpgo.CallToolResult, error) {
-		req := mcpgo.CallToolRequest{}
-		req.Params.Name, req.Params.Arguments = name, args
-		return c.CallTool(ctx, req)
-	}
-	got, err := call("agent_echo", map[string]any{"input": "via mcp-go"})
-	if err != nil || got.IsError || mcpgo.GetTextFromContent(got.Content[0]) != "via mcp-go" {
-		t.Errorf("agent_echo: %+v %v", got, err)
-	}
-	got, err = call("agent_broken", map[string]any{"input": "x"})
-	if err != nil || !got.IsError || !strings.Contains(mcpgo.GetTextFromContent(got.Content[0]), "upstream exploded") {
-		t.Errorf("agent_broken: %+v %v", got, err)
-	}
-	if _, err := call("agent_nobody", map[string]any{"input": "x"}); err == nil {
-		t.Errorf("unknown tool: no error")
+	if _, tools := testutil.CheckMCPGoAgents(t, ctx, c); len(tools) != 2 {
+		t.Errorf("tools/list: %d tools, want agent_echo and agent_broken", len(tools))
 	}
 }
