@@ -100,19 +100,27 @@ func BenchmarkToolCall(b *testing.B) {
 // alternately in one loop, so both see the same machine load, and reports
 // the ratio engine/direct of their total times.
 func BenchmarkToolCallPaired(b *testing.B) {
-	b.Run("inmemory", func(b *testing.B) {
-		ts := newTestServer()
-		e := benchEngine(b, ServerConfig{Name: "mem", Dial: ts.dial})
-		t, err := ts.dial(context.Background())
-		if err != nil {
-			b.Fatal(err)
+	// "-bounded": the direct call also gets the module's per-call timeout,
+	// so both sides carry a deadline.
+	for _, bounded := range []bool{false, true} {
+		suffix := ""
+		if bounded {
+			suffix = "-bounded"
 		}
-		paired(b, e, "mem", t, false)
-	})
-	b.Run("stdio", func(b *testing.B) {
-		e := benchEngine(b, helperServer("stdio", "server"))
-		paired(b, e, "stdio", &mcp.CommandTransport{Command: exec.Command(os.Args[0], "-test.run=^$", helperFlag+"server")}, false)
-	})
+		b.Run("inmemory"+suffix, func(b *testing.B) {
+			ts := newTestServer()
+			e := benchEngine(b, ServerConfig{Name: "mem", Dial: ts.dial})
+			t, err := ts.dial(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			paired(b, e, "mem", t, bounded)
+		})
+		b.Run("stdio"+suffix, func(b *testing.B) {
+			e := benchEngine(b, helperServer("stdio", "server"))
+			paired(b, e, "stdio", &mcp.CommandTransport{Command: exec.Command(os.Args[0], "-test.run=^$", helperFlag+"server")}, bounded)
+		})
+	}
 	// Direct calls on the module's own session: what remains is only the
 	// Engine and the module's wrapper (same session, same server).
 	b.Run("inmemory-same-session", func(b *testing.B) {
@@ -123,21 +131,6 @@ func BenchmarkToolCallPaired(b *testing.B) {
 	b.Run("stdio-same-session", func(b *testing.B) {
 		e, m := benchModule(b, helperServer("stdio", "server"))
 		pairedOn(b, e, "stdio", m.servers[0].liveSession(), true)
-	})
-	// The same, with the direct call bounded by a timeout as the module
-	// bounds every call (a deadline makes the SDK watch the context).
-	b.Run("inmemory-bounded", func(b *testing.B) {
-		ts := newTestServer()
-		e := benchEngine(b, ServerConfig{Name: "mem", Dial: ts.dial})
-		t, err := ts.dial(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		paired(b, e, "mem", t, true)
-	})
-	b.Run("stdio-bounded", func(b *testing.B) {
-		e := benchEngine(b, helperServer("stdio", "server"))
-		paired(b, e, "stdio", &mcp.CommandTransport{Command: exec.Command(os.Args[0], "-test.run=^$", helperFlag+"server")}, true)
 	})
 }
 
