@@ -410,3 +410,43 @@ func TestUseRacingClose(t *testing.T) {
 		t.Fatalf("module started=%v stopped=%v: a started module must be stopped", m.started.Load(), m.stopped.Load())
 	}
 }
+
+// The two events of a tool call share one payload buffer: each must be
+// exactly its own JSON, untouched by the other, also when a long error
+// outgrows the buffer and when the caller's context is already done.
+func TestToolCallEventPayloads(t *testing.T) {
+	e := newEngine(t)
+	long := strings.Repeat("disk on fire <&> ", 64)
+	must(t, e.RegisterTool(axocoatl.Tool{Name: "ok", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		return axocoatl.ToolResult{Content: "fine"}, nil
+	}}))
+	must(t, e.RegisterTool(axocoatl.Tool{Name: "bad", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		return axocoatl.ToolResult{}, errors.New(long)
+	}}))
+	events := subscribe(t, e, "Tool*")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		ctx  context.Context
+		tool string
+		err  string
+	}{
+		{context.Background(), "ok", ""},
+		{context.Background(), "bad", long},
+		{cancelled, "ok", ""},
+	} {
+		_, _ = e.CallTool(c.ctx, axocoatl.ToolCall{TaskID: "task-1", Tool: c.tool})
+		calledEv, _ := next(t, events)
+		resultEv, result := next(t, events)
+		want, _ := json.Marshal(map[string]string{"agent_id": "", "task_id": "task-1", "tool": c.tool})
+		if calledEv.Type != lattice.ToolCalled || string(calledEv.Payload) != string(want) {
+			t.Fatalf("%s: ToolCalled %s payload %s, want %s", c.tool, calledEv.Type, calledEv.Payload, want)
+		}
+		if resultEv.Type != lattice.ToolResult || result["tool"] != c.tool || result["ok"] != (c.err == "") {
+			t.Fatalf("%s: ToolResult %s payload %s", c.tool, resultEv.Type, resultEv.Payload)
+		}
+		if c.err != "" && result["error"] != c.err {
+			t.Fatalf("%s: error in payload %q", c.tool, result["error"])
+		}
+	}
+}

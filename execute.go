@@ -70,11 +70,9 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 
 	a.running.Add(1)
 	defer a.running.Add(-1)
-	// Events of a run must not be lost because the run's context ended.
-	evCtx := context.WithoutCancel(ctx)
 	p := newPayload()
 	p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("source", string(req.Source))
-	e.publishEvent(evCtx, event(lattice.AgentActivated, req.AgentID, start, &p))
+	e.publishEvent(ctx, event(lattice.AgentActivated, req.AgentID, start, p.done()))
 
 	tools := &runToolbox{engine: e, spec: &a.spec, taskID: req.TaskID}
 	out, err := agent.Run(ctx, a.spec, a.model, tools, req.Input)
@@ -84,7 +82,7 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 		p := newPayload()
 		p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("error", err.Error()).
 			int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
-		e.publishEvent(evCtx, event(lattice.AgentFailed, req.AgentID, time.Now(), &p))
+		e.publishEvent(ctx, event(lattice.AgentFailed, req.AgentID, time.Now(), p.done()))
 		e.log.Warn("task failed", "agent", req.AgentID, "task", req.TaskID, "error", err)
 		return res, err
 	}
@@ -92,7 +90,7 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	p = newPayload()
 	p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("output", out).
 		int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
-	e.publishEvent(evCtx, event(lattice.TaskCompleted, req.AgentID, time.Now(), &p))
+	e.publishEvent(ctx, event(lattice.TaskCompleted, req.AgentID, time.Now(), p.done()))
 	return res, nil
 }
 
@@ -116,6 +114,12 @@ func (e *Engine) runError(ctx context.Context, spec agent.Spec, err error) error
 // publishEvent emits an Engine event; a failure is logged, never fatal to a
 // run.
 func (e *Engine) publishEvent(ctx context.Context, ev lattice.Event) {
+	// The record of a run or call must not be lost because its context
+	// ended, so a Bus never sees a done ctx. Only a done ctx is detached:
+	// a live one passes as is (tool calls are hot; no allocation).
+	if ctx.Err() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
 	if err := e.bus.Publish(ctx, ev); err != nil && !errors.Is(err, lattice.ErrClosed) {
 		e.log.Warn("publish failed", "type", ev.Type, "error", err)
 	}

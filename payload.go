@@ -54,10 +54,18 @@ func (p *payload) done() []byte {
 	return append(p.b, '}')
 }
 
+// split ends the payload and returns its bytes, capacity capped so that
+// nothing appended later can reach them, and an empty payload that writes
+// into the rest of the same buffer.
+func (p *payload) split() ([]byte, payload) {
+	b := p.done()
+	return b[:len(b):len(b)], payload{b: b[len(b):]}
+}
+
 // event wraps a payload the Engine built itself, so it skips the validation
 // lattice.New gives payloads from elsewhere.
-func event(eventType, producedBy string, now time.Time, p *payload) lattice.Event {
-	return lattice.Event{ID: lattice.NewID(now), Type: eventType, ProducedBy: producedBy, Timestamp: now.Unix(), Payload: p.done()}
+func event(eventType, producedBy string, now time.Time, payload []byte) lattice.Event {
+	return lattice.Event{ID: lattice.NewID(now), Type: eventType, ProducedBy: producedBy, Timestamp: now.Unix(), Payload: payload}
 }
 
 const hexDigits = "0123456789abcdef"

@@ -126,28 +126,34 @@ func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall) 
 	call.Server = t.Server
 
 	start := time.Now()
-	evCtx := context.WithoutCancel(ctx)
-	p := newPayload()
+	// Both events' payloads share one buffer: the ToolResult payload is
+	// appended after the ToolCalled one (one allocation per call instead
+	// of two; a long error message grows its own).
+	ids := len(call.AgentID) + len(call.TaskID) + len(call.Tool)
+	p := payload{b: make([]byte, 0, 2*ids+128)}
 	p.str("agent_id", call.AgentID).str("task_id", call.TaskID).str("tool", call.Tool)
-	e.publishEvent(evCtx, event(lattice.ToolCalled, call.AgentID, start, &p))
+	called, p := p.split()
+	e.publishEvent(ctx, event(lattice.ToolCalled, call.AgentID, start, called))
 	res, err := invoke(ctx, chain[:len(chain):len(chain)], call, t.Call)
 	if err != nil {
 		res = ToolResult{Content: err.Error(), IsError: true}
 	}
 	end := time.Now()
-	p = newPayload()
 	p.str("agent_id", call.AgentID).str("task_id", call.TaskID).str("tool", call.Tool).bool("ok", !res.IsError)
 	if res.IsError {
 		p.str("error", res.Content)
 	}
 	p.int("duration_ms", end.Sub(start).Milliseconds())
-	e.publishEvent(evCtx, event(lattice.ToolResult, call.AgentID, end, &p))
+	e.publishEvent(ctx, event(lattice.ToolResult, call.AgentID, end, p.done()))
 	return res, err
 }
 
 func invoke(ctx context.Context, chain []Interceptor, call ToolCall, final ToolFunc) (ToolResult, error) {
-	if len(chain) == 0 {
+	switch len(chain) {
+	case 0:
 		return final(ctx, call)
+	case 1: // the innermost interceptor calls the tool itself: no closure to allocate
+		return chain[0](ctx, call, final)
 	}
 	return chain[0](ctx, call, func(ctx context.Context, call ToolCall) (ToolResult, error) {
 		return invoke(ctx, chain[1:], call, final)

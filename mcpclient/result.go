@@ -14,11 +14,18 @@ import (
 // silently), structured content kept as JSON. A server-reported isError is
 // a failed call.
 func toResult(res *mcp.CallToolResult) agent.ToolResult {
-	var parts []string
-	for _, c := range res.Content {
-		parts = append(parts, describe(c))
+	out := agent.ToolResult{IsError: res.IsError}
+	switch len(res.Content) {
+	case 0:
+	case 1: // the common case: no slice to build and join
+		out.Content = describe(res.Content[0])
+	default:
+		parts := make([]string, len(res.Content))
+		for i, c := range res.Content {
+			parts[i] = describe(c)
+		}
+		out.Content = strings.Join(parts, "\n")
 	}
-	out := agent.ToolResult{Content: strings.Join(parts, "\n"), IsError: res.IsError}
 	if res.StructuredContent != nil {
 		if raw, err := json.Marshal(res.StructuredContent); err == nil {
 			out.Structured = raw
