@@ -43,9 +43,9 @@ type server struct {
 	firstOnce    sync.Once
 	refreshes    atomic.Int64 // tool lists re-read after list_changed
 
-	// stopped ends with the module (Stop): in-flight calls are cancelled
-	// with it, since a session's Close waits for them.
-	stopped context.Context
+	// calls bounds the in-flight calls by the timeout and by the module's
+	// life (Stop cancels them: a session's Close waits for its calls).
+	calls *calls
 	// names is the module's lock over claiming Engine tool names: held from
 	// the check that a name is free to its registration (never across a
 	// remote call).
@@ -61,7 +61,7 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 	r := newRedactor(cfg)
 	log = r.logger(log)
 	s := &server{
-		stopped:      stopped,
+		calls:        newCalls(),
 		names:        names,
 		cfg:          cfg,
 		mcfg:         mcfg,
@@ -74,6 +74,7 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		firstAttempt: make(chan struct{}),
 		lastErr:      "not connected yet",
 	}
+	context.AfterFunc(stopped, s.calls.stop)
 	s.client = mcp.NewClient(clientImpl, &mcp.ClientOptions{
 		Logger: log.With("mcp_server", cfg.Name),
 		// No roots: server-everything would otherwise ask for them.
@@ -372,15 +373,14 @@ func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (a
 		params.Arguments = args
 	}
 	timeout := s.cfg.timeout()
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	defer context.AfterFunc(s.stopped, cancel)()
+	cctx, id := s.calls.start(ctx, timeout)
+	defer s.calls.end(id)
 	res, err := cs.CallTool(cctx, params)
 	if err != nil {
-		switch {
-		case s.stopped.Err() != nil:
+		switch cause := context.Cause(cctx); {
+		case cause == errStopping:
 			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s cancelled", ErrStopped, s.cfg.Name, bare)
-		case ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
+		case cause == errDeadline && ctx.Err() == nil:
 			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s: no result within %s: %w", ErrTimeout, s.cfg.Name, bare, timeout, context.DeadlineExceeded)
 		case sessionDead(err):
 			s.brokenCS.Store(cs)
