@@ -58,10 +58,11 @@ func benchDirect(b *testing.B, t mcp.Transport) {
 		b.Fatal(err)
 	}
 	defer cs.Close()
-	params := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
+	discover(b, cs)
+	args := json.RawMessage(`{"message":"hi"}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := cs.CallTool(ctx, params)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args})
 		if err != nil || res.Content[0].(*mcp.TextContent).Text != "Echo: hi" {
 			b.Fatal(res, err)
 		}
@@ -142,13 +143,24 @@ func paired(b *testing.B, e *axocoatl.Engine, server string, t mcp.Transport, bo
 		b.Fatal(err)
 	}
 	defer cs.Close()
+	discover(b, cs)
 	pairedOn(b, e, server, cs, bounded)
+}
+
+// discover lists the server's tools on a direct session, as any client that
+// discovers tools does (and as the module did on its own session): the SDK
+// then attaches the tool's definition to each of its calls, so both sides
+// of a comparison make the same call.
+func discover(b *testing.B, cs *mcp.ClientSession) {
+	if _, err := listTools(context.Background(), cs); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // pairedOn compares the Engine path with direct calls on session cs.
 func pairedOn(b *testing.B, e *axocoatl.Engine, server string, cs *mcp.ClientSession, bounded bool) {
 	ctx := context.Background()
-	params := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
+	args := json.RawMessage(`{"message":"hi"}`)
 	call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__" + server + "__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
 	viaEngine := func() {
 		start := time.Now()
@@ -167,7 +179,10 @@ func pairedOn(b *testing.B, e *axocoatl.Engine, server string, cs *mcp.ClientSes
 			ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 			defer cancel()
 		}
-		if res, err := cs.CallTool(ctx, params); err != nil || res.Content[0].(*mcp.TextContent).Text != "Echo: hi" {
+		// Fresh params per call, as a real caller has: the SDK writes its
+		// _meta into the params it is given, so a reused params value would
+		// skip that work on every call after the first.
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args}); err != nil || res.Content[0].(*mcp.TextContent).Text != "Echo: hi" {
 			b.Fatal(res, err)
 		}
 		d := time.Since(start)
