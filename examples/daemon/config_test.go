@@ -254,56 +254,56 @@ func TestDefaultPublicURL(t *testing.T) {
 	}
 }
 
-// The contract's example config (§2) validates, with the sections no
-// module reads yet reported as warnings. (Its flow-style `env:
-// { API_KEY: ${FS_KEY} }` is not valid YAML: the } of ${…} ends the map;
-// here it is quoted.)
+// The contract's example config (§2), verbatim, validates, with the
+// sections no module reads yet reported as warnings. Its flow maps hold
+// bare variables (`env: { API_KEY: ${FS_KEY} }`), which plain YAML rejects
+// and yamlconf reads as if quoted.
 func TestContractExampleConfig(t *testing.T) {
 	text := `
 server:
   addr: 127.0.0.1:8080
-  public_url: http://127.0.0.1:8080
-  api_token: ${AXOCOATL_API_TOKEN}
+  public_url: http://127.0.0.1:8080     # absolute base used in A2A cards; defaults from addr
+  api_token: ${AXOCOATL_API_TOKEN}      # required when addr is not loopback (else refuse to start)
   allow_unauthenticated: false
 providers:
-  openai:    { base_url: https://llm.example.com/v1, api_key: "${OPENAI_API_KEY}" }
+  openai:    { base_url: https://…/v1, api_key: ${OPENAI_API_KEY} }   # any OpenAI-compatible server
   ollama:    { base_url: http://localhost:11434 }
-  anthropic: { api_key: "${ANTHROPIC_API_KEY}" }
+  anthropic: { api_key: ${ANTHROPIC_API_KEY} }
 agents:
-  - id: researcher
+  - id: researcher                      # [a-z0-9_-]+, unique
     name: Researcher
     description: Finds facts.
-    provider: openai
+    provider: openai                    # openai | ollama | anthropic | echo
     model: gpt-4o-mini
     system_prompt: You are a research assistant.
-    tools: ["mcp__fs__*"]
-    max_iterations: 10
+    tools: ["mcp__fs__*"]               # glob allow-list over qualified tool names; omitted = all
+    max_iterations: 10                  # model↔tool rounds per execution
     timeout: 120s
 mcp_servers:
-  - name: fs
-    command: npx
+  - name: fs                            # [a-z0-9_-]+, unique
+    command: npx                        # stdio transport when command is set
     args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]
-    env: { API_KEY: "${FS_KEY}" }
-    inherit_env: true
+    env: { API_KEY: ${FS_KEY} }         # layered onto the child's environment
+    inherit_env: true                   # false: the child sees only PATH, HOME and env above
   - name: search
-    url: https://mcp.example.com/mcp
-    headers: { Authorization: "Bearer ${SEARCH_TOKEN}" }
-    timeout: 60s
-    approval: prompt
+    url: https://mcp.example.com/mcp    # streamable HTTP transport when url is set
+    headers: { Authorization: Bearer ${SEARCH_TOKEN} }
+    timeout: 60s                        # per tool call
+    approval: prompt                    # prompt | allow | deny for this server's tools
 approval:
-  default: prompt
-  timeout: 5m
-  rules:
+  default: prompt                       # for MCP tool calls: prompt | allow | deny
+  timeout: 5m                           # unanswered → denied, status "expired"
+  rules:                                # first match wins; tool is a glob over qualified names
     - { tool: "mcp__fs__read_*", decision: allow }
 webhooks:
   - name: deploy-alerts
     url: https://hooks.example.com/axocoatl
-    events: [TaskCompleted, AgentFailed]
-    secret: ${WEBHOOK_SECRET}
-    headers: { Authorization: "${INTERNAL_TOKEN}" }
+    events: [TaskCompleted, AgentFailed] # empty = all coordination events; globs allowed
+    secret: ${WEBHOOK_SECRET}            # enables signing; if present it must not expand to empty
+    headers: { Authorization: ${INTERNAL_TOKEN} }
     timeout: 10s
 lattice:
-  backend: memory
+  backend: memory                       # memory | nats
   nats_url: nats://127.0.0.1:4222
 `
 	env := map[string]string{"AXOCOATL_API_TOKEN": "t", "OPENAI_API_KEY": "k1", "ANTHROPIC_API_KEY": "k2", "FS_KEY": "k3", "SEARCH_TOKEN": "k4"}

@@ -1,9 +1,11 @@
 // Package yamlconf loads a YAML config file into plain Go structs with errors
 // a person can act on: every error names the file, the line and the key.
 //
-// Load order: parse the text into a node tree (syntax errors), check keys
-// against the target struct (unknown keys inside a known section are errors,
-// unknown top-level sections are warnings, duplicate keys are errors), expand
+// Load order: parse the text into a node tree (syntax errors; a bare ${VAR}
+// inside a flow collection, which YAML rejects, is read as if quoted: see
+// quoteFlowVars), check keys against the target struct (unknown keys inside
+// a known section are errors, unknown top-level sections are warnings,
+// duplicate keys are errors), expand
 // ${VAR} / ${VAR:-default} in scalar values (never in the raw text; $${ is a
 // literal ${), then decode into the structs. Callers attribute their own
 // validation errors to a key with Doc.Errorf, which finds the key's line.
@@ -60,7 +62,14 @@ func Parse(file string, data []byte) (*Doc, error) {
 	d := &Doc{File: file, expanded: map[*yaml.Node]bool{}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, d.syntaxError(err)
+		quoted, changed := quoteFlowVars(data)
+		if !changed {
+			return nil, d.syntaxError(err)
+		}
+		doc = yaml.Node{}
+		if yaml.Unmarshal(quoted, &doc) != nil {
+			return nil, d.syntaxError(err) // the first error is the one to fix
+		}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return d, nil // empty file: every section takes its defaults

@@ -1,6 +1,7 @@
 package yamlconf
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -297,4 +298,107 @@ func TestAliasBombIsCheap(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("took %s", took)
 	}
+}
+
+// A bare ${VAR} inside a flow map or sequence is not YAML, but it is how the
+// contract writes `env: { API_KEY: ${FS_KEY} }`: it loads as if quoted,
+// without touching quoted strings, comments, block scalars or line numbers.
+func TestBareVariablesInFlowCollections(t *testing.T) {
+	vars := map[string]string{"A": "alpha", "B": "beta", "N": "name"}
+	_, _, _, err := load(t, `
+headers: { X-Key: ${A}, X-Other: ${B:-b} }   # { C: ${A} } in a comment
+name: "a quoted { ${N} } string,
+  continued { ${N} }"
+items:
+  - id: |
+      text { ${N} } kept
+    port: 1
+  - id: two
+    port: ${PORT}
+`, vars)
+	if err == nil || !strings.Contains(err.Error(), "c.yaml:10: items[1].port") {
+		t.Fatalf("err = %v, want the unset PORT on line 10", err)
+	}
+	vars["PORT"] = "80"
+	d, c, _, err := load(t, `
+headers: { X-Key: ${A}, X-Other: ${B:-b} }   # { C: ${A} } in a comment
+name: "a quoted { ${N} } string,
+  continued { ${N} }"
+items:
+  - id: |
+      text { ${N} } kept
+    port: 1
+`, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Headers["X-Key"] != "alpha" || c.Headers["X-Other"] != "beta" {
+		t.Errorf("headers = %v", c.Headers)
+	}
+	if c.Name != "a quoted { name } string, continued { name }" || c.Items[0].ID != "text { name } kept\n" {
+		t.Errorf("name %q, id %q: quoted strings and block scalars must not be rewritten", c.Name, c.Items[0].ID)
+	}
+	if got := d.Line("items[0].port"); got != 8 {
+		t.Errorf("Line(items[0].port) = %d, want 8", got)
+	}
+
+	// Escaped ($${) and embedded variables, as in the contract's
+	// `headers: { Authorization: Bearer ${SEARCH_TOKEN} }`.
+	_, c, _, err = load(t, "headers: { K: $${A}, L: Bearer ${A}, M: [x] }\n", vars)
+	if err == nil || !strings.Contains(err.Error(), "c.yaml:1: headers.M") {
+		t.Fatalf("err = %v, want the list-for-a-string error at headers.M", err)
+	}
+	_, c, _, err = load(t, "headers: { K: $${A}, L: Bearer ${A} }\n", vars)
+	if err != nil || c.Headers["K"] != "${A}" || c.Headers["L"] != "Bearer alpha" {
+		t.Fatalf("headers = %v, err %v", c.Headers, err)
+	}
+}
+
+func TestQuoteFlowVars(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"env: { API_KEY: ${FS_KEY} }\n", `env: { API_KEY: "${FS_KEY}" }` + "\n"},
+		{"args: [${A}, x, ${B:-b}]\n", `args: ["${A}", x, "${B:-b}"]` + "\n"},
+		{"m: {a: {b: ${A}}}\n", `m: {a: {b: "${A}"}}` + "\n"},
+		{"args: [\n  ${A},\n  ${B}\n]\n", "args: [\n  \"${A}\",\n  \"${B}\"\n]\n"},
+		{"k: ${A}\n", ""},                // block context: valid YAML as it is
+		{"k: { a: '${A}' }\n", ""},       // already quoted
+		{"k: { a: 'it''s ${A}' }\n", ""}, // '' inside single quotes
+		{"k: don't { a: ${A} }\n", ""},   // a plain scalar, not a flow map
+		{"h: { Authorization: Bearer ${T} }\n", `h: { Authorization: "Bearer ${T}" }` + "\n"},
+		{"h: { a: x\"${T} }\n", ""},          // would need escaping: left to the parser's error
+		{"p: >-\n  { a: ${A} }\nk: 1\n", ""}, // folded block scalar
+	} {
+		out, changed := quoteFlowVars([]byte(tc.in))
+		if got := string(out); (tc.want == "" && changed) || (tc.want != "" && got != tc.want) {
+			t.Errorf("quoteFlowVars(%q) = %q (changed %v), want %q", tc.in, got, changed, tc.want)
+		}
+	}
+}
+
+// quoteFlowVars only inserts pairs of double quotes: never a panic, never a
+// line more or less.
+func FuzzQuoteFlowVars(f *testing.F) {
+	for _, s := range []string{
+		"env: { API_KEY: ${FS_KEY} }\n", "a: [${A}, '${B}', \"${C}\"]\n", "p: |\n  { ${A} }\nq: {x: ${B}}\n",
+		"k: 'it''s' {\n", "m: {a: ${A\n", "x: \"\\\"${A}\" # { ${B} }\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, changed := quoteFlowVars(in)
+		if !changed {
+			if string(out) != string(in) {
+				t.Fatalf("unchanged but different: %q", out)
+			}
+			return
+		}
+		if bytes.Count(out, []byte("\n")) != bytes.Count(in, []byte("\n")) {
+			t.Fatalf("line count changed: %q → %q", in, out)
+		}
+		strip := func(b []byte) string { return string(bytes.ReplaceAll(b, []byte(`"`), nil)) }
+		added := len(out) - len(in)
+		if strip(out) != strip(in) || added <= 0 || added%2 != 0 {
+			t.Fatalf("more than quote pairs changed: %q → %q", in, out)
+		}
+	})
 }
