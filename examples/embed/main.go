@@ -8,8 +8,10 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -22,25 +24,34 @@ import (
 )
 
 func main() {
+	addr := flag.String("addr", "127.0.0.1:8081", "address to listen on")
+	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if err := run(ctx, *addr, log); err != nil {
+		log.Error("embed", "error", err)
+		os.Exit(1)
+	}
+}
 
+// run serves until ctx ends, then lets in-flight requests and runs finish.
+func run(ctx context.Context, addr string, log *slog.Logger) error {
 	// The Engine: one agent on the offline echo model. Swap in
 	// provider.New("openai", provider.Config{...}) for a real model.
 	engine := axocoatl.New(axocoatl.Options{Logger: log})
 	if err := engine.AddAgent(agent.Spec{ID: "helper", Description: "Answers questions."}, provider.EchoModel{}); err != nil {
-		log.Error("add agent", "error", err)
-		os.Exit(1)
+		return err
 	}
 
 	// React to what agents do: every finished task is on the lattice.
 	sub, err := engine.Bus().Subscribe(lattice.Filter{Types: []string{lattice.TaskCompleted, lattice.AgentFailed}}, 0)
 	if err != nil {
-		log.Error("subscribe", "error", err)
-		os.Exit(1)
+		return err
 	}
+	logged := make(chan struct{})
 	go func() {
+		defer close(logged)
 		for ev := range sub.Events() { // ends when the Engine closes its bus
 			log.Info("lattice", "type", ev.Type, "payload", string(ev.Payload))
 		}
@@ -63,17 +74,28 @@ func main() {
 		io.WriteString(w, res.Output+"\n")
 	})
 
-	srv := &http.Server{Addr: "127.0.0.1:8081", Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(shutdown)
-		engine.Close(shutdown) // in-flight runs finish, then modules and the bus stop
-	}()
-	log.Info("listening", "addr", srv.Addr)
-	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-		log.Error("serve", "error", err)
-		os.Exit(1)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
 	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String())
+
+	select {
+	case err := <-served: // the listener failed
+		engine.Close(context.Background())
+		<-logged
+		return err
+	case <-ctx.Done():
+	}
+	// Serve returns as soon as Shutdown begins: wait for Shutdown itself,
+	// then for the Engine, so in-flight requests and runs finish.
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = errors.Join(srv.Shutdown(shutdown), engine.Close(shutdown))
+	<-served // http.ErrServerClosed
+	<-logged
+	return err
 }
