@@ -29,7 +29,9 @@ import (
 // A line that is not JSON gets a -32700 parse error, one that is not a
 // JSON-RPC message a -32600 invalid request (as does a batch, which the
 // negotiated versions no longer allow), a line over MaxMessageBytes a -32600
-// too; the session goes on in every case. The go-sdk's own reader would end
+// too, as does a call whose numeric id is not a plain integer of at most
+// 2^53 in magnitude (the go-sdk would answer 1.5 as 1); the session goes on
+// in every case. The go-sdk's own reader would end
 // the session on such input, so lines are checked here before it sees them.
 //
 // When ServeStdio returns before in's EOF, it closes in if in is an
@@ -234,13 +236,36 @@ func checkFrame(frame []byte) (jsonrpc.Message, *frameError) {
 	if err != nil {
 		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + err.Error(), id: requestID(frame)}
 	}
-	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && hasIDMember(frame) {
+	req, ok := msg.(*jsonrpc.Request)
+	if ok && !req.IsCall() && hasIDMember(frame) {
 		// "id": null is a request in JSON-RPC, which MCP forbids; the
 		// go-sdk takes it for a notification and never answers, so a
 		// client would wait forever for its reply.
 		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: id must be a string or a number, not null"}
 	}
+	if ok && req.IsCall() {
+		if _, numeric := req.ID.Raw().(int64); numeric {
+			// The go-sdk reads a numeric id as a float64 and answers with
+			// its int64 truncation: 1.5 is answered as 1, 2^53+1 as 2^53,
+			// so the client never matches its answer (and two such calls
+			// may share an id). Only exact integers pass.
+			if id := requestID(frame); id != nil && !exactIntID(id) {
+				return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: a numeric id must be an integer of at most 2^53 in magnitude, without fraction or exponent", id: id}
+			}
+		}
+	}
 	return msg, nil
+}
+
+// exactIntID reports whether a numeric id's literal is a plain integer
+// (no fraction, no exponent) that a float64 holds exactly, so that the
+// go-sdk's answer carries the same id.
+func exactIntID(lit []byte) bool {
+	if bytes.ContainsAny(lit, ".eE") {
+		return false
+	}
+	v, err := strconv.ParseInt(string(lit), 10, 64)
+	return err == nil && v >= -(1<<53) && v <= 1<<53
 }
 
 // hasIDMember reports whether a message (a notification, as decoded) has
