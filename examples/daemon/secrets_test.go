@@ -39,6 +39,7 @@ const leakMarker = "LEAKCANARY"
 var secretVars = []string{
 	"AXOCOATL_API_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_API_KEY",
 	"FS_KEY", "SEARCH_TOKEN", "GONE_KEY", "WEBHOOK_SECRET", "INTERNAL_TOKEN",
+	"NATS_PASSWORD", "NATS_TOKEN",
 }
 
 func canary(name string) string {
@@ -170,6 +171,15 @@ webhooks:
     events: [TaskCompleted, AgentFailed]
     secret: ` + s.ref("WEBHOOK_SECRET") + `
     headers: { Authorization: ` + s.ref("INTERNAL_TOKEN") + ` }
+`
+}
+
+// withNATS puts the lattice on NATS servers that do not answer, with
+// credentials in their URLs: a password, and a token (nats://TOKEN@host).
+func withNATS(config string, s secretSet) string {
+	return config + `lattice:
+  backend: nats
+  nats_url: nats://axo:` + s.ref("NATS_PASSWORD") + `@127.0.0.1:1, nats://` + s.ref("NATS_TOKEN") + `@127.0.0.1:1
 `
 }
 
@@ -353,6 +363,18 @@ func TestSecretsNeverLeak(t *testing.T) {
 						if !strings.Contains(stdout, "FAIL "+check+": ") {
 							t.Errorf("doctor does not fail %q:\n%s", check, stdout)
 						}
+					}
+				}},
+				{"doctor with an unreachable NATS", func(t *testing.T, s *surfaces) {
+					code, stdout, stderr := runLeakCLI(t, s, bin, env, "doctor", "--config", writeConfig(t, withNATS(full, set)))
+					if code != exitFail || !strings.Contains(stdout, "FAIL lattice: ") {
+						t.Fatalf("doctor exit %d:\n%s%s", code, stdout, stderr)
+					}
+				}},
+				{"serve with an unreachable NATS", func(t *testing.T, s *surfaces) {
+					code, _, stderr := runLeakCLI(t, s, bin, env, "serve", "--addr", "127.0.0.1:0", "--config", writeConfig(t, withNATS(full, set)))
+					if code != exitFail || !strings.Contains(stderr, "lattice.nats_url: ") {
+						t.Fatalf("serve exit %d:\n%s", code, stderr)
 					}
 				}},
 				{"mcp serve over stdio", func(t *testing.T, s *surfaces) {
