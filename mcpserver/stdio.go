@@ -194,6 +194,10 @@ func (s *Server) pumpFrames(in io.Reader, session io.Writer, out io.Writer, pend
 				break
 			}
 		}
+		// The +2 above let a line of limit+1 bytes (+ "\n") through.
+		if !tooLong && int64(len(bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")))) > limit {
+			tooLong = true
+		}
 		if tooLong {
 			s.reject(out, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message exceeds %d bytes", limit), nil)
 		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
