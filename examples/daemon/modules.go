@@ -138,11 +138,16 @@ func openBus(l LatticeConfig) (lattice.Bus, error) {
 	return bus, nil
 }
 
-// redactURLs hides passwords in a comma-separated URL list.
+// redactURLs hides credentials in a comma-separated URL list: passwords,
+// and a user name without a password, which is how NATS URLs carry a token
+// (nats://TOKEN@host).
 func redactURLs(list string) string {
 	parts := strings.Split(list, ",")
 	for i, p := range parts {
 		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
+			if _, hasPassword := u.User.Password(); u.User != nil && !hasPassword && u.User.Username() != "" {
+				u.User = url.User("xxxxx")
+			}
 			parts[i] = u.Redacted()
 		} else {
 			parts[i] = "(unparsable URL)"
