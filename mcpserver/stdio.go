@@ -307,24 +307,28 @@ func track(pending *inflight, msg jsonrpc.Message) {
 }
 
 // requestID digs a usable id out of an invalid request, so the client can
-// match the error to its call.
+// match the error to its call. Only the member named exactly "id" counts:
+// a struct field would also take "ID" or "Id", which JSON-RPC does not
+// know, and echo that as the request's id.
 func requestID(frame []byte) json.RawMessage {
-	var m struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(frame, &m) != nil || len(m.ID) == 0 {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(frame, &m) != nil {
 		return nil
 	}
-	switch m.ID[0] {
+	id := m["id"]
+	if len(id) == 0 {
+		return nil
+	}
+	switch id[0] {
 	case '"':
-		return m.ID
+		return id
 	case 'n', 't', 'f', '{', '[':
 		return nil
 	}
-	if _, err := strconv.ParseFloat(string(m.ID), 64); err != nil {
+	if _, err := strconv.ParseFloat(string(id), 64); err != nil {
 		return nil
 	}
-	return m.ID
+	return id
 }
 
 func (s *Server) reject(out io.Writer, code int64, message string, id json.RawMessage) {
