@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -146,16 +147,18 @@ func (f *inflight) add(id jsonrpc.ID) {
 	f.ids[id] = struct{}{}
 }
 
-func (f *inflight) done(id jsonrpc.ID) {
+// done forgets id; it reports whether id was in flight.
+func (f *inflight) done(id jsonrpc.ID) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.ids[id]; !ok {
-		return
+		return false
 	}
 	delete(f.ids, id)
 	if len(f.ids) == 0 {
 		close(f.idle)
 	}
+	return true
 }
 
 // wait returns when every request has been answered or stop is closed.
@@ -203,8 +206,7 @@ func (s *Server) pumpFrames(in io.Reader, session io.Writer, out io.Writer, pend
 		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
 			if msg, reply := checkFrame(frame); reply != nil {
 				s.reject(out, reply.code, reply.message, reply.id)
-			} else {
-				track(pending, msg)
+			} else if track(pending, msg) {
 				frame = append(frame, '\n')
 				if _, werr := session.Write(frame); werr != nil {
 					return werr
@@ -247,6 +249,11 @@ func checkFrame(frame []byte) (jsonrpc.Message, *frameError) {
 		// client would wait forever for its reply.
 		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: id must be a string or a number, not null"}
 	}
+	if ok && req.IsCall() && strings.HasPrefix(req.Method, "notifications/") {
+		// The go-sdk refuses it too, but acts on a cancellation first
+		// (its canceller looks at the method only).
+		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + req.Method + " is a notification and must not have an id", id: requestID(frame)}
+	}
 	if ok && req.IsCall() {
 		if _, numeric := req.ID.Raw().(int64); numeric {
 			// The go-sdk reads a numeric id as a float64 and answers with
@@ -285,14 +292,19 @@ func hasIDMember(frame []byte) bool {
 
 // track notes a request that awaits an answer, and forgets one the client
 // cancelled: the client ignores its answer, so EOF need not wait for it.
-func track(pending *inflight, msg jsonrpc.Message) {
+// It reports whether msg goes on to the session: a cancellation of a
+// request that is not in flight does not. The go-sdk cancels in a
+// goroutine of its own, so such a cancellation, followed at once by a
+// request reusing the id, cancelled that new request (MCP lets a receiver
+// ignore cancellations of unknown requests).
+func track(pending *inflight, msg jsonrpc.Message) bool {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
-		return
+		return true
 	}
 	if req.IsCall() {
 		pending.add(req.ID)
-		return
+		return true
 	}
 	if req.Method == "notifications/cancelled" {
 		var p struct {
@@ -300,10 +312,11 @@ func track(pending *inflight, msg jsonrpc.Message) {
 		}
 		if json.Unmarshal(req.Params, &p) == nil {
 			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-				pending.done(id)
+				return pending.done(id)
 			}
 		}
 	}
+	return true
 }
 
 // requestID digs a usable id out of an invalid request, so the client can
