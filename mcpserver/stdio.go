@@ -122,6 +122,15 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 	return f.w.Write(p)
 }
 
+// reply writes an error reply of pumpFrames. It is not noted as an answer:
+// its id may be that of a request in flight (a duplicate id, an invalid
+// message reusing it), whose own answer EOF must still wait for.
+func (f *frameWriter) reply(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.w.Write(p)
+}
+
 // Close is a no-op: out belongs to the caller (it is often os.Stdout).
 func (f *frameWriter) Close() error { return nil }
 
@@ -138,13 +147,18 @@ func newInflight() *inflight {
 	return &inflight{ids: map[jsonrpc.ID]struct{}{}, idle: idle}
 }
 
-func (f *inflight) add(id jsonrpc.ID) {
+// add notes id; it reports false when id is in flight already.
+func (f *inflight) add(id jsonrpc.ID) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if _, ok := f.ids[id]; ok {
+		return false
+	}
 	if len(f.ids) == 0 {
 		f.idle = make(chan struct{})
 	}
 	f.ids[id] = struct{}{}
+	return true
 }
 
 // done forgets id; it reports whether id was in flight.
@@ -174,7 +188,7 @@ func (f *inflight) wait(stop <-chan struct{}) {
 
 // pumpFrames copies well-formed JSON-RPC lines from in to the session and
 // answers the others itself. It returns nil at EOF.
-func (s *Server) pumpFrames(in io.Reader, session io.Writer, out io.Writer, pending *inflight) error {
+func (s *Server) pumpFrames(in io.Reader, session io.Writer, out *frameWriter, pending *inflight) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	limit := s.cfg.MaxMessageBytes
 	var line []byte
@@ -204,9 +218,14 @@ func (s *Server) pumpFrames(in io.Reader, session io.Writer, out io.Writer, pend
 		if tooLong {
 			s.reject(out, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message exceeds %d bytes", limit), nil)
 		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
-			if msg, reply := checkFrame(frame); reply != nil {
+			msg, reply := checkFrame(frame)
+			forward := false
+			if reply == nil {
+				forward, reply = track(pending, msg, frame)
+			}
+			if reply != nil {
 				s.reject(out, reply.code, reply.message, reply.id)
-			} else if track(pending, msg) {
+			} else if forward {
 				frame = append(frame, '\n')
 				if _, werr := session.Write(frame); werr != nil {
 					return werr
@@ -292,19 +311,27 @@ func hasIDMember(frame []byte) bool {
 
 // track notes a request that awaits an answer, and forgets one the client
 // cancelled: the client ignores its answer, so EOF need not wait for it.
-// It reports whether msg goes on to the session: a cancellation of a
-// request that is not in flight does not. The go-sdk cancels in a
-// goroutine of its own, so such a cancellation, followed at once by a
-// request reusing the id, cancelled that new request (MCP lets a receiver
-// ignore cancellations of unknown requests).
-func track(pending *inflight, msg jsonrpc.Message) bool {
+// It reports whether msg goes on to the session, or the error it gets
+// instead:
+//   - a call reusing the id of a call in flight is refused: the go-sdk
+//     never answers it (it cannot name the request it refuses), so the
+//     client would wait forever;
+//   - a cancellation of a request that is not in flight is dropped. The
+//     go-sdk cancels in a goroutine of its own, so such a cancellation,
+//     followed at once by a request reusing the id, cancelled that new
+//     request (MCP lets a receiver ignore cancellations of unknown
+//     requests).
+func track(pending *inflight, msg jsonrpc.Message, frame []byte) (forward bool, reply *frameError) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
-		return true
+		return true, nil
 	}
 	if req.IsCall() {
-		pending.add(req.ID)
-		return true
+		if !pending.add(req.ID) {
+			id, _ := json.Marshal(req.ID.Raw())
+			return false, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: id " + string(id) + " is already used by a request in flight", id: requestID(frame)}
+		}
+		return true, nil
 	}
 	if req.Method == "notifications/cancelled" {
 		var p struct {
@@ -312,11 +339,11 @@ func track(pending *inflight, msg jsonrpc.Message) bool {
 		}
 		if json.Unmarshal(req.Params, &p) == nil {
 			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-				return pending.done(id)
+				return pending.done(id), nil
 			}
 		}
 	}
-	return true
+	return true, nil
 }
 
 // requestID digs a usable id out of an invalid request, so the client can
@@ -344,7 +371,7 @@ func requestID(frame []byte) json.RawMessage {
 	return id
 }
 
-func (s *Server) reject(out io.Writer, code int64, message string, id json.RawMessage) {
+func (s *Server) reject(out *frameWriter, code int64, message string, id json.RawMessage) {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
@@ -363,5 +390,5 @@ func (s *Server) reject(out io.Writer, code int64, message string, id json.RawMe
 		return
 	}
 	s.log.Debug("rejected stdio frame", "code", code, "message", message)
-	out.Write(append(reply, '\n'))
+	out.reply(append(reply, '\n'))
 }
