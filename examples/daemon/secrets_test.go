@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ const leakMarker = "LEAKCANARY"
 var secretVars = []string{
 	"AXOCOATL_API_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_API_KEY",
 	"FS_KEY", "SEARCH_TOKEN", "GONE_KEY", "WEBHOOK_SECRET", "INTERNAL_TOKEN",
-	"NATS_PASSWORD", "NATS_TOKEN",
+	"NATS_PASSWORD", "NATS_TOKEN", "TOOLS_KEY", "LIAR_TOKEN",
 }
 
 func canary(name string) string {
@@ -74,6 +75,10 @@ type leakPeers struct {
 	provider  string // base of the echoing provider server
 	mcp500    string // an MCP URL answering 500 with the headers it got
 	mcpRefuse string // an MCP URL nothing listens on
+	mcpLiar   string // an MCP URL answering a JSON-RPC error quoting the headers
+	mcpTools  string // a working MCP server (go-sdk) whose tool fails quoting the headers
+	// toolCalls counts calls of that tool.
+	toolCalls *atomic.Int32
 }
 
 // echoCredentials is what a careless server puts in its error message: the
@@ -96,12 +101,17 @@ func writeJSONError(w http.ResponseWriter, status int, v any) {
 func startLeakPeers(t *testing.T) leakPeers {
 	t.Helper()
 	prov := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
 		creds := echoCredentials(r)
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/anthropic/"):
 			writeJSONError(w, http.StatusUnauthorized, map[string]any{"type": "error", "error": map[string]any{
 				"type": "authentication_error", "message": "invalid x-api-key: " + creds}})
+		case strings.HasPrefix(r.URL.Path, "/ollama/") && strings.HasSuffix(r.URL.Path, "/chat/completions") &&
+			strings.Contains(string(body), leakToolName) && !strings.Contains(string(body), `"role":"tool"`):
+			// Offered the MCP tool and not yet called it: call it.
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"llama-test","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":%q,"arguments":"{\"q\":\"x\"}"}}]}}]}`, leakToolName)
 		case strings.HasPrefix(r.URL.Path, "/ollama/"):
 			writeJSONError(w, http.StatusInternalServerError, map[string]any{"error": map[string]any{
 				"message": "model runner crashed serving " + creds, "type": "server_error", "param": nil, "code": nil}})
@@ -117,8 +127,41 @@ func startLeakPeers(t *testing.T) leakPeers {
 		http.Error(w, "internal error handling request with "+echoCredentials(r), http.StatusInternalServerError)
 	}))
 	t.Cleanup(mcp500.Close)
-	return leakPeers{provider: prov.URL, mcp500: mcp500.URL + "/mcp", mcpRefuse: "http://" + testutil.FreeAddr(t) + "/mcp"}
+	liar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{
+			"code": -32001, "message": "unauthorized: " + echoCredentials(r)}})
+	}))
+	t.Cleanup(liar.Close)
+
+	calls := &atomic.Int32{}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "tools", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "leak", Description: "Fails, quoting the headers it got."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct {
+			Q string `json:"q"`
+		}) (*mcp.CallToolResult, any, error) {
+			calls.Add(1)
+			return nil, nil, fmt.Errorf("backend refused X-Tools-Key=%q", req.Extra.Header.Get("X-Tools-Key"))
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	tools := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Tools-Key") != canary("TOOLS_KEY") {
+			http.Error(w, "no key", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(tools.Close)
+	return leakPeers{provider: prov.URL, mcp500: mcp500.URL + "/mcp", mcpRefuse: "http://" + testutil.FreeAddr(t) + "/mcp",
+		mcpLiar: liar.URL + "/mcp", mcpTools: tools.URL + "/mcp", toolCalls: calls}
 }
+
+// leakToolName is the qualified name of the MCP tool that fails.
+const leakToolName = "mcp__tools__leak"
 
 // fsServerScript is a stdio MCP server that fails: it complains on stderr
 // and stdout with its key, then exits.
@@ -136,7 +179,7 @@ providers:
   ollama:
     base_url: ` + p.provider + `/ollama/v1
     api_key: ` + s.ref("OLLAMA_API_KEY") + `
-    max_retries: 1
+    max_retries: -1
   anthropic:
     base_url: ` + p.provider + `/anthropic
     api_key: ` + s.ref("ANTHROPIC_API_KEY") + `
@@ -165,6 +208,13 @@ mcp_servers:
     url: ` + p.mcpRefuse + `
     headers:
       X-Api-Key: ` + s.ref("GONE_KEY") + `
+  - name: liar
+    url: ` + p.mcpLiar + `
+    headers: { Authorization: Bearer ` + s.ref("LIAR_TOKEN") + ` }
+  - name: tools
+    url: ` + p.mcpTools + `
+    headers: { X-Tools-Key: ` + s.ref("TOOLS_KEY") + ` }
+    approval: allow
 webhooks:
   - name: deploy-alerts
     url: https://hooks.example.com/axocoatl
@@ -359,10 +409,13 @@ func TestSecretsNeverLeak(t *testing.T) {
 					if code != exitFail {
 						t.Fatalf("doctor exit %d:\n%s%s", code, stdout, stderr)
 					}
-					for _, check := range []string{"provider openai", "provider anthropic", "provider ollama", "mcp server fs", "mcp server search", "mcp server gone"} {
+					for _, check := range []string{"provider openai", "provider anthropic", "provider ollama", "mcp server fs", "mcp server search", "mcp server gone", "mcp server liar"} {
 						if !strings.Contains(stdout, "FAIL "+check+": ") {
 							t.Errorf("doctor does not fail %q:\n%s", check, stdout)
 						}
+					}
+					if !strings.Contains(stdout, "ok   mcp server tools: ") {
+						t.Errorf("doctor does not reach the tools server:\n%s", stdout)
 					}
 				}},
 				{"doctor with an unreachable NATS", func(t *testing.T, s *surfaces) {
@@ -381,7 +434,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 					mcpServeLeak(t, s, bin, env, writeConfig(t, full))
 				}},
 				{"serve", func(t *testing.T, s *surfaces) {
-					serveLeak(t, s, bin, env, writeConfig(t, full))
+					serveLeak(t, s, bin, env, writeConfig(t, full), peers)
 				}},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
@@ -462,7 +515,7 @@ func mcpServeLeak(t *testing.T, s *surfaces, bin string, env []string, config st
 // serveLeak serves the config at debug level and asks every route, with and
 // without the token, runs the failing agents through the API, A2A (both
 // surfaces) and /mcp, and reads the event stream meanwhile.
-func serveLeak(t *testing.T, s *surfaces, bin string, env []string, config string) {
+func serveLeak(t *testing.T, s *surfaces, bin string, env []string, config string, peers leakPeers) {
 	base, cmd, stderr := startBinary(t, bin, env, "serve", "--config", config, "--addr", "127.0.0.1:0")
 	token := canary("AXOCOATL_API_TOKEN")
 	bodies := s.add("HTTP responses")
@@ -501,9 +554,21 @@ func serveLeak(t *testing.T, s *surfaces, bin string, env []string, config strin
 			t.Errorf("execute %s: %d, want 502", a, code)
 		}
 	}
+	// The llama agent calls the failing MCP tool once the tools server
+	// has connected (in the background) and its tool is offered.
+	deadline := time.Now().Add(10 * time.Second)
+	extra := 0
+	for peers.toolCalls.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never called the MCP tool:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+		send(authed, "POST", "/api/agents/llama/execute", `{"input":"use the tool"}`)
+		extra++
+	}
 	// Every run fails, and each failure reaches the stream.
 	failed := 0
-	for failed < 3 {
+	for failed < 3+extra {
 		_, data, err := conn.Read(ctx)
 		if err != nil {
 			t.Fatalf("read frame after %d failures: %v", failed, err)
