@@ -392,7 +392,14 @@ func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (a
 		}
 		return axocoatl.ToolResult{}, fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, s.redact.error(err))
 	}
-	return toResult(res), nil
+	out := toResult(res)
+	if out.IsError {
+		// A failed call's text becomes the error of the ToolResult event
+		// and of logs: a server quoting the credentials it was sent must
+		// not put them there.
+		out.Content = s.redact.string(out.Content)
+	}
+	return out, nil
 }
 
 type serverEvent struct {
