@@ -603,6 +603,15 @@ func serveLeak(t *testing.T, s *surfaces, bin string, env []string, config strin
 	send(authed, "POST", "/a2a", msg(1, "claude"))
 	send(authed, "POST", "/a2a/agents/gpt", msg(2, ""))
 	send(authed, "POST", "/a2a", `{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"id":"nope"}}`)
+	// message/stream: the failure arrives as SSE events.
+	send(authed, "POST", "/a2a", strings.Replace(msg(4, "gpt"), "message/send", "message/stream", 1), "Accept", "text/event-stream")
+
+	// A browser's way: the token in the query, on the stream and on a
+	// route that does not exist.
+	qconn := dialEvents(t, ctx, base, nil, "?token="+token)
+	qconn.Close(websocket.StatusNormalClosure, "")
+	send(anon, "GET", "/api/nope?token="+token, "")
+	send(anon, "GET", "/api/agents?token="+token+"x", "")
 
 	// MCP over HTTP with the go-sdk client.
 	mctx, mcancel := context.WithTimeout(ctx, 15*time.Second)
