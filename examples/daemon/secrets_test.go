@@ -40,7 +40,7 @@ const leakMarker = "LEAKCANARY"
 var secretVars = []string{
 	"AXOCOATL_API_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_API_KEY",
 	"FS_KEY", "SEARCH_TOKEN", "GONE_KEY", "WEBHOOK_SECRET", "INTERNAL_TOKEN",
-	"NATS_PASSWORD", "NATS_TOKEN", "TOOLS_KEY", "LIAR_TOKEN",
+	"NATS_PASSWORD", "NATS_TOKEN", "TOOLS_KEY", "LIAR_TOKEN", "SEARCH_URL_TOKEN", "GONE_URL_KEY",
 }
 
 func canary(name string) string {
@@ -201,11 +201,11 @@ mcp_servers:
     env: { API_KEY: ` + s.ref("FS_KEY") + ` }
     inherit_env: false
   - name: search
-    url: ` + p.mcp500 + `
+    url: ` + strings.Replace(p.mcp500, "http://", "http://"+s.ref("SEARCH_URL_TOKEN")+"@", 1) + `
     headers: { Authorization: Bearer ` + s.ref("SEARCH_TOKEN") + ` }
     timeout: 5s
   - name: gone
-    url: ` + p.mcpRefuse + `
+    url: ` + p.mcpRefuse + `?key=` + s.ref("GONE_URL_KEY") + `
     headers:
       X-Api-Key: ` + s.ref("GONE_KEY") + `
   - name: liar
