@@ -290,7 +290,8 @@ func (s *surfaces) add(name string) *testutil.SyncBuffer {
 func (s *surfaces) addText(name, text string) { s.add(name).Write([]byte(text)) }
 
 // check fails the test for each surface showing the marker, with the text
-// around it.
+// around it. With LEAKTEST_DUMP set it logs every surface, to see what the
+// daemon shows in each case.
 func (s *surfaces) check(t *testing.T) {
 	t.Helper()
 	for i, b := range s.texts {
@@ -491,11 +492,8 @@ func mcpServeLeak(t *testing.T, s *surfaces, bin string, env []string, config st
 		}
 		answered <- n
 	}()
-	// The answers to the calls already read come before the exit at EOF.
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		stdin.Close()
-	}()
+	// At EOF the server answers the calls already read, then exits.
+	stdin.Close()
 	select {
 	case n := <-answered:
 		if n != len(agents)+1 {
