@@ -220,6 +220,15 @@ func FuzzEventStreamFrames(f *testing.F) {
 			if len(replies) != 1 || replies[0].Error.Code != "bad_request" || replies[0].Error.Message == "" || len(replies[0].Error.Message) > 256 {
 				t.Fatalf("frame %q (binary %v): replies %+v, want one bad_request with a short message", data, binary, replies)
 			}
+			// Precise: JSON is called invalid only when it is, and the
+			// message speaks of the frame, not of Go types.
+			msg := replies[0].Error.Message
+			if !binary && json.Valid(data) == strings.HasPrefix(msg, "invalid JSON") {
+				t.Fatalf("frame %q (valid JSON: %v) answered %q", data, json.Valid(data), msg)
+			}
+			if strings.Contains(msg, "Go ") || strings.Contains(msg, "clientFrame") {
+				t.Fatalf("frame %q answered with Go internals: %q", data, msg)
+			}
 		}
 	})
 }
