@@ -642,11 +642,16 @@ func serveLeak(t *testing.T, s *surfaces, bin string, env []string, config strin
 	conn.Close(websocket.StatusNormalClosure, "")
 
 	send(authed, "GET", "/metrics", "")
+	// A connection the transport dialed but did not use (it lost a race to
+	// an idle one) never sent a request: Shutdown would wait the whole
+	// grace period for it.
+	tr.CloseIdleConnections()
 	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("exit after SIGTERM: %v", err)
-	}
+	err = cmd.Wait()
 	logs := stderr.String()
+	if err != nil {
+		t.Errorf("exit after SIGTERM: %v\n%s", err, logs)
+	}
 	s.addText("serve stderr", logs)
 	// The paths above ran: the logs at debug level say so.
 	for _, want := range []string{"level=DEBUG", "mcp server"} {
