@@ -31,8 +31,9 @@ import (
 // JSON-RPC message a -32600 invalid request (as does a batch, which the
 // negotiated versions no longer allow), a line over MaxMessageBytes a -32600
 // too, as does a call whose numeric id is not a plain integer of at most
-// 2^53 in magnitude (the go-sdk would answer 1.5 as 1); the session goes on
-// in every case. The go-sdk's own reader would end
+// 2^53 in magnitude (the go-sdk would answer 1.5 as 1), a call with a
+// notifications/ method, and a call reusing the id of one in flight; the
+// session goes on in every case. The go-sdk's own reader would end
 // the session on such input, so lines are checked here before it sees them.
 //
 // When ServeStdio returns before in's EOF, it closes in if in is an
