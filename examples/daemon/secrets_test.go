@@ -96,8 +96,10 @@ func writeJSONError(w http.ResponseWriter, status int, v any) {
 // startLeakPeers starts the echoing peers: one HTTP server speaking the
 // OpenAI wire format under /openai/v1 (401 invalid_api_key) and /ollama/v1
 // (500 server_error), and the Anthropic one under /anthropic (401
-// authentication_error), every message quoting the credentials received;
-// and an MCP endpoint that answers 500 with the headers it got.
+// authentication_error), every message quoting the credentials received
+// (the ollama path first calls the MCP tool when it is offered); MCP
+// endpoints answering 500, or a JSON-RPC error, quoting the headers they
+// got; and a working MCP server whose one tool fails quoting its key.
 func startLeakPeers(t *testing.T) leakPeers {
 	t.Helper()
 	prov := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -319,10 +321,10 @@ func runLeakCLI(t *testing.T, s *surfaces, bin string, env []string, args ...str
 	out, errb := s.add(name+" stdout"), s.add(name+" stderr")
 	cmd.Stdout, cmd.Stderr = out, errb
 	err := cmd.Run()
-	code = cmd.ProcessState.ExitCode()
-	if err != nil && code < 0 {
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() < 0 {
 		t.Fatalf("%v: %v", args, err)
 	}
+	code = cmd.ProcessState.ExitCode()
 	return code, out.String(), errb.String()
 }
 
