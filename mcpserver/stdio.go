@@ -115,7 +115,10 @@ type frameWriter struct {
 func (f *frameWriter) Write(p []byte) (int, error) {
 	if msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(p)); err == nil {
 		if resp, ok := msg.(*jsonrpc.Response); ok {
-			defer f.pending.done(resp.ID) // once written
+			// The id is free again before the answer is written (as in
+			// the go-sdk): a client may reuse it as soon as it reads the
+			// answer. EOF waits until it is written.
+			defer f.pending.answering(resp.ID)()
 		}
 	}
 	f.mu.Lock()
@@ -137,9 +140,11 @@ func (f *frameWriter) Close() error { return nil }
 
 // inflight is the set of requests read from stdin and not yet answered.
 type inflight struct {
-	mu   sync.Mutex
-	ids  map[jsonrpc.ID]struct{}
-	idle chan struct{} // closed while ids is empty
+	mu  sync.Mutex
+	ids map[jsonrpc.ID]struct{}
+	// writing counts answers taken out of ids and not yet written.
+	writing int
+	idle    chan struct{} // closed while ids is empty and writing is 0
 }
 
 func newInflight() *inflight {
@@ -148,6 +153,8 @@ func newInflight() *inflight {
 	return &inflight{ids: map[jsonrpc.ID]struct{}{}, idle: idle}
 }
 
+func (f *inflight) busy() bool { return len(f.ids) > 0 || f.writing > 0 }
+
 // add notes id; it reports false when id is in flight already.
 func (f *inflight) add(id jsonrpc.ID) bool {
 	f.mu.Lock()
@@ -155,7 +162,7 @@ func (f *inflight) add(id jsonrpc.ID) bool {
 	if _, ok := f.ids[id]; ok {
 		return false
 	}
-	if len(f.ids) == 0 {
+	if !f.busy() {
 		f.idle = make(chan struct{})
 	}
 	f.ids[id] = struct{}{}
@@ -170,10 +177,30 @@ func (f *inflight) done(id jsonrpc.ID) bool {
 		return false
 	}
 	delete(f.ids, id)
-	if len(f.ids) == 0 {
+	if !f.busy() {
 		close(f.idle)
 	}
 	return true
+}
+
+// answering frees id for reuse while its answer is written; the returned
+// func marks the answer written.
+func (f *inflight) answering(id jsonrpc.ID) (written func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.ids[id]; !ok {
+		return func() {}
+	}
+	delete(f.ids, id)
+	f.writing++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.writing--
+		if !f.busy() {
+			close(f.idle)
+		}
+	}
 }
 
 // wait returns when every request has been answered or stop is closed.
