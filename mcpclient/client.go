@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/secret"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -162,15 +163,16 @@ func (m *Module) Status() []ServerStatus {
 // Check connects to one server, lists its tools and disconnects: the
 // `doctor` probe. It returns the qualified tool names, sorted. The whole
 // check is bounded by the server's timeout (and ctx). Errors name the
-// server and never contain env or header values.
-func Check(ctx context.Context, cfg ServerConfig, log *slog.Logger) ([]string, error) {
+// server and never contain env or header values, nor the host credentials
+// in scrub (see Config.Scrub).
+func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *slog.Logger) ([]string, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("mcp server %s: %w", cfg.Name, err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := newRedactor(cfg)
+	r := newRedactor(cfg, scrub)
 	log = r.logger(log)
 	d := newDialer(cfg, log, r)
 	defer d.close()

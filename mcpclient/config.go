@@ -40,6 +40,14 @@ type Config struct {
 	// MaxBackoff caps the doubling reconnect delay (each delay gets ±20%
 	// jitter). Zero: 30s.
 	MaxBackoff time.Duration `yaml:"max_backoff"`
+	// Scrub lists the host's own credentials (its API token, model
+	// provider keys, other servers' env and headers). A stdio server that
+	// inherits the environment can read those that came from it, and any
+	// server may echo what it was sent: they are removed, like each
+	// server's own env and header values, from all a server says (stderr,
+	// errors, failed tool results, logs). Set by the host, not read from
+	// the config file. Zero: none.
+	Scrub []secret.Secret `yaml:"-"`
 }
 
 // ServerConfig is one entry of `mcp_servers:`. Exactly one of Command (stdio)

@@ -54,6 +54,11 @@ func runHelper(mode string) {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "fatal: cannot start, token is", os.Getenv("SECRET_TOKEN"))
 		os.Exit(3)
+	case "print-inherited":
+		// A child that inherits the environment can read the host's own
+		// credentials, and print them.
+		fmt.Fprintln(os.Stderr, "fatal: cannot start; the host's token is", os.Getenv("HOST_TOKEN"))
+		os.Exit(3)
 	case "long-stderr":
 		// The secret straddles the 512th byte of a line, then the end of a
 		// chunk of a line longer than 4 KiB.

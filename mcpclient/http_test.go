@@ -84,7 +84,7 @@ func TestHTTPUnauthorized(t *testing.T) {
 		http.Error(w, "bad token", http.StatusUnauthorized)
 	}))
 	defer hs.Close()
-	_, err := Check(context.Background(), ServerConfig{Name: "locked", URL: hs.URL, Headers: map[string]secretT{"Authorization": "Bearer very-secret-token"}, Timeout: 5 * time.Second}, nil)
+	_, err := Check(context.Background(), ServerConfig{Name: "locked", URL: hs.URL, Headers: map[string]secretT{"Authorization": "Bearer very-secret-token"}, Timeout: 5 * time.Second}, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "locked") || strings.Contains(err.Error(), "very-secret-token") {
 		t.Fatalf("err = %v", err)
 	}

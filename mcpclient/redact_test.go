@@ -82,7 +82,7 @@ func TestURLCredentialsRedacted(t *testing.T) {
 		leaks("log", line)
 	}
 
-	_, err = Check(context.Background(), ServerConfig{Name: "web", URL: u, Timeout: 2 * time.Second}, nil)
+	_, err = Check(context.Background(), ServerConfig{Name: "web", URL: u, Timeout: 2 * time.Second}, nil, nil)
 	if err == nil {
 		t.Fatal("Check of a closed server succeeded")
 	}
@@ -97,7 +97,7 @@ func TestStderrCutKeepsSecrets(t *testing.T) {
 	sc := helperServer("noisy", "long-stderr")
 	sc.Env["SECRET_TOKEN"] = secretValue
 	sc.Timeout = 5 * time.Second
-	_, err := Check(context.Background(), sc, log)
+	_, err := Check(context.Background(), sc, nil, log)
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
 		t.Fatalf("Check: %v", err)
 	}
@@ -106,6 +106,47 @@ func TestStderrCutKeepsSecrets(t *testing.T) {
 	for _, text := range append(strings.Split(logs.String(), "\n"), err.Error()) {
 		if strings.Contains(text, head) || strings.Contains(text, tail) {
 			t.Errorf("part of the secret (%q or %q) leaked: %s", head, tail, text)
+		}
+	}
+}
+
+// The host's own credentials (Config.Scrub) are scrubbed from what any
+// server says, as its own env and headers are: a stdio child inheriting
+// the environment can read, and print, the host's API token.
+func TestHostSecretsScrubbed(t *testing.T) {
+	const hostToken = "sk-host-token-in-the-environment"
+	t.Setenv("HOST_TOKEN", hostToken)
+	sc := helperServer("leaky", "print-inherited")
+	sc.Timeout = 5 * time.Second
+
+	// Without Scrub the child's words carry the token: the test can fail.
+	_, err := Check(context.Background(), sc, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), hostToken) {
+		t.Fatalf("control: the child did not print the inherited token: %v", err)
+	}
+
+	scrub := []secretT{"unrelated", hostToken}
+	log, logs := debugLogger()
+	_, err = Check(context.Background(), sc, scrub, log)
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("Check: %v", err)
+	}
+	for _, text := range append(strings.Split(logs.String(), "\n"), err.Error()) {
+		if strings.Contains(text, hostToken) {
+			t.Errorf("host token leaked from Check: %s", text)
+		}
+	}
+
+	log, logs = debugLogger()
+	_, m := startModule(t, Config{Servers: []ServerConfig{sc}, Scrub: scrub}, log)
+	err = m.Ready(context.Background()) // the first attempt failed: its error
+	if err == nil || !strings.Contains(err.Error(), "[redacted]") {
+		t.Fatalf("Ready: %v, want the child's stderr, redacted", err)
+	}
+	// Status's error is also what McpServerDisconnected carries.
+	for _, text := range append(strings.Split(logs.String(), "\n"), err.Error(), m.Status()[0].Error) {
+		if strings.Contains(text, hostToken) {
+			t.Errorf("host token leaked from the module: %s", text)
 		}
 	}
 }

@@ -58,7 +58,7 @@ type server struct {
 }
 
 func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger, names *sync.Mutex) *server {
-	r := newRedactor(cfg)
+	r := newRedactor(cfg, mcfg.Scrub)
 	log = r.logger(log)
 	s := &server{
 		calls:        newCalls(),

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -375,19 +376,27 @@ type redactor struct{ values []string }
 
 const minRedactLen = 6
 
-func newRedactor(cfg ServerConfig) *redactor {
+// newRedactor knows the server's own env and header values and the host's
+// credentials in scrub.
+func newRedactor(cfg ServerConfig, scrub []secret.Secret) *redactor {
 	r := &redactor{}
+	add := func(v secret.Secret) {
+		if s := v.Reveal(); len(s) >= minRedactLen {
+			r.values = append(r.values, s)
+		}
+		// A bearer token is often configured as "Bearer <token>": the
+		// token alone may be echoed too.
+		if _, tok, ok := strings.Cut(v.Reveal(), " "); ok && len(tok) >= minRedactLen {
+			r.values = append(r.values, tok)
+		}
+	}
 	for _, m := range []map[string]secret.Secret{cfg.Env, cfg.Headers} {
 		for _, v := range m {
-			if s := v.Reveal(); len(s) >= minRedactLen {
-				r.values = append(r.values, s)
-			}
-			// A bearer token is often configured as "Bearer <token>": the
-			// token alone may be echoed too.
-			if _, tok, ok := strings.Cut(v.Reveal(), " "); ok && len(tok) >= minRedactLen {
-				r.values = append(r.values, tok)
-			}
+			add(v)
 		}
+	}
+	for _, v := range scrub {
+		add(v)
 	}
 	// Go's HTTP errors quote the whole URL: its query and userinfo often
 	// carry credentials too.
@@ -405,7 +414,13 @@ func newRedactor(cfg ServerConfig) *redactor {
 		}
 	}
 	// Longest first, so a value containing another is replaced whole.
-	sort.Slice(r.values, func(i, j int) bool { return len(r.values[i]) > len(r.values[j]) })
+	sort.Slice(r.values, func(i, j int) bool {
+		if len(r.values[i]) != len(r.values[j]) {
+			return len(r.values[i]) > len(r.values[j])
+		}
+		return r.values[i] < r.values[j]
+	})
+	r.values = slices.Compact(r.values) // the same key may be configured twice
 	return r
 }
 

@@ -422,3 +422,42 @@ func (c *Config) newLogger(w io.Writer) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
+
+var secretType = reflect.TypeFor[secret.Secret]()
+
+// secrets returns every secret value in the config: the API token, model
+// provider keys, MCP servers' env and headers, and whatever a section adds
+// later. Modules that pass outside text along (MCP servers' stderr and
+// errors) scrub them all, since a child process may know any of them.
+func (c *Config) secrets() []secret.Secret {
+	var out []secret.Secret
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i))
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case reflect.Map:
+			for it := v.MapRange(); it.Next(); {
+				walk(it.Value())
+			}
+		case reflect.String:
+			if v.Type() == secretType && v.String() != "" {
+				out = append(out, secret.Secret(v.String()))
+			}
+		}
+	}
+	walk(reflect.ValueOf(c).Elem())
+	return out
+}

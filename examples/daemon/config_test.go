@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,12 +255,8 @@ func TestDefaultPublicURL(t *testing.T) {
 	}
 }
 
-// The contract's example config (§2), verbatim, validates, with the
-// sections no module reads yet reported as warnings. Its flow maps hold
-// bare variables (`env: { API_KEY: ${FS_KEY} }`), which plain YAML rejects
-// and yamlconf reads as if quoted.
-func TestContractExampleConfig(t *testing.T) {
-	text := `
+// contractExample is the contract's example config (§2), verbatim.
+const contractExample = `
 server:
   addr: 127.0.0.1:8080
   public_url: http://127.0.0.1:8080     # absolute base used in A2A cards; defaults from addr
@@ -306,6 +303,13 @@ lattice:
   backend: memory                       # memory | nats
   nats_url: nats://127.0.0.1:4222
 `
+
+// The contract's example config (§2), verbatim, validates, with the
+// sections no module reads yet reported as warnings. Its flow maps hold
+// bare variables (`env: { API_KEY: ${FS_KEY} }`), which plain YAML rejects
+// and yamlconf reads as if quoted.
+func TestContractExampleConfig(t *testing.T) {
+	text := contractExample
 	env := map[string]string{"AXOCOATL_API_TOKEN": "t", "OPENAI_API_KEY": "k1", "ANTHROPIC_API_KEY": "k2", "FS_KEY": "k3", "SEARCH_TOKEN": "k4"}
 	code, stdout, stderr := runCLI(t, env, "validate", "--config", writeConfig(t, text))
 	if code != exitOK || !strings.Contains(stdout, "ok (1 agents)") {
@@ -412,5 +416,24 @@ func TestAgentFieldErrorsNameTheField(t *testing.T) {
 		if code != exitFail || !strings.Contains(stderr, path+tc.want) {
 			t.Errorf("exit %d, stderr %q, want %q", code, stderr, path+tc.want)
 		}
+	}
+}
+
+// Every secret of the config is found for the modules that scrub them.
+func TestConfigSecrets(t *testing.T) {
+	path := writeConfig(t, contractExample)
+	env := map[string]string{"AXOCOATL_API_TOKEN": "api-token-1", "OPENAI_API_KEY": "openai-key-2", "ANTHROPIC_API_KEY": "anthropic-key-3", "FS_KEY": "fs-key-4", "SEARCH_TOKEN": "search-token-5"}
+	cfg, err := loadConfig(context.Background(), loadOptions{Path: path, Lookup: mapEnv(env)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range cfg.secrets() {
+		got = append(got, s.Reveal())
+	}
+	slices.Sort(got)
+	want := []string{"Bearer search-token-5", "anthropic-key-3", "api-token-1", "fs-key-4", "openai-key-2"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("secrets %q, want %q", got, want)
 	}
 }

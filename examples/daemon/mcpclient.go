@@ -32,7 +32,9 @@ func startMCPClient(ctx context.Context, d *daemon) error {
 	if len(d.cfg.MCPServers) == 0 {
 		return nil
 	}
-	m, err := mcpclient.New(mcpclient.Config{Servers: d.cfg.MCPServers})
+	// A stdio server inheriting the environment can read the daemon's own
+	// credentials: whatever a server says is scrubbed of them all.
+	m, err := mcpclient.New(mcpclient.Config{Servers: d.cfg.MCPServers, Scrub: d.cfg.secrets()})
 	if err != nil {
 		return err
 	}
@@ -42,6 +44,7 @@ func startMCPClient(ctx context.Context, d *daemon) error {
 // doctorMCPClient connects to every server at once, lists its tools and
 // records the hosts of the HTTP servers as egress.
 func doctorMCPClient(ctx context.Context, cfg *Config, r *doctorReport) {
+	scrub := cfg.secrets()
 	var wg sync.WaitGroup
 	for _, sc := range cfg.MCPServers {
 		check := "mcp server " + sc.Name
@@ -51,7 +54,7 @@ func doctorMCPClient(ctx context.Context, cfg *Config, r *doctorReport) {
 			}
 		}
 		wg.Go(func() {
-			tools, err := mcpclient.Check(ctx, sc, nil)
+			tools, err := mcpclient.Check(ctx, sc, scrub, nil)
 			if err != nil {
 				r.fail(check, strings.TrimPrefix(err.Error(), check+": "))
 				return
