@@ -157,7 +157,14 @@ func startLeakPeers(t *testing.T) leakPeers {
 		}
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(tools.Close)
+	t.Cleanup(func() {
+		tools.Close()
+		// A daemon killed mid-session never ends its session: the
+		// handler would keep it (and its reader goroutine) for good.
+		for ss := range srv.Sessions() {
+			ss.Close()
+		}
+	})
 	return leakPeers{provider: prov.URL, mcp500: mcp500.URL + "/mcp", mcpRefuse: "http://" + testutil.FreeAddr(t) + "/mcp",
 		mcpLiar: liar.URL + "/mcp", mcpTools: tools.URL + "/mcp", toolCalls: calls}
 }
@@ -168,6 +175,10 @@ const leakToolName = "mcp__tools__leak"
 // fsServerScript is a stdio MCP server that fails: it complains on stderr
 // and stdout with its key, then exits.
 const fsServerScript = `echo "fs: key $API_KEY rejected by backend" >&2; echo "fatal: bad key $API_KEY"; exit 3`
+
+// inheritScript is a stdio MCP server that inherits the daemon's
+// environment and prints the daemon's own credentials it finds there.
+const inheritScript = `echo "boot: token $AXOCOATL_API_TOKEN key $OPENAI_API_KEY" >&2; exit 3`
 
 // leakConfig has a secret in every place the config takes one.
 func leakConfig(s secretSet, p leakPeers) string {
@@ -217,6 +228,9 @@ mcp_servers:
     url: ` + p.mcpTools + `
     headers: { X-Tools-Key: ` + s.ref("TOOLS_KEY") + ` }
     approval: allow
+  - name: inherits
+    command: sh
+    args: ["-c", ` + fmt.Sprintf("%q", inheritScript) + `]
 webhooks:
   - name: deploy-alerts
     url: https://hooks.example.com/axocoatl
