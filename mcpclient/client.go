@@ -84,7 +84,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	for _, sc := range m.cfg.Servers {
 		s := newServer(ctx, sc, m.cfg, e, log, &m.names)
 		m.servers = append(m.servers, s)
-		log.Info("mcp server configured", "server", sc.Name, "transport", sc.Transport(), "target", s.target())
+		log.Info("mcp server configured", "server", sc.Name, "transport", sc.Transport(), "target", sc.Target())
 		m.wg.Go(func() { s.run(ctx) })
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/secret"
@@ -257,16 +258,49 @@ func validHeaderName(k string) bool {
 }
 
 // redactURL keeps scheme, host and path: userinfo and query strings often
-// carry credentials.
+// carry credentials, and so do path segments that look like keys (hosted
+// MCP servers put the account key in the path: /mcp/<key>/sse).
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "[unparsable url]"
 	}
-	u.User = nil
-	if u.RawQuery != "" {
-		u.RawQuery = "[redacted]"
+	segs := strings.Split(u.EscapedPath(), "/")
+	for i, seg := range segs {
+		if credentialLike(seg) {
+			segs[i] = "[redacted]"
+		}
 	}
-	u.Fragment = ""
-	return u.String()
+	out := u.Scheme + "://" + u.Host + strings.Join(segs, "/")
+	if u.RawQuery != "" {
+		out += "?[redacted]"
+	}
+	return out
+}
+
+// credentialLike reports whether a URL path segment may be a key: at
+// least 16 characters mixing letters and digits (an API key, a UUID), where
+// the words of a route (mcp, sse, v1, streamable-http) are short or have
+// no digits. Only for display and redaction: a false positive hides a
+// harmless segment.
+func credentialLike(seg string) bool {
+	if len(seg) < 16 {
+		return false
+	}
+	letter := strings.IndexFunc(seg, unicode.IsLetter) >= 0
+	digit := strings.IndexFunc(seg, unicode.IsDigit) >= 0
+	return letter && digit
+}
+
+// Target says where the server is, for logs and doctor: the command (no
+// args, no env) or the URL without userinfo, query or key-like path
+// segments.
+func (s ServerConfig) Target() string {
+	switch s.Transport() {
+	case "stdio":
+		return s.Command
+	case "http":
+		return redactURL(s.URL)
+	}
+	return ""
 }

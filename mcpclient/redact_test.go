@@ -150,3 +150,35 @@ func TestHostSecretsScrubbed(t *testing.T) {
 		}
 	}
 }
+
+// Hosted MCP servers put the account key in the URL's path
+// (/mcp/<key>/sse): it is masked where the URL is shown, and scrubbed from
+// the errors of Go's HTTP client, which quote the whole URL.
+func TestURLPathKeysRedacted(t *testing.T) {
+	const key = "sk-ak-9f8e7d6c5b4a3f2e1d0c"
+	for raw, want := range map[string]string{
+		"https://actions.example.com/mcp/" + key + "/sse":      "https://actions.example.com/mcp/[redacted]/sse",
+		"https://u:p@mcp.example.com/v1/streamable-http?k=abc": "https://mcp.example.com/v1/streamable-http?[redacted]",
+		"http://127.0.0.1:8080/mcp":                            "http://127.0.0.1:8080/mcp",
+		"https://h/t/3f2a9c1e-77b4-4c1d-9a6e-0b8d2c4e6f10/mcp": "https://h/t/[redacted]/mcp",
+	} {
+		if got := (ServerConfig{URL: raw}).Target(); got != want {
+			t.Errorf("Target(%q) = %q, want %q", raw, got, want)
+		}
+	}
+
+	u := "http://" + testutil.FreeAddr(t) + "/mcp/" + key + "/sse" // nothing listens
+	log, logs := debugLogger()
+	_, err := Check(context.Background(), ServerConfig{Name: "hosted", URL: u, Timeout: 2 * time.Second}, nil, log)
+	if err == nil {
+		t.Fatal("Check of a closed port succeeded")
+	}
+	if !strings.Contains(err.Error(), "[redacted]") {
+		t.Errorf("Check error does not show the URL, masked: %v", err)
+	}
+	for _, text := range append(strings.Split(logs.String(), "\n"), err.Error()) {
+		if strings.Contains(text, key) {
+			t.Errorf("path key leaked: %s", text)
+		}
+	}
+}

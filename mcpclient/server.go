@@ -95,18 +95,6 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 	return s
 }
 
-// target describes where the server is, for the startup log: the command
-// (no args, no env) or the URL without userinfo or query.
-func (s *server) target() string {
-	switch s.cfg.Transport() {
-	case "stdio":
-		return s.cfg.Command
-	case "http":
-		return redactURL(s.cfg.URL)
-	}
-	return ""
-}
-
 // run is the supervisor: connect, serve, reconnect with backoff, until ctx
 // ends. On return the session is closed, the child reaped and the tools
 // unregistered.

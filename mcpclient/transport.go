@@ -412,6 +412,12 @@ func newRedactor(cfg ServerConfig, scrub []secret.Secret) *redactor {
 		if name := u.User.Username(); len(name) >= minRedactLen {
 			r.values = append(r.values, name)
 		}
+		// Or a path segment (/mcp/<key>/sse).
+		for _, seg := range strings.Split(u.EscapedPath(), "/") {
+			if credentialLike(seg) {
+				r.values = append(r.values, seg)
+			}
+		}
 	}
 	// Longest first, so a value containing another is replaced whole.
 	sort.Slice(r.values, func(i, j int) bool {

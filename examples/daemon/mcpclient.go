@@ -66,14 +66,7 @@ func doctorMCPClient(ctx context.Context, cfg *Config, r *doctorReport) {
 }
 
 // describeTransport names the transport and target, never env or header
-// values (nor a URL's userinfo or query).
+// values (nor a URL's userinfo, query or key-like path segments).
 func describeTransport(sc mcpclient.ServerConfig) string {
-	if sc.Command != "" {
-		return "stdio " + sc.Command
-	}
-	u, err := url.Parse(sc.URL)
-	if err != nil {
-		return "http"
-	}
-	return "http " + u.Scheme + "://" + u.Host + u.Path
+	return sc.Transport() + " " + sc.Target()
 }
