@@ -4,37 +4,44 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
-// Each call ends at its own deadline, not at the first one's nor at the
-// timer's next tick; a call that ended in time is not touched later.
+// Each call ends at its own deadline, neither at the first one's nor
+// never; a call that ended in time is not touched later.
 func TestCallDeadlines(t *testing.T) {
 	c := newCalls()
 	defer c.stop()
 	const timeout = 200 * time.Millisecond
-	start := time.Now()
+	firstStart := time.Now()
 	first, _ := c.start(context.Background(), timeout)
 	time.Sleep(100 * time.Millisecond)
+	secondStart := time.Now()
 	second, _ := c.start(context.Background(), timeout)
 	done, doneID := c.start(context.Background(), timeout)
 	c.end(doneID)
 
 	for _, w := range []struct {
-		name string
-		ctx  context.Context
-		at   time.Duration
-	}{{"first", first, timeout}, {"second", second, timeout + 100*time.Millisecond}} {
-		<-w.ctx.Done()
-		took := time.Since(start)
+		name  string
+		ctx   context.Context
+		start time.Time
+	}{{"first", first, firstStart}, {"second", second, secondStart}} {
+		select {
+		case <-w.ctx.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s call not cancelled 5s after its deadline", w.name)
+		}
+		took := time.Since(w.start)
 		if context.Cause(w.ctx) != errDeadline {
 			t.Fatalf("%s call ended with %v, want the deadline", w.name, context.Cause(w.ctx))
 		}
-		if took < w.at || took > w.at+150*time.Millisecond {
-			t.Fatalf("%s call ended after %s, want %s", w.name, took, w.at)
+		if took < timeout || took > timeout+400*time.Millisecond {
+			t.Fatalf("%s call ended %s after it started, want %s", w.name, took, timeout)
 		}
 	}
 	if cause := context.Cause(done); cause != context.Canceled {
@@ -98,5 +105,54 @@ func TestStopCancelsCallsInFlight(t *testing.T) {
 	}
 	if _, err := e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__mem__echo"}); err == nil {
 		t.Fatal("a call after Stop succeeded")
+	}
+}
+
+// Many calls at once, started at scattered times, some ending before their
+// deadline and some not: each that overstays is cancelled at its own
+// deadline, none that ended in time is, and nothing stays pending.
+func TestCallDeadlinesConcurrent(t *testing.T) {
+	c := newCalls()
+	defer c.stop()
+	const timeout = 150 * time.Millisecond
+	var wg sync.WaitGroup
+	errs := make(chan error, 400)
+	for i := range 400 {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i%40) * time.Millisecond)
+			start := time.Now()
+			ctx, id := c.start(context.Background(), timeout)
+			if i%2 == 0 { // ends in time
+				select {
+				case <-ctx.Done():
+					errs <- fmt.Errorf("call %d cancelled after %s, before its deadline: %v", i, time.Since(start), context.Cause(ctx))
+				case <-time.After(10 * time.Millisecond):
+				}
+				c.end(id)
+				return
+			}
+			select { // overstays
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+				c.end(id)
+				errs <- fmt.Errorf("call %d not cancelled 5s after its %s deadline", i, timeout)
+				return
+			}
+			took := time.Since(start)
+			c.end(id)
+			if context.Cause(ctx) != errDeadline || took < timeout || took > timeout+time.Second {
+				errs <- fmt.Errorf("call %d ended after %s with %v, want the deadline after %s", i, took, context.Cause(ctx), timeout)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) != 0 {
+		t.Fatalf("%d calls still pending", len(c.pending))
 	}
 }
