@@ -57,9 +57,9 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdo
 	return code, out.String(), errb.String()
 }
 
-// defaultHandler boots the built-in default config and returns the
-// daemon's HTTP handler, without a listener; cleanup stops it.
-func defaultHandler(tb testing.TB) http.Handler {
+// bootDefault boots the built-in default config, without a listener or a
+// handler; the caller closes it.
+func bootDefault(tb testing.TB) *daemon {
 	tb.Helper()
 	cfg, err := parseConfig(builtinSource, defaultConfigYAML, mapEnv(nil), envOverrides{}, "")
 	if err != nil {
@@ -69,6 +69,14 @@ func defaultHandler(tb testing.TB) http.Handler {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return d
+}
+
+// defaultHandler boots the built-in default config and returns the
+// daemon's HTTP handler, without a listener; cleanup stops it.
+func defaultHandler(tb testing.TB) http.Handler {
+	tb.Helper()
+	d := bootDefault(tb)
 	m, stop, _, err := newHandler(d)
 	if err != nil {
 		tb.Fatal(err)

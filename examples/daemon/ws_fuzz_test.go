@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,14 +31,7 @@ type resolveCall struct{ id, decision, remember, err string }
 
 func newWSFuzzStream(tb testing.TB) *wsFuzzStream {
 	tb.Helper()
-	cfg, err := parseConfig(builtinSource, defaultConfigYAML, mapEnv(nil), envOverrides{}, "")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	d, err := bootEngine(context.Background(), cfg, cfg.newLogger(io.Discard))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	d := bootDefault(tb)
 	s := &wsFuzzStream{}
 	d.approvals = approvalHooks{
 		Pending: func(context.Context) []any { return []any{map[string]any{"approval_id": "ok-1"}} },
