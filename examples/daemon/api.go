@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"regexp"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -83,9 +85,48 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, timeout time.Du
 	case errors.Is(err, io.EOF):
 		writeError(w, http.StatusBadRequest, "bad_request", "request body is empty; send a JSON object")
 	default:
-		writeError(w, http.StatusBadRequest, "bad_request", "invalid JSON body: "+err.Error())
+		writeError(w, http.StatusBadRequest, "bad_request", jsonDecodeProblem(err, "body"))
 	}
 	return false
+}
+
+// jsonDecodeProblem says why a client's JSON (what: "body", "frame") did
+// not decode. JSON of the wrong shape is not called invalid, and is told in
+// the client's terms (its member, JSON types) where encoding/json names Go
+// types: `"input" must be a string, not bool`.
+func jsonDecodeProblem(err error, what string) string {
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return "the " + what + " must be a JSON object, not " + te.Value
+	case errors.As(err, &te):
+		return quote(te.Field) + " must be " + jsonKind(te.Type) + ", not " + te.Value
+	}
+	// DisallowUnknownFields has no error type of its own.
+	if member, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return "unknown member " + member
+	}
+	return "invalid JSON " + what + ": " + err.Error()
+}
+
+// jsonKind names the JSON type a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
 }
 
 // api holds the daemon's own HTTP handlers.

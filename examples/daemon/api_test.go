@@ -185,6 +185,20 @@ func TestAPI(t *testing.T) {
 		}
 	}
 
+	// JSON of the wrong shape is told in the client's terms, not called
+	// invalid and not in Go's words (encoding/json names Go types).
+	for body, want := range map[string]string{
+		`{"input":true}`:          `"input" must be a string, not bool`,
+		`[1]`:                     `the body must be a JSON object, not array`,
+		`{"input":"x","extra":1}`: `unknown member "extra"`,
+		`{"input":`:               `invalid JSON body: unexpected EOF`,
+	} {
+		r := td.do(t, "POST", "/api/agents/assistant/execute", body)
+		if e, _ := r.json(t)["error"].(map[string]any); r.status != 400 || e["message"] != want {
+			t.Errorf("%s: %d %s, want the message %q", body, r.status, r.body, want)
+		}
+	}
+
 	// A body over 1 MiB sent without Content-Length (chunked) is cut too.
 	req, _ := http.NewRequest("POST", td.url+"/api/agents/assistant/execute", struct{ *strings.Reader }{strings.NewReader(big)})
 	resp, err := td.client.Do(req)

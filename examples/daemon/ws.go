@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -268,7 +267,7 @@ func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, re
 		}
 		var f clientFrame
 		if err := json.Unmarshal(data, &f); err != nil {
-			reply("bad_request", frameDecodeError(err))
+			reply("bad_request", jsonDecodeProblem(err, "frame"))
 			continue
 		}
 		switch f.Cmd {
@@ -282,20 +281,6 @@ func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, re
 			reply("bad_request", "unknown cmd "+quote(f.Cmd))
 		}
 	}
-}
-
-// frameDecodeError says why a frame is not a command. A frame that is
-// valid JSON of the wrong shape is not called invalid JSON, and the text
-// names the frame's member, not the Go type it was decoded into.
-func frameDecodeError(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		if te.Field == "" {
-			return "a frame must be a JSON object, not " + te.Value
-		}
-		return quote(te.Field) + " must be a " + te.Type.Kind().String() + ", not " + te.Value
-	}
-	return "invalid JSON frame: " + err.Error()
 }
 
 func quote(s string) string {
