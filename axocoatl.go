@@ -46,6 +46,8 @@ type Options struct {
 	// Bus is the lattice. Zero: a new in-memory bus, closed by Engine.Close.
 	// A bus passed in is not closed by the Engine.
 	Bus lattice.Bus
+	// HTTP guards every door the Engine's modules serve over HTTP.
+	HTTP HTTPOptions
 }
 
 // Engine runs agents. It is safe for concurrent use.
@@ -65,7 +67,9 @@ type Engine struct {
 	agentOrder   []string
 	tools        map[string]Tool
 	interceptors []Interceptor
-	modules      []Module
+	// interceptorIDs parallels interceptors, for removal.
+	interceptorIDs []*interceptorEntry
+	modules        []Module
 }
 
 type registeredAgent struct {

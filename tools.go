@@ -1,12 +1,16 @@
 package axocoatl
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
@@ -42,9 +46,45 @@ type Tool struct {
 	// Annotations are hints about the tool's behaviour (MCP ToolAnnotations
 	// as JSON), kept for the modules that expose or gate tools.
 	Annotations json.RawMessage
-	// Server names the MCP server the tool comes from; "" for native tools.
+	// Server names the source the tool comes from (an MCP server, a remote
+	// A2A agent); "" for native tools.
 	Server string
-	Call   ToolFunc
+	// Approval is the policy the tool's source asks gates to apply to its
+	// calls: "prompt", "allow" or "deny"; "" leaves it to the gate's own
+	// default. It is metadata for gates: the Engine itself does not act on it.
+	Approval string
+	Call     ToolFunc
+
+	fingerprint string // set by RegisterTool
+}
+
+// Fingerprint identifies what the model and a human were shown of the tool:
+// the hex SHA-256 of the canonical JSON of its name, description and input
+// schema. A decision remembered for a tool is bound to it, so a tool whose
+// definition changes (a "rug pull") is asked about again. It is set by
+// [Engine.RegisterTool]; a Tool not obtained from the Engine has none.
+func (t Tool) Fingerprint() string { return t.fingerprint }
+
+// fingerprintOf hashes name, description and schema. The schema is
+// compacted first so that whitespace does not change the fingerprint; key
+// order is the source's own and part of what was shown.
+func fingerprintOf(t Tool) string {
+	var schema bytes.Buffer
+	if err := json.Compact(&schema, t.InputSchema); err != nil {
+		schema.Reset()
+		schema.Write(t.InputSchema)
+	}
+	h := sha256.New()
+	canon, _ := json.Marshal(struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	}{t.Name, t.Description, json.RawMessage(schema.Bytes())})
+	if canon == nil { // schema not JSON: hash it as text
+		canon, _ = json.Marshal([]string{t.Name, t.Description, schema.String()})
+	}
+	h.Write(canon)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 var anyObjectSchema = json.RawMessage(`{"type":"object"}`)
@@ -58,6 +98,7 @@ func (e *Engine) RegisterTool(t Tool) error {
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = anyObjectSchema
 	}
+	t.fingerprint = fingerprintOf(t)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -76,6 +117,14 @@ func (e *Engine) UnregisterTool(name string) bool {
 	return ok
 }
 
+// Tool returns the registered tool of that qualified name.
+func (e *Engine) Tool(name string) (Tool, bool) {
+	e.mu.RLock()
+	t, ok := e.tools[name]
+	e.mu.RUnlock()
+	return t, ok
+}
+
 // Tools lists the registered tools sorted by name.
 func (e *Engine) Tools() []Tool {
 	e.mu.RLock()
@@ -89,12 +138,31 @@ func (e *Engine) Tools() []Tool {
 }
 
 // Intercept appends an interceptor to the chain every tool call passes
-// through; the first added is the outermost.
-func (e *Engine) Intercept(i Interceptor) {
+// through; the first added is the outermost. The returned func removes it
+// (a module calls it on Stop); calls already inside it are not affected.
+func (e *Engine) Intercept(i Interceptor) (remove func()) {
+	entry := &interceptorEntry{fn: i}
 	e.mu.Lock()
-	e.interceptors = append(e.interceptors, i)
+	// Copy on write: a call holds a snapshot of the chain without the lock.
+	e.interceptors = append(slices.Clip(e.interceptors), entry.fn)
+	e.interceptorIDs = append(slices.Clip(e.interceptorIDs), entry)
 	e.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if k := slices.Index(e.interceptorIDs, entry); k >= 0 {
+				e.interceptors = slices.Delete(slices.Clone(e.interceptors), k, k+1)
+				e.interceptorIDs = slices.Delete(slices.Clone(e.interceptorIDs), k, k+1)
+			}
+		})
+	}
 }
+
+// interceptorEntry gives an interceptor an identity (funcs are not
+// comparable) so that its remove func finds it.
+type interceptorEntry struct{ fn Interceptor }
 
 // CallTool calls a registered tool as agentID would, through the allow-list
 // and the interceptor chain, publishing ToolCalled and ToolResult.
@@ -118,7 +186,7 @@ func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall) 
 	}
 	e.mu.RLock()
 	t, ok := e.tools[call.Tool]
-	chain := e.interceptors // append-only: a snapshot stays valid
+	chain := e.interceptors // copy on write: a snapshot stays valid
 	e.mu.RUnlock()
 	if !ok {
 		return ToolResult{}, fmt.Errorf("%w: %s", ErrToolNotFound, call.Tool)
