@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -56,6 +57,9 @@ type Engine struct {
 	bus    lattice.Bus
 	ownBus bool
 
+	httpOpts HTTPOptions
+	guard    *httpguard.Guard
+
 	// runCtx is cancelled by Close to stop in-flight runs.
 	runCtx     context.Context
 	cancelRuns context.CancelFunc
@@ -75,6 +79,7 @@ type Engine struct {
 type registeredAgent struct {
 	spec    agent.Spec
 	model   agent.Model
+	offline bool
 	running atomic.Int64
 }
 
@@ -92,6 +97,18 @@ func New(opts Options) *Engine {
 	if e.bus == nil {
 		e.bus = lattice.NewMemory()
 		e.ownBus = true
+	}
+	e.httpOpts = opts.HTTP
+	var err error
+	e.guard, err = httpguard.New(httpguard.Options{
+		PublicURL: opts.HTTP.PublicURL, Token: opts.HTTP.APIToken, AllowedOrigins: opts.HTTP.AllowedOrigins,
+		BodyTimeout: opts.HTTP.BodyTimeout, WriteTimeout: opts.HTTP.WriteTimeout, Logger: e.log,
+		Failures: httpguard.FailureLimit{Max: opts.HTTP.MaxAuthFailures},
+	})
+	if err != nil {
+		// The bad entries are ignored (they allow nothing); a host that
+		// wants an error calls HTTPOptions.Validate first.
+		e.log.Error("http options: entries ignored", "error", err)
 	}
 	e.runCtx, e.cancelRuns = context.WithCancel(context.Background())
 	return e
@@ -117,6 +134,9 @@ type AgentInfo struct {
 	agent.Spec
 	// Running is the number of tasks the agent is executing now.
 	Running int
+	// Offline is true when the agent's model declares it reaches nothing
+	// outside the process (see [agent.Offline]).
+	Offline bool
 }
 
 // Status is "running" while the agent has tasks in flight, else "idle".
@@ -145,7 +165,7 @@ func (e *Engine) AddAgent(spec agent.Spec, model agent.Model) error {
 		return fmt.Errorf("agent %q: %w", spec.ID, ErrAgentExists)
 	}
 	spec.Tools = slices.Clone(spec.Tools) // the caller's slice must not steer the allow-list later
-	e.agents[spec.ID] = &registeredAgent{spec: spec.WithDefaults(), model: model}
+	e.agents[spec.ID] = &registeredAgent{spec: spec.WithDefaults(), model: model, offline: agent.IsOffline(model)}
 	e.agentOrder = append(e.agentOrder, spec.ID)
 	return nil
 }
@@ -176,7 +196,7 @@ func (e *Engine) Agent(id string) (AgentInfo, error) {
 func (a *registeredAgent) info() AgentInfo {
 	spec := a.spec
 	spec.Tools = slices.Clone(spec.Tools)
-	return AgentInfo{Spec: spec, Running: int(a.running.Load())}
+	return AgentInfo{Spec: spec, Running: int(a.running.Load()), Offline: a.offline}
 }
 
 // Module is an optional part of the runtime (a protocol, a gate) that lives

@@ -1,9 +1,12 @@
 package axocoatl
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -36,6 +39,12 @@ type HTTPOptions struct {
 	// reading is cut after it, and its memory freed. Zero: 30s; negative:
 	// no bound.
 	WriteTimeout time.Duration
+	// MaxAuthFailures bounds wrong tokens per client and 10 s window: past
+	// it the client's requests to token routes get 429 with Retry-After
+	// until the window ends (the token is not even checked), with one log
+	// line per window. Requests without a token do not count. Zero: 10;
+	// negative: no bound.
+	MaxAuthFailures int
 }
 
 // HTTPRoute describes one route for [Engine.GuardHTTP].
@@ -47,6 +56,10 @@ type HTTPRoute struct {
 	// at once, and reading past the bound fails with *http.MaxBytesError.
 	// Zero: 1 MiB.
 	MaxBodyBytes int64
+	// TooLarge answers a request whose declared body is over MaxBodyBytes,
+	// for protocols that must answer in their own shape (JSON-RPC over
+	// HTTP answers 200 with an error). Zero: 413 with the JSON error.
+	TooLarge http.HandlerFunc
 }
 
 // GuardHTTP wraps h with the Engine's HTTP guard (see [HTTPOptions]): the
@@ -54,5 +67,46 @@ type HTTPRoute struct {
 // read deadline, and per-write deadlines. Every module serves its routes
 // through it, and a host can guard its own routes the same way.
 func (e *Engine) GuardHTTP(rt HTTPRoute, h http.Handler) http.Handler {
-	return h
+	return e.guard.Wrap(httpguard.Route{Public: rt.Public, MaxBodyBytes: rt.MaxBodyBytes, TooLarge: rt.TooLarge}, h)
+}
+
+// HTTP returns the Engine's HTTP options, for modules that build absolute
+// URLs or check a token themselves (a WebSocket's ?token=).
+func (e *Engine) HTTP() HTTPOptions { return e.httpOpts }
+
+// Validate checks the options: PublicURL is an absolute http(s) URL without
+// query or fragment, AllowedOrigins entries have an accepted form, and a
+// token is at least 16 characters long.
+func (o HTTPOptions) Validate() error {
+	if o.PublicURL != "" {
+		u, err := url.Parse(o.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("public_url %q must be an absolute http(s) URL", o.PublicURL)
+		}
+		if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return fmt.Errorf("public_url %q must not have userinfo, a query or a fragment", o.PublicURL)
+		}
+	}
+	if !o.APIToken.IsZero() && len(o.APIToken.Reveal()) < httpguard.MinTokenLength {
+		return fmt.Errorf("api_token is %d characters long: use at least %d (for example the output of `openssl rand -hex 24`)",
+			len(o.APIToken.Reveal()), httpguard.MinTokenLength)
+	}
+	return httpguard.ValidateOrigins(o.AllowedOrigins)
+}
+
+// CheckHTTP applies the Engine's Host, token and Origin rules to r and, when
+// r fails them, answers it and returns false. For routes that cannot be
+// wrapped by [Engine.GuardHTTP] as a whole (a WebSocket that also accepts
+// its token in the query).
+func (e *Engine) CheckHTTP(w http.ResponseWriter, r *http.Request, public bool) bool {
+	status, code, msg := e.guard.Check(r, public)
+	if status == 0 {
+		return true
+	}
+	if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", code)
+		code = "too_many_requests"
+	}
+	httpguard.WriteError(w, status, code, msg)
+	return false
 }

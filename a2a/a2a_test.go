@@ -68,19 +68,22 @@ type fixture struct {
 
 // newFixture serves agents assistant (echo), upper (prefix "upper"), slow and
 // broken on an httptest server that mounts the handler on its own mux.
-func newFixture(t testing.TB, cfg a2a.Config) *fixture {
+func newFixture(t testing.TB, cfg a2a.Config, guard ...axocoatl.HTTPOptions) *fixture {
 	t.Helper()
-	f := &fixture{eng: axocoatl.New(axocoatl.Options{}), started: make(chan string, 16)}
+	var opts axocoatl.Options
+	if len(guard) > 0 {
+		opts.HTTP = guard[0]
+	}
+	f := &fixture{eng: axocoatl.New(opts), started: make(chan string, 16)}
 	must(t, f.eng.AddAgent(agent.Spec{ID: "assistant", Name: "Assistant", Description: "Echoes."}, provider.EchoModel{}))
 	must(t, f.eng.AddAgent(agent.Spec{ID: "upper", Name: "Upper"}, prefixModel{"upper"}))
 	must(t, f.eng.AddAgent(agent.Spec{ID: "slow", Timeout: 30 * time.Second}, slowModel{f.started}))
 	must(t, f.eng.AddAgent(agent.Spec{ID: "broken"}, failingModel{}))
-	h, err := a2a.New(f.eng, cfg)
+	h, err := a2a.New(cfg)
 	must(t, err)
+	must(t, f.eng.Use(context.Background(), h))
 	f.h = h
-	mux := http.NewServeMux()
-	h.Mount(mux)
-	f.srv = httptest.NewServer(mux)
+	f.srv = httptest.NewServer(h)
 	f.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	t.Cleanup(func() {
 		f.client.CloseIdleConnections()
@@ -470,11 +473,10 @@ func (m bigModel) Generate(context.Context, *agent.Request) (*agent.Response, er
 func TestCloseEndsStuckStream(t *testing.T) {
 	eng := axocoatl.New(axocoatl.Options{})
 	must(t, eng.AddAgent(agent.Spec{ID: "big"}, bigModel{32 << 20}))
-	h, err := a2a.New(eng, a2a.Config{})
+	h, err := a2a.New(a2a.Config{})
 	must(t, err)
-	mux := http.NewServeMux()
-	h.Mount(mux)
-	srv := httptest.NewServer(mux)
+	must(t, eng.Use(context.Background(), h))
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	defer eng.Close(context.Background())
 

@@ -78,13 +78,14 @@ func serveAxocoatl(b *testing.B) string {
 	if err := eng.AddAgent(agent.Spec{ID: "echo"}, provider.EchoModel{}); err != nil {
 		b.Fatal(err)
 	}
-	h, err := a2a.New(eng, a2a.Config{})
+	h, err := a2a.New(a2a.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	h.Mount(mux)
-	srv := httptest.NewServer(mux)
+	if err := eng.Use(context.Background(), h); err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	b.Cleanup(func() {
 		srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -30,8 +30,8 @@ type AxocoatlAgent struct {
 	Description string `json:"description"`
 }
 
-// ServeAxocoatlCard answers GET /.well-known/agent.json.
-func (h *Handler) ServeAxocoatlCard(w http.ResponseWriter, r *http.Request) {
+// serveAxocoatlCard answers GET /.well-known/agent.json.
+func (h *Handler) serveAxocoatlCard(w http.ResponseWriter, r *http.Request) {
 	base := h.baseURL(r)
 	card := AxocoatlCard{
 		Name:         h.cfg.Name,
@@ -49,10 +49,10 @@ func (h *Handler) ServeAxocoatlCard(w http.ResponseWriter, r *http.Request) {
 	writeCard(w, card)
 }
 
-// ServeAgentCard serves the A2A card of the whole instance (one skill per
+// serveAgentCard serves the A2A card of the whole instance (one skill per
 // agent), or with a non-empty agentID (the {id} of /a2a/agents/{id}/...) the
 // card of that agent alone: 404 if there is none.
-func (h *Handler) ServeAgentCard(w http.ResponseWriter, r *http.Request, agentID string) {
+func (h *Handler) serveAgentCard(w http.ResponseWriter, r *http.Request, agentID string) {
 	base := h.baseURL(r)
 	if id := agentID; id != "" {
 		info, err := h.eng.Agent(id)
@@ -100,7 +100,7 @@ func (h *Handler) card(url string, agents []axocoatl.AgentInfo) *a2a.AgentCard {
 			Tags:        []string{"agent", a.ID},
 		})
 	}
-	if !h.cfg.APIToken.IsZero() {
+	if !h.eng.HTTP().APIToken.IsZero() {
 		card.SecuritySchemes = a2a.NamedSecuritySchemes{
 			"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "bearer", Description: "Authorization: Bearer <api_token>"},
 			"apiKey": a2a.APIKeySecurityScheme{In: a2a.APIKeySecuritySchemeInHeader, Name: "X-API-Key", Description: "the api_token"},

@@ -14,24 +14,27 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 )
 
-// Mount the A2A doors on a host's own mux; other agents then reach the
-// Engine's agents through the cards, POST /a2a/tasks and POST /a2a.
-func ExampleHandler_Mount() {
-	eng := axocoatl.New(axocoatl.Options{})
+// Mount the A2A doors under a prefix of a host's own mux; other agents then
+// reach the Engine's agents through the cards, POST /ai/a2a/tasks and
+// POST /ai/a2a.
+func ExampleNew() {
+	eng := axocoatl.New(axocoatl.Options{HTTP: axocoatl.HTTPOptions{PublicURL: "https://agents.example.com"}})
 	defer eng.Close(context.Background())
 	_ = eng.AddAgent(agent.Spec{ID: "assistant"}, provider.EchoModel{})
 
-	h, err := a2a.New(eng, a2a.Config{PublicURL: "https://agents.example.com"})
+	h, err := a2a.New(a2a.Config{})
 	if err != nil {
 		panic(err)
 	}
-	_ = eng.Use(context.Background(), h) // Engine.Close now ends the handler's runs too
+	if err := eng.Use(context.Background(), h); err != nil { // Engine.Close ends the handler's runs too
+		panic(err)
+	}
 	mux := http.NewServeMux()
-	h.Mount(mux)
+	mux.Handle("/ai/", http.StripPrefix("/ai", h))
 
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	resp, err := http.Post(srv.URL+"/a2a/tasks", "application/json",
+	resp, err := http.Post(srv.URL+"/ai/a2a/tasks", "application/json",
 		strings.NewReader(`{"id":"t-1","receiver_id":"assistant","input":"hello"}`))
 	if err != nil {
 		panic(err)

@@ -27,8 +27,11 @@ func fuzzHandler(f *testing.F) *Handler {
 			f.Fatal(err)
 		}
 	}
-	h, err := New(eng, Config{MaxBodyBytes: 64 << 10, MaxTasks: 100})
+	h, err := New(Config{MaxBodyBytes: 64 << 10, MaxTasks: 100})
 	if err != nil {
+		f.Fatal(err)
+	}
+	if err := eng.Use(context.Background(), h); err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() {
@@ -89,8 +92,13 @@ func FuzzJSONRPC(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, agentID := range []string{"", "other"} {
 			w := httptest.NewRecorder()
-			r := httptest.NewRequest(http.MethodPost, "/a2a", bytes.NewReader(body))
-			h.ServeJSONRPC(w, r, agentID)
+			path := "/a2a"
+			if agentID != "" {
+				path = "/a2a/agents/" + agentID
+			}
+			r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+			r.Host = "127.0.0.1" // the guard answers only to this machine's names without a token
+			h.ServeHTTP(w, r)
 			if w.Code != http.StatusOK {
 				t.Fatalf("HTTP %d", w.Code)
 			}
@@ -131,7 +139,8 @@ func FuzzTasks(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, "/a2a/tasks", bytes.NewReader(body))
-		h.ServeTasks(w, r)
+		r.Host = "127.0.0.1"
+		h.ServeHTTP(w, r)
 		switch w.Code {
 		case http.StatusOK:
 			var res TaskResponse

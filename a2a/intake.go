@@ -92,11 +92,10 @@ func renderInput(raw json.RawMessage) (string, error) {
 	return "", errors.New("input must be a string or a JSON object")
 }
 
-// ServeTasks answers POST /a2a/tasks: 400 for a bad request, 404 for an
+// serveTasks answers POST /a2a/tasks: 400 for a bad request, 404 for an
 // unknown receiver, 413 for a body over the limit, else 200 with the task's
-// result, completed or failed. Like ServeJSONRPC it leaves authentication to
-// Mount (Config.APIToken) or to the host.
-func (h *Handler) ServeTasks(w http.ResponseWriter, r *http.Request) {
+// result, completed or failed. The Engine's guard has checked the caller.
+func (h *Handler) serveTasks(w http.ResponseWriter, r *http.Request) {
 	body, err := h.readBody(w, r)
 	if err != nil {
 		var tooBig *http.MaxBytesError

@@ -226,11 +226,10 @@ func decodeParams(raw json.RawMessage, v any) *rpcError {
 	return nil
 }
 
-// ServeJSONRPC answers POST /a2a (agentID "") and POST /a2a/agents/{id}
+// serveJSONRPC answers POST /a2a (agentID "") and POST /a2a/agents/{id}
 // (agentID the {id}). Every answer is HTTP 200; failures are JSON-RPC
-// errors, as A2A clients require. It does not check Config.APIToken (Mount
-// does): a host mounting it directly authenticates in front.
-func (h *Handler) ServeJSONRPC(w http.ResponseWriter, r *http.Request, agentID string) {
+// errors, as A2A clients require. The Engine's guard has checked the caller.
+func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID string) {
 	body, err := h.readBody(w, r)
 	if err != nil {
 		var tooBig *http.MaxBytesError

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"io"
 	"net"
 	"net/http"
@@ -185,7 +186,7 @@ func TestJSONRPCStreamShape(t *testing.T) {
 }
 
 func TestAuthToken(t *testing.T) {
-	f := newFixture(t, a2a.Config{APIToken: secret.Secret("s3cret"), PublicURL: "https://agents.example.com/"})
+	f := newFixture(t, a2a.Config{}, axocoatl.HTTPOptions{APIToken: secret.Secret("s3cret"), PublicURL: "https://agents.example.com/"})
 	resp, err := f.client.Get(f.srv.URL + "/.well-known/agent-card.json")
 	must(t, err)
 	var card struct {
@@ -286,7 +287,7 @@ func TestTasksEndpoint(t *testing.T) {
 		{`{"receiver_id":"assistant","input":[1]}`, 400, "string or a JSON object"},
 		{`{"receiver_id":"assistant","input":"x","timeout_secs":-1}`, 400, "timeout_secs"},
 		{`{"receiver_id":`, 400, "not a valid task request"},
-		{`{"receiver_id":"assistant","input":"` + strings.Repeat("a", 1<<20) + `"}`, 413, "exceeds"},
+		{`{"receiver_id":"assistant","input":"` + strings.Repeat("a", 1<<20) + `"}`, 413, "over the 1 MiB limit"},
 	} {
 		status, out := post(t, f, "/a2a/tasks", tc.body)
 		var e struct {
@@ -343,10 +344,10 @@ func TestStreamKeepAlive(t *testing.T) {
 }
 
 // A client sending its body too slowly gets its answer when BodyTimeout
-// ends, on every route Mount registers: refused for a missing token as
+// ends, on every route it serves: refused for a missing token as
 // well as read and refused as malformed.
 func TestSlowBodyTimesOut(t *testing.T) {
-	f := newFixture(t, a2a.Config{BodyTimeout: 200 * time.Millisecond, APIToken: secret.Secret("tok")})
+	f := newFixture(t, a2a.Config{}, axocoatl.HTTPOptions{BodyTimeout: 200 * time.Millisecond, APIToken: secret.Secret("tok")})
 	for _, tc := range []struct {
 		name, path, token string
 		status            int
@@ -383,12 +384,12 @@ func TestSlowBodyTimesOut(t *testing.T) {
 // refused with 403, while same-host pages, allowed origins and clients
 // sending no Origin (every non-browser client) go through.
 func TestCrossOriginWritesRefused(t *testing.T) {
-	for _, bad := range []string{"app.example.com", "https://app.example.com/path", "ftp://x", "https://"} {
-		if err := (a2a.Config{AllowedOrigins: []string{bad}}).Validate(); err == nil {
+	for _, bad := range []string{"https://app.example.com/path", "ftp://x", "https://"} {
+		if err := (axocoatl.HTTPOptions{AllowedOrigins: []string{bad}}).Validate(); err == nil {
 			t.Errorf("allowed origin %q accepted", bad)
 		}
 	}
-	f := newFixture(t, a2a.Config{AllowedOrigins: []string{"https://app.example.com"}})
+	f := newFixture(t, a2a.Config{}, axocoatl.HTTPOptions{AllowedOrigins: []string{"https://app.example.com"}})
 	rpcBody := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":` + sendParams + `}`
 	taskBody := `{"receiver_id":"assistant","input":"x"}`
 	self := f.srv.URL

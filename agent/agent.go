@@ -24,7 +24,7 @@ type Spec struct {
 	ID           string `yaml:"id" json:"id"`                                 // [a-z0-9_-]+, unique
 	Name         string `yaml:"name" json:"name"`                             // zero: the ID
 	Description  string `yaml:"description" json:"description"`               // zero: none
-	Provider     string `yaml:"provider" json:"provider"`                     // openai | ollama | anthropic | echo; zero: echo
+	Provider     string `yaml:"provider" json:"provider"`                     // config's provider name; informational for the Engine
 	Model        string `yaml:"model" json:"model"`                           // provider's model name; zero: provider default
 	SystemPrompt string `yaml:"system_prompt" json:"system_prompt,omitempty"` // zero: none
 	// Tools is a glob allow-list over qualified tool names; nil means all
@@ -65,9 +65,6 @@ func (s Spec) Validate() error {
 func (s Spec) WithDefaults() Spec {
 	if s.Name == "" {
 		s.Name = s.ID
-	}
-	if s.Provider == "" {
-		s.Provider = "echo"
 	}
 	if s.MaxIterations == 0 {
 		s.MaxIterations = DefaultMaxIterations
@@ -153,6 +150,21 @@ type Response struct {
 // agent/provider; every call must honour ctx.
 type Model interface {
 	Generate(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Offline is an optional capability of a Model: one that reports true
+// reaches nothing outside the process (no model service, no network) and
+// asks for no tool calls. Doors use it to describe an agent's safety: a
+// model that does not implement Offline is taken to reach the outside world
+// (open world) and, when its agent may call tools, to be destructive.
+type Offline interface {
+	Offline() bool
+}
+
+// IsOffline reports whether m declares itself offline.
+func IsOffline(m Model) bool {
+	o, ok := m.(Offline)
+	return ok && o.Offline()
 }
 
 // Toolbox is the set of tools one run may use.

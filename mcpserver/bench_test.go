@@ -47,10 +47,7 @@ func benchTargets(b *testing.B) []benchTarget {
 	if err := eng.AddAgent(agent.Spec{ID: "echo", Provider: provider.Echo}, provider.EchoModel{}); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := mcpserver.New(eng, mcpserver.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := startServer(b, eng, mcpserver.Config{})
 	bare := bareEchoServer()
 	bareHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return bare }, nil)
 	ours := httptest.NewServer(srv)
@@ -161,10 +158,7 @@ func BenchmarkInMemoryCall(b *testing.B) {
 	if err := eng.AddAgent(agent.Spec{ID: "echo", Provider: provider.Echo}, provider.EchoModel{}); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := mcpserver.New(eng, mcpserver.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := startServer(b, eng, mcpserver.Config{})
 	defer srv.Close()
 	for _, t := range []struct {
 		name, tool string

@@ -25,15 +25,17 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	srv, err := mcpserver.New(eng, mcpserver.Config{})
+	srv, err := mcpserver.New(mcpserver.Config{})
 	if err != nil {
+		log.Fatal(err)
+	}
+	if err := eng.Use(ctx, srv); err != nil { // Engine.Close ends its sessions
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)
-	httpSrv := httptest.NewServer(mux) // in a host: an http.Server with
-	defer httpSrv.Close()              // RegisterOnShutdown(func() { srv.Close() }),
-	defer srv.Close()                  // which ends idle GET streams before Shutdown waits on them
+	httpSrv := httptest.NewServer(mux)
+	defer httpSrv.Close()
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "example", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: httpSrv.URL + "/mcp"}, nil)

@@ -47,7 +47,10 @@ func runChild() int {
 	eng, closeUpstream := newEngine(log)
 	defer closeUpstream()
 	defer eng.Close(context.Background())
-	srv, err := mcpserver.New(eng, mcpserver.Config{})
+	srv, err := mcpserver.New(mcpserver.Config{})
+	if err == nil {
+		err = eng.Use(ctx, srv)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -108,6 +111,11 @@ func (m *toolUser) Generate(ctx context.Context, req *agent.Request) (*agent.Res
 // answers 500), worker (calls the tool "clock"). closeUpstream stops that
 // HTTP server.
 func newEngine(log *slog.Logger) (eng *axocoatl.Engine, closeUpstream func()) {
+	return newEngineWith(log, axocoatl.HTTPOptions{})
+}
+
+// newEngineWith is newEngine guarding HTTP with opts.
+func newEngineWith(log *slog.Logger, opts axocoatl.HTTPOptions) (eng *axocoatl.Engine, closeUpstream func()) {
 	must := func(err error) {
 		if err != nil {
 			panic(err)
@@ -120,7 +128,7 @@ func newEngine(log *slog.Logger) (eng *axocoatl.Engine, closeUpstream func()) {
 	}))
 	failing, err := provider.New(provider.OpenAI, provider.Config{BaseURL: upstream.URL + "/v1", APIKey: secret.Secret("sk-test"), MaxRetries: -1})
 	must(err)
-	eng = axocoatl.New(axocoatl.Options{Logger: log})
+	eng = axocoatl.New(axocoatl.Options{Logger: log, HTTP: opts})
 	must(eng.AddAgent(agent.Spec{ID: "echo", Name: "Echo", Description: "Repeats its input.", Provider: provider.Echo}, provider.EchoModel{}))
 	must(eng.AddAgent(agent.Spec{ID: "broken", Name: "Broken", Provider: provider.OpenAI, Model: "gpt-x", Tools: []string{}}, failing))
 	must(eng.AddAgent(agent.Spec{ID: "worker", Name: "Worker", Provider: provider.OpenAI}, &toolUser{}))
@@ -138,9 +146,13 @@ type fixture struct {
 
 // newFixture builds the test Engine plus a "slow" agent, and a Server on it;
 // both close with the test.
-func newFixture(t *testing.T, cfg mcpserver.Config) *fixture {
+func newFixture(t *testing.T, cfg mcpserver.Config, guard ...axocoatl.HTTPOptions) *fixture {
 	t.Helper()
-	eng, closeUpstream := newEngine(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var opts axocoatl.HTTPOptions
+	if len(guard) > 0 {
+		opts = guard[0]
+	}
+	eng, closeUpstream := newEngineWith(slog.New(slog.NewTextHandler(io.Discard, nil)), opts)
 	t.Cleanup(closeUpstream)
 	slow := &blockingModel{started: make(chan struct{}, 1), ended: make(chan error, 1)}
 	if err := eng.AddAgent(agent.Spec{ID: "slow", Provider: provider.OpenAI}, slow); err != nil {
@@ -149,10 +161,7 @@ func newFixture(t *testing.T, cfg mcpserver.Config) *fixture {
 	if err := eng.AddAgent(agent.Spec{ID: "sleepy", Provider: provider.OpenAI}, sleepyModel{300 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(eng, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := startServer(t, eng, cfg)
 	t.Cleanup(func() {
 		srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -218,4 +227,17 @@ func recv[T any](ch <-chan T, d time.Duration) (T, error) {
 		var zero T
 		return zero, errTimeout
 	}
+}
+
+// startServer starts a Server as a module of eng.
+func startServer(tb testing.TB, eng *axocoatl.Engine, cfg mcpserver.Config) *mcpserver.Server {
+	tb.Helper()
+	srv, err := mcpserver.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := eng.Use(context.Background(), srv); err != nil {
+		tb.Fatal(err)
+	}
+	return srv
 }

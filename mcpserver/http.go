@@ -7,11 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
-	"path"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -19,41 +15,15 @@ import (
 
 // ServeHTTP serves MCP streamable HTTP (POST, GET and DELETE on one path):
 // mount the Server on any mux, e.g. mux.Handle("/mcp", srv). Sessions are
-// stateful and negotiate 2025-11-25 or older.
-//
-// Two checks come before the protocol. A request that carries an Origin
-// header (a browser's) must come from the same host or from an allowed
-// origin, else 403 (the MCP transport spec requires this against DNS
-// rebinding and cross-site calls). And, by the go-sdk's own protection, a
-// request reaching a loopback listener must name a loopback Host, else 403.
-// Authentication is the host's business: wrap the Server in its middleware.
+// stateful and negotiate 2025-11-25 or older. Every request passes the
+// Engine's HTTP guard first (Host, token, Origin, body bound and deadline).
 //
 // A client's GET stream (the optional standalone SSE stream, which carries
 // tools/list_changed) stays open for the session's life, and
-// http.Server.Shutdown waits for it: call Close first, e.g. with
-// httpServer.RegisterOnShutdown(func() { srv.Close() }). A host with no use
-// for that stream may also leave GET unrouted; clients accept a 405.
+// http.Server.Shutdown waits for it: Engine.Close (or Close) ends it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.BodyTimeout > 0 && r.ContentLength != 0 {
-		// Bound the body before anything else: refused or not, it is read
-		// (net/http drains an unread body before it writes any answer,
-		// with no deadline of its own). net/http clears the deadline once
-		// the body is read, as it starts watching the connection for the
-		// client hanging up, so a long call answered on this request's
-		// stream is not cut by it. Without a body there is nothing to
-		// bound, and a deadline would stay armed and cut a GET stream. Not
-		// every ResponseWriter supports deadlines; then there is none.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
-	}
-	if s.closed.Load() {
-		writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
-		return
-	}
-	if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin, r.Host) {
-		writeHTTPError(w, http.StatusForbidden, "Forbidden: origin "+strconv.Quote(origin)+" is not allowed")
-		return
-	}
-	if r.Method == http.MethodPost && !s.precheckPOST(w, r) {
+	if !s.started.Load() {
+		writeHTTPError(w, http.StatusServiceUnavailable, ErrNotStarted.Error())
 		return
 	}
 	s.http.ServeHTTP(w, r)
@@ -88,7 +58,7 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, fmt.Sprintf("request body not received within %s", s.cfg.BodyTimeout))
+			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, fmt.Sprintf("request body not received within %s", s.bodyTimeout()))
 		} else if errors.As(err, &tooLarge) {
 			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request body exceeds %d bytes", tooLarge.Limit))
 		} else {
@@ -163,28 +133,12 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, jsonString(msg))
 }
 
-// originAllowed reports whether a browser at origin may call this server,
-// reached as host.
-func (s *Server) originAllowed(origin, host string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return false // includes "null", sent by sandboxed and file: pages
+// bodyTimeout is the Engine's, for messages.
+func (s *Server) bodyTimeout() time.Duration {
+	if d := s.engine.HTTP().BodyTimeout; d != 0 {
+		return d
 	}
-	// Same host: the page was served by whatever serves us. The scheme is
-	// not compared, as a TLS-terminating proxy may sit in between.
-	if strings.EqualFold(u.Host, host) {
-		return true
-	}
-	for _, p := range s.origins {
-		target := u.Host
-		if strings.Contains(p, "://") {
-			target = u.Scheme + "://" + u.Host
-		}
-		if ok, _ := path.Match(p, strings.ToLower(target)); ok {
-			return true
-		}
-	}
-	return false
+	return 30 * time.Second
 }
 
 // writeHTTPError answers with a JSON-RPC error without id, as the transport

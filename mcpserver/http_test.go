@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"bufio"
 	"fmt"
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"io"
 	"net"
 	"net/http"
@@ -86,7 +87,7 @@ func post(t *testing.T, url string, header map[string]string) (int, string) {
 // Browsers' requests must come from our own host or an allowed origin;
 // a loopback server refuses foreign Host names (DNS rebinding).
 func TestHTTPOriginAndHost(t *testing.T) {
-	f := newFixture(t, mcpserver.Config{AllowedOrigins: []string{"https://app.example.com", "*.trusted.example"}})
+	f := newFixture(t, mcpserver.Config{}, axocoatl.HTTPOptions{AllowedOrigins: []string{"https://app.example.com", "*.trusted.example"}})
 	ts := serveHTTP(t, f)
 	url := ts.URL + "/mcp"
 	host := strings.TrimPrefix(ts.URL, "http://")
@@ -223,7 +224,7 @@ func TestHTTPMaxSessions(t *testing.T) {
 // because the server is closed (net/http drains an unread body before it
 // writes any answer, so that drain must be bounded too).
 func TestHTTPSlowBodyTimesOut(t *testing.T) {
-	f := newFixture(t, mcpserver.Config{BodyTimeout: 200 * time.Millisecond})
+	f := newFixture(t, mcpserver.Config{}, axocoatl.HTTPOptions{BodyTimeout: 200 * time.Millisecond})
 	ts := serveHTTP(t, f)
 	slowPost := func(t *testing.T, header string, status int) {
 		t.Helper()

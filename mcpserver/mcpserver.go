@@ -20,10 +20,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,7 +30,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
-	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -53,7 +50,6 @@ const (
 	DefaultSessionTimeout   = 30 * time.Minute
 	DefaultMaxMessageBytes  = 4 << 20
 	DefaultMaxSessions      = 1000
-	DefaultBodyTimeout      = 30 * time.Second
 )
 
 // Errors returned by the package; check them with errors.Is.
@@ -78,14 +74,6 @@ type Config struct {
 	// Instructions are sent to clients at initialization. Zero: a sentence
 	// saying each agent is a tool taking {"input": "..."}.
 	Instructions string `yaml:"instructions"`
-	// AllowedOrigins are browser origins whose requests the HTTP handler
-	// accepts besides those from its own host, as host patterns
-	// ("app.example.com", "*.example.com:8443") or with a scheme
-	// ("https://app.example.com"); patterns use path.Match syntax and are
-	// case-insensitive (the same rules as the daemon's WebSocket). Requests
-	// without an Origin header (non-browser clients) are always accepted.
-	// Zero: only same-host origins.
-	AllowedOrigins []string `yaml:"allowed_origins"`
 	// ProgressInterval is how often a running call reports that it is still
 	// running, when the client asked for progress (a progressToken); tool
 	// calls of the run are reported as they happen. Zero: 5s. Negative: no
@@ -95,12 +83,8 @@ type Config struct {
 	// Zero: 30m. Negative: never.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
 	// MaxMessageBytes bounds one incoming JSON-RPC message: a stdio line or
-	// an HTTP request body. Zero: 4 MiB.
+	// an HTTP request body (a larger declared body gets 413). Zero: 4 MiB.
 	MaxMessageBytes int64 `yaml:"max_message_bytes"`
-	// BodyTimeout bounds reading one HTTP request body, so that a client
-	// trickling bytes cannot hold a handler and its connection; past it the
-	// request gets 400 with a -32700 error. Zero: 30s. Negative: no bound.
-	BodyTimeout time.Duration `yaml:"body_timeout"`
 	// MaxSessions bounds the sessions open at once; an HTTP initialize
 	// beyond it gets 503 (each session holds memory until DELETE or
 	// SessionTimeout). Zero: 1000. Negative: no bound.
@@ -116,11 +100,6 @@ func (c Config) Validate() error {
 	if c.MaxMessageBytes < 0 {
 		return configError("max_message_bytes must not be negative")
 	}
-	for i, o := range c.AllowedOrigins {
-		if err := checkOriginPattern(o); err != nil {
-			return configError(fmt.Sprintf("allowed_origins[%d]: %v", i, err))
-		}
-	}
 	return nil
 }
 
@@ -129,26 +108,6 @@ type configError string
 
 func (e configError) Error() string        { return string(e) }
 func (e configError) Is(target error) bool { return target == ErrInvalidConfig }
-
-// checkOriginPattern accepts "host[:port]" and "scheme://host[:port]"
-// patterns, as path.Match globs.
-func checkOriginPattern(p string) error {
-	bad := fmt.Errorf("origin %q must look like app.example.com, *.example.com or https://app.example.com", p)
-	host := p
-	if scheme, rest, ok := strings.Cut(p, "://"); ok {
-		if scheme != "http" && scheme != "https" && !strings.ContainsAny(scheme, "*?[") {
-			return bad
-		}
-		host = rest
-	}
-	if host == "" || strings.ContainsAny(host, "/?#@ ") {
-		return bad
-	}
-	if _, err := path.Match(p, ""); err != nil {
-		return bad
-	}
-	return nil
-}
 
 func (c Config) withDefaults(e *axocoatl.Engine) Config {
 	if c.Name == "" {
@@ -169,9 +128,6 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
-	if c.BodyTimeout == 0 {
-		c.BodyTimeout = DefaultBodyTimeout
-	}
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions
 	}
@@ -181,43 +137,61 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 	return c
 }
 
-// Server exposes an Engine's agents as MCP tools. Create it with New; it is
-// safe for concurrent use. One Server serves any number of stdio and HTTP
-// sessions at once.
+// Server exposes an Engine's agents as MCP tools. It is an
+// [axocoatl.Module]: create it with New, start it with [axocoatl.Engine.Use]
+// (which binds it to that Engine), and [axocoatl.Engine.Close] stops it,
+// ending every session. It is safe for concurrent use; one Server serves any
+// number of stdio and HTTP sessions at once. Until it is started, HTTP
+// requests get 503 and ServeStdio an error.
 type Server struct {
+	cfg Config
+
+	// started is set once by Start; engine, log, mcp and http are written
+	// before it and read only after it.
+	started atomic.Bool
 	engine  *axocoatl.Engine
-	cfg     Config
 	log     *slog.Logger
 	mcp     *mcp.Server
-	http    *mcp.StreamableHTTPHandler
-	origins []string // lower-cased AllowedOrigins patterns
+	http    http.Handler
 	closed  atomic.Bool
 
-	// mu guards tools: the agent ids already registered as tools. Agents
-	// added to the Engine later are picked up on the next tools/list or on a
-	// call of their tool (see syncTools).
+	// mu guards tools: the agent ids already registered as tools, and the
+	// start. Agents added to the Engine later are picked up on the next
+	// tools/list or on a call of their tool (see syncTools).
 	mu    sync.RWMutex
 	tools map[string]bool
 }
 
-// New returns a Server for the Engine's agents.
-func New(e *axocoatl.Engine, cfg Config) (*Server, error) {
-	if e == nil {
-		return nil, fmt.Errorf("%w: engine is nil", ErrInvalidConfig)
-	}
+// ErrNotStarted is returned by ServeStdio before the Server is started.
+var ErrNotStarted = errors.New("mcpserver: module not started: pass it to Engine.Use")
+
+// New returns a Server; pass it to [axocoatl.Engine.Use] to serve that
+// Engine's agents.
+func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults(e)
-	s := &Server{
-		engine: e,
-		cfg:    cfg,
-		log:    cfg.Logger.With("module", "mcpserver"),
-		tools:  map[string]bool{},
+	return &Server{cfg: cfg, tools: map[string]bool{}}, nil
+}
+
+// Name, Start and Stop make the Server an axocoatl.Module.
+func (s *Server) Name() string { return "mcpserver" }
+
+// Start binds the Server to e and builds its MCP server; it starts no
+// goroutine (sessions start with their transports).
+func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started.Load() {
+		return errors.New("mcpserver: already started")
 	}
-	for _, o := range cfg.AllowedOrigins {
-		s.origins = append(s.origins, strings.ToLower(o))
+	if s.closed.Load() {
+		return ErrClosed
 	}
+	cfg := s.cfg.withDefaults(e)
+	s.cfg = cfg
+	s.engine = e
+	s.log = cfg.Logger.With("module", "mcpserver")
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Title: "Axocoatl agents", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: cfg.Instructions,
 		// The go-sdk logs every connection at Info; keep its warnings only.
@@ -229,30 +203,58 @@ func New(e *axocoatl.Engine, cfg Config) (*Server, error) {
 		SupportedProtocolVersions: ProtocolVersions(),
 	})
 	s.mcp.AddReceivingMiddleware(s.syncMiddleware)
-	s.syncTools()
+	s.syncToolsLocked()
 
 	sessionTimeout := cfg.SessionTimeout
 	if sessionTimeout < 0 {
 		sessionTimeout = 0 // the go-sdk's "never"
 	}
-	s.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionTimeout,
 		MaxRequestBodyBytes: cfg.MaxMessageBytes,
 		Logger:              slog.New(minLevel{s.log.Handler(), slog.LevelWarn}),
+		// The Engine's guard checks Host and Origin for every door alike
+		// (the go-sdk's own check would refuse the public_url host on a
+		// loopback listener that the other doors accept).
+		DisableLocalhostProtection: true,
 	})
-	return s, nil
+	s.http = e.GuardHTTP(axocoatl.HTTPRoute{MaxBodyBytes: cfg.MaxMessageBytes}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.closed.Load() { // inside the guard: the unread body is drained under its deadline
+			writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
+			return
+		}
+		if r.Method == http.MethodPost && !s.precheckPOST(w, r) {
+			return
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	s.started.Store(true)
+	return nil
 }
 
-// MCP returns the underlying go-sdk server, to serve it over another
-// transport (mcp.NewInMemoryTransports in tests, a custom one in a host).
-// Add nothing to it: its tools mirror the Engine's agents.
-func (s *Server) MCP() *mcp.Server { return s.mcp }
+// Stop is Close.
+func (s *Server) Stop(context.Context) error { return s.Close() }
+
+// MCP returns the underlying go-sdk server once started, to serve it over
+// another transport (mcp.NewInMemoryTransports in tests, a custom one in a
+// host); nil before. Add nothing to it: its tools mirror the Engine's agents.
+func (s *Server) MCP() *mcp.Server {
+	if !s.started.Load() {
+		return nil
+	}
+	return s.mcp
+}
 
 // Close ends every open session (stdio and HTTP); calls in flight are
 // cancelled. Further HTTP requests get 503 and ServeStdio returns ErrClosed.
 // Close does not close the Engine.
 func (s *Server) Close() error {
+	s.mu.Lock()
 	s.closed.Store(true)
+	s.mu.Unlock()
+	if !s.started.Load() {
+		return nil
+	}
 	var errs []error
 	for ss := range s.mcp.Sessions() {
 		if err := ss.Close(); err != nil {
@@ -286,10 +288,13 @@ func (s *Server) syncMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // syncTools adds a tool for every agent of the Engine that has none yet.
 // Engines never remove agents, so tools are never removed.
 func (s *Server) syncTools() {
-	agents := s.engine.Agents()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, a := range agents {
+	s.syncToolsLocked()
+}
+
+func (s *Server) syncToolsLocked() {
+	for _, a := range s.engine.Agents() {
 		if s.tools[a.ID] {
 			continue
 		}
@@ -321,11 +326,12 @@ func toolFor(a axocoatl.AgentInfo) *mcp.Tool {
 // (it starts a task, publishes events and may call tools) nor idempotent (a
 // model answers afresh each time). It is destructive when the agent may call
 // tools, which can do anything; open-world when it talks to a model service
-// or tools outside the process. The offline echo model calls no tools and
-// reaches nothing, so an echo agent is neither.
+// or tools outside the process. Only a model that declares itself offline
+// (agent.Offline, as the echo model does) makes an agent neither: a model
+// the Engine knows nothing about is assumed to reach the world.
 func annotationsFor(a axocoatl.AgentInfo) *mcp.ToolAnnotations {
 	mayCallTools := a.Tools == nil || len(a.Tools) > 0
-	offline := a.Provider == provider.Echo
+	offline := a.Offline
 	destructive := mayCallTools && !offline
 	openWorld := !offline
 	return &mcp.ToolAnnotations{

@@ -41,6 +41,9 @@ import (
 // goroutine. A read that Close cannot interrupt (a blocking os.Stdin) ends
 // the goroutine at the next line or at process exit.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	if !s.started.Load() {
+		return ErrNotStarted
+	}
 	if s.closed.Load() {
 		return ErrClosed
 	}

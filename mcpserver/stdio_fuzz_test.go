@@ -68,10 +68,7 @@ func FuzzStdioLine(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	eng, closeUpstream := newEngine(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	srv, err := mcpserver.New(eng, mcpserver.Config{MaxMessageBytes: fuzzMaxMessage})
-	if err != nil {
-		f.Fatal(err)
-	}
+	srv := startServer(f, eng, mcpserver.Config{MaxMessageBytes: fuzzMaxMessage})
 	f.Cleanup(func() {
 		srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

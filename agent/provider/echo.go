@@ -22,3 +22,7 @@ func (EchoModel) Generate(ctx context.Context, req *agent.Request) (*agent.Respo
 	}
 	return &agent.Response{}, nil
 }
+
+// Offline implements agent.Offline: the echo model reaches nothing and calls
+// no tools.
+func (EchoModel) Offline() bool { return true }

@@ -55,7 +55,7 @@ agents:
   - { id: slow, provider: openai, model: m, timeout: 30s }
 a2a:
   max_tasks: 50
-`, map[string]string{"TOKEN": "tok-123"})
+`, map[string]string{"TOKEN": "tok-123-0123456789abc"})
 	ctx := context.Background()
 
 	// The card is public, names every agent and the token schemes.
@@ -68,7 +68,7 @@ a2a:
 	}
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: bearer{"tok-123", tr}}
+	hc := &http.Client{Transport: bearer{"tok-123-0123456789abc", tr}}
 	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc))
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ a2a:
 	}
 
 	// The Axocoatl surface, curl-shaped, behind the same token.
-	r := td.do(t, http.MethodPost, "/a2a/tasks", `{"receiver_id":"second","input":{"q":1}}`, "X-API-Key", "tok-123")
+	r := td.do(t, http.MethodPost, "/a2a/tasks", `{"receiver_id":"second","input":{"q":1}}`, "X-API-Key", "tok-123-0123456789abc")
 	var out struct {
 		Status string
 		Output struct{ Content string }
@@ -156,7 +156,7 @@ a2a:
 	}
 	// Oversized JSON-RPC bodies get a JSON-RPC error with HTTP 200.
 	big := `{"jsonrpc":"2.0","id":2,"method":"message/send","params":{"x":"` + strings.Repeat("a", 1<<20) + `"}}`
-	if r := td.do(t, http.MethodPost, "/a2a", big, "Authorization", "Bearer tok-123"); r.status != 200 || !strings.Contains(string(r.body), `"code":-32600`) {
+	if r := td.do(t, http.MethodPost, "/a2a", big, "Authorization", "Bearer tok-123-0123456789abc"); r.status != 200 || !strings.Contains(string(r.body), `"code":-32600`) {
 		t.Fatalf("oversized JSON-RPC: %d %.200s", r.status, r.body)
 	}
 	// The per-agent card and the Axocoatl card.

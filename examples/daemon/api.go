@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"regexp"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -32,37 +34,10 @@ type errorDetail struct {
 	TaskID  string `json:"task_id,omitempty"`
 }
 
-// Header values shared by every JSON response (net/http only reads them),
-// which saves two allocations per response on the hot execute path.
-var (
-	jsonContentType = []string{"application/json"}
-	noStore         = []string{"no-store"}
-)
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	h["Cache-Control"] = noStore
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg}})
-}
-
-// DefaultBodyReadTimeout bounds reading one request body, so a client
-// trickling bytes cannot hold a handler (the server has no global
-// ReadTimeout: it would also cut WebSocket streams).
-const DefaultBodyReadTimeout = 30 * time.Second
-
-// decodeJSON reads a JSON object body into dst within timeout, answering
-// the error itself (400 or 413) and returning false when it fails.
-func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, timeout time.Duration) bool {
-	// net/http clears this deadline itself when, the body read, it starts
-	// watching the connection for a client hanging up; a long run after
-	// the body is not cut by it (TestRunOutlivesBodyTimeout).
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+// decodeJSON reads a JSON object body into dst (the guard bounds its size
+// and read time), answering the error itself (400 or 413) and returning
+// false when it fails.
+func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) bool {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(dst)
@@ -81,7 +56,9 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, timeout time.Du
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "request body over 1 MiB")
+		writeError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "request body over the "+httpguard.Bytes(tooBig.Limit)+" limit")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		writeError(w, http.StatusBadRequest, "bad_request", "request body not received in time (server.body_timeout)")
 	case errors.Is(err, io.EOF):
 		writeError(w, http.StatusBadRequest, "bad_request", "request body is empty; send a JSON object")
 	default:
@@ -131,10 +108,9 @@ func jsonKind(t reflect.Type) string {
 
 // api holds the daemon's own HTTP handlers.
 type api struct {
-	d           *daemon
-	ready       *atomic.Bool
-	timeout     time.Duration // per request
-	bodyTimeout time.Duration // to read a request body
+	d       *daemon
+	ready   *atomic.Bool
+	timeout time.Duration // per request
 }
 
 func (a *api) mount(m *mux) error {
@@ -223,7 +199,7 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req executeRequest
-	if !decodeJSON(w, r, &req, a.bodyTimeout) {
+	if !decodeJSON(w, r, &req) {
 		return
 	}
 	if req.Input == nil {
@@ -293,7 +269,7 @@ type publishRequest struct {
 
 func (a *api) publishEvent(w http.ResponseWriter, r *http.Request) {
 	var req publishRequest
-	if !decodeJSON(w, r, &req, a.bodyTimeout) {
+	if !decodeJSON(w, r, &req) {
 		return
 	}
 	switch {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 const tokenConfig = `
 server:
   api_token: ${TOKEN}
+  max_auth_failures: -1  # the audits below send many wrong tokens on purpose
 agents:
   - id: assistant
     provider: echo
@@ -46,7 +48,7 @@ func concretePath(p string) string {
 // Every private route, including routes modules add later, answers 401
 // without the token and something else with it; public routes need none.
 func TestAuthEveryRoute(t *testing.T) {
-	const token = "s3cret-token"
+	const token = "s3cret-token-0123456789"
 	td := startDaemon(t, tokenConfig, map[string]string{"TOKEN": token})
 	var private, public int
 	for _, rt := range td.m.routes {
@@ -151,7 +153,7 @@ func TestAPI(t *testing.T) {
 		t.Fatalf("execute: %d %s", r.status, r.body)
 	}
 
-	big := `{"input":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
+	big := `{"input":"` + strings.Repeat("x", httpguard.DefaultMaxBodyBytes) + `"}`
 	for _, tc := range []struct {
 		method, path, body string
 		status             int
@@ -210,7 +212,7 @@ func TestAPI(t *testing.T) {
 		t.Errorf("chunked big body: %d, want 413", resp.StatusCode)
 	}
 	// So is one whose object fits but whose trailing padding does not.
-	pad := strings.Repeat(" ", MaxBodyBytes)
+	pad := strings.Repeat(" ", httpguard.DefaultMaxBodyBytes)
 	for path, obj := range map[string]string{"/api/agents/assistant/execute": `{"input":"x"}`, "/api/events": `{"type":"Custom"}`} {
 		req, _ = http.NewRequest("POST", td.url+path, struct{ *strings.Reader }{strings.NewReader(obj + pad)})
 		resp, err = td.client.Do(req)
@@ -759,14 +761,14 @@ agents:
 // 100 bytes and sends 9 held the connection and a goroutine for good,
 // unauthenticated. The body deadline applies to every request.
 func TestRefusedSlowBodyNotAwaited(t *testing.T) {
-	td := startDaemon(t, "server:\n  api_token: tok\n  body_timeout: 200ms\nagents:\n  - id: assistant\n", nil)
+	td := startDaemon(t, "server:\n  api_token: tok-0123456789abcdef\n  body_timeout: 200ms\nagents:\n  - id: assistant\n", nil)
 	for _, tc := range []struct {
 		name, path, headers string
 		status              int
 	}{
 		{"no token", "/api/agents/assistant/execute", "", http.StatusUnauthorized},
-		{"no route", "/nowhere", "Authorization: Bearer tok\r\n", http.StatusNotFound},
-		{"foreign origin", "/api/events", "Authorization: Bearer tok\r\nOrigin: http://evil.example\r\n", http.StatusForbidden},
+		{"no route", "/nowhere", "Authorization: Bearer tok-0123456789abcdef\r\n", http.StatusNotFound},
+		{"foreign origin", "/api/events", "Authorization: Bearer tok-0123456789abcdef\r\nOrigin: http://evil.example\r\n", http.StatusForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conn, err := net.Dial("tcp", strings.TrimPrefix(td.url, "http://"))

@@ -174,7 +174,7 @@ func TestBinary(t *testing.T) {
 			t.Fatalf("output %s", out)
 		}
 		// With a token from the environment it starts.
-		base, cmd2, _ := startBinary(t, bin, []string{"AXOCOATL_API_TOKEN=t0ken"}, "--addr", "0.0.0.0:0")
+		base, cmd2, _ := startBinary(t, bin, []string{"AXOCOATL_API_TOKEN=t0ken-0123456789abcdef"}, "--addr", "0.0.0.0:0")
 		_ = base
 		cmd2.Process.Signal(syscall.SIGTERM)
 		cmd2.Wait()

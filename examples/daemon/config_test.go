@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/axocoatl/axocoatl-go/config"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -31,7 +32,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad addr", "server:\n  addr: nonsense\nagents:\n  - id: a\n", nil, `2: server.addr: "nonsense" is not host:port`},
 		{"no agents", "server: {}\n", nil, ` agents: at least one agent is required`},
 		{"blank token", "server:\n  api_token: \"  \"\nagents:\n  - id: a\n", nil, `2: server.api_token: must not contain whitespace`},
-		{"bad origin pattern", "server:\n  allowed_origins: [\"ok.example\", \"[bad\"]\nagents:\n  - id: a\n", nil, `2: server.allowed_origins[1]: "[bad" is not a valid host pattern`},
+		{"bad origin pattern", "server:\n  allowed_origins: [\"ok.example\", \"[bad\"]\nagents:\n  - id: a\n", nil, `2: server.allowed_origins[1]: "[bad" must be an origin`},
 		{"bad lattice", "lattice:\n  backend: kafka\nagents:\n  - id: a\n", nil, `2: lattice.backend: "kafka" is unknown`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,16 +59,16 @@ agents:
   - id: a
     system_prompt: "costs $${PRICE}"
 `)
-	cfg, err := loadConfig(context.Background(), loadOptions{Path: path, Lookup: mapEnv(map[string]string{
-		"AXOCOATL_ADDR": "127.0.0.1:7777", "AXOCOATL_LOG_FORMAT": "json", "AXOCOATL_API_TOKEN": "from-env",
+	cfg, err := config.Load(context.Background(), config.LoadOptions{Default: defaultConfigYAML, Path: path, Lookup: mapEnv(map[string]string{
+		"AXOCOATL_ADDR": "127.0.0.1:7777", "AXOCOATL_LOG_FORMAT": "json", "AXOCOATL_API_TOKEN": "from-env-0123456789",
 	})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Server.Addr != "127.0.0.1:7777" || cfg.Log.Format != "json" || cfg.Server.APIToken.Reveal() != "from-env" {
+	if cfg.Server.Addr != "127.0.0.1:7777" || cfg.Log.Format != "json" || cfg.Server.APIToken.Reveal() != "from-env-0123456789" {
 		t.Errorf("overrides not applied: %+v", cfg.Server)
 	}
-	if cfg.Server.RequestTimeout != 90*time.Second || cfg.Server.PublicURL != "http://127.0.0.1:7777" || cfg.Server.ShutdownGrace != DefaultShutdownGrace {
+	if cfg.Server.RequestTimeout != 90*time.Second || cfg.Server.PublicURL != "http://127.0.0.1:7777" || cfg.Server.ShutdownGrace != config.DefaultShutdownGrace {
 		t.Errorf("defaults: %+v", cfg.Server)
 	}
 	if cfg.Agents[0].SystemPrompt != "costs ${PRICE}" {
@@ -77,14 +78,14 @@ agents:
 		t.Errorf("warnings %q", cfg.Warnings)
 	}
 	// An empty variable does not override (nor switch off the token).
-	cfg, err = loadConfig(context.Background(), loadOptions{Path: path, Lookup: mapEnv(map[string]string{
-		"TOKEN": "from-file", "AXOCOATL_API_TOKEN": "", "AXOCOATL_ADDR": "",
+	cfg, err = config.Load(context.Background(), config.LoadOptions{Default: defaultConfigYAML, Path: path, Lookup: mapEnv(map[string]string{
+		"TOKEN": "from-file-0123456789", "AXOCOATL_API_TOKEN": "", "AXOCOATL_ADDR": "",
 	})})
-	if err != nil || cfg.Server.APIToken.Reveal() != "from-file" || cfg.Server.Addr != "127.0.0.1:9999" {
+	if err != nil || cfg.Server.APIToken.Reveal() != "from-file-0123456789" || cfg.Server.Addr != "127.0.0.1:9999" {
 		t.Fatalf("empty overrides: %+v, %v", cfg.Server, err)
 	}
 	// --addr wins over the environment.
-	cfg, err = loadConfig(context.Background(), loadOptions{Path: path, Addr: "127.0.0.1:1", Lookup: mapEnv(map[string]string{"AXOCOATL_ADDR": "127.0.0.1:7777"})})
+	cfg, err = config.Load(context.Background(), config.LoadOptions{Default: defaultConfigYAML, Path: path, Addr: "127.0.0.1:1", Lookup: mapEnv(map[string]string{"AXOCOATL_ADDR": "127.0.0.1:7777"})})
 	if err != nil || cfg.Server.Addr != "127.0.0.1:1" {
 		t.Fatalf("addr %v, err %v", cfg.Server.Addr, err)
 	}
@@ -92,16 +93,16 @@ agents:
 
 func TestBuiltinDefault(t *testing.T) {
 	t.Chdir(t.TempDir()) // no ./axocoatl.yaml here
-	cfg, err := loadConfig(context.Background(), loadOptions{Lookup: mapEnv(nil)})
+	cfg, err := config.Load(context.Background(), config.LoadOptions{Default: defaultConfigYAML, Lookup: mapEnv(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Source != builtinSource || cfg.Server.Addr != "127.0.0.1:8080" || len(cfg.Agents) != 1 || cfg.Agents[0].ID != "assistant" || cfg.Agents[0].Provider != "echo" {
+	if cfg.Source != config.BuiltinSource || cfg.Server.Addr != "127.0.0.1:8080" || len(cfg.Agents) != 1 || cfg.Agents[0].ID != "assistant" || cfg.Agents[0].Provider != "echo" {
 		t.Fatalf("default config: %+v", cfg)
 	}
 	// $AXOCOATL_CONFIG, then ./axocoatl.yaml.
 	p := writeConfig(t, "agents:\n  - id: from-env\n")
-	cfg, err = loadConfig(context.Background(), loadOptions{Lookup: mapEnv(map[string]string{"AXOCOATL_CONFIG": p})})
+	cfg, err = config.Load(context.Background(), config.LoadOptions{Default: defaultConfigYAML, Lookup: mapEnv(map[string]string{"AXOCOATL_CONFIG": p})})
 	if err != nil || cfg.Agents[0].ID != "from-env" {
 		t.Fatalf("AXOCOATL_CONFIG: %v %v", cfg, err)
 	}
@@ -110,7 +111,7 @@ func TestBuiltinDefault(t *testing.T) {
 // Secrets reach neither errors, nor validate/doctor output, nor logs, nor
 // API responses.
 func TestSecretsNeverInOutput(t *testing.T) {
-	const token, key = "tok-3b1f0c9d2e", "sk-live-a8c7e6d5"
+	const token, key = "tok-3b1f0c9d2e5a7788", "sk-live-a8c7e6d5"
 	// Something that answers like a model server, so doctor can reach it.
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -244,7 +245,7 @@ func TestDefaultPublicURL(t *testing.T) {
 		":8080":          "",
 		"127.0.0.1:0":    "",
 	} {
-		if got := defaultPublicURL(addr); got != want {
+		if got := (config.ServerConfig{Addr: addr}).WithDefaults().PublicURL; got != want {
 			t.Errorf("defaultPublicURL(%q) = %q, want %q", addr, got, want)
 		}
 	}
@@ -310,7 +311,7 @@ lattice:
 // and yamlconf reads as if quoted.
 func TestContractExampleConfig(t *testing.T) {
 	text := contractExample
-	env := map[string]string{"AXOCOATL_API_TOKEN": "t", "OPENAI_API_KEY": "k1", "ANTHROPIC_API_KEY": "k2", "FS_KEY": "k3", "SEARCH_TOKEN": "k4"}
+	env := map[string]string{"AXOCOATL_API_TOKEN": "t-0123456789abcdef", "OPENAI_API_KEY": "k1", "ANTHROPIC_API_KEY": "k2", "FS_KEY": "k3", "SEARCH_TOKEN": "k4"}
 	code, stdout, stderr := runCLI(t, env, "validate", "--config", writeConfig(t, text))
 	if code != exitOK || !strings.Contains(stdout, "ok (1 agents)") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
@@ -325,7 +326,7 @@ func TestContractExampleConfig(t *testing.T) {
 // A bad value from the environment or a flag is blamed on that variable
 // or flag, not on the file's line, which may hold a good value.
 func TestOverrideErrorsNameTheirSource(t *testing.T) {
-	path := writeConfig(t, "server:\n  addr: 127.0.0.1:1\n  api_token: fine-token\nlog:\n  level: info\n  format: text\nagents:\n  - id: a\n")
+	path := writeConfig(t, "server:\n  addr: 127.0.0.1:1\n  api_token: fine-token-0123456789\nlog:\n  level: info\n  format: text\nagents:\n  - id: a\n")
 	for _, tc := range []struct {
 		env  map[string]string
 		args []string
@@ -422,17 +423,17 @@ func TestAgentFieldErrorsNameTheField(t *testing.T) {
 // Every secret of the config is found for the modules that scrub them.
 func TestConfigSecrets(t *testing.T) {
 	path := writeConfig(t, contractExample)
-	env := map[string]string{"AXOCOATL_API_TOKEN": "api-token-1", "OPENAI_API_KEY": "openai-key-2", "ANTHROPIC_API_KEY": "anthropic-key-3", "FS_KEY": "fs-key-4", "SEARCH_TOKEN": "search-token-5"}
-	cfg, err := loadConfig(context.Background(), loadOptions{Path: path, Lookup: mapEnv(env)})
+	env := map[string]string{"AXOCOATL_API_TOKEN": "api-token-1-0123456789", "OPENAI_API_KEY": "openai-key-2", "ANTHROPIC_API_KEY": "anthropic-key-3", "FS_KEY": "fs-key-4", "SEARCH_TOKEN": "search-token-5"}
+	cfg, err := config.Load(context.Background(), config.LoadOptions{Default: defaultConfigYAML, Path: path, Lookup: mapEnv(env)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, s := range cfg.secrets() {
+	for _, s := range cfg.Secrets() {
 		got = append(got, s.Reveal())
 	}
 	slices.Sort(got)
-	want := []string{"Bearer search-token-5", "anthropic-key-3", "api-token-1", "fs-key-4", "openai-key-2"}
+	want := []string{"Bearer search-token-5", "anthropic-key-3", "api-token-1-0123456789", "fs-key-4", "openai-key-2"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("secrets %q, want %q", got, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/config"
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
 
 // doctorReport collects check results. Module doctor hooks add to it;
@@ -86,18 +90,17 @@ func runDoctor(ctx context.Context, c *cli, args []string) int {
 	}
 	r := &doctorReport{}
 	r.ok("config", fmt.Sprintf("%s (%d agents)", cfg.Source, len(cfg.Agents)))
-	if err := cfg.checkListen(); err != nil {
+	if err := cfg.CheckListen(); err != nil {
 		r.fail("listen", err.Error())
+	} else if ln, err := net.Listen("tcp", cfg.Server.Addr); err != nil {
+		r.fail("listen", fmt.Sprintf("%s cannot be bound: %v (choose another with --addr or AXOCOATL_ADDR)", cfg.Server.Addr, err))
 	} else {
+		ln.Close()
 		r.ok("listen", cfg.Server.Addr+authNote(cfg))
 	}
 	checkProviders(ctx, cfg, r)
 	checkLattice(cfg, r)
-	for _, m := range daemonModules() {
-		if m.doctor != nil {
-			m.doctor(ctx, cfg, r)
-		}
-	}
+	checkMCPServers(ctx, cfg, r)
 	r.print(c.stdout)
 	if r.failed {
 		return exitFail
@@ -105,7 +108,7 @@ func runDoctor(ctx context.Context, c *cli, args []string) int {
 	return exitOK
 }
 
-func authNote(cfg *Config) string {
+func authNote(cfg *config.Config) string {
 	if cfg.Server.APIToken.IsZero() {
 		return " (no API token)"
 	}
@@ -130,7 +133,7 @@ const doctorTimeout = 10 * time.Second
 
 // checkProviders probes every provider an agent uses with provider.Check
 // (one cheap authenticated call), concurrently.
-func checkProviders(ctx context.Context, cfg *Config, r *doctorReport) {
+func checkProviders(ctx context.Context, cfg *config.Config, r *doctorReport) {
 	users := map[string][]string{}
 	for _, a := range cfg.Agents {
 		kind := a.Provider
@@ -190,25 +193,49 @@ func checkProviders(ctx context.Context, cfg *Config, r *doctorReport) {
 }
 
 // checkLattice dials NATS when the lattice runs on it.
-func checkLattice(cfg *Config, r *doctorReport) {
+func checkLattice(cfg *config.Config, r *doctorReport) {
 	if cfg.Lattice.Backend != "nats" {
 		r.ok("lattice", "in-memory (this process only)")
 		return
 	}
 	u := cfg.Lattice.NATSURL
 	if u == "" {
-		u = DefaultNATSURL
+		u = config.DefaultNATSURL
 	}
 	for _, p := range strings.Split(u, ",") {
 		if pu, err := url.Parse(strings.TrimSpace(p)); err == nil && pu.Host != "" {
 			r.addEgress(pu.Host, "lattice on NATS")
 		}
 	}
-	bus, err := openBus(cfg.Lattice)
+	bus, err := cfg.Lattice.Open()
 	if err != nil {
 		r.fail("lattice", err.Error())
 		return
 	}
 	bus.Close()
-	r.ok("lattice", "NATS at "+redactURLs(u)+" connected")
+	r.ok("lattice", "NATS at "+httpguard.RedactURLs(u)+" connected")
+}
+
+// checkMCPServers connects to every MCP server at once, lists its tools and
+// records the hosts of the HTTP servers as egress.
+func checkMCPServers(ctx context.Context, cfg *config.Config, r *doctorReport) {
+	scrub := cfg.Secrets()
+	var wg sync.WaitGroup
+	for _, sc := range cfg.MCPServers {
+		check := "mcp server " + sc.Name
+		if u, err := url.Parse(sc.URL); err == nil && sc.URL != "" {
+			r.addEgress(u.Host, check)
+		}
+		wg.Go(func() {
+			tools, err := mcpclient.Check(ctx, sc, scrub, nil)
+			if err != nil {
+				r.fail(check, strings.TrimPrefix(err.Error(), check+": "))
+				return
+			}
+			// The transport and target, never env or header values (nor a
+			// URL's userinfo, query or key-like path segments).
+			r.ok(check, fmt.Sprintf("%s %s, %d tools: %s", sc.Transport(), sc.Target(), len(tools), strings.Join(tools, ", ")))
+		})
+	}
+	wg.Wait()
 }

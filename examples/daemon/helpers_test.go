@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/axocoatl/axocoatl-go/config"
 	"io"
 	"net"
 	"net/http"
@@ -61,11 +62,11 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdo
 // handler; the caller closes it.
 func bootDefault(tb testing.TB) *daemon {
 	tb.Helper()
-	cfg, err := parseConfig(builtinSource, defaultConfigYAML, mapEnv(nil), envOverrides{}, "")
+	cfg, err := config.ParseWith(context.Background(), config.BuiltinSource, defaultConfigYAML, mapEnv(nil))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d, err := bootEngine(context.Background(), cfg, cfg.newLogger(io.Discard))
+	d, err := boot(context.Background(), cfg, cfg.NewLogger(io.Discard))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestNATSLattice(t *testing.T) {
 func TestNATSUnreachable(t *testing.T) {
 	code, _, stderr := runCLI(t, nil, "serve", "--addr", "127.0.0.1:0", "--config",
 		writeConfig(t, "lattice:\n  backend: nats\n  nats_url: nats://user:hunter2@127.0.0.1:1\nagents:\n  - id: a\n"))
-	if code != exitFail || !strings.Contains(stderr, "lattice.nats_url: NATS at nats://user:xxxxx@127.0.0.1:1") || strings.Contains(stderr, "hunter2") {
+	if code != exitFail || !strings.Contains(stderr, "lattice.nats_url: NATS at nats://[redacted]@127.0.0.1:1") || strings.Contains(stderr, "hunter2") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }

@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +25,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+
+	"github.com/axocoatl/axocoatl-go/config"
 )
 
 func main() {
@@ -139,9 +142,12 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	return 0, true
 }
 
+//go:embed default.yaml
+var defaultConfigYAML []byte
+
 // load reads the config for a command, printing errors one per line.
-func (c *cli) load(ctx context.Context, cf configFlags) (*Config, bool) {
-	cfg, err := loadConfig(ctx, loadOptions{Path: cf.path, Addr: cf.addr, Lookup: c.lookup})
+func (c *cli) load(ctx context.Context, cf configFlags) (*config.Config, bool) {
+	cfg, err := config.Load(ctx, config.LoadOptions{Path: cf.path, Addr: cf.addr, Lookup: c.lookup, Default: defaultConfigYAML})
 	if err != nil {
 		printErrors(c.stderr, err)
 		return nil, false
@@ -173,7 +179,7 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return exitFail
 	}
-	log := cfg.newLogger(c.stderr) // warnings were printed by load
+	log := cfg.NewLogger(c.stderr) // warnings were printed by load
 	if err := serve(ctx, cfg, log, c.hooks); err != nil {
 		printErrors(c.stderr, err)
 		return exitFail
@@ -191,8 +197,8 @@ func runValidate(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return exitFail
 	}
-	if err := cfg.checkListen(); err != nil {
-		fmt.Fprintln(c.stderr, cfg.errorf("server.addr", "%v", err))
+	if err := cfg.CheckListen(); err != nil {
+		fmt.Fprintln(c.stderr, cfg.Errorf("server.addr", "%v", err))
 		return exitFail
 	}
 	fmt.Fprintf(c.stdout, "%s: ok (%d agents)\n", cfg.Source, len(cfg.Agents))

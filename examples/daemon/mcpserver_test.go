@@ -299,7 +299,7 @@ func TestMCPServeBinary(t *testing.T) {
 func TestMCPHTTPBinary(t *testing.T) {
 	bin := buildBinary(t)
 	config := mcpConfig(t)
-	const token = "mcp-test-token"
+	const token = "mcp-test-token-0123"
 	base, cmd, stderr := startBinary(t, bin, []string{"AXOCOATL_API_TOKEN=" + token}, "--config", config, "--addr", "127.0.0.1:0")
 	url := base + "/mcp"
 

@@ -9,6 +9,11 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/a2a"
+	"github.com/axocoatl/axocoatl-go/config"
+	"github.com/axocoatl/axocoatl-go/examples/daemon/dashboard"
 )
 
 // serveHooks let tests and benchmarks observe a running server.
@@ -20,14 +25,51 @@ type serveHooks struct {
 	listening func(addr net.Addr)
 }
 
+// daemon is an Engine booted from a Config with its modules (config.Build),
+// plus what the daemon's own routes need.
+type daemon struct {
+	cfg    *config.Config
+	log    *slog.Logger
+	rt     *config.Runtime
+	engine *axocoatl.Engine
+	// approvals connects the WebSocket stream to the approval module.
+	// Zero: no approvals (ready lists none, approve commands get an error
+	// frame).
+	approvals approvalHooks
+}
+
+// approvalHooks are what the event stream needs from the approval module.
+type approvalHooks struct {
+	// Pending lists the pending approvals for the ready frame, each as
+	// its JSON shape (the ApprovalRequested payload).
+	Pending func(ctx context.Context) []any
+	// Resolve takes a decision ("allow" | "deny", remember "once" |
+	// "always") from a WebSocket client. Its error text is sent back to
+	// the client, so it must not contain secrets.
+	Resolve func(ctx context.Context, approvalID, decision, remember string) error
+}
+
+// boot builds the Engine and its modules from cfg.
+func boot(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon, error) {
+	version, _, _ := buildVersion()
+	rt, err := cfg.Build(ctx, config.BuildOptions{Logger: log, Version: version})
+	if err != nil {
+		return nil, err
+	}
+	return &daemon{cfg: cfg, log: log, rt: rt, engine: rt.Engine}, nil
+}
+
+// close stops the Engine, letting in-flight runs finish within ctx.
+func (d *daemon) close(ctx context.Context) error { return d.rt.Close(ctx) }
+
 // serve runs the daemon until ctx ends, then shuts down gracefully:
 // the listener closes, streams end, in-flight requests and runs get
 // Server.ShutdownGrace to finish.
-func serve(ctx context.Context, cfg *Config, log *slog.Logger, hooks serveHooks) error {
-	if err := cfg.checkListen(); err != nil {
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serveHooks) error {
+	if err := cfg.CheckListen(); err != nil {
 		return err
 	}
-	if cfg.Server.APIToken.IsZero() && !isLoopback(cfg.Server.Addr) {
+	if cfg.Server.APIToken.IsZero() && !config.IsLoopback(cfg.Server.Addr) {
 		log.Warn("serving WITHOUT authentication on a non-loopback address (server.allow_unauthenticated)", "addr", cfg.Server.Addr)
 	}
 	start := time.Now()
@@ -37,10 +79,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, hooks serveHooks)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	if !cfg.publicURLSet {
-		cfg.Server.PublicURL = defaultPublicURL(ln.Addr().String())
-	}
-	d, err := bootEngine(ctx, cfg, log)
+	cfg.SetListenAddr(ln.Addr().String())
+	d, err := boot(ctx, cfg, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -63,8 +103,13 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, hooks serveHooks)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ready.Store(true)
+	base := "http://" + ln.Addr().String()
+	if cfg.Server.PublicURL != "" {
+		base = cfg.Server.PublicURL
+	}
 	log.Info("axocoatl ready", "addr", ln.Addr().String(), "agents", len(cfg.Agents), "config", cfg.Source,
-		"auth", !cfg.Server.APIToken.IsZero(), "startup", time.Since(start).Round(time.Microsecond))
+		"auth", !cfg.Server.APIToken.IsZero(), "startup", time.Since(start).Round(time.Microsecond),
+		"dashboard", base+"/", "mcp", base+"/mcp", "a2a_card", base+"/.well-known/agent-card.json")
 	if hooks.listening != nil {
 		hooks.listening(ln.Addr())
 	}
@@ -105,35 +150,43 @@ func closeWithin(d *daemon, grace time.Duration) error {
 }
 
 // newHandler builds the router with the daemon's own routes and every
-// module's. stop ends long-lived streams (waiting within its ctx for their
-// close frames) and the metrics subscriber.
+// module's door. stop ends long-lived streams (waiting within its ctx for
+// their close frames) and the metrics subscriber.
 func newHandler(d *daemon) (m *mux, stop func(context.Context), ready *atomic.Bool, err error) {
 	cfg := d.cfg
-	m = newMux(cfg.Server.APIToken, cfg.Server.AllowedOrigins, d.log)
-	m.hosts = newHostGuard(cfg.Server)
-	m.bodyTimeout = cfg.Server.BodyTimeout
+	m = newMux(d.engine, cfg.Server.BodyTimeout, d.log)
 	ready = new(atomic.Bool)
 	met, err := newMetrics(d.engine.Bus())
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	streamCtx, endStreams := context.WithCancel(context.Background())
-	a := &api{d: d, ready: ready, timeout: cfg.Server.RequestTimeout, bodyTimeout: cfg.Server.BodyTimeout}
-	ws := &stream{d: d, auth: m.auth, origins: cfg.Server.AllowedOrigins, ctx: streamCtx}
+	a := &api{d: d, ready: ready, timeout: cfg.Server.RequestTimeout}
+	ws := &stream{d: d, ctx: streamCtx}
 	stop = func(ctx context.Context) { ws.shutdown(ctx, endStreams); met.close() }
+	page := dashboard.Handler()
+	a2aDoor, mcpDoor := d.rt.A2A, d.rt.MCPServer
 	errs := []error{
 		a.mount(m),
 		m.private(http.MethodGet, "/metrics", met.handler()),
-		// Private, but the stream checks the token itself: browsers
-		// cannot set headers on a WebSocket and pass ?token= instead.
+		// The stream checks the token itself: browsers cannot set headers
+		// on a WebSocket and pass ?token= instead.
 		m.mount(route{http.MethodGet, "/api/events", false}, ws),
-	}
-	for _, mod := range daemonModules() {
-		if mod.routes != nil {
-			if err := mod.routes(d, m); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", mod.name, err))
-			}
-		}
+		m.public(http.MethodGet, "/", page),
+		m.public(http.MethodHead, "/", page),
+		// The modules' doors guard themselves with the Engine's guard.
+		// GET /mcp (the optional standalone SSE stream) is not mounted: it
+		// would only carry tools/list_changed, the daemon's agents are
+		// fixed at boot, and an idle stream would hold Shutdown for the
+		// whole grace; clients accept the 405.
+		m.mount(route{http.MethodPost, "/mcp", false}, mcpDoor),
+		m.mount(route{http.MethodDelete, "/mcp", false}, mcpDoor),
+		m.mount(route{http.MethodGet, a2a.PathAxocoatlCard, true}, a2aDoor),
+		m.mount(route{http.MethodGet, a2a.PathAgentCard, true}, a2aDoor),
+		m.mount(route{http.MethodGet, a2a.PathAgentPrefix + ":id" + a2a.PathAgentCard, true}, a2aDoor),
+		m.mount(route{http.MethodPost, a2a.PathTasks, false}, a2aDoor),
+		m.mount(route{http.MethodPost, a2a.PathJSONRPC, false}, a2aDoor),
+		m.mount(route{http.MethodPost, a2a.PathAgentPrefix + ":id", false}, a2aDoor),
 	}
 	if err := errors.Join(errs...); err != nil {
 		stop(context.Background()) // nothing is served yet: no stream to wait for

@@ -24,7 +24,7 @@ import (
 // (the approval module comes later), a token prompt, a dropped stream, and a
 // failed run. The real daemon is driven in TestDashboardAgainstDaemon.
 func TestPageHandlesEveryFrame(t *testing.T) {
-	const token = "s3cret-token"
+	const token = "s3cret-token-0123456789"
 	const evil = `<img src=x onerror="window.pwned=1">`
 	b := newBrowser(t)
 

@@ -1,8 +1,20 @@
-package main
+// Package config reads the daemon's YAML file (shared/CONTRACT §2 of the
+// project: server, providers, agents, mcp_servers, mcp_server, a2a,
+// lattice, …) into plain structs and builds an Engine with its modules from
+// it. The daemon in examples/daemon is a thin CLI over this package; a host
+// loads the same file and gets the same Engine, or takes only the sections
+// it wants (each section is the module's own Config struct).
+//
+// Loading: `${VAR}` and `${VAR:-default}` expand in string values after
+// parsing (never in the raw text; `$${` is a literal `${`); unknown keys
+// inside a known section are errors, unknown top-level sections warnings;
+// the AXOCOATL_* variables override the file. Every error is a
+// [*FieldError] naming the file, the line and the key; none contains a
+// secret.
+package config
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -10,33 +22,39 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
-	"github.com/axocoatl/axocoatl-go/examples/daemon/internal/yamlconf"
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/yamlconf"
+	"github.com/axocoatl/axocoatl-go/mcpclient"
+	"github.com/axocoatl/axocoatl-go/mcpserver"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
-// Config is the whole config file. Each module's section is an inline
-// struct declared in that module's wiring file (mcpclient.go, …), so a
-// module adds its keys without touching this file.
+// Config is the whole config file. Each module's section is that module's
+// own Config struct, decoded straight from the YAML.
 type Config struct {
 	Server    ServerConfig     `yaml:"server"`
 	Log       LogConfig        `yaml:"log"`
 	Providers provider.Configs `yaml:"providers"`
 	Agents    []agent.Spec     `yaml:"agents"`
 	Lattice   LatticeConfig    `yaml:"lattice"`
-
-	MCPClientSection `yaml:",inline"` // mcpclient.go: mcp_servers
-	MCPServerSection `yaml:",inline"` // mcpserver.go
-	A2ASection       `yaml:",inline"` // a2a.go
+	// MCPServers are the MCP servers whose tools the agents may call.
+	MCPServers MCPServers `yaml:"mcp_servers"`
+	// MCPServer tunes the agents' own MCP server (/mcp, `mcp serve`).
+	MCPServer mcpserver.Config `yaml:"mcp_server"`
+	// A2A tunes the A2A doors (cards, /a2a/tasks, JSON-RPC).
+	A2A a2a.Config `yaml:"a2a"`
 
 	// Source is where the config came from: a path, or "<built-in>".
 	Source string `yaml:"-"`
@@ -44,12 +62,24 @@ type Config struct {
 	Warnings []string `yaml:"-"`
 	doc      *yamlconf.Doc
 	// publicURLSet records that server.public_url came from the file, so
-	// serve does not replace it with the bound address.
+	// a server does not replace it with the bound address.
 	publicURLSet bool
 	// overrides maps a key set from the environment or a flag to that
 	// variable or flag, so an error about its value blames the right place.
 	overrides map[string]string
 }
+
+// FieldError is one problem in a config file: File, Line (0 when the key
+// is not in the file), Key (a dotted path such as agents[1].id) and Msg.
+// Load, Parse and Build return them, joined; find them with errors.As.
+type FieldError = yamlconf.Error
+
+// MCPServers is the `mcp_servers:` list. It validates what the entries
+// cannot see alone: unique names (each entry validates itself).
+type MCPServers []mcpclient.ServerConfig
+
+// Validate checks that names are unique.
+func (l MCPServers) Validate() error { return mcpclient.ValidateNames(l) }
 
 // ServerConfig is the `server:` section.
 type ServerConfig struct {
@@ -66,15 +96,23 @@ type ServerConfig struct {
 	// AllowUnauthenticated permits a non-loopback Addr without APIToken.
 	// Zero: false, such a daemon refuses to start.
 	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
-	// AllowedOrigins are extra browser origins allowed on the WebSocket,
-	// as host patterns ("app.example.com", "*.example.com") or
-	// "scheme://host". Zero: only pages served from this host.
+	// AllowedOrigins are browser origins, besides this host's own pages,
+	// allowed on every door; without a token their hosts are also accepted
+	// as Host names. Forms: "https://app.example.com",
+	// "https://*.example.com", "http://localhost:*", "app.example.com",
+	// "*.example.com" (any scheme). Zero: only pages served from this host.
 	AllowedOrigins []string `yaml:"allowed_origins"`
 	// RequestTimeout bounds one API request (an execute waits at most
 	// this long, then answers 504). Zero: 5m.
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 	// BodyTimeout bounds reading one request body. Zero: 30s.
 	BodyTimeout time.Duration `yaml:"body_timeout"`
+	// WriteTimeout bounds each write of a response: a client that stops
+	// reading is cut after it. Zero: 30s.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// MaxAuthFailures bounds wrong API tokens per client and 10 s window
+	// (then 429 with Retry-After). Zero: 10; negative: no bound.
+	MaxAuthFailures int `yaml:"max_auth_failures"`
 	// ShutdownGrace is how long in-flight requests and runs may take to
 	// finish after SIGINT/SIGTERM. Zero: 30s.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
@@ -83,12 +121,39 @@ type ServerConfig struct {
 	DataDir string `yaml:"data_dir"`
 }
 
+// HTTPOptions is how the Engine guards every HTTP door, from the server
+// section. A public URL defaulted from a listen address on port 0 is left
+// out: the real port is known only per request, from its Host.
+func (c *Config) HTTPOptions() axocoatl.HTTPOptions {
+	public := c.Server.PublicURL
+	if u, err := url.Parse(public); err == nil && u.Port() == "0" {
+		public = ""
+	}
+	return axocoatl.HTTPOptions{
+		PublicURL:       public,
+		APIToken:        c.Server.APIToken,
+		AllowedOrigins:  c.Server.AllowedOrigins,
+		BodyTimeout:     c.Server.BodyTimeout,
+		WriteTimeout:    c.Server.WriteTimeout,
+		MaxAuthFailures: c.Server.MaxAuthFailures,
+	}
+}
+
+// SetListenAddr records the address a server actually bound (port 0
+// resolved): server.public_url defaults from it unless the file set one.
+func (c *Config) SetListenAddr(addr string) {
+	if !c.publicURLSet {
+		c.Server.PublicURL = defaultPublicURL(addr)
+	}
+}
+
 // Defaults of the server section.
 const (
 	DefaultAddr           = "127.0.0.1:8080"
 	DefaultRequestTimeout = 5 * time.Minute
 	DefaultShutdownGrace  = 30 * time.Second
 	DefaultDataDir        = "./data"
+	DefaultBodyTimeout    = 30 * time.Second
 )
 
 // WithDefaults fills zero fields.
@@ -104,7 +169,7 @@ func (s ServerConfig) WithDefaults() ServerConfig {
 		s.RequestTimeout = DefaultRequestTimeout
 	}
 	if s.BodyTimeout == 0 {
-		s.BodyTimeout = DefaultBodyReadTimeout
+		s.BodyTimeout = DefaultBodyTimeout
 	}
 	if s.ShutdownGrace == 0 {
 		s.ShutdownGrace = DefaultShutdownGrace
@@ -176,10 +241,16 @@ func (l LatticeConfig) validate(d *yamlconf.Doc) []error {
 
 var natsToken = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
-//go:embed default.yaml
-var defaultConfigYAML []byte
+// movedKeys are module keys that became server keys when every door got
+// the one HTTP guard: a config that still sets one is told where it went.
+var movedKeys = map[string]string{
+	"a2a.public_url": "server.public_url", "a2a.api_token": "server.api_token",
+	"a2a.allowed_origins": "server.allowed_origins", "a2a.body_timeout": "server.body_timeout",
+	"mcp_server.allowed_origins": "server.allowed_origins", "mcp_server.body_timeout": "server.body_timeout",
+}
 
-const builtinSource = "<built-in>"
+// BuiltinSource is the Source of a config read from LoadOptions.Default.
+const BuiltinSource = "<built-in>"
 
 // envOverrides are the AXOCOATL_* variables; they win over the file.
 type envOverrides struct {
@@ -191,16 +262,23 @@ type envOverrides struct {
 	LogFormat *string        `env:"AXOCOATL_LOG_FORMAT"`
 }
 
-// loadOptions say where a config comes from. Zero fields: the process's.
-type loadOptions struct {
-	Path   string                      // --config; zero: $AXOCOATL_CONFIG, ./axocoatl.yaml, built-in
-	Addr   string                      // --addr; zero: from env or file
-	Lookup func(string) (string, bool) // environment; zero: os.LookupEnv
+// LoadOptions say where a config comes from. Zero fields: the process's.
+type LoadOptions struct {
+	// Path of the file. Zero: $AXOCOATL_CONFIG, else ./axocoatl.yaml, else
+	// Default.
+	Path string
+	// Addr overrides server.addr (a --addr flag). Zero: from env or file.
+	Addr string
+	// Lookup reads the environment. Zero: os.LookupEnv.
+	Lookup func(string) (string, bool)
+	// Default is the YAML used when no file is found. Zero: no default (an
+	// error saying where a file was looked for).
+	Default []byte
 }
 
-// loadConfig finds, parses, expands, overrides and validates the config.
-// Every error names the file, line and key; none contains a secret.
-func loadConfig(ctx context.Context, opts loadOptions) (*Config, error) {
+// Load finds, parses, expands, overrides and validates the config. Every
+// error names the file, line and key; none contains a secret.
+func Load(ctx context.Context, opts LoadOptions) (*Config, error) {
 	lookup := opts.Lookup
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -218,7 +296,7 @@ func loadConfig(ctx context.Context, opts loadOptions) (*Config, error) {
 	if path == "" && env.Config != nil {
 		path = *env.Config // empty: keep looking
 	}
-	data, source := defaultConfigYAML, builtinSource
+	data, source := opts.Default, BuiltinSource
 	switch {
 	case path != "":
 		b, err := os.ReadFile(path)
@@ -231,17 +309,48 @@ func loadConfig(ctx context.Context, opts loadOptions) (*Config, error) {
 			data, source = b, "axocoatl.yaml"
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("config: %w", err)
+		} else if data == nil {
+			return nil, errors.New("config: no file given (--config or AXOCOATL_CONFIG) and no ./axocoatl.yaml")
 		}
 	}
-	return parseConfig(source, data, lookup, env, opts.Addr)
+	return parse(source, data, lookup, env, opts.Addr)
 }
 
-func parseConfig(source string, data []byte, lookup yamlconf.Lookup, env envOverrides, addr string) (*Config, error) {
+// Parse reads a config from YAML text with the process's environment
+// (variables and AXOCOATL_* overrides); source names it in errors.
+func Parse(source string, data []byte) (*Config, error) {
+	return ParseWith(context.Background(), source, data, os.LookupEnv)
+}
+
+// ParseWith is Parse with the environment read through lookup.
+func ParseWith(ctx context.Context, source string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	var env envOverrides
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
+		Target:        &env,
+		Lookuper:      envconfig.LookuperFunc(lookup),
+		DefaultNoInit: true,
+	}); err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+	return parse(source, data, lookup, env, "")
+}
+
+func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides, addr string) (*Config, error) {
 	doc, err := yamlconf.Parse(source, data)
 	if err != nil {
 		return nil, err
 	}
 	cfg := &Config{Source: source, doc: doc}
+	var moved []error
+	for key, to := range movedKeys {
+		if doc.Has(key) {
+			moved = append(moved, doc.Errorf(key, "set %s instead (it applies to every door)", to))
+		}
+	}
+	if len(moved) > 0 {
+		slices.SortFunc(moved, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		return nil, errors.Join(moved...)
+	}
 	cfg.Warnings, err = doc.Decode(cfg, lookup)
 	if err != nil {
 		return nil, err
@@ -272,6 +381,10 @@ func parseConfig(source string, data []byte, lookup yamlconf.Lookup, env envOver
 	return cfg, nil
 }
 
+// Errorf returns a *FieldError about key (a dotted path such as
+// "agents[1].id"), at its line in the file.
+func (c *Config) Errorf(key, format string, args ...any) error { return c.errorf(key, format, args...) }
+
 // errorf reports a bad value at key: at the file's line, or, when the
 // value came from the environment or a flag, naming that instead.
 func (c *Config) errorf(key, format string, args ...any) error {
@@ -297,10 +410,13 @@ func (c *Config) validate() error {
 	}
 	if tok := c.Server.APIToken.Reveal(); tok != "" && strings.ContainsAny(tok, " \t\r\n") {
 		errs = append(errs, c.errorf("server.api_token", "must not contain whitespace"))
+	} else if tok != "" && len(tok) < httpguard.MinTokenLength {
+		errs = append(errs, c.errorf("server.api_token", "is %d characters long: use at least %d (for example the output of `openssl rand -hex 24`)", len(tok), httpguard.MinTokenLength))
 	}
 	for i, p := range c.Server.AllowedOrigins {
-		if _, err := path.Match(p, ""); err != nil || p == "" {
-			errs = append(errs, d.Errorf(fmt.Sprintf("server.allowed_origins[%d]", i), "%q is not a valid host pattern", p))
+		if err := httpguard.ValidateOrigins([]string{p}); err != nil {
+			_, msg, _ := strings.Cut(err.Error(), ": ")
+			errs = append(errs, d.Errorf(fmt.Sprintf("server.allowed_origins[%d]", i), "%s", msg))
 		}
 	}
 	if c.Server.RequestTimeout < 0 {
@@ -308,6 +424,9 @@ func (c *Config) validate() error {
 	}
 	if c.Server.BodyTimeout < 0 {
 		errs = append(errs, d.Errorf("server.body_timeout", "must not be negative"))
+	}
+	if c.Server.WriteTimeout < 0 {
+		errs = append(errs, d.Errorf("server.write_timeout", "must not be negative"))
 	}
 	if c.Server.ShutdownGrace < 0 {
 		errs = append(errs, d.Errorf("server.shutdown_grace", "must not be negative"))
@@ -366,9 +485,9 @@ func (c *Config) validate() error {
 	}
 	errs = append(errs, c.Lattice.validate(d)...)
 	// Module sections validate themselves (their Validate methods).
-	for _, section := range []any{&c.MCPClientSection, &c.MCPServerSection, &c.A2ASection} {
-		errs = append(errs, d.ValidateTree("", reflect.ValueOf(section).Elem())...)
-	}
+	errs = append(errs, d.ValidateTree("mcp_servers", reflect.ValueOf(&c.MCPServers).Elem())...)
+	errs = append(errs, d.ValidateTree("mcp_server", reflect.ValueOf(&c.MCPServer).Elem())...)
+	errs = append(errs, d.ValidateTree("a2a", reflect.ValueOf(&c.A2A).Elem())...)
 	return errors.Join(errs...)
 }
 
@@ -384,20 +503,22 @@ func agentErrorKey(at, msg string) (key, rest string) {
 	return at, msg
 }
 
-// errRefuseUnauthenticated is returned when serving on a non-loopback
+// ErrRefuseUnauthenticated is returned by CheckListen for a non-loopback
 // address without a token.
-var errRefuseUnauthenticated = errors.New("refusing to serve without authentication on a non-loopback address")
+var ErrRefuseUnauthenticated = errors.New("refusing to serve without authentication on a non-loopback address")
 
-// checkListen refuses a public listener without a token.
-func (c *Config) checkListen() error {
+// CheckListen refuses a public listener without a token, unless
+// server.allow_unauthenticated says so.
+func (c *Config) CheckListen() error {
 	s := c.Server
-	if !s.APIToken.IsZero() || s.AllowUnauthenticated || isLoopback(s.Addr) {
+	if !s.APIToken.IsZero() || s.AllowUnauthenticated || IsLoopback(s.Addr) {
 		return nil
 	}
-	return fmt.Errorf("%w: server.addr is %s; set server.api_token (or AXOCOATL_API_TOKEN), listen on 127.0.0.1, or set server.allow_unauthenticated: true", errRefuseUnauthenticated, s.Addr)
+	return fmt.Errorf("%w: server.addr is %s; set server.api_token (or AXOCOATL_API_TOKEN), listen on 127.0.0.1, or set server.allow_unauthenticated: true", ErrRefuseUnauthenticated, s.Addr)
 }
 
-func isLoopback(addr string) bool {
+// IsLoopback reports whether a listen address is on loopback.
+func IsLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false
@@ -409,8 +530,9 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// newLogger builds the logger the config asks for, writing to w.
-func (c *Config) newLogger(w io.Writer) *slog.Logger {
+// NewLogger builds the logger the config asks for (log.level, log.format),
+// writing to w.
+func (c *Config) NewLogger(w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Log.Level))
 	if c.Log.Level == "" {
@@ -425,11 +547,12 @@ func (c *Config) newLogger(w io.Writer) *slog.Logger {
 
 var secretType = reflect.TypeFor[secret.Secret]()
 
-// secrets returns every secret value in the config: the API token, model
+// Secrets returns every secret value in the config: the API token, model
 // provider keys, MCP servers' env and headers, and whatever a section adds
-// later. Modules that pass outside text along (MCP servers' stderr and
-// errors) scrub them all, since a child process may know any of them.
-func (c *Config) secrets() []secret.Secret {
+// later (found by type, so new sections are covered). Modules that pass
+// outside text along (MCP servers' stderr and errors) scrub them all, since
+// a child process may know any of them.
+func (c *Config) Secrets() []secret.Secret {
 	var out []secret.Secret
 	var walk func(v reflect.Value)
 	walk = func(v reflect.Value) {

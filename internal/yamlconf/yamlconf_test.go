@@ -181,7 +181,7 @@ func TestEmptyFile(t *testing.T) {
 }
 
 // FuzzLoad: any text gives a config or an *Error naming the file; never a
-// panic. Run: go test -fuzz FuzzLoad ./examples/daemon/internal/yamlconf/
+// panic. Run: go test -fuzz FuzzLoad ./internal/yamlconf/
 func FuzzLoad(f *testing.F) {
 	for _, seed := range []string{
 		"name: x\nitems:\n  - id: a\n    timeout: 1s\n",

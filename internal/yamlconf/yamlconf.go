@@ -498,24 +498,35 @@ func (d *Doc) Errorf(path, format string, args ...any) *Error {
 }
 
 // Line returns the line of the key at path (for list items, of the item),
-// or 0 when the file does not have it.
+// or, when the file does not have it, of its nearest ancestor that it has
+// (0 for none).
 func (d *Doc) Line(path string) int {
+	line, _ := d.find(path)
+	return line
+}
+
+// Has reports whether the file has the key at path.
+func (d *Doc) Has(path string) bool {
+	_, found := d.find(path)
+	return found
+}
+
+func (d *Doc) find(path string) (line int, found bool) {
 	if d == nil || d.root == nil || path == "" {
-		return 0
+		return 0, false
 	}
 	n := d.root
-	line := 0
 	for _, seg := range splitPath(path) {
 		switch {
 		case seg.index >= 0:
 			if n.Kind != yaml.SequenceNode || seg.index >= len(n.Content) {
-				return line
+				return line, false
 			}
 			n = n.Content[seg.index]
 			line = n.Line
 		default:
 			if n.Kind != yaml.MappingNode {
-				return line
+				return line, false
 			}
 			var next *yaml.Node
 			for i := 0; i+1 < len(n.Content); i += 2 {
@@ -526,12 +537,12 @@ func (d *Doc) Line(path string) int {
 				}
 			}
 			if next == nil {
-				return line
+				return line, false
 			}
 			n = next
 		}
 	}
-	return line
+	return line, true
 }
 
 type segment struct {

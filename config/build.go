@@ -1,0 +1,151 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/a2a"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/lattice"
+	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
+	"github.com/axocoatl/axocoatl-go/mcpclient"
+	"github.com/axocoatl/axocoatl-go/mcpserver"
+)
+
+// Runtime is an Engine built from a Config, with the modules the config
+// asks for started on it. Modules a config does not use are nil.
+type Runtime struct {
+	Engine *axocoatl.Engine
+	// MCPClient connects mcp_servers; nil when there are none.
+	MCPClient *mcpclient.Module
+	// MCPServer serves the agents as MCP tools (/mcp and stdio).
+	MCPServer *mcpserver.Server
+	// A2A serves the A2A doors.
+	A2A *a2a.Handler
+
+	// bus is closed after the Engine when Build opened it (NATS).
+	bus lattice.Bus
+}
+
+// BuildOptions tune Build. The zero value is usable.
+type BuildOptions struct {
+	// Logger receives the Engine's and the modules' logs. Zero: discard.
+	Logger *slog.Logger
+	// Version is what the MCP server reports when mcp_server.version is
+	// unset. Zero: the mcpserver default.
+	Version string
+}
+
+// Build makes the Engine of c: its lattice, its HTTP guard, the agents with
+// their providers, then the modules (the MCP client first, so that its tools
+// exist for the doors). MCP servers connect in the background: Runtime's
+// MCPClient.Ready waits for their first attempts. On error nothing is left
+// running.
+func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	bus, err := c.Lattice.Open()
+	if err != nil {
+		return nil, c.errorf("lattice.nats_url", "%v", err)
+	}
+	rt := &Runtime{bus: bus}
+	rt.Engine = axocoatl.New(axocoatl.Options{Logger: log, Bus: bus, HTTP: c.HTTPOptions()})
+	fail := func(err error) (*Runtime, error) {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, rt.Close(closeCtx))
+	}
+	for i, spec := range c.Agents {
+		kind := spec.Provider
+		if kind == "" {
+			kind = provider.Echo
+			spec.Provider = kind
+		}
+		model, err := provider.New(kind, c.Providers[kind])
+		if err != nil {
+			return fail(c.errorf(fmt.Sprintf("agents[%d].provider", i), "%v", err))
+		}
+		if err := rt.Engine.AddAgent(spec, model); err != nil {
+			return fail(c.errorf(fmt.Sprintf("agents[%d]", i), "%v", err))
+		}
+	}
+	if len(c.MCPServers) > 0 {
+		// A stdio server inheriting the environment can read the daemon's
+		// own credentials: whatever a server says is scrubbed of them all.
+		m, err := mcpclient.New(mcpclient.Config{Servers: c.MCPServers, Scrub: c.Secrets()})
+		if err != nil {
+			return fail(fmt.Errorf("mcp_servers: %w", err))
+		}
+		if err := rt.Engine.Use(ctx, m); err != nil {
+			return fail(err)
+		}
+		rt.MCPClient = m
+	}
+	mcpCfg := c.MCPServer
+	if mcpCfg.Version == "" {
+		mcpCfg.Version = opts.Version
+	}
+	if rt.MCPServer, err = mcpserver.New(mcpCfg); err == nil {
+		err = rt.Engine.Use(ctx, rt.MCPServer)
+	}
+	if err != nil {
+		return fail(fmt.Errorf("mcp_server: %w", err))
+	}
+	if rt.A2A, err = a2a.New(c.A2A); err == nil {
+		err = rt.Engine.Use(ctx, rt.A2A)
+	}
+	if err != nil {
+		return fail(fmt.Errorf("a2a: %w", err))
+	}
+	return rt, nil
+}
+
+// Mount routes the modules' HTTP doors on mux at the contract's paths:
+// /mcp, the A2A cards, /a2a and /a2a/… . Each is guarded by the Engine.
+func (rt *Runtime) Mount(mux *http.ServeMux) {
+	mux.Handle("/mcp", rt.MCPServer)
+	for _, p := range a2a.Paths() {
+		mux.Handle(p, rt.A2A)
+	}
+}
+
+// Close stops the Engine (in-flight runs may finish within ctx, then are
+// cancelled; modules stop) and then the bus Build opened.
+func (rt *Runtime) Close(ctx context.Context) error {
+	err := rt.Engine.Close(ctx)
+	if rt.bus != nil {
+		err = errors.Join(err, rt.bus.Close())
+	}
+	return err
+}
+
+// natsConnectTimeout bounds dialing NATS at boot.
+const natsConnectTimeout = 5 * time.Second
+
+// Open returns the NATS bus when the section asks for it (the caller closes
+// it); nil means the Engine's own in-memory bus.
+func (l LatticeConfig) Open() (lattice.Bus, error) {
+	if l.Backend != "nats" {
+		return nil, nil
+	}
+	u := l.NATSURL
+	if u == "" {
+		u = DefaultNATSURL
+	}
+	bus, err := latticenats.Connect(u, latticenats.Options{Prefix: l.Prefix},
+		natsgo.Name("axocoatl"), natsgo.Timeout(natsConnectTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("NATS at %s: %w", httpguard.RedactURLs(u), err)
+	}
+	return bus, nil
+}
