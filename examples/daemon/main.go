@@ -242,3 +242,22 @@ func buildVersion() (version, commit, goVersion string) {
 	}
 	return
 }
+
+func runDoctor(ctx context.Context, c *cli, args []string) int {
+	var cf configFlags
+	fs := newFlags(c, "doctor", "doctor [--config PATH]", &cf, false)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	cfg, ok := c.load(ctx, cf)
+	if !ok {
+		fmt.Fprintln(c.stdout, "FAIL config: see the errors above")
+		return exitFail
+	}
+	r := cfg.Doctor(ctx)
+	r.Print(c.stdout)
+	if r.Failed() {
+		return exitFail
+	}
+	return exitOK
+}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"context"
@@ -12,31 +12,32 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent/provider"
-	"github.com/axocoatl/axocoatl-go/config"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
 
-// doctorReport collects check results. Module doctor hooks add to it;
-// nothing added may contain a secret (print hosts, never URLs with
+// Report is what Doctor found: one line per check, and the hosts that
+// receive requests. Nothing in it contains a secret (hosts, never URLs with
 // credentials or header values).
-type doctorReport struct {
+type Report struct {
 	mu     sync.Mutex
 	lines  []string
 	egress map[string][]string // host → who sends there
 	failed bool
 }
 
-// ok records a passed check.
-func (r *doctorReport) ok(check, detail string) { r.add("ok  ", check, detail, false) }
+// Failed reports whether any check failed.
+func (r *Report) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
 
-// fail records a failed check; doctor exits 1.
-func (r *doctorReport) fail(check, detail string) { r.add("FAIL", check, detail, true) }
+func (r *Report) ok(check, detail string)   { r.add("ok  ", check, detail, false) }
+func (r *Report) fail(check, detail string) { r.add("FAIL", check, detail, true) }
+func (r *Report) warn(check, detail string) { r.add("warn", check, detail, false) }
 
-// warn records something worth knowing that does not fail.
-func (r *doctorReport) warn(check, detail string) { r.add("warn", check, detail, false) }
-
-func (r *doctorReport) add(mark, check, detail string, failed bool) {
+func (r *Report) add(mark, check, detail string, failed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lines = append(r.lines, fmt.Sprintf("%s %s: %s", mark, check, detail))
@@ -44,7 +45,7 @@ func (r *doctorReport) add(mark, check, detail string, failed bool) {
 }
 
 // addEgress records that who sends requests to host (host[:port]).
-func (r *doctorReport) addEgress(host, who string) {
+func (r *Report) addEgress(host, who string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.egress == nil {
@@ -55,7 +56,8 @@ func (r *doctorReport) addEgress(host, who string) {
 	}
 }
 
-func (r *doctorReport) print(w io.Writer) {
+// Print writes the checks, then exactly which hosts receive egress.
+func (r *Report) Print(w io.Writer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, l := range r.lines {
@@ -77,38 +79,28 @@ func (r *doctorReport) print(w io.Writer) {
 	}
 }
 
-func runDoctor(ctx context.Context, c *cli, args []string) int {
-	var cf configFlags
-	fs := newFlags(c, "doctor", "doctor [--config PATH]", &cf, false)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	cfg, ok := c.load(ctx, cf)
-	if !ok {
-		fmt.Fprintln(c.stdout, "FAIL config: see the errors above")
-		return exitFail
-	}
-	r := &doctorReport{}
-	r.ok("config", fmt.Sprintf("%s (%d agents)", cfg.Source, len(cfg.Agents)))
-	if err := cfg.CheckListen(); err != nil {
+// Doctor checks what a config will reach without booting an Engine: that
+// the listen address can be bound, every provider an agent uses (one cheap
+// authenticated call each), the lattice, and every MCP server (connect and
+// list tools), concurrently; and it records where egress goes.
+func (c *Config) Doctor(ctx context.Context) *Report {
+	r := &Report{}
+	r.ok("config", fmt.Sprintf("%s (%d agents)", c.Source, len(c.Agents)))
+	if err := c.CheckListen(); err != nil {
 		r.fail("listen", err.Error())
-	} else if ln, err := net.Listen("tcp", cfg.Server.Addr); err != nil {
-		r.fail("listen", fmt.Sprintf("%s cannot be bound: %v (choose another with --addr or AXOCOATL_ADDR)", cfg.Server.Addr, err))
+	} else if ln, err := net.Listen("tcp", c.Server.Addr); err != nil {
+		r.fail("listen", fmt.Sprintf("%s cannot be bound: %v (choose another with --addr or AXOCOATL_ADDR)", c.Server.Addr, err))
 	} else {
 		ln.Close()
-		r.ok("listen", cfg.Server.Addr+authNote(cfg))
+		r.ok("listen", c.Server.Addr+authNote(c))
 	}
-	checkProviders(ctx, cfg, r)
-	checkLattice(cfg, r)
-	checkMCPServers(ctx, cfg, r)
-	r.print(c.stdout)
-	if r.failed {
-		return exitFail
-	}
-	return exitOK
+	checkProviders(ctx, c, r)
+	checkLattice(c, r)
+	checkMCPServers(ctx, c, r)
+	return r
 }
 
-func authNote(cfg *config.Config) string {
+func authNote(cfg *Config) string {
 	if cfg.Server.APIToken.IsZero() {
 		return " (no API token)"
 	}
@@ -133,7 +125,7 @@ const doctorTimeout = 10 * time.Second
 
 // checkProviders probes every provider an agent uses with provider.Check
 // (one cheap authenticated call), concurrently.
-func checkProviders(ctx context.Context, cfg *config.Config, r *doctorReport) {
+func checkProviders(ctx context.Context, cfg *Config, r *Report) {
 	users := map[string][]string{}
 	for _, a := range cfg.Agents {
 		kind := a.Provider
@@ -193,14 +185,14 @@ func checkProviders(ctx context.Context, cfg *config.Config, r *doctorReport) {
 }
 
 // checkLattice dials NATS when the lattice runs on it.
-func checkLattice(cfg *config.Config, r *doctorReport) {
+func checkLattice(cfg *Config, r *Report) {
 	if cfg.Lattice.Backend != "nats" {
 		r.ok("lattice", "in-memory (this process only)")
 		return
 	}
 	u := cfg.Lattice.NATSURL
 	if u == "" {
-		u = config.DefaultNATSURL
+		u = DefaultNATSURL
 	}
 	for _, p := range strings.Split(u, ",") {
 		if pu, err := url.Parse(strings.TrimSpace(p)); err == nil && pu.Host != "" {
@@ -218,7 +210,7 @@ func checkLattice(cfg *config.Config, r *doctorReport) {
 
 // checkMCPServers connects to every MCP server at once, lists its tools and
 // records the hosts of the HTTP servers as egress.
-func checkMCPServers(ctx context.Context, cfg *config.Config, r *doctorReport) {
+func checkMCPServers(ctx context.Context, cfg *Config, r *Report) {
 	scrub := cfg.Secrets()
 	var wg sync.WaitGroup
 	for _, sc := range cfg.MCPServers {
