@@ -129,9 +129,11 @@ func newEngineWith(log *slog.Logger, opts axocoatl.HTTPOptions) (eng *axocoatl.E
 	failing, err := provider.New(provider.OpenAI, provider.Config{BaseURL: upstream.URL + "/v1", APIKey: secret.Secret("sk-test"), MaxRetries: -1})
 	must(err)
 	eng = axocoatl.New(axocoatl.Options{Logger: log, HTTP: opts})
-	must(eng.AddAgent(agent.Spec{ID: "echo", Name: "Echo", Description: "Repeats its input.", Provider: provider.Echo}, provider.EchoModel{}))
+	must(eng.AddAgent(agent.Spec{ID: "echo", Name: "Echo", Description: "Repeats its input."}, provider.EchoModel{}))
 	must(eng.AddAgent(agent.Spec{ID: "broken", Name: "Broken", Provider: provider.OpenAI, Model: "gpt-x", Tools: []string{}}, failing))
-	must(eng.AddAgent(agent.Spec{ID: "worker", Name: "Worker", Provider: provider.OpenAI}, &toolUser{}))
+	// The hints come from the model, not the spec's provider string: a
+	// host's own model that says "echo" is still open world.
+	must(eng.AddAgent(agent.Spec{ID: "worker", Name: "Worker", Provider: provider.Echo}, &toolUser{}))
 	must(eng.RegisterTool(axocoatl.Tool{Name: "clock", Description: "tells the time", Call: func(ctx context.Context, _ axocoatl.ToolCall) (axocoatl.ToolResult, error) {
 		return axocoatl.ToolResult{Content: "noon"}, nil
 	}}))

@@ -101,7 +101,13 @@ type testDaemon struct {
 // 127.0.0.1:0 and stops it when the test ends.
 func startDaemon(t *testing.T, configText string, env map[string]string) *testDaemon {
 	t.Helper()
-	args := []string{"serve", "--addr", "127.0.0.1:0"}
+	return startDaemonAt(t, "127.0.0.1:0", configText, env)
+}
+
+// startDaemonAt is startDaemon listening on addr.
+func startDaemonAt(t *testing.T, addr, configText string, env map[string]string) *testDaemon {
+	t.Helper()
+	args := []string{"serve", "--addr", addr}
 	if configText != "" {
 		args = append(args, "--config", writeConfig(t, configText))
 	}

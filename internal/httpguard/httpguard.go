@@ -297,8 +297,10 @@ func (g *Guard) OriginAllowed(r *http.Request) error {
 }
 
 // pattern is one allowed_origins entry: an optional scheme, a host glob
-// (path.Match syntax, so "*" is one DNS label or more, never a "/") and an
-// optional port glob. Without a port, any port matches.
+// (path.Match syntax, so "*" matches within a name, never a "/") and an
+// optional port glob. With a scheme the entry is an origin: without a port
+// it means the scheme's default port. Without a scheme it is a host
+// pattern: any scheme, and any port unless one is given.
 type pattern struct {
 	scheme string // "", "http" or "https"
 	host   string // lower case glob
@@ -352,14 +354,19 @@ func (p pattern) matchOrigin(u *url.URL) bool {
 	if !p.matchHost(strings.ToLower(u.Hostname())) {
 		return false
 	}
-	if p.port == "" {
-		return true
+	defaultPort := map[string]string{"http": "80", "https": "443"}
+	want := p.port
+	if want == "" {
+		if p.scheme == "" {
+			return true
+		}
+		want = defaultPort[p.scheme]
 	}
 	port := u.Port()
 	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		port = defaultPort[u.Scheme]
 	}
-	ok, _ := path.Match(p.port, port)
+	ok, _ := path.Match(want, port)
 	return ok
 }
 

@@ -14,6 +14,7 @@ package yamlconf
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -330,6 +331,9 @@ func (c *checker) expand(n *yaml.Node, path string, lookup Lookup) {
 			c.expand(n.Alias, path, lookup)
 		}
 	case yaml.ScalarNode:
+		if strings.HasSuffix(path, "_bytes") && !c.done[n] {
+			defer byteSize(n) // after expansion: ${SIZE:-8MiB}
+		}
 		if c.done[n] || !strings.Contains(n.Value, "${") {
 			return
 		}
@@ -355,6 +359,28 @@ func (c *checker) expand(n *yaml.Node, path string, lookup Lookup) {
 			}
 		}
 	}
+}
+
+// sizePattern is a byte count with a unit, as *_bytes keys take it.
+var sizePattern = regexp.MustCompile(`^([0-9]+)\s*(B|KB|MB|GB|KiB|MiB|GiB)$`)
+
+var sizeUnits = map[string]int64{"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+// byteSize turns "8MiB" or "512 KB" into a count of bytes, for keys named
+// *_bytes; a plain number is left as is, anything else to the decoder's
+// type error.
+func byteSize(n *yaml.Node) {
+	m := sizePattern.FindStringSubmatch(strings.TrimSpace(n.Value))
+	if m == nil {
+		return
+	}
+	v, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil || v > math.MaxInt64/sizeUnits[m[2]] {
+		return
+	}
+	n.Value = strconv.FormatInt(v*sizeUnits[m[2]], 10)
+	n.Tag = "!!int"
+	n.Style = 0
 }
 
 var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
