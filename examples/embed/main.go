@@ -1,8 +1,11 @@
 // Command embed mounts axocoatl into an existing net/http service: the host
-// keeps its own mux and routes, and adds one that runs an agent.
+// keeps its own mux and routes, and adds two agents, reachable from its own
+// route, over MCP and over A2A, all under the prefix /ai/.
 //
 //	go run ./examples/embed
 //	curl -s localhost:8081/ask -d 'what is MCP?'
+//	curl -s localhost:8081/ai/.well-known/agent-card.json   # A2A card; clients take http://localhost:8081/ai as base URL
+//	# MCP clients connect to http://localhost:8081/ai/mcp (tools agent_helper, agent_shouter)
 package main
 
 import (
@@ -15,12 +18,15 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/lattice"
+	"github.com/axocoatl/axocoatl-go/mcpserver"
 )
 
 func main() {
@@ -35,19 +41,56 @@ func main() {
 	}
 }
 
-// run serves until ctx ends, then lets in-flight requests and runs finish.
+// shout is a host's own model: it answers in capitals. Any agent.Model works
+// (provider.New("openai", provider.Config{...}) for a real one).
+type shout struct{}
+
+func (shout) Generate(_ context.Context, req *agent.Request) (*agent.Response, error) {
+	if len(req.Messages) == 0 {
+		return &agent.Response{}, nil
+	}
+	return &agent.Response{Content: strings.ToUpper(req.Messages[len(req.Messages)-1].Content)}, nil
+}
+
+// run listens on addr and serves until ctx ends.
 func run(ctx context.Context, addr string, log *slog.Logger) error {
-	// The Engine: one agent on the offline echo model. Swap in
-	// provider.New("openai", provider.Config{...}) for a real model.
-	engine := axocoatl.New(axocoatl.Options{Logger: log})
-	if err := engine.AddAgent(agent.Spec{ID: "helper", Description: "Answers questions."}, provider.EchoModel{}); err != nil {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
 		return err
+	}
+	return serve(ctx, ln, log)
+}
+
+// serve serves on ln until ctx ends, then lets in-flight requests and runs
+// finish. It closes ln.
+func serve(ctx context.Context, ln net.Listener, log *slog.Logger) error {
+	// The Engine and its agents; the modules are started by Use and
+	// stopped by engine.Close.
+	engine := axocoatl.New(axocoatl.Options{Logger: log})
+	mcpSrv, err := mcpserver.New(mcpserver.Config{})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	a2aDoor, err := a2a.New(a2a.Config{Name: "embed-example"})
+	if err == nil {
+		err = errors.Join(
+			engine.AddAgent(agent.Spec{ID: "helper", Description: "Repeats the question."}, provider.EchoModel{}),
+			engine.AddAgent(agent.Spec{ID: "shouter", Description: "Answers in capitals."}, shout{}),
+			engine.Use(ctx, mcpSrv),
+			engine.Use(ctx, a2aDoor),
+		)
+	}
+	if err != nil {
+		ln.Close()
+		return errors.Join(err, engine.Close(context.Background()))
 	}
 
 	// React to what agents do: every finished task is on the lattice.
 	sub, err := engine.Bus().Subscribe(lattice.Filter{Types: []string{lattice.TaskCompleted, lattice.AgentFailed}}, 0)
 	if err != nil {
-		return err
+		ln.Close()
+		return errors.Join(err, engine.Close(context.Background()))
 	}
 	logged := make(chan struct{})
 	go func() {
@@ -57,9 +100,17 @@ func run(ctx context.Context, addr string, log *slog.Logger) error {
 		}
 	}()
 
-	// The host's own mux, with the agent behind one of its routes.
+	// The agents' doors, relative to /ai: MCP at /mcp, A2A at its paths.
+	ai := http.NewServeMux()
+	ai.Handle("/mcp", mcpSrv)
+	for _, p := range a2a.Paths() {
+		ai.Handle(p, a2aDoor)
+	}
+
+	// The host's own mux: its routes, and the agents under /ai/.
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "the host's own page\n") })
+	mux.Handle("/ai/", http.StripPrefix("/ai", ai))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "the host's own page\n") })
 	mux.HandleFunc("POST /ask", func(w http.ResponseWriter, r *http.Request) {
 		question, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 		if err != nil {
@@ -74,28 +125,30 @@ func run(ctx context.Context, addr string, log *slog.Logger) error {
 		io.WriteString(w, res.Output+"\n")
 	})
 
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String())
 
+	var serveErr error
 	select {
-	case err := <-served: // the listener failed
-		engine.Close(context.Background())
-		<-logged
-		return err
+	case serveErr = <-served: // the listener failed
 	case <-ctx.Done():
 	}
-	// Serve returns as soon as Shutdown begins: wait for Shutdown itself,
-	// then for the Engine, so in-flight requests and runs finish.
+	// Shutdown waits for in-flight requests, but an MCP client's GET
+	// stream lasts as long as its session, which engine.Close ends: run
+	// both at once. engine.Close lets in-flight runs finish first.
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = errors.Join(srv.Shutdown(shutdown), engine.Close(shutdown))
-	<-served // http.ErrServerClosed
+	closed := make(chan error, 1)
+	go func() { closed <- engine.Close(shutdown) }()
+	err = errors.Join(srv.Shutdown(shutdown), <-closed)
+	if serveErr == nil {
+		serveErr = <-served // http.ErrServerClosed
+	}
 	<-logged
-	return err
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return errors.Join(serveErr, err)
 }
