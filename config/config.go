@@ -1,6 +1,6 @@
-// Package config reads the daemon's YAML file (shared/CONTRACT §2 of the
-// project: server, providers, agents, mcp_servers, mcp_server, a2a,
-// lattice, …) into plain structs and builds an Engine with its modules from
+// Package config reads the daemon's YAML file (server, providers, agents,
+// mcp_servers, mcp_server, a2a, lattice, …; the README's "Config" section)
+// into plain structs and builds an Engine with its modules from
 // it. The daemon in examples/daemon is a thin CLI over this package; a host
 // loads the same file and gets the same Engine, or takes only the sections
 // it wants (each section is the module's own Config struct).

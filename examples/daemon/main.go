@@ -1,4 +1,4 @@
-// Command axocoatl is the turnkey daemon (CONTRACT §1): it loads a YAML
+// Command axocoatl is the turnkey daemon: it loads a YAML
 // config (or the built-in default: one echo agent on 127.0.0.1:8080), boots
 // the Engine with its modules and serves the HTTP API, the WebSocket event
 // stream, metrics and the dashboard.

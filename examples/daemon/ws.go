@@ -17,7 +17,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
-// Frames of the event stream (CONTRACT §4).
+// Frames of the event stream (the README's "WebSocket" paragraph).
 type (
 	readyFrame struct {
 		Kind             string `json:"kind"` // ready

@@ -91,7 +91,7 @@ func (s *flowScanner) line(line []byte) []byte {
 			s.depth++
 		case inFlow && bytes.IndexByte([]byte(" \t\r\n,:?-&*!|>%@`"), c) < 0:
 			j, hasVar := flowScalarEnd(line, i)
-			if hasVar && bytes.IndexAny(line[i:j], `"\`) < 0 {
+			if hasVar && !bytes.ContainsAny(line[i:j], `"\`) {
 				spans = append(spans, [2]int{i, j})
 			}
 			i = j - 1

@@ -335,7 +335,7 @@ items:
 
 	// Escaped ($${) and embedded variables, as in the contract's
 	// `headers: { Authorization: Bearer ${SEARCH_TOKEN} }`.
-	_, c, _, err = load(t, "headers: { K: $${A}, L: Bearer ${A}, M: [x] }\n", vars)
+	_, _, _, err = load(t, "headers: { K: $${A}, L: Bearer ${A}, M: [x] }\n", vars)
 	if err == nil || !strings.Contains(err.Error(), "c.yaml:1: headers.M") {
 		t.Fatalf("err = %v, want the list-for-a-string error at headers.M", err)
 	}
