@@ -83,13 +83,64 @@ func renderInput(raw json.RawMessage) (string, error) {
 		}
 		return s, nil
 	case '{':
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, raw, "", "  "); err != nil {
-			return "", fmt.Errorf("input: %w", err)
-		}
-		return buf.String(), nil
+		return indentBounded(raw)
 	}
 	return "", errors.New("input must be a string or a JSON object")
+}
+
+// indentBounded renders a JSON object indented for the model, refusing
+// one whose indentation would make it a large multiple of itself: two
+// spaces per level makes a deeply nested object grow with the square of
+// its depth (20 KB nested 10,000 deep is 190 MB indented).
+func indentBounded(raw json.RawMessage) (string, error) {
+	limit := maxRendered(len(raw))
+	if indentedSizeBound(raw) > limit {
+		return "", fmt.Errorf("input: indented for the model it would exceed %d bytes (4× its size + 64 KiB): send a flatter object, or a string", limit)
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return "", fmt.Errorf("input: %w", err)
+	}
+	return buf.String(), nil
+}
+
+// maxRendered bounds the indented rendering of an input of n bytes.
+func maxRendered(n int) int { return 4*n + 64<<10 }
+
+// indentedSizeBound is an upper bound of json.Indent's output for raw with
+// a two-space indent: every structural character may start a new line
+// indented to the deepest level, every colon gains a space. One pass, no
+// allocation; strings are skipped.
+func indentedSizeBound(raw []byte) int {
+	depth, maxDepth, breaks, colons := 0, 0, 0, 0
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			maxDepth = max(maxDepth, depth)
+			breaks++
+		case c == '}' || c == ']':
+			depth--
+			breaks++
+		case c == ',':
+			breaks++
+		case c == ':':
+			colons++
+		}
+	}
+	return len(raw) + colons + breaks*(1+2*maxDepth)
 }
 
 // serveTasks answers POST /a2a/tasks: 400 for a bad request, 404 for an

@@ -1,0 +1,30 @@
+package a2a_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/axocoatl/axocoatl-go/a2a"
+)
+
+// An answer is never a large multiple of its request: an object input
+// nested 5,000 deep (25 KB) would be 50 MB indented for the model; it
+// gets a 400 naming the limit, in a small answer, while an ordinary object
+// is still rendered indented.
+func TestDeepObjectInputBounded(t *testing.T) {
+	f := newFixture(t, a2a.Config{})
+	deep := strings.Repeat(`{"a":`, 5000) + "1" + strings.Repeat("}", 5000)
+	status, out := post(t, f, "/a2a/tasks", `{"receiver_id":"assistant","input":`+deep+`}`)
+	if status != http.StatusBadRequest || !strings.Contains(out, "bytes (4× its size + 64 KiB)") || len(out) > 1024 {
+		t.Fatalf("deep object: %d, %d bytes: %.300s", status, len(out), out)
+	}
+	status, out = post(t, f, "/a2a/tasks", `{"receiver_id":"assistant","input":{"city":"Oaxaca","days":[1,2]}}`)
+	var res struct {
+		Output struct{ Content string }
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || status != http.StatusOK || res.Output.Content != "{\n  \"city\": \"Oaxaca\",\n  \"days\": [\n    1,\n    2\n  ]\n}" {
+		t.Fatalf("ordinary object: %d %s", status, out)
+	}
+}
