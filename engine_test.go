@@ -1,9 +1,11 @@
 package axocoatl_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -448,5 +450,32 @@ func TestToolCallEventPayloads(t *testing.T) {
 		if c.err != "" && result["error"] != c.err {
 			t.Fatalf("%s: error in payload %q", c.tool, result["error"])
 		}
+	}
+}
+
+// A client's cancel is not the agent failing: AgentFailed says canceled,
+// and the log line is at info, not a warning; a timeout stays a failure.
+func TestCancelIsNotAFailure(t *testing.T) {
+	var logs bytes.Buffer
+	e := axocoatl.New(axocoatl.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer e.Close(context.Background())
+	m := blockingModel{make(chan struct{})}
+	must(t, e.AddAgent(agent.Spec{ID: "hang"}, m))
+	must(t, e.AddAgent(agent.Spec{ID: "slow", Timeout: 20 * time.Millisecond}, blockingModel{make(chan struct{})}))
+	sub := subscribe(t, e, lattice.AgentFailed)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-m.started; cancel() }()
+	if _, err := e.Execute(ctx, "hang", "x"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, p := next(t, sub); p["canceled"] != true {
+		t.Errorf("AgentFailed payload %v, want canceled: true", p)
+	}
+	e.Execute(context.Background(), "slow", "x")
+	if _, p := next(t, sub); p["canceled"] != nil {
+		t.Errorf("timeout payload %v says canceled", p)
+	}
+	if out := logs.String(); !strings.Contains(out, "level=INFO msg=\"task canceled\"") || strings.Count(out, "level=WARN") != 1 {
+		t.Errorf("logs:\n%s", out)
 	}
 }

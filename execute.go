@@ -79,11 +79,22 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	res.Duration = time.Since(start)
 	if err != nil {
 		err = e.runError(ctx, a.spec, err)
+		// A cancel (the client's notifications/cancelled, tasks/cancel, a
+		// client gone) is not the agent failing: the event says so and it
+		// is logged at info.
+		canceled := errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed)
 		p := newPayload()
 		p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("error", err.Error()).
 			int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
+		if canceled {
+			p.bool("canceled", true)
+		}
 		e.publishEvent(ctx, event(lattice.AgentFailed, req.AgentID, time.Now(), p.done()))
-		e.log.Warn("task failed", "agent", req.AgentID, "task", req.TaskID, "error", err)
+		if canceled {
+			e.log.Info("task canceled", "agent", req.AgentID, "task", req.TaskID, "source", req.Source)
+		} else {
+			e.log.Warn("task failed", "agent", req.AgentID, "task", req.TaskID, "error", err)
+		}
 		return res, err
 	}
 	res.Output = out

@@ -33,6 +33,12 @@ type Runtime struct {
 
 	// bus is closed after the Engine when Build opened it (NATS).
 	bus lattice.Bus
+	// mcpReady is closed when every MCP server finished its first connect
+	// attempt; the goroutine that waits for it ends by then or on Close
+	// (stopWaiting, waited).
+	mcpReady    chan struct{}
+	stopWaiting context.CancelFunc
+	waited      chan struct{}
 }
 
 // BuildOptions tune Build. The zero value is usable.
@@ -90,6 +96,15 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 			return fail(err)
 		}
 		rt.MCPClient = m
+		rt.mcpReady, rt.waited = make(chan struct{}), make(chan struct{})
+		var waitCtx context.Context
+		waitCtx, rt.stopWaiting = context.WithCancel(context.Background())
+		go func() {
+			defer close(rt.waited)
+			if m.Ready(waitCtx) == nil || waitCtx.Err() == nil {
+				close(rt.mcpReady)
+			}
+		}()
 	}
 	mcpCfg := c.MCPServer
 	if mcpCfg.Version == "" {
@@ -122,6 +137,10 @@ func (rt *Runtime) Mount(mux *http.ServeMux) {
 // Close stops the Engine (in-flight runs may finish within ctx, then are
 // cancelled; modules stop) and then the bus Build opened.
 func (rt *Runtime) Close(ctx context.Context) error {
+	if rt.stopWaiting != nil {
+		rt.stopWaiting()
+		<-rt.waited
+	}
 	err := rt.Engine.Close(ctx)
 	if rt.bus != nil {
 		err = errors.Join(err, rt.bus.Close())
@@ -148,4 +167,66 @@ func (l LatticeConfig) Open() (lattice.Bus, error) {
 		return nil, fmt.Errorf("NATS at %s: %w", httpguard.RedactURLs(u), err)
 	}
 	return bus, nil
+}
+
+// MCPReady reports whether every MCP server has finished its first connect
+// attempt (successful or not, each bounded by its timeout); true when there
+// are none. Until then, agents run without those servers' tools.
+func (rt *Runtime) MCPReady() bool {
+	if rt.mcpReady == nil {
+		return true
+	}
+	select {
+	case <-rt.mcpReady:
+		return true
+	default:
+		return false
+	}
+}
+
+// MCPStatus reports each MCP server (nil when there are none).
+func (rt *Runtime) MCPStatus() []mcpclient.ServerStatus {
+	if rt.MCPClient == nil {
+		return nil
+	}
+	return rt.MCPClient.Status()
+}
+
+// ToolInfo is a registered tool as an operator sees it.
+type ToolInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Server is the MCP server (or other source) the tool comes from; ""
+	// for a host's own tools.
+	Server string `json:"server,omitempty"`
+	// ServerState is "connected" or "disconnected" for an MCP server's
+	// tool, "" otherwise.
+	ServerState string `json:"server_state,omitempty"`
+	// Agents are the agents whose tools: allow-list admits the tool.
+	Agents []string `json:"agents"`
+}
+
+// Tools lists every registered tool with its source, that source's state
+// and the agents that may call it, sorted by name.
+func (rt *Runtime) Tools() []ToolInfo {
+	states := map[string]string{}
+	for _, s := range rt.MCPStatus() {
+		states[s.Name] = "disconnected"
+		if s.Connected {
+			states[s.Name] = "connected"
+		}
+	}
+	agents := rt.Engine.Agents()
+	tools := rt.Engine.Tools()
+	out := make([]ToolInfo, 0, len(tools))
+	for _, t := range tools {
+		info := ToolInfo{Name: t.Name, Description: t.Description, Server: t.Server, ServerState: states[t.Server], Agents: []string{}}
+		for _, a := range agents {
+			if a.AllowsTool(t.Name) {
+				info.Agents = append(info.Agents, a.ID)
+			}
+		}
+		out = append(out, info)
+	}
+	return out
 }

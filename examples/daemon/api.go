@@ -20,6 +20,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/mcpclient"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -128,15 +129,25 @@ func (a *api) mount(m *mux) error {
 		m.private(http.MethodGet, "/api/agents/:id", http.HandlerFunc(a.getAgent)),
 		m.private(http.MethodPost, "/api/agents/:id/execute", http.HandlerFunc(a.execute)),
 		m.private(http.MethodPost, "/api/events", http.HandlerFunc(a.publishEvent)),
+		m.private(http.MethodGet, "/api/tools", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"tools": a.d.rt.Tools()})
+		})),
 	)
 }
 
+// healthReady is 200 once the agents are booted and every MCP server's
+// first connect attempt has ended (a request before that would run without
+// its tools); the body lists each server's state.
 func (a *api) healthReady(w http.ResponseWriter, _ *http.Request) {
-	if !a.ready.Load() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not_ready"})
-		return
+	status, code := "ready", http.StatusOK
+	if !a.ready.Load() || !a.d.rt.MCPReady() {
+		status, code = "not_ready", http.StatusServiceUnavailable
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "agents": len(a.d.engine.Agents())})
+	servers := a.d.rt.MCPStatus()
+	if servers == nil {
+		servers = []mcpclient.ServerStatus{}
+	}
+	writeJSON(w, code, map[string]any{"status": status, "agents": len(a.d.engine.Agents()), "mcp_servers": servers})
 }
 
 // agentView is an agent as the API shows it.

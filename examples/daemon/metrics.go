@@ -63,6 +63,7 @@ type runPayload struct {
 	AgentID    string `json:"agent_id"`
 	DurationMS int64  `json:"duration_ms"`
 	Source     string `json:"source"`
+	Canceled   bool   `json:"canceled"`
 }
 
 func (m *metrics) run() {
@@ -90,6 +91,9 @@ func (m *metrics) run() {
 		var p runPayload
 		if json.Unmarshal(ev.Payload, &p) != nil {
 			continue
+		}
+		if p.Canceled {
+			status = "canceled" // a client's cancel is not a failure
 		}
 		m.executions.WithLabelValues(p.AgentID, p.Source, status).Inc()
 		m.durations.WithLabelValues(p.AgentID, status).Observe(float64(p.DurationMS) / 1000)

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// /health/ready waits for every MCP server's first connect (a request
+// before it would run without the tools); GET /api/tools shows each tool
+// with its server's state and the agents allowed to call it.
+func TestReadyWaitsForMCPServers(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "greet", Description: "Greets."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}, nil, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	release := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // the server is slow to come up
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	td := startDaemon(t, fmt.Sprintf(`
+agents:
+  - id: a
+  - id: b
+    tools: []
+mcp_servers:
+  - name: slow
+    url: %s/mcp
+    timeout: 20s
+`, hs.URL), nil)
+	var body struct {
+		Status     string
+		MCPServers []struct {
+			Name      string
+			Connected bool
+		} `json:"mcp_servers"`
+	}
+	r := td.do(t, http.MethodGet, "/health/ready", "")
+	if err := json.Unmarshal(r.body, &body); err != nil || r.status != http.StatusServiceUnavailable || len(body.MCPServers) != 1 || body.MCPServers[0].Connected {
+		t.Fatalf("while the server connects: %d %s", r.status, r.body)
+	}
+	close(release)
+	deadline := time.Now().Add(15 * time.Second)
+	for r = td.do(t, http.MethodGet, "/health/ready", ""); r.status != http.StatusOK; r = td.do(t, http.MethodGet, "/health/ready", "") {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready 15s after the server came up: %d %s", r.status, r.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil || !body.MCPServers[0].Connected {
+		t.Fatalf("ready: %s", r.body)
+	}
+	r = td.do(t, http.MethodGet, "/api/tools", "")
+	var tools struct {
+		Tools []struct {
+			Name, Server string
+			ServerState  string `json:"server_state"`
+			Agents       []string
+		}
+	}
+	if err := json.Unmarshal(r.body, &tools); err != nil || r.status != http.StatusOK || len(tools.Tools) != 1 {
+		t.Fatalf("tools: %d %s", r.status, r.body)
+	}
+	if tl := tools.Tools[0]; tl.Name != "mcp__slow__greet" || tl.Server != "slow" || tl.ServerState != "connected" || len(tl.Agents) != 1 || tl.Agents[0] != "a" {
+		t.Fatalf("tool: %+v", tl)
+	}
+}
