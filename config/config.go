@@ -389,7 +389,7 @@ func (c *Config) Errorf(key, format string, args ...any) error { return c.errorf
 // value came from the environment or a flag, naming that instead.
 func (c *Config) errorf(key, format string, args ...any) error {
 	if source, ok := c.overrides[key]; ok {
-		return fmt.Errorf("%s: %s", source, fmt.Sprintf(format, args...))
+		return &FieldError{File: c.Source, Key: key, Msg: fmt.Sprintf(format, args...), Source: source}
 	}
 	return c.doc.Errorf(key, format, args...)
 }

@@ -30,9 +30,16 @@ type Error struct {
 	Line int    // 1-based; 0 when the key is not in the file
 	Key  string // dotted path, e.g. agents[1].id; "" for the whole file
 	Msg  string
+	// Source names where the value came from when not from the file (an
+	// environment variable, a flag); the message then blames it instead of
+	// File and Line.
+	Source string
 }
 
 func (e *Error) Error() string {
+	if e.Source != "" {
+		return e.Source + ": " + e.Msg
+	}
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Line > 0 {
