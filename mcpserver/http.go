@@ -18,9 +18,10 @@ import (
 // stateful and negotiate 2025-11-25 or older. Every request passes the
 // Engine's HTTP guard first (Host, token, Origin, body bound and deadline).
 //
-// A client's GET stream (the optional standalone SSE stream, which carries
-// tools/list_changed) stays open for the session's life, and
-// http.Server.Shutdown waits for it: Engine.Close (or Close) ends it.
+// A client's GET stream (the standalone SSE stream, which carries
+// tools/list_changed when agents are added) stays open for the session's
+// life, and http.Server.Shutdown waits for it: call Shutdown beside it
+// (or Engine.Close, which ends every session at once).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.started.Load() {
 		writeHTTPError(w, http.StatusServiceUnavailable, ErrNotStarted.Error())

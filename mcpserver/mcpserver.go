@@ -160,6 +160,10 @@ type Server struct {
 	// tools/list or on a call of their tool (see syncTools).
 	mu    sync.RWMutex
 	tools map[string]bool
+
+	// posts counts HTTP POSTs being served (calls and their streams), so
+	// Shutdown can let them finish before it ends the sessions.
+	posts sync.WaitGroup
 }
 
 // ErrNotStarted is returned by ServeStdio before the Server is started.
@@ -223,8 +227,12 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 			writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
 			return
 		}
-		if r.Method == http.MethodPost && !s.precheckPOST(w, r) {
-			return
+		if r.Method == http.MethodPost {
+			s.posts.Add(1)
+			defer s.posts.Done()
+			if !s.precheckPOST(w, r) {
+				return
+			}
 		}
 		sdk.ServeHTTP(w, r)
 	}))
@@ -243,6 +251,20 @@ func (s *Server) MCP() *mcp.Server {
 		return nil
 	}
 	return s.mcp
+}
+
+// Shutdown lets the HTTP requests in flight (calls and their answers)
+// finish, within ctx, then ends every session — the GET streams that wait
+// for notifications included, which http.Server.Shutdown would otherwise
+// wait on for its whole grace period. Call it beside Server.Shutdown.
+func (s *Server) Shutdown(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.posts.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return s.Close()
 }
 
 // Close ends every open session (stdio and HTTP); calls in flight are

@@ -79,3 +79,38 @@ mcp_servers:
 		t.Fatalf("tool: %+v", tl)
 	}
 }
+
+// GET /mcp (the standalone stream that carries tools/list_changed) is
+// served, and an open one does not hold shutdown for the grace period:
+// the calls in flight are answered, then the sessions end.
+func TestMCPGetStreamDoesNotHoldShutdown(t *testing.T) {
+	td := startDaemon(t, "server:\n  shutdown_grace: 20s\nagents:\n  - id: a\n", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: td.url + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, td.url+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// The go-sdk client holds the session's one standalone stream: a
+	// second one is refused by the SDK (409), not by a missing route (405).
+	if resp.StatusCode != http.StatusConflict {
+		t.Fatalf("second GET /mcp: %d, want 409 (the client's stream is open)", resp.StatusCode)
+	}
+	start := time.Now()
+	if code := td.stop(); code != exitOK || time.Since(start) > 5*time.Second {
+		t.Fatalf("exit %d after %s with a GET stream open (grace 20s)", code, time.Since(start))
+	}
+}

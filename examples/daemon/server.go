@@ -163,7 +163,11 @@ func newHandler(d *daemon) (m *mux, stop func(context.Context), ready *atomic.Bo
 	streamCtx, endStreams := context.WithCancel(context.Background())
 	a := &api{d: d, ready: ready, timeout: cfg.Server.RequestTimeout}
 	ws := &stream{d: d, ctx: streamCtx}
-	stop = func(ctx context.Context) { ws.shutdown(ctx, endStreams); met.close() }
+	stop = func(ctx context.Context) {
+		ws.shutdown(ctx, endStreams)
+		_ = d.rt.MCPServer.Shutdown(ctx) // ends the /mcp GET streams once the calls are answered
+		met.close()
+	}
 	page := dashboard.Handler()
 	a2aDoor, mcpDoor := d.rt.A2A, d.rt.MCPServer
 	errs := []error{
@@ -175,11 +179,8 @@ func newHandler(d *daemon) (m *mux, stop func(context.Context), ready *atomic.Bo
 		m.public(http.MethodGet, "/", page),
 		m.public(http.MethodHead, "/", page),
 		// The modules' doors guard themselves with the Engine's guard.
-		// GET /mcp (the optional standalone SSE stream) is not mounted: it
-		// would only carry tools/list_changed, the daemon's agents are
-		// fixed at boot, and an idle stream would hold Shutdown for the
-		// whole grace; clients accept the 405.
 		m.mount(route{http.MethodPost, "/mcp", false}, mcpDoor),
+		m.mount(route{http.MethodGet, "/mcp", false}, mcpDoor),
 		m.mount(route{http.MethodDelete, "/mcp", false}, mcpDoor),
 		m.mount(route{http.MethodGet, a2a.PathAxocoatlCard, true}, a2aDoor),
 		m.mount(route{http.MethodGet, a2a.PathAgentCard, true}, a2aDoor),
