@@ -20,7 +20,9 @@ func TestConfigErrors(t *testing.T) {
 		want       string // after "<path>:"
 	}{
 		{"bad yaml", "server:\n  addr: [127.0.0.1\nagents: []\n", nil, `3: invalid YAML`},
-		{"unknown key", "server:\n  adr: 127.0.0.1:1\nagents:\n  - id: a\n", nil, `2: server.adr: unknown key (known: addr, `},
+		{"unknown key", "server:\n  adr: 127.0.0.1:1\nagents:\n  - id: a\n", nil, "2: server.adr: unknown key: did you mean `addr`? (known: addr, "},
+		{"near-miss section", "mcpServers:\n  fs: {}\nagents:\n  - id: a\n", nil, "1: mcpServers: unknown section: did you mean `mcp_servers`?"},
+		{"misindented list", "agents:\n  - id: a\n    name: x\n   - id: b\n", nil, "4: invalid YAML: a list item must start with '-' at the same indentation"},
 		{"unknown agent key", "agents:\n  - id: a\n    modle: x\n", nil, `3: agents[0].modle: unknown key`},
 		{"unset variable", "server:\n  api_token: ${TOKEN_NOT_SET}\nagents:\n  - id: a\n", nil, `2: server.api_token: variable TOKEN_NOT_SET is not set`},
 		{"duplicate agent id", "agents:\n  - id: a\n  - id: b\n  - id: a\n", nil, `4: agents[2].id: duplicate agent id "a" (first at line 2)`},

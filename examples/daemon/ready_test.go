@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,5 +114,23 @@ func TestMCPGetStreamDoesNotHoldShutdown(t *testing.T) {
 	start := time.Now()
 	if code := td.stop(); code != exitOK || time.Since(start) > 5*time.Second {
 		t.Fatalf("exit %d after %s with a GET stream open (grace 20s)", code, time.Since(start))
+	}
+}
+
+// A port in use names the way out; doctor reports it as a failure.
+func TestPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := writeConfig(t, "agents:\n  - id: a\n")
+	code, _, stderr := runCLI(t, nil, "serve", "--config", cfg, "--addr", ln.Addr().String())
+	if code != exitFail || !strings.Contains(stderr, "is already in use by another process: choose another address with --addr or AXOCOATL_ADDR") {
+		t.Fatalf("serve on a busy port: %d %s", code, stderr)
+	}
+	code, stdout, _ := runCLI(t, map[string]string{"AXOCOATL_ADDR": ln.Addr().String()}, "doctor", "--config", cfg)
+	if code != exitFail || !strings.Contains(stdout, "FAIL listen: "+ln.Addr().String()+" cannot be bound") {
+		t.Fatalf("doctor on a busy port: %d %s", code, stdout)
 	}
 }

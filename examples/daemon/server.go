@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
@@ -76,7 +77,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	// Listen first: a taken port fails before any agent or MCP child
 	// starts, and the bound address (port 0) is known to the modules.
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
-	if err != nil {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listen: %s is already in use by another process: choose another address with --addr or AXOCOATL_ADDR (or server.addr)", cfg.Server.Addr)
+	} else if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	cfg.SetListenAddr(ln.Addr().String())

@@ -98,14 +98,37 @@ var lineRE = regexp.MustCompile(`^yaml: line (\d+): `)
 func (d *Doc) syntaxError(err error) error {
 	var le *yaml.LoadError
 	if errors.As(err, &le) && le.Mark.Line > 0 {
-		return &Error{File: d.File, Line: le.Mark.Line, Msg: "invalid YAML: " + le.Message}
+		return &Error{File: d.File, Line: le.Mark.Line, Msg: "invalid YAML: " + plainYAML(le.Message)}
 	}
 	msg := err.Error()
 	if m := lineRE.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return &Error{File: d.File, Line: line, Msg: "invalid YAML: " + msg[len(m[0]):]}
+		return &Error{File: d.File, Line: line, Msg: "invalid YAML: " + plainYAML(msg[len(m[0]):])}
 	}
-	return &Error{File: d.File, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	return &Error{File: d.File, Msg: "invalid YAML: " + plainYAML(strings.TrimPrefix(msg, "yaml: "))}
+}
+
+// yamlWords say in plain words what the parser's messages mean, for the
+// mistakes people make in config files.
+var yamlWords = []struct{ parser, plain string }{
+	{"did not find expected '-' indicator", "a list item must start with '-' at the same indentation as the items above it"},
+	{"did not find expected key", "this line's indentation does not line up with the keys above it"},
+	{"mapping values are not allowed in this context", "a ':' here makes a key where none can be: indent it under a key, or quote a value that contains ': '"},
+	{"found character that cannot start any token", "a character that cannot start a value (a tab? indent with spaces only; quote values starting with @ or `)"},
+	{"could not find expected ':'", "a key without its ':' (or a quote opened above and never closed)"},
+	{"did not find expected ',' or ']'", "a [list] is not closed with ']' (or its items lack commas)"},
+	{"did not find expected ',' or '}'", "a {map} is not closed with '}' (or its entries lack commas)"},
+	{"found unexpected end of stream", "the file ends inside a quote or a bracket opened above"},
+	{"block sequence entries are not allowed in this context", "a '- item' where a value was expected: put the list on the lines below the key"},
+}
+
+func plainYAML(msg string) string {
+	for _, w := range yamlWords {
+		if strings.Contains(msg, w.parser) {
+			return w.plain + " (parser: " + msg + ")"
+		}
+	}
+	return msg
 }
 
 // Decode checks keys, expands variables and decodes into dst, a pointer to
@@ -258,10 +281,19 @@ func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool)
 			seen[key] = true
 			j := slices.IndexFunc(fields, func(f field) bool { return f.name == key })
 			if j < 0 {
-				if top {
+				guess := nearest(key, fields)
+				switch {
+				case top && guess != "":
+					// A near miss of a known section (mcpServers, the
+					// Claude Desktop spelling) would silently drop what it
+					// holds: an error, not a warning.
+					c.errorf(k, kp, "unknown section: did you mean `%s`?", guess)
+				case top:
 					c.warnings = append(c.warnings, fmt.Sprintf("%s:%d: unknown section %q ignored", c.doc.File, k.Line, key))
 					c.ignored[v] = true // nor are its ${VAR}s expanded
-				} else {
+				case guess != "":
+					c.errorf(k, kp, "unknown key: did you mean `%s`? (known: %s)", guess, knownNames(fields))
+				default:
 					c.errorf(k, kp, "unknown key (known: %s)", knownNames(fields))
 				}
 				continue
@@ -294,6 +326,48 @@ func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool)
 		// the decoder, with this path.
 		c.indexPaths(n, path)
 	}
+}
+
+// nearest is the field name a mistyped key most likely meant: the same
+// letters ignoring case and separators (mcpServers, mcp-servers), or one
+// within an edit distance of 2 (a third of the key for short ones); "" when
+// none is close.
+func nearest(key string, fields []field) string {
+	norm := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s))
+	}
+	best, bestDist := "", 3
+	for _, f := range fields {
+		if norm(f.name) == norm(key) {
+			return f.name
+		}
+		limit := min(2, max(1, len(f.name)/3))
+		if d := editDistance(norm(key), norm(f.name)); d <= limit && d < bestDist {
+			best, bestDist = f.name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // indexPaths records positions below n whose structure the types do not
