@@ -20,8 +20,8 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
-	"github.com/axocoatl/axocoatl-go/mcpclient"
 	"github.com/axocoatl/axocoatl-go/lattice"
+	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
 
 // errorBody is the contract's error shape: {"error":{"code","message"}}.
