@@ -23,7 +23,7 @@ func TestSpecValidateAndDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := s.WithDefaults()
-	if d.Name != "a-b_c1" || d.Provider != "echo" || d.MaxIterations != DefaultMaxIterations || d.Timeout != DefaultTimeout {
+	if d.Name != "a-b_c1" || d.Provider != "" || d.MaxIterations != DefaultMaxIterations || d.Timeout != DefaultTimeout {
 		t.Fatalf("defaults: %+v", d)
 	}
 }

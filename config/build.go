@@ -125,12 +125,36 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	return rt, nil
 }
 
-// Mount routes the modules' HTTP doors on mux at the contract's paths:
-// /mcp, the A2A cards, /a2a and /a2a/… . Each is guarded by the Engine.
+// Route is one HTTP door of a module.
+type Route struct {
+	Method string
+	// Pattern is the path in http.ServeMux syntax ({id} for a segment).
+	Pattern string
+	// Public routes need no token (cards); the handler checks the rest.
+	Public  bool
+	Handler http.Handler
+}
+
+// Routes lists every module's HTTP doors, at the daemon's paths. Each
+// handler is guarded by the Engine (Host, token, Origin, bounds).
+func (rt *Runtime) Routes() []Route {
+	return []Route{
+		{http.MethodPost, "/mcp", false, rt.MCPServer},
+		{http.MethodGet, "/mcp", false, rt.MCPServer},
+		{http.MethodDelete, "/mcp", false, rt.MCPServer},
+		{http.MethodGet, a2a.PathAxocoatlCard, true, rt.A2A},
+		{http.MethodGet, a2a.PathAgentCard, true, rt.A2A},
+		{http.MethodGet, a2a.PathAgentPrefix + "{id}" + a2a.PathAgentCard, true, rt.A2A},
+		{http.MethodPost, a2a.PathTasks, false, rt.A2A},
+		{http.MethodPost, a2a.PathJSONRPC, false, rt.A2A},
+		{http.MethodPost, a2a.PathAgentPrefix + "{id}", false, rt.A2A},
+	}
+}
+
+// Mount routes every module's HTTP doors (Routes) on mux.
 func (rt *Runtime) Mount(mux *http.ServeMux) {
-	mux.Handle("/mcp", rt.MCPServer)
-	for _, p := range a2a.Paths() {
-		mux.Handle(p, rt.A2A)
+	for _, r := range rt.Routes() {
+		mux.Handle(r.Method+" "+r.Pattern, r.Handler)
 	}
 }
 

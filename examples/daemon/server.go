@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
-	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/config"
 	"github.com/axocoatl/axocoatl-go/examples/daemon/dashboard"
 )
@@ -152,6 +152,9 @@ func closeWithin(d *daemon, grace time.Duration) error {
 	return d.close(ctx)
 }
 
+// pathParam is a ServeMux path segment ({id}), :id for httprouter.
+var pathParam = regexp.MustCompile(`\{(\w+)\}`)
+
 // newHandler builds the router with the daemon's own routes and every
 // module's door. stop ends long-lived streams (waiting within its ctx for
 // their close frames) and the metrics subscriber.
@@ -172,7 +175,6 @@ func newHandler(d *daemon) (m *mux, stop func(context.Context), ready *atomic.Bo
 		met.close()
 	}
 	page := dashboard.Handler()
-	a2aDoor, mcpDoor := d.rt.A2A, d.rt.MCPServer
 	errs := []error{
 		a.mount(m),
 		m.private(http.MethodGet, "/metrics", met.handler()),
@@ -181,16 +183,9 @@ func newHandler(d *daemon) (m *mux, stop func(context.Context), ready *atomic.Bo
 		m.mount(route{http.MethodGet, "/api/events", false}, ws),
 		m.public(http.MethodGet, "/", page),
 		m.public(http.MethodHead, "/", page),
-		// The modules' doors guard themselves with the Engine's guard.
-		m.mount(route{http.MethodPost, "/mcp", false}, mcpDoor),
-		m.mount(route{http.MethodGet, "/mcp", false}, mcpDoor),
-		m.mount(route{http.MethodDelete, "/mcp", false}, mcpDoor),
-		m.mount(route{http.MethodGet, a2a.PathAxocoatlCard, true}, a2aDoor),
-		m.mount(route{http.MethodGet, a2a.PathAgentCard, true}, a2aDoor),
-		m.mount(route{http.MethodGet, a2a.PathAgentPrefix + ":id" + a2a.PathAgentCard, true}, a2aDoor),
-		m.mount(route{http.MethodPost, a2a.PathTasks, false}, a2aDoor),
-		m.mount(route{http.MethodPost, a2a.PathJSONRPC, false}, a2aDoor),
-		m.mount(route{http.MethodPost, a2a.PathAgentPrefix + ":id", false}, a2aDoor),
+	}
+	for _, r := range d.rt.Routes() { // the modules' doors, guarded by the Engine
+		errs = append(errs, m.mount(route{r.Method, pathParam.ReplaceAllString(r.Pattern, ":$1"), r.Public}, r.Handler))
 	}
 	if err := errors.Join(errs...); err != nil {
 		stop(context.Background()) // nothing is served yet: no stream to wait for
