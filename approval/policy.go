@@ -18,15 +18,32 @@ const (
 )
 
 // policy decides calls from the rules, the tool's own policy and the
-// default; the Module checks remembered decisions before it.
+// default; the Module checks remembered decisions before it. What the rules
+// decide depends only on a tool's name and annotations, so it is cached by
+// name: a call of a tool seen before costs one map lookup, however many
+// rules there are.
 type policy struct {
 	def   string
 	rules []compiledRule
 	ann   annCache
+
+	mu    sync.RWMutex
+	cache map[string]cachedDecision
 }
 
+type cachedDecision struct {
+	annotations string // the tool's annotations it was decided with
+	approval    string // the tool's Approval it was decided with
+	decision    string
+	by          string
+	rule        int
+}
+
+// policyCacheMax bounds the cache; it starts over when full.
+const policyCacheMax = 8192
+
 func newPolicy(cfg Config) *policy {
-	p := &policy{def: cfg.Default}
+	p := &policy{def: cfg.Default, cache: map[string]cachedDecision{}}
 	for _, r := range cfg.Rules {
 		p.rules = append(p.rules, compile(r))
 	}
@@ -35,9 +52,28 @@ func newPolicy(cfg Config) *policy {
 
 // decide returns the decision for a call of t and what made it.
 func (p *policy) decide(t *axocoatl.Tool) (decision, by string, rule int) {
+	p.mu.RLock()
+	c, ok := p.cache[t.Name]
+	p.mu.RUnlock()
+	if ok && c.approval == t.Approval && c.annotations == string(t.Annotations) {
+		return c.decision, c.by, c.rule
+	}
+	decision, by, rule = p.evaluate(t)
+	p.mu.Lock()
+	if len(p.cache) >= policyCacheMax {
+		clear(p.cache)
+	}
+	p.cache[t.Name] = cachedDecision{string(t.Annotations), t.Approval, decision, by, rule}
+	p.mu.Unlock()
+	return decision, by, rule
+}
+
+// evaluate applies the rules, the tool's policy and the default.
+func (p *policy) evaluate(t *axocoatl.Tool) (decision, by string, rule int) {
+	slash := strings.Contains(t.Name, "/")
 	for i := range p.rules {
 		r := &p.rules[i]
-		if !r.matchName(t.Name) {
+		if !r.matchName(t.Name, slash) {
 			continue
 		}
 		if r.hasCond && !r.matchAnnotations(p.ann.get(t.Annotations)) {
@@ -53,50 +89,73 @@ func (p *policy) decide(t *axocoatl.Tool) (decision, by string, rule int) {
 }
 
 // compiledRule matches names without path.Match in the common cases: an
-// exact name, a prefix followed by one "*"; other globs are checked against
-// their literal prefix first.
+// exact name, and globs whose only metacharacter is "*" (matched by their
+// literal chunks). Other globs (?, [...], \) are checked against their
+// literal prefix first, then with path.Match.
 type compiledRule struct {
 	Rule
-	kind    uint8 // matchExact, matchPrefix, matchGlob
-	literal string
+	kind    uint8    // matchExact, matchStars, matchGlob
+	literal string   // matchExact: the name; matchGlob: the literal prefix
+	chunks  []string // matchStars: the pattern split at each "*"
 	hasCond bool
 }
 
 const (
 	matchExact = iota
-	matchPrefix
+	matchStars
 	matchGlob
 )
 
 func compile(r Rule) compiledRule {
 	c := compiledRule{Rule: r}
 	c.hasCond = r.ReadOnly != nil || r.Destructive != nil || r.Idempotent != nil || r.OpenWorld != nil
-	meta := strings.IndexAny(r.Tool, `*?[\`)
-	switch {
+	switch meta := strings.IndexAny(r.Tool, `*?[\`); {
 	case meta < 0:
 		c.kind, c.literal = matchExact, r.Tool
-	case meta == len(r.Tool)-1 && r.Tool[meta] == '*':
-		// "*" never matches "/" in path.Match; a qualified name has none,
-		// but keep the semantics: the rest must contain no "/".
-		c.kind, c.literal = matchPrefix, r.Tool[:meta]
+	case !strings.ContainsAny(r.Tool, `?[\`):
+		c.kind, c.chunks = matchStars, strings.Split(r.Tool, "*")
 	default:
 		c.kind, c.literal = matchGlob, r.Tool[:meta]
 	}
 	return c
 }
 
-func (c *compiledRule) matchName(name string) bool {
+// matchName reports whether name matches; slash says name contains "/".
+func (c *compiledRule) matchName(name string, slash bool) bool {
 	switch c.kind {
 	case matchExact:
 		return name == c.literal
-	case matchPrefix:
-		return strings.HasPrefix(name, c.literal) && !strings.Contains(name[len(c.literal):], "/")
-	}
-	if !strings.HasPrefix(name, c.literal) {
-		return false
+	case matchStars:
+		if !slash {
+			return matchChunks(c.chunks, name)
+		}
+	default:
+		if !strings.HasPrefix(name, c.literal) {
+			return false
+		}
 	}
 	ok, _ := path.Match(c.Tool, name)
 	return ok
+}
+
+// matchChunks matches name (which has no "/") against a glob split at its
+// stars: the first chunk is a prefix, the last a suffix, the others must
+// appear in order between them (leftmost first is always right for globs
+// with "*" only).
+func matchChunks(chunks []string, name string) bool {
+	first, last := chunks[0], chunks[len(chunks)-1]
+	if len(name) < len(first)+len(last) || !strings.HasPrefix(name, first) || !strings.HasSuffix(name, last) {
+		return false
+	}
+	rest := name[len(first) : len(name)-len(last)]
+	for _, mid := range chunks[1 : len(chunks)-1] {
+		i := strings.Index(rest, mid)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(mid):]
+	}
+	return true
 }
 
 func (c *compiledRule) matchAnnotations(a toolHints) bool {
