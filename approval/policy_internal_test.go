@@ -2,14 +2,14 @@ package approval
 
 import (
 	"encoding/json"
-	"runtime"
-	"syscall"
-	"time"
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
