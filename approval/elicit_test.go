@@ -134,3 +134,70 @@ func TestNoElicitationWaitsForVerdict(t *testing.T) {
 		t.Fatalf("%q, %d runs", text, rec.n.Load())
 	}
 }
+
+// The first verdict wins: a verdict over HTTP while the client's user has
+// the form open resolves the approval, and the form's request is
+// withdrawn (its context ends).
+func TestFirstVerdictWinsOverOpenForm(t *testing.T) {
+	v := newEnv(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{})
+	var rec recorder
+	if err := v.e.RegisterTool(rec.tool("t", "", "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.e.AddAgent(agent.Spec{ID: "a"}, &oneCall{tool: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mcpserver.New(v.e, mcpserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	formOpen := make(chan struct{}, 1)
+	formGone := make(chan error, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "slow-user", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			formOpen <- struct{}{}
+			select {
+			case <-ctx.Done():
+				formGone <- ctx.Err()
+			case <-time.After(10 * time.Second):
+				formGone <- nil
+			}
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.MCP().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := client.Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cs.Close(); ss.Wait() }()
+	done := make(chan string, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "agent_a", Arguments: map[string]any{"input": "x"}})
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- res.Content[0].(*mcp.TextContent).Text
+	}()
+	req := v.next(t, lattice.ApprovalRequested)
+	<-formOpen
+	if r := v.do(t, "POST", "/api/approvals/"+req["approval_id"].(string), `{"decision":"allow"}`); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if text := <-done; !strings.Contains(text, "wrote") || rec.n.Load() != 1 {
+		t.Fatalf("%q, %d runs", text, rec.n.Load())
+	}
+	if err := <-formGone; err == nil {
+		t.Fatal("the form stayed open after the approval was resolved elsewhere")
+	}
+	if got := v.next(t, lattice.ApprovalResolved); got["resolved_by"] != "http" || got["status"] != "approved" {
+		t.Fatalf("%v", got)
+	}
+}
