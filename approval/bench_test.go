@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -29,18 +30,31 @@ func benchRules() []approval.Rule {
 // (100 rules, the last allowing the call) or a pass-through interceptor in
 // its place (what mcpclient's BenchmarkToolCall measures).
 func gatedEngine(b *testing.B, fs *filesServer, gate bool) *axocoatl.Engine {
-	var e *axocoatl.Engine
-	if gate {
-		e = newEnv(b, approval.Config{Rules: benchRules()}, axocoatl.Options{}).e
-	} else {
-		e = axocoatl.New(axocoatl.Options{})
-		b.Cleanup(func() { e.Close(context.Background()) })
+	e := benchEngine(b, gate)
+	fs.attach(b, e, "")
+	if err := e.AddAgent(agent.Spec{ID: "bench", Tools: []string{"mcp__files__*"}}, provider.EchoModel{}); err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// benchEngine is an Engine with either the approval gate (100 rules, the
+// last allowing the benchmark's calls) or a pass-through interceptor in
+// its place; no other subscriber.
+func benchEngine(b *testing.B, gate bool) *axocoatl.Engine {
+	e := axocoatl.New(axocoatl.Options{})
+	b.Cleanup(func() { e.Close(context.Background()) })
+	if !gate {
 		e.Intercept(func(ctx context.Context, call axocoatl.ToolCall, next axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
 			return next(ctx, call)
 		})
+		return e
 	}
-	fs.attach(b, e, "")
-	if err := e.AddAgent(agent.Spec{ID: "bench", Tools: []string{"mcp__files__*"}}, provider.EchoModel{}); err != nil {
+	m, err := approval.New(approval.Config{Rules: benchRules()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.Use(context.Background(), m); err != nil {
 		b.Fatal(err)
 	}
 	return e
@@ -56,14 +70,20 @@ func BenchmarkGateToolCallPaired(b *testing.B) {
 	gated, plain := gatedEngine(b, fs, true), gatedEngine(b, fs, false)
 	call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__files__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
 	ctx := context.Background()
-	var gateTime, plainTime time.Duration
+	var gateTime, plainTime, gateCPU, plainCPU time.Duration
 	var gateCalls, plainCalls []time.Duration
-	one := func(e *axocoatl.Engine, total *time.Duration, calls *[]time.Duration) {
+	// The caller's thread CPU time: the gate runs on it, the server's side
+	// of the call does not, so the ratio overstates the gate's share.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	one := func(e *axocoatl.Engine, total, cpu *time.Duration, calls *[]time.Duration) {
+		c0 := threadTime()
 		start := time.Now()
 		if res, err := e.CallTool(ctx, call); err != nil || res.Content != "Echo: hi" {
 			b.Fatal(res, err)
 		}
 		d := time.Since(start)
+		*cpu += threadTime() - c0
 		*total += d
 		*calls = append(*calls, d)
 	}
@@ -71,11 +91,11 @@ func BenchmarkGateToolCallPaired(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if n%2 == 0 {
-			one(gated, &gateTime, &gateCalls)
-			one(plain, &plainTime, &plainCalls)
+			one(gated, &gateTime, &gateCPU, &gateCalls)
+			one(plain, &plainTime, &plainCPU, &plainCalls)
 		} else {
-			one(plain, &plainTime, &plainCalls)
-			one(gated, &gateTime, &gateCalls)
+			one(plain, &plainTime, &plainCPU, &plainCalls)
+			one(gated, &gateTime, &gateCPU, &gateCalls)
 		}
 		n++
 	}
@@ -83,6 +103,7 @@ func BenchmarkGateToolCallPaired(b *testing.B) {
 	b.ReportMetric(float64(plainTime.Nanoseconds())/float64(n), "none-ns/call")
 	b.ReportMetric(float64(gateTime)/float64(plainTime), "gate/none")
 	b.ReportMetric(float64(median(gateCalls))/float64(median(plainCalls)), "median-gate/none")
+	b.ReportMetric(float64(gateCPU)/float64(plainCPU), "caller-cpu-gate/none")
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -105,16 +126,7 @@ func BenchmarkGateOverhead(b *testing.B) {
 			name = "gate"
 		}
 		b.Run(name, func(b *testing.B) {
-			var e *axocoatl.Engine
-			if gate {
-				e = newEnv(b, approval.Config{Rules: benchRules()}, axocoatl.Options{}).e
-			} else {
-				e = axocoatl.New(axocoatl.Options{})
-				defer e.Close(context.Background())
-				e.Intercept(func(ctx context.Context, call axocoatl.ToolCall, next axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
-					return next(ctx, call)
-				})
-			}
+			e := benchEngine(b, gate)
 			if err := e.AddAgent(agent.Spec{ID: "bench", Tools: []string{"mcp__files__*"}}, provider.EchoModel{}); err != nil {
 				b.Fatal(err)
 			}
@@ -123,11 +135,15 @@ func BenchmarkGateOverhead(b *testing.B) {
 			}})
 			call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__files__echo", Arguments: json.RawMessage(`{}`)}
 			b.ReportAllocs()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			start := threadTime()
 			for b.Loop() {
 				if _, err := e.CallTool(context.Background(), call); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(threadTime()-start)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
