@@ -35,7 +35,18 @@
 // On a shared lattice (lattice/nats), every Module tracks the approvals the
 // others hold from their events: [Module.Pending] lists them too, and
 // [Module.Resolve] of one held elsewhere publishes an [EventVerdict] that
-// the holder acts on, then reports the holder's outcome.
+// the holder acts on, then reports the holder's outcome. Whoever can
+// publish on the lattice can therefore resolve approvals: on NATS, limit
+// who may publish under the lattice's subject prefix.
+//
+// # Routes
+//
+// The Module is an http.Handler for GET /api/approvals, POST
+// /api/approvals/{id}, GET and DELETE /api/approvals/decisions (see
+// [PathApprovals]), behind the Engine's guard ([axocoatl.Engine.GuardHTTP]).
+// [Module.Pending] and [Module.Resolve] are the same for a host's own UI or
+// event stream; [Module.Decisions] and [Module.Forget] list and revoke
+// remembered decisions.
 package approval
 
 import (
