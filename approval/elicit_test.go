@@ -3,6 +3,7 @@ package approval_test
 import (
 	"context"
 	"io"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,10 +19,16 @@ import (
 )
 
 // An MCP client with an elicitation handler (the go-sdk client) calls
-// agent_<id> through mcpserver over stdio, as under `axocoatl mcp serve`:
-// the agent's MCP tool call is put to the client's user as a form; accept
-// runs it once, decline never runs it.
+// agent_<id> through mcpserver over stdio (as under `axocoatl mcp serve`)
+// and over streamable HTTP (as on /mcp): the agent's MCP tool call is put
+// to the client's user as a form; accept runs it once, decline or cancel
+// never runs it.
 func TestElicitationApprovesInnerCall(t *testing.T) {
+	t.Run("stdio", func(t *testing.T) { testElicitation(t, false) })
+	t.Run("http", func(t *testing.T) { testElicitation(t, true) })
+}
+
+func testElicitation(t *testing.T, overHTTP bool) {
 	peer := newOpenAIPeer(t)
 	v := newEnv(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{})
 	fs := newFilesServer()
@@ -44,23 +51,34 @@ func TestElicitationApprovesInnerCall(t *testing.T) {
 			return &mcp.ElicitResult{Action: action.Load().(string)}, nil
 		},
 	})
-	c2sR, c2sW := io.Pipe()
-	s2cR, s2cW := io.Pipe()
-	served := make(chan error, 1)
-	go func() {
-		served <- srv.ServeStdio(context.Background(), c2sR, s2cW)
-		s2cW.Close()
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: s2cR, Writer: c2sW}, nil)
-	if err != nil {
-		t.Fatal(err)
+	var cs *mcp.ClientSession
+	if overHTTP {
+		hs := httptest.NewServer(srv)
+		defer hs.Close()
+		cs, err = client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+	} else {
+		c2sR, c2sW := io.Pipe()
+		s2cR, s2cW := io.Pipe()
+		served := make(chan error, 1)
+		go func() {
+			served <- srv.ServeStdio(context.Background(), c2sR, s2cW)
+			s2cW.Close()
+		}()
+		cs, err = client.Connect(ctx, &mcp.IOTransport{Reader: s2cR, Writer: c2sW}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			cs.Close()
+			<-served
+		}()
 	}
-	defer func() {
-		cs.Close()
-		<-served
-	}()
 
 	input := ask("mcp__files__write", `{"path":"c.txt","text":"x"}`)
 	for _, c := range []struct {
