@@ -443,6 +443,23 @@ func preview(args json.RawMessage) (string, bool) {
 	return string(args[:cut]), true
 }
 
+// maxField bounds the identifiers and names kept from other processes'
+// events and verdicts (a peer on the lattice must not make this one keep
+// arbitrary amounts of text).
+const maxField = 256
+
+// clip cuts s to maxField bytes on a UTF-8 boundary.
+func clip(s string) string {
+	if len(s) <= maxField {
+		return s
+	}
+	cut := maxField
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
 // claim takes a local approval out of the pending set; only one claimer
 // ever gets it.
 func (m *Module) claim(id string) (*pending, error) {
@@ -574,6 +591,7 @@ func (m *Module) resolve(ctx context.Context, id, decision, remember, resolvedBy
 	if remember != Once && remember != Always {
 		return Resolution{}, ErrBadRemember
 	}
+	resolvedBy = clip(resolvedBy)
 	if resolvedBy == "" {
 		resolvedBy = "api"
 	}
@@ -666,6 +684,10 @@ func (m *Module) onRequested(ev lattice.Event) {
 	if json.Unmarshal(ev.Payload, &p) != nil || p.ApprovalID == "" || p.Holder == "" || p.Holder == m.node {
 		return
 	}
+	// Another process's event: keep only what a listing needs, bounded.
+	p.Arguments, _ = preview(json.RawMessage(p.Arguments))
+	p.ApprovalID, p.AgentID, p.TaskID = clip(p.ApprovalID), clip(p.AgentID), clip(p.TaskID)
+	p.Tool, p.Server, p.Fingerprint, p.Holder = clip(p.Tool), clip(p.Server), clip(p.Fingerprint), clip(p.Holder)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, done := m.recent[p.ApprovalID]; done {
@@ -714,7 +736,7 @@ func (m *Module) onVerdict(ev lattice.Event) {
 	if !mine {
 		return
 	}
-	by := v.ResolvedBy
+	by := clip(v.ResolvedBy)
 	if by == "" {
 		by = "lattice"
 	}

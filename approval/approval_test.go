@@ -624,3 +624,27 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// Approvals other Engines hold are tracked from the lattice, bounded: a
+// listing keeps at most 2 KiB of their arguments, and their resolution
+// removes them (a verdict after it gets 409).
+func TestRemoteApprovalsFromTheLattice(t *testing.T) {
+	v := newEnv(t, approval.Config{}, axocoatl.Options{})
+	now := time.Now().UTC()
+	p := approval.PendingApproval{ApprovalID: "remote-1", AgentID: "a", Tool: "mcp__x__y", Holder: "elsewhere",
+		Arguments: `{"s":"` + strings.Repeat("x", 100000) + `"}`, RequestedAt: now, ExpiresAt: now.Add(time.Minute)}
+	if err := v.e.Publish(context.Background(), lattice.ApprovalRequested, "approval", p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the remote approval is listed", func() bool { return len(v.m.Pending()) == 1 })
+	if got := v.m.Pending()[0]; got.ApprovalID != "remote-1" || got.Holder != "elsewhere" || len(got.Arguments) > approval.MaxArgumentsPreview {
+		t.Fatalf("listed %+v (%d bytes of arguments)", got.ApprovalID, len(got.Arguments))
+	}
+	if err := v.e.Publish(context.Background(), lattice.ApprovalResolved, "approval", approval.Resolution{ApprovalID: "remote-1", Holder: "elsewhere", Decision: "deny", Status: "expired"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the resolved remote approval is dropped", func() bool { return len(v.m.Pending()) == 0 })
+	if r := v.do(t, "POST", "/api/approvals/remote-1", `{"decision":"allow"}`); r.status != 409 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
