@@ -342,6 +342,9 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 		},
 		verdict: make(chan Resolution, 1),
 	}
+	if ctx.Err() != nil {
+		return withdrawnResult(call.Tool), nil // nobody to ask for
+	}
 	prompter := axocoatl.UserPrompterFrom(ctx)
 	m.mu.Lock()
 	if m.state != stateStarted {
@@ -381,6 +384,7 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 	case <-m.stopping:
 		r = m.settle(p, Deny, StatusWithdrawn, "shutdown")
 	}
+	resume() // the tool's own run counts against the agent's timeout again
 	switch r.Status {
 	case StatusApproved:
 		return next(ctx, call)

@@ -648,3 +648,34 @@ func TestRemoteApprovalsFromTheLattice(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }
+
+// Only the wait for a human is off the agent's clock: the approved tool's
+// own run counts again.
+func TestApprovedToolTimeCounts(t *testing.T) {
+	v := newEnv(t, approval.Config{}, axocoatl.Options{})
+	slow := axocoatl.Tool{Name: "slow", Call: func(ctx context.Context, _ axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		select {
+		case <-ctx.Done():
+			return axocoatl.ToolResult{}, ctx.Err()
+		case <-time.After(5 * time.Second):
+			return axocoatl.ToolResult{Content: "slept"}, nil
+		}
+	}}
+	if err := v.e.RegisterTool(slow); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.e.AddAgent(agent.Spec{ID: "a", Timeout: 300 * time.Millisecond}, &oneCall{tool: "slow"}); err != nil {
+		t.Fatal(err)
+	}
+	done := execute(v.e, "a", "x")
+	req := v.next(t, lattice.ApprovalRequested)
+	time.Sleep(500 * time.Millisecond)
+	if err := v.m.Resolve(context.Background(), req["approval_id"].(string), approval.Allow, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res := wait(t, done)
+	if !errors.Is(res.err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
+		t.Fatalf("run ended %v after the verdict with %v, want the agent's timeout", time.Since(start), res.err)
+	}
+}
