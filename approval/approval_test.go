@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -677,5 +679,45 @@ func TestApprovedToolTimeCounts(t *testing.T) {
 	res := wait(t, done)
 	if !errors.Is(res.err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
 		t.Fatalf("run ended %v after the verdict with %v, want the agent's timeout", time.Since(start), res.err)
+	}
+}
+
+// The decisions file is replaced whole (no temporary file left behind), and
+// one that cannot be read stops Start rather than forgetting decisions.
+func TestDecisionsFile(t *testing.T) {
+	dir := t.TempDir()
+	v := newEnv(t, approval.Config{DataDir: dir}, axocoatl.Options{})
+	var rec recorder
+	if err := v.e.RegisterTool(rec.tool("t", "", "")); err != nil {
+		t.Fatal(err)
+	}
+	go v.e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "t", Arguments: json.RawMessage(`{}`)})
+	req := v.next(t, lattice.ApprovalRequested)
+	if err := v.m.Resolve(context.Background(), req["approval_id"].(string), approval.Allow, approval.Always, "test"); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != approval.StoreFile {
+		t.Fatalf("data dir holds %v", entries)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, approval.StoreFile))
+	var f struct {
+		Version   int                   `json:"version"`
+		Decisions []approval.Remembered `json:"decisions"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil || f.Version != 1 || len(f.Decisions) != 1 || f.Decisions[0].Tool != "t" || f.Decisions[0].Fingerprint == "" {
+		t.Fatalf("%s: %v", data, err)
+	}
+
+	bad := t.TempDir()
+	os.WriteFile(filepath.Join(bad, approval.StoreFile), []byte("{not json"), 0o600)
+	m, err := approval.New(approval.Config{DataDir: bad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := axocoatl.New(axocoatl.Options{})
+	defer e.Close(context.Background())
+	if err := e.Use(context.Background(), m); err == nil || !strings.Contains(err.Error(), "is not a decisions file") {
+		t.Fatalf("Start with a corrupt file: %v", err)
 	}
 }
