@@ -35,7 +35,9 @@
 // On a shared lattice (lattice/nats), every Module tracks the approvals the
 // others hold from their events: [Module.Pending] lists them too, and
 // [Module.Resolve] of one held elsewhere publishes an [EventVerdict] that
-// the holder acts on, then reports the holder's outcome. Whoever can
+// the holder acts on, then reports the holder's outcome. A Module that
+// joins later learns what is already pending through [EventSync] and
+// [EventPending]. Whoever can
 // publish on the lattice can therefore resolve approvals: on NATS, limit
 // who may publish under the lattice's subject prefix.
 //
@@ -73,6 +75,22 @@ import (
 // another Engine holds; the holder answers with ApprovalResolved, whose
 // verdict_id names the verdict that won.
 const EventVerdict = "ApprovalVerdict"
+
+// EventSync and EventPending let a Module that joins a shared lattice learn
+// the approvals already pending elsewhere: it publishes EventSync (payload:
+// from) once subscribed, and every other Module answers with EventPending
+// (payload: holder, approvals: [PendingApproval…], at most
+// maxPendingPerEvent per event), at most once per syncReplyEvery however
+// many ask: the answer is broadcast, so one serves every Module that asked.
+const (
+	EventSync    = "ApprovalSync"
+	EventPending = "ApprovalPending"
+)
+
+const (
+	maxPendingPerEvent = 100
+	syncReplyEvery     = 250 * time.Millisecond
+)
 
 // MaxArgumentsPreview bounds the arguments shown in an approval request,
 // in bytes; longer arguments are cut on a UTF-8 boundary.
@@ -233,7 +251,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 		m.log = e.Logger()
 	}
 	m.log = m.log.With("module", "approval")
-	for _, typ := range []string{lattice.ApprovalRequested, lattice.ApprovalResolved, EventVerdict} {
+	for _, typ := range []string{lattice.ApprovalRequested, lattice.ApprovalResolved, EventVerdict, EventSync, EventPending} {
 		s, err := e.Bus().Subscribe(lattice.Filter{Types: []string{typ}}, 1024)
 		if err != nil {
 			for _, s := range m.subs {
@@ -250,6 +268,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.wg.Go(m.follow)
 	m.remove = e.Intercept(m.intercept)
 	m.state = stateStarted
+	m.publish(EventSync, map[string]string{"from": m.node})
 	if m.cfg.DataDir == "" {
 		m.log.Info("approval gate on; remembered decisions are kept in memory only (no data dir)", "default", m.cfg.Default, "timeout", m.cfg.Timeout, "rules", len(m.cfg.Rules))
 	} else {
@@ -655,18 +674,24 @@ func (m *Module) dropWaiter(id string, ch chan Resolution) {
 	}
 }
 
-// follow tracks the approval events of other Engines on the lattice and
-// applies verdicts meant for this one.
+// follow tracks the approval events of other Engines on the lattice,
+// applies verdicts meant for this one and answers sync requests.
 func (m *Module) follow() {
-	requested, resolved, verdicts := m.subs[0].Events(), m.subs[1].Events(), m.subs[2].Events()
-	for requested != nil || resolved != nil || verdicts != nil {
+	chans := make([]<-chan lattice.Event, len(m.subs))
+	for i, s := range m.subs {
+		chans[i] = s.Events()
+	}
+	requested, resolved, verdicts, syncs, pendings := chans[0], chans[1], chans[2], chans[3], chans[4]
+	var lastReply time.Time
+	var replyAt <-chan time.Time // a sync reply is due
+	for requested != nil || resolved != nil || verdicts != nil || syncs != nil || pendings != nil {
 		select {
 		case ev, ok := <-requested:
 			if !ok {
 				requested = nil
 				continue
 			}
-			m.onRequested(ev)
+			m.onRequested(ev.Payload)
 		case ev, ok := <-resolved:
 			if !ok {
 				resolved = nil
@@ -679,13 +704,67 @@ func (m *Module) follow() {
 				continue
 			}
 			m.onVerdict(ev)
+		case ev, ok := <-syncs:
+			if !ok {
+				syncs = nil
+				continue
+			}
+			var req struct{ From string }
+			if json.Unmarshal(ev.Payload, &req) != nil || req.From == m.node || replyAt != nil {
+				continue
+			}
+			if wait := syncReplyEvery - time.Since(lastReply); wait > 0 {
+				replyAt = time.After(wait) // one reply serves every request until then
+				continue
+			}
+			m.replySync()
+			lastReply = time.Now()
+		case <-replyAt:
+			replyAt = nil
+			m.replySync()
+			lastReply = time.Now()
+		case ev, ok := <-pendings:
+			if !ok {
+				pendings = nil
+				continue
+			}
+			var snap struct {
+				Holder    string            `json:"holder"`
+				Approvals []json.RawMessage `json:"approvals"`
+			}
+			if json.Unmarshal(ev.Payload, &snap) != nil || snap.Holder == m.node {
+				continue
+			}
+			for _, p := range snap.Approvals {
+				m.onRequested(p)
+			}
 		}
 	}
 }
 
-func (m *Module) onRequested(ev lattice.Event) {
+// replySync publishes the approvals this Module holds, for Modules that
+// joined the lattice after they were requested.
+func (m *Module) replySync() {
+	m.mu.Lock()
+	local := make([]PendingApproval, 0, len(m.local))
+	for _, p := range m.local {
+		local = append(local, p.info)
+	}
+	m.mu.Unlock()
+	if len(local) == 0 {
+		return
+	}
+	slices.SortFunc(local, func(a, b PendingApproval) int { return strings.Compare(a.ApprovalID, b.ApprovalID) })
+	for chunk := range slices.Chunk(local, maxPendingPerEvent) {
+		m.publish(EventPending, map[string]any{"holder": m.node, "approvals": chunk})
+	}
+}
+
+// onRequested tracks an approval another Engine holds (an
+// ApprovalRequested payload, or one of an EventPending's).
+func (m *Module) onRequested(payload json.RawMessage) {
 	var p PendingApproval
-	if json.Unmarshal(ev.Payload, &p) != nil || p.ApprovalID == "" || p.Holder == "" || p.Holder == m.node {
+	if json.Unmarshal(payload, &p) != nil || p.ApprovalID == "" || p.Holder == "" || p.Holder == m.node {
 		return
 	}
 	// Another process's event: keep only what a listing needs, bounded.

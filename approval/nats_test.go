@@ -3,6 +3,7 @@ package approval_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -82,5 +83,38 @@ func TestTwoEnginesOnNATS(t *testing.T) {
 			}
 		}
 		eventually(t, "B's list empties", func() bool { return len(b.m.Pending()) == 0 })
+	}
+}
+
+// An Engine that joins the lattice after an approval was requested learns
+// it from the holder's answer to its sync, and can resolve it.
+func TestLateJoinerListsPendingApprovals(t *testing.T) {
+	ns := embeddedNATS(t)
+	a := newEnv(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{Bus: natsBus(t, ns)})
+	var rec recorder
+	if err := a.e.RegisterTool(rec.tool("t", "", "")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan axocoatl.ToolResult, 1)
+	go func() {
+		res, _ := a.e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "t", Arguments: json.RawMessage(`{"late":true}`)})
+		done <- res
+	}()
+	req := a.next(t, lattice.ApprovalRequested)
+
+	for i := range 2 { // two late joiners, the second within the first's reply window
+		c := newEnv(t, approval.Config{}, axocoatl.Options{Bus: natsBus(t, ns)})
+		eventually(t, fmt.Sprintf("late joiner %d lists A's approval", i), func() bool {
+			p := c.m.Pending()
+			return len(p) == 1 && p[0].ApprovalID == req["approval_id"] && p[0].Arguments == `{"late":true}`
+		})
+		if i == 1 {
+			if r := c.do(t, "POST", "/api/approvals/"+req["approval_id"].(string), `{"decision":"allow"}`); r.status != 200 {
+				t.Fatalf("%d %s", r.status, r.raw)
+			}
+		}
+	}
+	if res := <-done; res.IsError || rec.n.Load() != 1 {
+		t.Fatalf("%+v", res)
 	}
 }
