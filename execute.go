@@ -61,9 +61,10 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	}
 	res := Result{TaskID: req.TaskID, AgentID: req.AgentID}
 
-	// The run ends at the first of: the caller's ctx, the agent's timeout,
+	// The run ends at the first of: the caller's ctx, the agent's timeout
+	// (a clock that gates pause while a human decides: PauseRunClock),
 	// Engine.Close.
-	ctx, cancel := context.WithTimeout(ctx, a.spec.Timeout)
+	ctx, cancel := newRunClock(ctx, a.spec.Timeout)
 	defer cancel()
 	stop := context.AfterFunc(e.runCtx, cancel)
 	defer stop()

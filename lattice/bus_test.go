@@ -109,6 +109,10 @@ func TestFilters(t *testing.T) {
 		{Filter{Class: ClassTelemetry}, "AgentFailed", false},
 		{Filter{Class: ClassTelemetry, Types: []string{"Tool*"}}, "ToolResult", true},
 		{Filter{Class: ClassCoordination, Types: []string{"Tool*"}}, "ToolResult", false},
+		{Filter{Types: []string{"AgentFailed", "T?ol[CR]*"}}, "ToolResult", true},
+		{Filter{Types: []string{"AgentFailed", "TaskCompleted"}}, "ToolResult", false},
+		{Filter{Types: []string{`Odd\*`}}, "Odd*", true},
+		{Filter{Types: []string{`Odd\*`}}, "OddX", false},
 	}
 	bus := NewMemory()
 	defer bus.Close()

@@ -160,7 +160,24 @@ func (f Filter) Match(eventType string) bool {
 		if t == eventType {
 			return true
 		}
+		// An exact type that differs cannot match: skip path.Match, which
+		// scans the whole pattern before it fails (every subscriber's
+		// filter is checked on every event).
+		if !hasMeta(t) {
+			continue
+		}
 		if ok, _ := path.Match(t, eventType); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// hasMeta reports whether a filter type has a path.Match metacharacter.
+func hasMeta(t string) bool {
+	for i := 0; i < len(t); i++ {
+		switch t[i] {
+		case '*', '?', '[', '\\':
 			return true
 		}
 	}

@@ -381,6 +381,11 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 			stop := s.reportProgress(ctx, req.Session, token, agentID, taskID)
 			defer stop()
 		}
+		// A client that can show forms is asked to approve gated tool
+		// calls of the run (see elicitPrompter).
+		if p := elicitPrompter(req.Session); p != nil {
+			ctx = axocoatl.WithUserPrompter(ctx, p)
+		}
 		// ctx is cancelled by the go-sdk when the client sends
 		// notifications/cancelled for this request or the session ends, and
 		// that cancels the run.

@@ -1,0 +1,185 @@
+package approval
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// StoreFile is the name of the file in Config.DataDir that holds remembered
+// decisions.
+const StoreFile = "approvals.json"
+
+// Remembered is a decision a human asked to keep ("remember": "always") for
+// one agent's calls of one tool. It applies only while the tool's
+// fingerprint is the one it was given for: a tool whose name, description
+// or schema changed is asked about again.
+type Remembered struct {
+	AgentID     string    `json:"agent_id"`
+	Tool        string    `json:"tool"`
+	Fingerprint string    `json:"fingerprint"`
+	Decision    string    `json:"decision"` // allow or deny
+	DecidedAt   time.Time `json:"decided_at"`
+	ResolvedBy  string    `json:"resolved_by"`
+	ApprovalID  string    `json:"approval_id"`
+}
+
+type decisionKey struct{ agent, tool string }
+
+// store holds remembered decisions: readers take a snapshot without a lock
+// (the map is replaced, never changed), writers are serialized and write
+// the file before publishing the new map.
+type store struct {
+	file string // "" when there is no data dir
+	mu   sync.Mutex
+	m    atomic.Pointer[map[decisionKey]Remembered]
+}
+
+type storeFile struct {
+	Version   int          `json:"version"`
+	Decisions []Remembered `json:"decisions"`
+}
+
+func newStore(dataDir string) *store {
+	s := &store{}
+	if dataDir != "" {
+		s.file = filepath.Join(dataDir, StoreFile)
+	}
+	empty := map[decisionKey]Remembered{}
+	s.m.Store(&empty)
+	return s
+}
+
+// load reads the file; a missing file is an empty store.
+func (s *store) load() error {
+	if s.file == "" {
+		return nil
+	}
+	data, err := os.ReadFile(s.file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("approval: read remembered decisions: %w", err)
+	}
+	var f storeFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Errorf("approval: %s is not a decisions file: %w", s.file, err)
+	}
+	m := make(map[decisionKey]Remembered, len(f.Decisions))
+	for _, r := range f.Decisions {
+		if r.Tool == "" || (r.Decision != Allow && r.Decision != Deny) {
+			continue
+		}
+		m[decisionKey{r.AgentID, r.Tool}] = r
+	}
+	s.m.Store(&m)
+	return nil
+}
+
+func (s *store) get(agent, tool string) (Remembered, bool) {
+	m := *s.m.Load()
+	if len(m) == 0 {
+		return Remembered{}, false
+	}
+	r, ok := m[decisionKey{agent, tool}]
+	return r, ok
+}
+
+func (s *store) list() []Remembered {
+	out := slices.Collect(maps.Values(*s.m.Load()))
+	slices.SortFunc(out, func(a, b Remembered) int {
+		if c := strings.Compare(a.AgentID, b.AgentID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Tool, b.Tool)
+	})
+	return out
+}
+
+func (s *store) put(r Remembered) error {
+	return s.update(func(m map[decisionKey]Remembered) bool {
+		m[decisionKey{r.AgentID, r.Tool}] = r
+		return true
+	})
+}
+
+// remove deletes the decision; it reports whether there was one.
+func (s *store) remove(agent, tool string) (bool, error) {
+	found := false
+	err := s.update(func(m map[decisionKey]Remembered) bool {
+		k := decisionKey{agent, tool}
+		_, found = m[k]
+		delete(m, k)
+		return found
+	})
+	return found, err
+}
+
+// update applies change to a copy, writes the file, then publishes the copy:
+// what readers see is always on disk.
+func (s *store) update(change func(map[decisionKey]Remembered) bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := maps.Clone(*s.m.Load())
+	if !change(m) {
+		return nil
+	}
+	if err := s.write(m); err != nil {
+		return err
+	}
+	s.m.Store(&m)
+	return nil
+}
+
+// write replaces the file atomically: a temp file in the same directory,
+// synced, then renamed over the old one.
+func (s *store) write(m map[decisionKey]Remembered) error {
+	if s.file == "" {
+		return nil
+	}
+	f := storeFile{Version: 1, Decisions: slices.Collect(maps.Values(m))}
+	slices.SortFunc(f.Decisions, func(a, b Remembered) int {
+		return strings.Compare(a.AgentID+"\x00"+a.Tool, b.AgentID+"\x00"+b.Tool)
+	})
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(s.file)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("approval: data dir: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".approvals-*.tmp")
+	if err != nil {
+		return fmt.Errorf("approval: write remembered decisions: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("approval: write remembered decisions: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("approval: write remembered decisions: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("approval: write remembered decisions: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), s.file); err != nil {
+		return fmt.Errorf("approval: write remembered decisions: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil { // make the rename durable
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
