@@ -12,6 +12,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/a2a"
+	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -30,6 +31,9 @@ type Runtime struct {
 	MCPServer *mcpserver.Server
 	// A2A serves the A2A doors.
 	A2A *a2a.Handler
+	// Approval gates tool calls on a human's verdict (its routes are
+	// /api/approvals…).
+	Approval *approval.Module
 
 	// bus is closed after the Engine when Build opened it (NATS).
 	bus lattice.Bus
@@ -84,6 +88,15 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 		if err := rt.Engine.AddAgent(spec, model); err != nil {
 			return fail(c.errorf(fmt.Sprintf("agents[%d]", i), "%v", err))
 		}
+	}
+	// The gate first: it must stand before any tool can be called.
+	apCfg := c.Approval
+	apCfg.DataDir, apCfg.Logger = c.Server.DataDir, log
+	if rt.Approval, err = approval.New(apCfg); err == nil {
+		err = rt.Engine.Use(ctx, rt.Approval)
+	}
+	if err != nil {
+		return fail(fmt.Errorf("approval: %w", err))
 	}
 	if len(c.MCPServers) > 0 {
 		// A stdio server inheriting the environment can read the daemon's
@@ -148,6 +161,10 @@ func (rt *Runtime) Routes() []Route {
 		{http.MethodPost, a2a.PathTasks, false, rt.A2A},
 		{http.MethodPost, a2a.PathJSONRPC, false, rt.A2A},
 		{http.MethodPost, a2a.PathAgentPrefix + "{id}", false, rt.A2A},
+		{http.MethodGet, approval.PathApprovals, false, rt.Approval},
+		{http.MethodPost, approval.PathApprovals + "/{id}", false, rt.Approval},
+		{http.MethodGet, approval.PathDecisions, false, rt.Approval},
+		{http.MethodDelete, approval.PathDecisions, false, rt.Approval},
 	}
 }
 

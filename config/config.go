@@ -32,6 +32,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/a2a"
+	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
@@ -55,6 +56,8 @@ type Config struct {
 	MCPServer mcpserver.Config `yaml:"mcp_server"`
 	// A2A tunes the A2A doors (cards, /a2a/tasks, JSON-RPC).
 	A2A a2a.Config `yaml:"a2a"`
+	// Approval is the human-approval gate on tool calls.
+	Approval approval.Config `yaml:"approval"`
 
 	// Source is where the config came from: a path, or "<built-in>".
 	Source string `yaml:"-"`
@@ -488,6 +491,7 @@ func (c *Config) validate() error {
 	errs = append(errs, d.ValidateTree("mcp_servers", reflect.ValueOf(&c.MCPServers).Elem())...)
 	errs = append(errs, d.ValidateTree("mcp_server", reflect.ValueOf(&c.MCPServer).Elem())...)
 	errs = append(errs, d.ValidateTree("a2a", reflect.ValueOf(&c.A2A).Elem())...)
+	errs = append(errs, d.ValidateTree("approval", reflect.ValueOf(&c.Approval).Elem())...)
 	return errors.Join(errs...)
 }
 

@@ -320,7 +320,7 @@ func TestContractExampleConfig(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "ok (1 agents)") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	for _, section := range []string{"approval", "webhooks"} {
+	for _, section := range []string{"webhooks"} {
 		if !strings.Contains(stderr, fmt.Sprintf("unknown section %q ignored", section)) {
 			t.Errorf("no warning for %s:\n%s", section, stderr)
 		}

@@ -42,6 +42,8 @@ func mcpClientConfig(url string) string {
 	return fmt.Sprintf(`
 agents:
   - id: a
+approval:
+  default: allow # these tests are about the transport, not the gate
 mcp_servers:
   - name: tools
     url: %s/mcp

@@ -207,6 +207,8 @@ agents:
   - id: llama
     provider: ollama
     model: llama-test
+approval:
+  default: allow
 mcp_servers:
   - name: fs
     command: sh

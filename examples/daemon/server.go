@@ -33,9 +33,9 @@ type daemon struct {
 	log    *slog.Logger
 	rt     *config.Runtime
 	engine *axocoatl.Engine
-	// approvals connects the WebSocket stream to the approval module.
-	// Zero: no approvals (ready lists none, approve commands get an error
-	// frame).
+	// approvals connects the WebSocket stream to the approval module
+	// (tests may put their own). Zero: no approvals (ready lists none,
+	// approve commands get an error frame).
 	approvals approvalHooks
 }
 
@@ -57,7 +57,19 @@ func boot(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon, e
 	if err != nil {
 		return nil, err
 	}
-	return &daemon{cfg: cfg, log: log, rt: rt, engine: rt.Engine}, nil
+	gate := rt.Approval
+	return &daemon{cfg: cfg, log: log, rt: rt, engine: rt.Engine, approvals: approvalHooks{
+		Pending: func(context.Context) []any {
+			var out []any
+			for _, p := range gate.Pending() {
+				out = append(out, p)
+			}
+			return out
+		},
+		Resolve: func(ctx context.Context, id, decision, remember string) error {
+			return gate.Resolve(ctx, id, decision, remember, "websocket")
+		},
+	}}, nil
 }
 
 // close stops the Engine, letting in-flight runs finish within ctx.

@@ -258,7 +258,7 @@ func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, re
 		}
 		var f clientFrame
 		if err := json.Unmarshal(data, &f); err != nil {
-			reply("bad_request", jsonDecodeProblem(err, "frame"))
+			reply("bad_request", httpguard.JSONProblem(err, "frame"))
 			continue
 		}
 		switch f.Cmd {
