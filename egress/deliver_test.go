@@ -125,7 +125,9 @@ func TestRetryAfterHonouredAndCapped(t *testing.T) {
 					return http.StatusTooManyRequests
 				}
 				return http.StatusOK
-			}, func(w http.ResponseWriter) http.ResponseWriter { return &retryAfterWriter{ResponseWriter: w, after: c.after} })
+			}, func(w http.ResponseWriter) http.ResponseWriter {
+				return &retryAfterWriter{ResponseWriter: w, after: c.after}
+			})
 			h := start(t, Config{Webhooks: []Webhook{{Name: "w", URL: rc.url(), BackoffBase: 20 * time.Millisecond, BackoffMax: c.max}}})
 			h.publish(t, "Deployed", 0, 1)
 			waitFor(t, 10*time.Second, "delivered", func() bool { return h.status(t, "w").Delivered == 1 })
@@ -238,7 +240,9 @@ func TestDeadLetterRetriedThroughAPI(t *testing.T) {
 	rc.mu.Lock()
 	up = true
 	rc.mu.Unlock()
-	var errBody struct{ Error struct{ Code, Message string } }
+	var errBody struct {
+		Error struct{ Code, Message string }
+	}
 	if code := h.api(t, "POST", "/api/webhooks/w/deliveries/nope/retry", &errBody); code != 404 || errBody.Error.Code != "delivery_not_found" {
 		t.Fatalf("unknown delivery: %d %+v", code, errBody)
 	}
@@ -275,7 +279,9 @@ func TestNotStartedAnswers503(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &harness{mod: m}
-	var body struct{ Error struct{ Code, Message string } }
+	var body struct {
+		Error struct{ Code, Message string }
+	}
 	if code := h.api(t, "GET", "/api/webhooks", &body); code != 503 || body.Error.Code != "not_started" ||
 		body.Error.Message != "egress: module not started: pass it to Engine.Use" {
 		t.Fatalf("%d %+v", code, body)
