@@ -110,6 +110,7 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 
 // received is one request as a receiver saw it.
 type received struct {
+	code   int // the answer: 0 reset, -1 hung
 	at     time.Time
 	header http.Header
 	body   []byte
@@ -183,7 +184,6 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	if problem != "" {
 		rc.bad = append(rc.bad, problem)
 	}
-	rc.reqs = append(rc.reqs, rec)
 	rc.seen[rec.msg.DeliveryID]++
 	n := rc.seen[rec.msg.DeliveryID]
 	rc.mu.Unlock()
@@ -191,6 +191,10 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	if rc.answer != nil {
 		code = rc.answer(rec, n)
 	}
+	rec.code = code
+	rc.mu.Lock()
+	rc.reqs = append(rc.reqs, rec)
+	rc.mu.Unlock()
 	switch code {
 	case 0: // reset the connection
 		panic(http.ErrAbortHandler)
@@ -260,6 +264,17 @@ func (rc *receiver) requests() []received {
 	return append([]received(nil), rc.reqs...)
 }
 
+// accepted is the set of events answered 2xx.
+func (rc *receiver) accepted() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range rc.requests() {
+		if r.code >= 200 && r.code < 300 {
+			out[r.msg.EventID] = true
+		}
+	}
+	return out
+}
+
 func (rc *receiver) count() int {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -275,8 +290,7 @@ func (rc *receiver) byDelivery() map[string][]received {
 	return out
 }
 
-// eventsDelivered maps event_id → the delivery_ids it arrived with, for
-// requests answered 2xx (ok reports which were).
+// eventsOf maps event_id → the delivery_ids it arrived with.
 func eventsOf(reqs []received) map[string]map[string]bool {
 	out := map[string]map[string]bool{}
 	for _, r := range reqs {
