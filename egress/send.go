@@ -166,7 +166,7 @@ func (h *hook) record(st *attemptState, code int, err error) int {
 	used := len(d.attempts) - d.base
 	if a.Error != "" {
 		d.lastError = a.Error
-		h.lastError, h.lastErrAt = name+": "+a.Error, now
+		h.lastError, h.lastErrAt = a.Error, now
 	}
 	var rec record
 	if a.Error != "" {
