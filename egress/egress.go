@@ -195,6 +195,11 @@ func (m *Module) Stop(ctx context.Context) error {
 	for _, h := range m.hooks {
 		h.logDrops(true)
 		h.client.HTTPClient.CloseIdleConnections()
+		if _, ok := m.store.(memStore); ok {
+			if n := h.pending(); n > 0 {
+				m.log.Warn("webhook deliveries not sent are lost (no data dir)", "webhook", h.cfg.Name, "deliveries", n)
+			}
+		}
 	}
 	if err := m.store.close(); err != nil {
 		errs = append(errs, fmt.Errorf("egress: closing the store: %w", err))
@@ -208,10 +213,19 @@ func (m *Module) ingest(ctx context.Context) {
 	events := m.sub.Events()
 	batch := make([]lattice.Event, 0, 1024)
 	var lastMissed uint64
+	// Drops are logged at most once a second; the tick logs those of a
+	// burst that ended.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-tick.C:
+			for _, h := range m.hooks {
+				h.logDrops(false)
+			}
+			continue
 		case ev, ok := <-events:
 			if !ok {
 				return
@@ -370,6 +384,13 @@ func (h *hook) take(batch []lattice.Event, now time.Time) {
 	for _, d := range ds {
 		h.ch <- d // never blocks: room was counted under pushMu
 	}
+}
+
+// pending counts the deliveries queued or in flight.
+func (h *hook) pending() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.live)
 }
 
 // logDrops logs the drops not logged yet, at most once a second unless

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -321,4 +324,104 @@ func TestSecretsAppearNowhere(t *testing.T) {
 			t.Fatalf("%q leaked: …%s…", leak, out.String()[max(i-200, 0):min(i+100, out.Len())])
 		}
 	}
+}
+
+// missBus reports extra losses on its subscriptions, as a lattice that
+// dropped events for a starved subscriber would.
+type missBus struct {
+	lattice.Bus
+	extra *atomic.Uint64
+}
+
+func (b missBus) Subscribe(f lattice.Filter, n int) (lattice.Subscription, error) {
+	s, err := b.Bus.Subscribe(f, n)
+	if err != nil {
+		return nil, err
+	}
+	return missSub{s, b.extra}, nil
+}
+
+type missSub struct {
+	lattice.Subscription
+	extra *atomic.Uint64
+}
+
+func (s missSub) Missed() uint64 { return s.Subscription.Missed() + s.extra.Load() }
+
+// Events the lattice dropped before egress took them are counted and
+// logged with their number, not silently lost.
+func TestLatticeLossesCounted(t *testing.T) {
+	var extra atomic.Uint64
+	bus := lattice.NewMemory()
+	defer bus.Close()
+	var logs strings.Builder
+	var mu sync.Mutex
+	eng := axocoatl.New(axocoatl.Options{Bus: missBus{bus, &extra}, Logger: slogTo(&mu, &logs)})
+	rc := newReceiver(t, "", nil)
+	m, err := New(Config{Webhooks: []Webhook{fast(Webhook{Name: "w", URL: rc.url()})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Use(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(context.Background())
+	extra.Store(7)
+	if err := eng.Publish(context.Background(), "Deployed", "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "missed counted", func() bool { return m.Missed() == 7 })
+	h := &harness{mod: m}
+	var list listResponse
+	h.api(t, "GET", "/api/webhooks", &list)
+	if list.Missed != 7 {
+		t.Fatalf("API missed %d", list.Missed)
+	}
+	if got := testutil.ToFloat64(m.metrics.missed); got != 7 {
+		t.Fatalf("metric %v", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), `"lost":7`) {
+		t.Fatalf("no log line with the count:\n%s", logs.String())
+	}
+}
+
+// Dead letters are bounded: beyond MaxDeadLetters the oldest go, counted.
+func TestDeadLettersBounded(t *testing.T) {
+	rc := newReceiver(t, "", func(received, int) int { return http.StatusGone })
+	h := start(t, Config{Webhooks: []Webhook{fast(Webhook{Name: "w", URL: rc.url(), MaxDeadLetters: 2, Concurrency: 1})}})
+	h.publish(t, "Deployed", 0, 5)
+	waitFor(t, 10*time.Second, "failures", func() bool { return h.status(t, "w").Failed == 5 })
+	s := h.status(t, "w")
+	var ds struct{ Deliveries []Delivery }
+	h.api(t, "GET", "/api/webhooks/w/deliveries?status=failed", &ds)
+	if s.DeadLetters != 2 || s.Evicted != 3 || len(ds.Deliveries) != 2 {
+		t.Fatalf("status %+v, listed %d", s, len(ds.Deliveries))
+	}
+	// The two kept are the newest.
+	var newest []string
+	for _, r := range rc.requests()[3:] {
+		newest = append(newest, r.msg.DeliveryID)
+	}
+	for _, d := range ds.Deliveries {
+		if !slices.Contains(newest, d.ID) {
+			t.Fatalf("kept %s, not one of the newest %v", d.ID, newest)
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func slogTo(mu *sync.Mutex, w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(lockedWriter{mu, w}, nil))
 }
