@@ -469,11 +469,13 @@ func (h *hook) deliver(ctx context.Context, d *delivery) {
 		edits = append(edits, delEdit(name, deadBucket, old.key))
 	}
 	status, lastErr, attempts := d.status, d.lastError, len(d.attempts)-d.base
+	// Under mu, so that a retry through the API cannot store its move
+	// back to pending before this move to the dead letters.
+	h.m.store.change(edits...)
 	h.mu.Unlock()
 	h.m.metrics.deliveries.WithLabelValues(name, string(status)).Inc()
 	h.m.log.Warn("webhook delivery failed", "webhook", name, "delivery_id", d.id, "event_type", d.eventType,
 		"status", status, "attempts", attempts, "error", lastErr)
-	h.m.store.change(edits...)
 }
 
 // Retry errors, mapped to HTTP statuses by the handler.
@@ -530,9 +532,8 @@ func (h *hook) retry(id string) (Delivery, error) {
 	d.base = len(d.attempts)
 	h.live[d.id] = d
 	view := d.view(h.cfg.Name)
-	rec := d.record()
+	h.m.store.change(delEdit(h.cfg.Name, deadBucket, oldKey), putEdit(h.cfg.Name, pendingBucket, d.key, d.record()))
 	h.mu.Unlock()
-	h.m.store.change(delEdit(h.cfg.Name, deadBucket, oldKey), putEdit(h.cfg.Name, pendingBucket, d.key, rec))
 	h.ch <- d
 	return view, nil
 }

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"encoding/binary"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // store is what outlives the process: each webhook's pending deliveries
@@ -90,6 +92,9 @@ func openBolt(dir string, log *slog.Logger) (*boltStore, error) {
 		return nil, fmt.Errorf("egress: data dir: %w", err)
 	}
 	db, err := bolt.Open(filepath.Join(dir, DBFile), 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("egress: open %s: %w (is another process using this data dir?)", filepath.Join(dir, DBFile), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("egress: open %s: %w", filepath.Join(dir, DBFile), err)
 	}
