@@ -1,8 +1,10 @@
 package egress
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"path"
@@ -279,6 +281,35 @@ func (w Webhook) Host() string {
 // Target is the URL as it may be shown: scheme, host and path, without
 // credentials or query string.
 func (w Webhook) Target() string { return displayURL(w.URL) }
+
+// String describes the webhook by name, shown URL and filter: never the
+// secret, a header value or the URL's query, so that printing a Config
+// (%v, %+v) cannot leak them.
+func (w Webhook) String() string {
+	return fmt.Sprintf("webhook %s → %s (%s)", w.Name, w.Target(), w.FilterText())
+}
+
+// GoString is String, for %#v.
+func (w Webhook) GoString() string { return w.String() }
+
+// LogValue implements slog.LogValuer with the same safe fields.
+func (w Webhook) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("name", w.Name), slog.String("host", w.Host()), slog.String("filter", w.FilterText()))
+}
+
+// MarshalJSON writes the webhook's description ([WebhookInfo]), like
+// [secret.Secret] never its secret, header values or URL query.
+func (w Webhook) MarshalJSON() ([]byte, error) { return json.Marshal(w.info()) }
+
+// LogValue implements slog.LogValuer: the webhooks' descriptions.
+func (c Config) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, len(c.Webhooks)+1)
+	for _, w := range c.Webhooks {
+		attrs = append(attrs, slog.Any(w.Name, w))
+	}
+	attrs = append(attrs, slog.String("data_dir", c.DataDir))
+	return slog.GroupValue(attrs...)
+}
 
 // FilterText says in words which events the webhook receives.
 func (w Webhook) FilterText() string {

@@ -307,7 +307,11 @@ func TestSecretsAppearNowhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Fprint(&out, mfs)
-	fmt.Fprintf(&out, "%v %+v %#v", cfg.Webhooks[0].Secret, cfg.Webhooks[0].Headers, cfg.Webhooks[1].Headers)
+	fmt.Fprintf(&out, "%v %+v %#v %s", cfg, cfg, cfg, cfg.Webhooks)
+	slog.New(slog.NewJSONHandler(&out, nil)).Info("config", "webhook", cfg.Webhooks[0], "all", cfg)
+	slog.New(slog.NewTextHandler(&out, nil)).Info("config", "webhook", cfg.Webhooks[0], "all", cfg)
+	js, _ := json.Marshal(cfg)
+	out.Write(js)
 	b, _ := json.Marshal(cfg.Describe())
 	out.Write(b)
 	bad := cfg
