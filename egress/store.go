@@ -2,8 +2,8 @@ package egress
 
 import (
 	"encoding/binary"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
