@@ -128,6 +128,12 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 			return err
 		}
 		m.store = bs
+		for name, n := range bs.orphans(m.byName) {
+			if n > 0 {
+				m.log.Warn("webhook store holds deliveries of a webhook that is not configured: kept, not sent",
+					"webhook", name, "deliveries", n)
+			}
+		}
 	}
 	fail := func(err error) error {
 		if bs != nil {

@@ -429,3 +429,23 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 func slogTo(mu *sync.Mutex, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(lockedWriter{mu, w}, nil))
 }
+
+// Deliveries stored for a webhook that was removed from the config are
+// kept, not sent, and reported at start.
+func TestRemovedWebhookReported(t *testing.T) {
+	dir := t.TempDir()
+	rc := newReceiver(t, "", func(received, int) int { return http.StatusServiceUnavailable })
+	h := start(t, Config{DataDir: dir, Webhooks: []Webhook{{Name: "old", URL: rc.url(), MaxAttempts: 1000,
+		BackoffBase: 50 * time.Millisecond, BackoffMax: 100 * time.Millisecond, Concurrency: 1}}})
+	h.publish(t, "Deployed", 0, 3)
+	waitFor(t, 10*time.Second, "stored", func() bool { s := h.status(t, "old"); return s.Queued+s.InFlight == 3 })
+	h.close(t)
+	other := newReceiver(t, "", nil)
+	h2 := start(t, Config{DataDir: dir, Webhooks: []Webhook{fast(Webhook{Name: "new", URL: other.url()})}})
+	if !strings.Contains(h2.logs.String(), `"msg":"webhook store holds deliveries of a webhook that is not configured: kept, not sent","module":"egress","webhook":"old","deliveries":3}`) {
+		t.Fatalf("not reported:\n%s", h2.logs.String())
+	}
+	if other.count() != 0 {
+		t.Fatal("another webhook's deliveries were sent")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -140,6 +141,25 @@ func (s *boltStore) load(webhook string) (pending, dead []*delivery, maxKey uint
 		return read(deadBucket, &dead)
 	})
 	return pending, dead, maxKey, err
+}
+
+// orphans counts the pending deliveries of stored webhooks that are not
+// in configured: left by an earlier configuration, kept but not sent.
+func (s *boltStore) orphans(configured map[string]*hook) map[string]int {
+	out := map[string]int{}
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, root *bolt.Bucket) error {
+			hook, ok := strings.CutPrefix(string(name), "webhook/")
+			if !ok || configured[hook] != nil {
+				return nil
+			}
+			if b := root.Bucket([]byte(pendingBucket)); b != nil {
+				out[hook] = b.Stats().KeyN
+			}
+			return nil
+		})
+	})
+	return out
 }
 
 func (s *boltStore) add(webhook string, ds []*delivery) error {
