@@ -345,28 +345,22 @@ func (h *hook) load() error {
 }
 
 // take queues the events of batch that the filter passes. What does not
-// fit in the queue is dropped and counted.
+// fit in the queue is dropped and counted (and not even serialized).
 func (h *hook) take(batch []lattice.Event, now time.Time) {
-	var ds []*delivery
+	var evs []lattice.Event
 	for _, ev := range batch {
-		if ev.ProducedBy == ProducerName || !h.cfg.matches(ev.Type) {
-			continue
+		if ev.ProducedBy != ProducerName && h.cfg.matches(ev.Type) {
+			evs = append(evs, ev)
 		}
-		d, err := newDelivery(ev, now)
-		if err != nil {
-			h.m.log.Error("webhook: event cannot be serialized; skipped", "webhook", h.cfg.Name, "event_id", ev.ID, "error", err)
-			continue
-		}
-		ds = append(ds, d)
 	}
-	if len(ds) == 0 {
+	if len(evs) == 0 {
 		return
 	}
 	h.pushMu.Lock()
 	defer h.pushMu.Unlock()
 	room := max(h.cfg.QueueSize-len(h.ch), 0)
-	if dropped := len(ds) - room; dropped > 0 {
-		ds = ds[:room]
+	if dropped := len(evs) - room; dropped > 0 {
+		evs = evs[:room]
 		h.mu.Lock()
 		h.counts.dropped += uint64(dropped)
 		h.dropsUnlogged += uint64(dropped)
@@ -374,12 +368,21 @@ func (h *hook) take(batch []lattice.Event, now time.Time) {
 		h.m.metrics.dropped.WithLabelValues(h.cfg.Name).Add(float64(dropped))
 		h.logDrops(false)
 	}
-	if len(ds) == 0 {
+	if len(evs) == 0 {
 		return
+	}
+	ds := make([]*delivery, 0, len(evs))
+	for _, ev := range evs {
+		d, err := newDelivery(ev, now)
+		if err != nil {
+			h.m.log.Error("webhook: event cannot be serialized; skipped", "webhook", h.cfg.Name, "event_id", ev.ID, "error", err)
+			continue
+		}
+		d.key = h.m.nextKey()
+		ds = append(ds, d)
 	}
 	h.mu.Lock()
 	for _, d := range ds {
-		d.key = h.m.nextKey()
 		h.live[d.id] = d
 	}
 	h.mu.Unlock()

@@ -105,7 +105,7 @@ func TestChaosEveryEventAtLeastOnce(t *testing.T) {
 	h := start(t, Config{Webhooks: []Webhook{{Name: "w", URL: rc.url(), Secret: "chaos", MaxAttempts: 40,
 		BackoffBase: time.Millisecond, BackoffMax: 10 * time.Millisecond}}})
 	h.publish(t, "Deployed", 0, n)
-	waitFor(t, 90*time.Second, "every event delivered", func() bool { return h.status(t, "w").Delivered == n })
+	waitFor(t, 180*time.Second, "every event delivered", func() bool { return h.status(t, "w").Delivered == n })
 	events := eventsOf(rc.requests())
 	if len(events) != n {
 		t.Fatalf("%d distinct events arrived, want %d", len(events), n)
@@ -127,7 +127,7 @@ func TestChaosEveryEventAtLeastOnce(t *testing.T) {
 // counted exactly (status, metric, log lines); memory and goroutines stay
 // bounded; a second, healthy webhook gets every one of its events.
 func TestFloodBoundedAndCounted(t *testing.T) {
-	const total, every = 200000, 10
+	const total, every = 200000, 20
 	stuck := newReceiver(t, "", func(_ received, _ int) int { return -1 })
 	// The healthy receiver only counts distinct events (the full receiver
 	// keeps every request, which would weigh on the heap measured here).
@@ -167,14 +167,14 @@ func TestFloodBoundedAndCounted(t *testing.T) {
 		}
 		// Pace the publisher by what egress took (not by deliveries):
 		// the lattice buffer is not what this test measures.
-		waitFor(t, 30*time.Second, "ingest", func() bool {
+		waitFor(t, 60*time.Second, "ingest", func() bool {
 			s := h.status(t, "stuck")
 			return s.Queued+s.InFlight+int(s.Dropped) == sent
 		})
 		goroutinesMax = max(goroutinesMax, runtime.NumGoroutine())
 	}
 	t.Logf("published and queued in %s", time.Since(began))
-	waitFor(t, 60*time.Second, "healthy delivered", func() bool { return h.status(t, "healthy").Delivered == total/every })
+	waitFor(t, 180*time.Second, "healthy delivered", func() bool { return h.status(t, "healthy").Delivered == total/every })
 	t.Logf("healthy delivered all after %s", time.Since(began))
 	s := h.status(t, "stuck")
 	want := uint64(total - DefaultQueueSize - DefaultConcurrency)
