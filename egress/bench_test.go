@@ -3,6 +3,7 @@ package egress
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -48,7 +49,8 @@ func newBenchReceiver(b *testing.B) *benchReceiver {
 func BenchmarkDeliveries(b *testing.B) {
 	const concurrency = 32
 	body := []byte(`{"delivery_id":"01a2f3c4-0000-7000-8000-000000000000","event_id":"01a2f3c4-0000-7000-8000-000000000001","event_type":"TaskCompleted","produced_by":"bench","timestamp":1764500000,"payload":{"agent_id":"assistant","task_id":"t-1","output":"done","duration_ms":12,"source":"api"}}`)
-	payload := map[string]any{"agent_id": "assistant", "task_id": "t-1", "output": "done", "duration_ms": 12, "source": "api"}
+	// Events arrive with their payload already JSON, as the Engine's own do.
+	payload := json.RawMessage(`{"agent_id":"assistant","task_id":"t-1","output":"done","duration_ms":12,"source":"api"}`)
 
 	b.Run("nethttp", func(b *testing.B) {
 		rc := newBenchReceiver(b)

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -292,14 +293,31 @@ type hook struct {
 	// Drops are logged at most once a second, with their count.
 	dropsUnlogged uint64
 	dropLoggedAt  time.Time
+
+	// The webhook's metric series, resolved once.
+	series struct {
+		delivered, failed, deadLettered, dropped prometheus.Counter
+		attempts                                 map[string]prometheus.Counter // by result label
+		latency                                  prometheus.Observer
+	}
 }
 
 func newHook(m *Module, w Webhook) *hook {
 	h := &hook{m: m, cfg: w, live: map[string]*delivery{}, ch: make(chan *delivery, w.QueueSize)}
 	if !w.Secret.IsZero() {
 		key, _ := signingKey(w.Secret.Reveal()) // Validate checked it
-		h.sign = &signer{key: key}
+		h.sign = newSigner(key)
 	}
+	mt := m.metrics
+	h.series.delivered = mt.deliveries.WithLabelValues(w.Name, string(StatusDelivered))
+	h.series.failed = mt.deliveries.WithLabelValues(w.Name, string(StatusFailed))
+	h.series.deadLettered = mt.deliveries.WithLabelValues(w.Name, string(StatusDeadLettered))
+	h.series.dropped = mt.dropped.WithLabelValues(w.Name)
+	h.series.attempts = map[string]prometheus.Counter{}
+	for _, r := range []string{"2xx", "3xx", "4xx", "5xx", "error"} {
+		h.series.attempts[r] = mt.attempts.WithLabelValues(w.Name, r)
+	}
+	h.series.latency = mt.latency.WithLabelValues(w.Name)
 	return h
 }
 
@@ -365,7 +383,7 @@ func (h *hook) take(batch []lattice.Event, now time.Time) {
 		h.counts.dropped += uint64(dropped)
 		h.dropsUnlogged += uint64(dropped)
 		h.mu.Unlock()
-		h.m.metrics.dropped.WithLabelValues(h.cfg.Name).Add(float64(dropped))
+		h.series.dropped.Add(float64(dropped))
 		h.logDrops(false)
 	}
 	if len(evs) == 0 {
@@ -458,7 +476,7 @@ func (h *hook) deliver(ctx context.Context, d *delivery) {
 			h.recentNext = (h.recentNext + 1) % recentDelivered
 		}
 		h.mu.Unlock()
-		h.m.metrics.deliveries.WithLabelValues(name, string(StatusDelivered)).Inc()
+		h.series.delivered.Inc()
 		h.m.store.change(delEdit(name, pendingBucket, d.key))
 		return
 	case outcomeFailed:
@@ -482,7 +500,11 @@ func (h *hook) deliver(ctx context.Context, d *delivery) {
 	// back to pending before this move to the dead letters.
 	h.m.store.change(edits...)
 	h.mu.Unlock()
-	h.m.metrics.deliveries.WithLabelValues(name, string(status)).Inc()
+	if status == StatusFailed {
+		h.series.failed.Inc()
+	} else {
+		h.series.deadLettered.Inc()
+	}
 	h.m.log.Warn("webhook delivery failed", "webhook", name, "delivery_id", d.id, "event_type", d.eventType,
 		"status", status, "attempts", attempts, "error", lastErr)
 }

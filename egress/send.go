@@ -154,8 +154,8 @@ func (h *hook) record(st *attemptState, code int, err error) int {
 		a.Error = fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
 	}
 	name := h.cfg.Name
-	h.m.metrics.attempts.WithLabelValues(name, resultLabel(code, err)).Inc()
-	h.m.metrics.latency.WithLabelValues(name).Observe(latency.Seconds())
+	h.series.attempts[resultLabel(code, err)].Inc()
+	h.series.latency.Observe(latency.Seconds())
 	d := st.d
 	h.mu.Lock()
 	d.attempts = append(d.attempts, a)

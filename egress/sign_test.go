@@ -16,7 +16,7 @@ import (
 // X-Axocoatl-Signature.
 func TestBodySignatureGitHubVector(t *testing.T) {
 	key, _ := signingKey("It's a Secret to Everybody")
-	got := signer{key: key}.bodySignature([]byte("Hello, World!"))
+	got := newSigner(key).bodySignature([]byte("Hello, World!"))
 	if want := "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"; got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
@@ -49,7 +49,7 @@ func TestVerify(t *testing.T) {
 		}
 		// With X-Axocoatl-Signature too, it must match.
 		key, _ := signingKey(secret)
-		h.Set(HeaderSignature, signer{key: key}.bodySignature(body))
+		h.Set(HeaderSignature, newSigner(key).bodySignature(body))
 		if err := Verify(secret, h, body, 0); err != nil {
 			t.Fatalf("with body signature: %v", err)
 		}
