@@ -2,6 +2,7 @@ package egress
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -304,5 +305,35 @@ func TestDeliveriesListing(t *testing.T) {
 	h.api(t, "GET", "/api/webhooks/w/deliveries?status=queued", &ds)
 	if len(ds.Deliveries) != 0 {
 		t.Fatalf("queued: %+v", ds.Deliveries)
+	}
+}
+
+// Stop before Start is a no-op; after Stop the module cannot start again,
+// the API still lists, and a retry answers 503.
+func TestLifecycle(t *testing.T) {
+	m, err := New(Config{Webhooks: []Webhook{fast(Webhook{Name: "w", URL: "http://127.0.0.1:1/"})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rc := newReceiver(t, "", func(received, int) int { return http.StatusBadRequest })
+	h := start(t, Config{Webhooks: []Webhook{fast(Webhook{Name: "w", URL: rc.url()})}})
+	h.publish(t, "Deployed", 0, 1)
+	waitFor(t, 10*time.Second, "failed", func() bool { return h.status(t, "w").Failed == 1 })
+	var ds struct{ Deliveries []Delivery }
+	h.api(t, "GET", "/api/webhooks/w/deliveries?status=failed", &ds)
+	h.close(t)
+	if err := h.mod.Start(t.Context(), h.eng); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Start after Stop: %v", err)
+	}
+	var list listResponse
+	if code := h.api(t, "GET", "/api/webhooks", &list); code != 200 || len(list.Webhooks) != 1 {
+		t.Fatalf("list after stop: %d %+v", code, list)
+	}
+	var body struct{ Error struct{ Code, Message string } }
+	if code := h.api(t, "POST", "/api/webhooks/w/deliveries/"+ds.Deliveries[0].ID+"/retry", &body); code != 503 || body.Error.Code != "not_running" {
+		t.Fatalf("retry after stop: %d %+v", code, body)
 	}
 }
