@@ -332,7 +332,9 @@ func TestLifecycle(t *testing.T) {
 	if code := h.api(t, "GET", "/api/webhooks", &list); code != 200 || len(list.Webhooks) != 1 {
 		t.Fatalf("list after stop: %d %+v", code, list)
 	}
-	var body struct{ Error struct{ Code, Message string } }
+	var body struct {
+		Error struct{ Code, Message string }
+	}
 	if code := h.api(t, "POST", "/api/webhooks/w/deliveries/"+ds.Deliveries[0].ID+"/retry", &body); code != 503 || body.Error.Code != "not_running" {
 		t.Fatalf("retry after stop: %d %+v", code, body)
 	}
