@@ -65,7 +65,7 @@ func TestDeliverSignedAndFiltered(t *testing.T) {
 // measured and the mean second gap must be clearly above the mean first.
 func TestRetry503Then200(t *testing.T) {
 	const n = 60
-	base := 100 * time.Millisecond
+	base := 200 * time.Millisecond
 	rc := newReceiver(t, "s", func(_ received, seen int) int {
 		if seen < 3 {
 			return http.StatusServiceUnavailable
