@@ -256,10 +256,18 @@ func TestRestartKeepsDeliveries(t *testing.T) {
 			t.Fatalf("delivery %s is new after the restart", id)
 		}
 	}
+	// The attempts made before the restart are kept (an attempt that Stop
+	// cut short is not one: it has no outcome).
 	var ds struct{ Deliveries []Delivery }
-	h2.api(t, "GET", "/api/webhooks/w/deliveries?status=delivered&limit=1", &ds)
-	if a := ds.Deliveries[0].Attempts; len(a) < 2 || a[0].StatusCode != 503 {
-		t.Fatalf("the attempts before the restart were not kept: %+v", a)
+	h2.api(t, "GET", "/api/webhooks/w/deliveries?status=delivered&limit=1000", &ds)
+	kept := 0
+	for _, d := range ds.Deliveries {
+		if a := d.Attempts; len(a) >= 2 && a[0].StatusCode == 503 && a[len(a)-1].StatusCode == 200 {
+			kept++
+		}
+	}
+	if len(ds.Deliveries) != recentDelivered || kept < recentDelivered/2 {
+		t.Fatalf("%d of the %d listed deliveries kept their attempts from before the restart", kept, len(ds.Deliveries))
 	}
 	h2.close(t)
 	// Nothing is left pending in the store.
