@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,12 +29,15 @@ func TestReceiverWithEgress(t *testing.T) {
 	var out testutil.SyncBuffer
 	rc := newReceiver(secret, 0, &out, slog.New(slog.DiscardHandler))
 	var (
+		mu       sync.Mutex // deliveries arrive concurrently
 		captured []*http.Request
 		bodies   [][]byte
 	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
 		captured, bodies = append(captured, r.Clone(context.Background())), append(bodies, b)
+		mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(b))
 		rc.ServeHTTP(w, r)
 	}))
@@ -72,7 +76,9 @@ func TestReceiverWithEgress(t *testing.T) {
 		rc.ServeHTTP(rec, req)
 		return rec.Code
 	}
+	mu.Lock()
 	h, body := captured[0].Header, bodies[0]
+	mu.Unlock()
 	if code := send(h, body); code != http.StatusNoContent || strings.Count(out.String(), "\n") != 2 {
 		t.Fatalf("duplicate: %d, printed %q", code, out.String())
 	}
