@@ -1,0 +1,382 @@
+package egress
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v4"
+
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/secret"
+)
+
+// Defaults applied where a [Webhook] field is zero.
+const (
+	DefaultTimeout        = 10 * time.Second
+	DefaultMaxAttempts    = 8
+	DefaultBackoffBase    = 500 * time.Millisecond
+	DefaultBackoffMax     = time.Minute
+	DefaultQueueSize      = 10000
+	DefaultConcurrency    = 32
+	DefaultMaxDeadLetters = 1000
+	// DefaultTolerance is how far a webhook-timestamp may be from the
+	// receiver's clock in [Verify] when the caller passes 0.
+	DefaultTolerance = 5 * time.Minute
+)
+
+// ErrInvalidConfig marks every configuration error; check with errors.Is.
+var ErrInvalidConfig = errors.New("invalid webhook config")
+
+// Config configures the module. The zero value has no webhooks: the module
+// then starts nothing and sends nothing.
+type Config struct {
+	// Webhooks are the `webhooks:` entries of the config file.
+	Webhooks []Webhook `yaml:"webhooks"`
+	// DataDir is where deliveries are kept across restarts and crashes
+	// (file egress.db, a bbolt database). Set by the host, not read from the
+	// `webhooks:` list (the daemon passes its data dir, ./data by default).
+	// Zero: deliveries live in memory only and a restart loses those not
+	// yet delivered.
+	DataDir string `yaml:"-"`
+	// Transport sends the requests (a proxy, a custom dialer, tests).
+	// Zero: a transport like http.DefaultTransport that keeps as many idle
+	// connections per host as the webhook's concurrency.
+	Transport http.RoundTripper `yaml:"-"`
+}
+
+// Webhook is one entry of `webhooks:`.
+type Webhook struct {
+	// Name identifies the webhook in the API, metrics and logs:
+	// [a-z0-9_-]+, at most 64 characters, unique. Required.
+	Name string `yaml:"name"`
+	// URL is where events are POSTed: an absolute http or https URL.
+	// Required. Only its host is ever shown (logs, doctor, the API show the
+	// URL without query string or credentials).
+	URL string `yaml:"url"`
+	// Events selects what is sent: event types or path.Match globs
+	// ("Task*"). Zero: every coordination event (TaskCompleted,
+	// AgentFailed, approvals, custom events). Telemetry events
+	// (AgentActivated, ToolCalled, ToolResult, McpServer*) are sent only
+	// when a pattern names them: exactly, or by a glob that is not the bare
+	// "*" ("Tool*").
+	Events []string `yaml:"events"`
+	// Secret signs every request (X-Axocoatl-Signature and the Standard
+	// Webhooks headers). A secret starting with "whsec_" is the base64 of
+	// the key (the Standard Webhooks form); any other is the key's bytes.
+	// Zero: requests are not signed. Written in the file but empty (a
+	// variable that expands to nothing) is a configuration error.
+	Secret secret.Secret `yaml:"secret"`
+	// Headers are added to every request (Authorization, …). Values are
+	// secrets. The headers egress sets itself may not be overridden.
+	// Zero: none.
+	Headers map[string]secret.Secret `yaml:"headers"`
+	// Timeout bounds one attempt, from connecting to the end of the
+	// response. Zero: 10s.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxAttempts is how many times one delivery is tried before it is
+	// dead-lettered. Zero: 8.
+	MaxAttempts int `yaml:"max_attempts"`
+	// BackoffBase is the first retry's bound: retry n waits a random time
+	// in [0, min(BackoffMax, BackoffBase·2ⁿ⁻¹)] ("full jitter"). Zero: 500ms.
+	BackoffBase time.Duration `yaml:"backoff_base"`
+	// BackoffMax caps every wait between attempts, a Retry-After included.
+	// Zero: 1m.
+	BackoffMax time.Duration `yaml:"backoff_max"`
+	// QueueSize bounds the deliveries waiting to be sent. Events that
+	// arrive while it is full are dropped and counted. Zero: 10000.
+	QueueSize int `yaml:"queue_size"`
+	// Concurrency bounds the deliveries in flight at once. Zero: 32.
+	Concurrency int `yaml:"concurrency"`
+	// MaxDeadLetters bounds the failed and dead-lettered deliveries kept
+	// for inspection and retry; beyond it the oldest is discarded (and
+	// counted). Zero: 1000.
+	MaxDeadLetters int `yaml:"max_dead_letters"`
+
+	// secretSet records that the file had a `secret:` key, so that one
+	// that expanded to empty is refused instead of silently not signing.
+	secretSet bool
+}
+
+// yamlKeys are the keys of a webhook entry, in the order of the docs.
+var yamlKeys = []string{"name", "url", "events", "secret", "headers", "timeout", "max_attempts",
+	"backoff_base", "backoff_max", "queue_size", "concurrency", "max_dead_letters"}
+
+// UnmarshalYAML decodes one `webhooks:` entry, refusing unknown keys and
+// remembering whether `secret:` was written (an empty value decodes to the
+// same zero as no key at all).
+func (w *Webhook) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		var errs []*yaml.LoadError
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			switch {
+			case k.Value == "secret":
+				w.secretSet = true
+			case !slices.Contains(yamlKeys, k.Value):
+				errs = append(errs, &yaml.LoadError{
+					Mark:    yaml.Mark{Line: k.Line, Column: k.Column},
+					Message: fmt.Sprintf("unknown key %q (known: %s)", k.Value, strings.Join(yamlKeys, ", ")),
+				})
+			}
+		}
+		if len(errs) > 0 {
+			return &yaml.LoadErrors{Errors: errs}
+		}
+	}
+	type plain Webhook // without this method
+	set := w.secretSet
+	if err := n.Decode((*plain)(w)); err != nil {
+		return err
+	}
+	w.secretSet = set
+	return nil
+}
+
+// reserved are the headers egress sets itself; Headers may not name them.
+var reserved = []string{"Content-Type", "Content-Length", "Host", "User-Agent", "X-Axocoatl-Event",
+	"X-Axocoatl-Delivery", "X-Axocoatl-Timestamp", "X-Axocoatl-Signature", "Webhook-Id",
+	"Webhook-Timestamp", "Webhook-Signature"}
+
+// configError names the key but not the section (a config loader adds the
+// file, line and section).
+type configError struct{ msg string }
+
+func (e *configError) Error() string        { return e.msg }
+func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Validate checks one entry. Errors name the key, never a secret value nor
+// the URL's query.
+func (w Webhook) Validate() error {
+	bad := func(format string, args ...any) error {
+		return &configError{msg: fmt.Sprintf(format, args...)}
+	}
+	if w.Name == "" {
+		return bad("name is required")
+	}
+	if !agent.ValidID(w.Name) {
+		return bad("name %q must match [a-z0-9_-]+ (at most 64 characters)", w.Name)
+	}
+	if w.URL == "" {
+		return bad("url is required")
+	}
+	u, err := url.Parse(w.URL)
+	if err != nil {
+		return bad("url: cannot parse %q", displayURL(w.URL))
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad("url %q must be an absolute http or https URL", displayURL(w.URL))
+	}
+	for _, p := range w.Events {
+		if p == "" {
+			return bad("events: an empty event name")
+		}
+		if _, err := path.Match(p, ""); err != nil {
+			return bad("events: bad pattern %q: %v", p, err)
+		}
+	}
+	if w.secretSet && w.Secret.IsZero() {
+		return bad("secret is set but empty (does its variable expand to nothing?); remove the key to send unsigned requests")
+	}
+	if _, err := signingKey(w.Secret.Reveal()); err != nil {
+		return bad("secret: %v", err)
+	}
+	for k, v := range w.Headers {
+		if !validHeaderName(k) {
+			return bad("headers: invalid header name %q", k)
+		}
+		if slices.Contains(reserved, http.CanonicalHeaderKey(k)) {
+			return bad("headers: %q is set by egress itself", k)
+		}
+		if strings.ContainsAny(v.Reveal(), "\r\n\x00") {
+			return bad("headers: value of %q contains a control character", k)
+		}
+	}
+	switch {
+	case w.Timeout < 0:
+		return bad("timeout must not be negative")
+	case w.MaxAttempts < 0:
+		return bad("max_attempts must not be negative")
+	case w.BackoffBase < 0 || w.BackoffMax < 0:
+		return bad("backoff must not be negative")
+	case w.QueueSize < 0:
+		return bad("queue_size must not be negative")
+	case w.Concurrency < 0:
+		return bad("concurrency must not be negative")
+	case w.MaxDeadLetters < 0:
+		return bad("max_dead_letters must not be negative")
+	}
+	return nil
+}
+
+// Validate checks every webhook and that names are unique. Errors read
+// "webhooks[i]: <problem>".
+func (c Config) Validate() error {
+	for i, w := range c.Webhooks {
+		if err := w.Validate(); err != nil {
+			return fmt.Errorf("webhooks[%d]: %w", i, err)
+		}
+	}
+	if err := ValidateNames(c.Webhooks); err != nil {
+		return fmt.Errorf("webhooks: %w", err)
+	}
+	return nil
+}
+
+// ValidateNames reports a webhook name used twice.
+func ValidateNames(hooks []Webhook) error {
+	seen := make(map[string]int, len(hooks))
+	for i, w := range hooks {
+		if j, dup := seen[w.Name]; dup {
+			return &configError{msg: fmt.Sprintf("duplicate name %q (entries %d and %d)", w.Name, j, i)}
+		}
+		seen[w.Name] = i
+	}
+	return nil
+}
+
+// withDefaults fills the zero fields.
+func (w Webhook) withDefaults() Webhook {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&w.MaxAttempts, DefaultMaxAttempts)
+	def(&w.QueueSize, DefaultQueueSize)
+	def(&w.Concurrency, DefaultConcurrency)
+	def(&w.MaxDeadLetters, DefaultMaxDeadLetters)
+	if w.Timeout == 0 {
+		w.Timeout = DefaultTimeout
+	}
+	if w.BackoffBase == 0 {
+		w.BackoffBase = DefaultBackoffBase
+	}
+	if w.BackoffMax == 0 {
+		w.BackoffMax = DefaultBackoffMax
+	}
+	if w.BackoffMax < w.BackoffBase {
+		w.BackoffMax = w.BackoffBase
+	}
+	return w
+}
+
+// Host is the exact host (and port, when the URL has one) the webhook
+// sends to: what `doctor` and the startup log print.
+func (w Webhook) Host() string {
+	u, err := url.Parse(w.URL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// Target is the URL as it may be shown: scheme, host and path, without
+// credentials or query string.
+func (w Webhook) Target() string { return displayURL(w.URL) }
+
+// String describes the webhook by name, shown URL and filter: never the
+// secret, a header value or the URL's query, so that printing a Config
+// (%v, %+v) cannot leak them.
+func (w Webhook) String() string {
+	return fmt.Sprintf("webhook %s → %s (%s)", w.Name, w.Target(), w.FilterText())
+}
+
+// GoString is String, for %#v.
+func (w Webhook) GoString() string { return w.String() }
+
+// LogValue implements slog.LogValuer with the same safe fields.
+func (w Webhook) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("name", w.Name), slog.String("host", w.Host()), slog.String("filter", w.FilterText()))
+}
+
+// MarshalJSON writes the webhook's description ([WebhookInfo]), like
+// [secret.Secret] never its secret, header values or URL query.
+func (w Webhook) MarshalJSON() ([]byte, error) { return json.Marshal(w.info()) }
+
+// LogValue implements slog.LogValuer: the webhooks' descriptions.
+func (c Config) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, len(c.Webhooks)+1)
+	for _, w := range c.Webhooks {
+		attrs = append(attrs, slog.Any(w.Name, w))
+	}
+	attrs = append(attrs, slog.String("data_dir", c.DataDir))
+	return slog.GroupValue(attrs...)
+}
+
+// FilterText says in words which events the webhook receives.
+func (w Webhook) FilterText() string {
+	if len(w.Events) == 0 {
+		return "all coordination events"
+	}
+	return strings.Join(w.Events, ", ")
+}
+
+// WebhookInfo describes a webhook for logs and `doctor`: never a secret or
+// a header value.
+type WebhookInfo struct {
+	Name   string `json:"name"`
+	Host   string `json:"host"`   // exact host[:port]
+	URL    string `json:"url"`    // scheme://host/path, no query or credentials
+	Filter string `json:"filter"` // "all coordination events" or the patterns
+	// Events are the configured patterns (empty: all coordination events).
+	Events []string `json:"events"`
+	Signed bool     `json:"signed"`
+	// Headers are the names of the static headers, sorted; values are
+	// never shown.
+	Headers []string `json:"headers,omitempty"`
+}
+
+// Describe lists each webhook's name, host and filter, in config order:
+// what the startup log and `doctor` print. It needs no started module.
+func (c Config) Describe() []WebhookInfo {
+	out := make([]WebhookInfo, 0, len(c.Webhooks))
+	for _, w := range c.Webhooks {
+		out = append(out, w.info())
+	}
+	return out
+}
+
+func (w Webhook) info() WebhookInfo {
+	names := make([]string, 0, len(w.Headers))
+	for k := range w.Headers {
+		names = append(names, http.CanonicalHeaderKey(k))
+	}
+	slices.Sort(names)
+	return WebhookInfo{Name: w.Name, Host: w.Host(), URL: w.Target(), Filter: w.FilterText(),
+		Events: slices.Clone(w.Events), Signed: !w.Secret.IsZero(), Headers: names}
+}
+
+// displayURL keeps scheme, host and path: userinfo and the query string
+// often carry credentials.
+func displayURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "[unparsable url]"
+	}
+	out := u.Scheme + "://" + u.Host + u.EscapedPath()
+	if u.RawQuery != "" {
+		out += "?[redacted]"
+	}
+	return out
+}
+
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		// RFC 9110 token characters.
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return false
+		}
+	}
+	return true
+}

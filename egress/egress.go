@@ -1,0 +1,673 @@
+// Package egress delivers the Engine's events to HTTP endpoints: signed
+// webhooks that lose nothing.
+//
+// A [Module] subscribes to the lattice and takes every event a webhook's
+// filter matches into that webhook's own bounded queue at once; a fixed
+// set of senders per webhook POSTs each delivery with retries (network
+// errors, timeouts, 5xx and 429, with exponential backoff and full jitter,
+// Retry-After honoured up to the backoff cap). The body is serialized once,
+// and its bytes are signed (X-Axocoatl-Signature, and the Standard Webhooks
+// headers that also cover a timestamp) and sent. With [Config].DataDir the
+// deliveries are kept in a bbolt database until delivered, so neither a
+// restart nor a crash loses them; a delivery that exhausts its attempts is
+// dead-lettered and can be retried through the module's HTTP API with the
+// same delivery_id. Receivers written in Go check requests with [Verify].
+//
+// With no webhooks configured the module starts nothing: no goroutine, no
+// HTTP client, no store, and no request is ever sent.
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+// ProducerName is the produced_by of events egress would publish. Events
+// from it are never delivered, so egress cannot feed on itself (it
+// publishes none today).
+const ProducerName = "egress"
+
+// SubscribeBuffer is the lattice buffer of the module's one subscription.
+// Egress drains it into the webhooks' queues at once; it only has to
+// absorb a burst while a batch is being written to the store.
+const SubscribeBuffer = 1 << 16
+
+// recentDelivered is how many delivered deliveries per webhook the API
+// can show.
+const recentDelivered = 100
+
+// ErrStopped is returned by Start after Stop.
+var ErrStopped = errors.New("egress: module stopped")
+
+// Module is the webhook egress module. Create it with [New], attach it with
+// [axocoatl.Engine.Use], mount it (it is an http.Handler) and register
+// [Module.Collector] with Prometheus.
+type Module struct {
+	cfg     Config
+	hooks   []*hook
+	byName  map[string]*hook
+	metrics *metrics
+
+	// life guards the start/stop state; request handlers hold it read.
+	life    sync.RWMutex
+	started bool
+	stopped bool
+	log     *slog.Logger
+	store   store
+	sub     lattice.Subscription
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	handler atomic.Pointer[http.Handler]
+
+	seq    atomic.Uint64 // the last store key handed out
+	missed atomic.Uint64 // events the lattice dropped before egress took them
+}
+
+// New validates cfg and returns the module. It starts nothing.
+func New(cfg Config) (*Module, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Module{cfg: cfg, byName: map[string]*hook{}, log: slog.New(slog.DiscardHandler)}
+	m.metrics = newMetrics(m)
+	for _, w := range cfg.Webhooks {
+		h := newHook(m, w.withDefaults())
+		m.hooks = append(m.hooks, h)
+		m.byName[w.Name] = h
+	}
+	return m, nil
+}
+
+// Name implements [axocoatl.Module].
+func (m *Module) Name() string { return "egress" }
+
+// Describe lists each webhook's name, exact host and filter (never a
+// secret or header value), as [Config.Describe].
+func (m *Module) Describe() []WebhookInfo { return m.cfg.Describe() }
+
+// Start implements [axocoatl.Module]. With no webhooks it only records the
+// Engine (the API then answers with an empty list). Otherwise it opens the
+// store (with DataDir), requeues what the last run left, subscribes to the
+// lattice and starts one ingest goroutine and Concurrency senders per
+// webhook. It does not wait for any delivery.
+func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
+	m.life.Lock()
+	defer m.life.Unlock()
+	if m.stopped {
+		return ErrStopped
+	}
+	if m.started {
+		return errors.New("egress: already started")
+	}
+	m.log = e.Logger().With("module", "egress")
+	var h http.Handler = m.routes(e)
+	if len(m.hooks) == 0 {
+		m.started = true
+		m.handler.Store(&h)
+		return nil
+	}
+	m.store = memStore{}
+	var bs *boltStore
+	if m.cfg.DataDir != "" {
+		var err error
+		if bs, err = openBolt(m.cfg.DataDir, m.log); err != nil {
+			return err
+		}
+		m.store = bs
+		for name, n := range bs.orphans(m.byName) {
+			if n > 0 {
+				m.log.Warn("webhook store holds deliveries of a webhook that is not configured: kept, not sent",
+					"webhook", name, "deliveries", n)
+			}
+		}
+	}
+	fail := func(err error) error {
+		if bs != nil {
+			go bs.run() // close waits for run to end
+			_ = bs.close()
+		}
+		return err
+	}
+	for _, h := range m.hooks {
+		if err := h.load(); err != nil {
+			return fail(fmt.Errorf("egress: webhook %s: loading stored deliveries: %w", h.cfg.Name, err))
+		}
+	}
+	sub, err := e.Bus().Subscribe(lattice.Filter{}, SubscribeBuffer)
+	if err != nil {
+		return fail(fmt.Errorf("egress: subscribe: %w", err))
+	}
+	m.sub = sub
+	if bs != nil {
+		go bs.run()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	for _, h := range m.hooks {
+		h.client = h.newClient(m.cfg.Transport)
+		info := h.cfg.info()
+		m.log.Info("webhook configured", "webhook", info.Name, "host", info.Host, "filter", info.Filter,
+			"signed", info.Signed, "durable", bs != nil, "requeued", len(h.ch), "dead_letters", len(h.dead))
+		for range h.cfg.Concurrency {
+			m.wg.Go(func() { h.work(ctx) })
+		}
+	}
+	m.wg.Go(func() { m.ingest(ctx) })
+	m.started = true
+	m.handler.Store(&h)
+	return nil
+}
+
+// Stop implements [axocoatl.Module]: it unsubscribes, cancels the requests
+// in flight (with DataDir they are sent again after the next start), ends
+// every goroutine, writes the store's last changes and closes it. If ctx
+// ends first, Stop still waits for the goroutines (each is past its last
+// bounded step) and returns ctx's error.
+func (m *Module) Stop(ctx context.Context) error {
+	m.life.Lock()
+	if m.stopped || !m.started || m.cancel == nil {
+		m.stopped = true
+		m.life.Unlock()
+		return nil
+	}
+	m.stopped = true
+	m.life.Unlock()
+
+	m.cancel()
+	_ = m.sub.Close()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	var errs []error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		<-done
+		errs = append(errs, fmt.Errorf("egress: stop: %w", ctx.Err()))
+	}
+	for _, h := range m.hooks {
+		h.logDrops(true)
+		h.client.HTTPClient.CloseIdleConnections()
+		if _, ok := m.store.(memStore); ok {
+			if n := h.pending(); n > 0 {
+				m.log.Warn("webhook deliveries not sent are lost (no data dir)", "webhook", h.cfg.Name, "deliveries", n)
+			}
+		}
+	}
+	if err := m.store.close(); err != nil {
+		errs = append(errs, fmt.Errorf("egress: closing the store: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// ingest takes events off the subscription as fast as they come, in
+// batches, into each matching webhook's queue.
+func (m *Module) ingest(ctx context.Context) {
+	events := m.sub.Events()
+	batch := make([]lattice.Event, 0, 1024)
+	var lastMissed uint64
+	// Drops are logged at most once a second; the tick logs those of a
+	// burst that ended.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			for _, h := range m.hooks {
+				h.logDrops(false)
+			}
+			continue
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			batch = append(batch[:0], ev)
+		}
+	fill:
+		for len(batch) < cap(batch) {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, ev)
+			default:
+				break fill
+			}
+		}
+		now := time.Now()
+		for _, h := range m.hooks {
+			h.take(batch, now)
+		}
+		if n := m.sub.Missed(); n != lastMissed {
+			m.missed.Add(n - lastMissed)
+			m.log.Warn("webhook egress fell behind the lattice: events lost before they were queued",
+				"lost", n-lastMissed, "total_lost", n)
+			lastMissed = n
+		}
+	}
+}
+
+// nextKey hands out store keys in increasing order.
+func (m *Module) nextKey() uint64 { return m.seq.Add(1) }
+
+// hook is one configured webhook at run time.
+type hook struct {
+	m      *Module
+	cfg    Webhook
+	sign   *signer
+	client *retryablehttp.Client
+	// ch holds the deliveries waiting for a sender, at most QueueSize
+	// (more only right after a restart that found more stored).
+	ch chan *delivery
+
+	// pushMu serializes what adds to ch (ingest, retry through the API),
+	// so that the room counted is the room there is.
+	pushMu sync.Mutex
+
+	mu         sync.Mutex
+	live       map[string]*delivery // queued and in flight, by id
+	dead       []*delivery          // failed and dead-lettered, oldest first
+	recent     []*delivery          // delivered, a ring of recentDelivered
+	recentNext int
+	inFlight   int
+	counts     struct{ delivered, failed, deadLettered, dropped, evicted uint64 }
+	lastError  string
+	lastErrAt  time.Time
+	// Drops are logged at most once a second, with their count.
+	dropsUnlogged uint64
+	dropLoggedAt  time.Time
+
+	// The webhook's metric series, resolved once.
+	series struct {
+		delivered, failed, deadLettered, dropped prometheus.Counter
+		attempts                                 map[string]prometheus.Counter // by result label
+		latency                                  prometheus.Observer
+	}
+}
+
+func newHook(m *Module, w Webhook) *hook {
+	h := &hook{m: m, cfg: w, live: map[string]*delivery{}, ch: make(chan *delivery, w.QueueSize)}
+	if !w.Secret.IsZero() {
+		key, _ := signingKey(w.Secret.Reveal()) // Validate checked it
+		h.sign = newSigner(key)
+	}
+	mt := m.metrics
+	h.series.delivered = mt.deliveries.WithLabelValues(w.Name, string(StatusDelivered))
+	h.series.failed = mt.deliveries.WithLabelValues(w.Name, string(StatusFailed))
+	h.series.deadLettered = mt.deliveries.WithLabelValues(w.Name, string(StatusDeadLettered))
+	h.series.dropped = mt.dropped.WithLabelValues(w.Name)
+	h.series.attempts = map[string]prometheus.Counter{}
+	for _, r := range []string{"2xx", "3xx", "4xx", "5xx", "error"} {
+		h.series.attempts[r] = mt.attempts.WithLabelValues(w.Name, r)
+	}
+	h.series.latency = mt.latency.WithLabelValues(w.Name)
+	return h
+}
+
+// matches applies the webhook's filter to an event type.
+func (w Webhook) matches(eventType string) bool {
+	telemetry := lattice.ClassOf(eventType) == lattice.ClassTelemetry
+	if len(w.Events) == 0 {
+		return !telemetry
+	}
+	for _, p := range w.Events {
+		if p == eventType {
+			return true
+		}
+		if telemetry && p == "*" {
+			continue
+		}
+		if ok, _ := path.Match(p, eventType); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// load requeues the deliveries a previous run left in the store.
+func (h *hook) load() error {
+	pending, dead, maxKey, err := h.m.store.load(h.cfg.Name)
+	if err != nil {
+		return err
+	}
+	for h.m.seq.Load() < maxKey {
+		h.m.seq.Store(maxKey)
+	}
+	if len(pending) > cap(h.ch) {
+		h.ch = make(chan *delivery, len(pending))
+	}
+	for _, d := range pending {
+		d.status = StatusQueued
+		h.live[d.id] = d
+		h.ch <- d
+	}
+	h.dead = dead
+	return nil
+}
+
+// take queues the events of batch that the filter passes. What does not
+// fit in the queue is dropped and counted (and not even serialized).
+func (h *hook) take(batch []lattice.Event, now time.Time) {
+	var evs []lattice.Event
+	for _, ev := range batch {
+		if ev.ProducedBy != ProducerName && h.cfg.matches(ev.Type) {
+			evs = append(evs, ev)
+		}
+	}
+	if len(evs) == 0 {
+		return
+	}
+	h.pushMu.Lock()
+	defer h.pushMu.Unlock()
+	room := max(h.cfg.QueueSize-len(h.ch), 0)
+	if dropped := len(evs) - room; dropped > 0 {
+		evs = evs[:room]
+		h.mu.Lock()
+		h.counts.dropped += uint64(dropped)
+		h.dropsUnlogged += uint64(dropped)
+		h.mu.Unlock()
+		h.series.dropped.Add(float64(dropped))
+		h.logDrops(false)
+	}
+	if len(evs) == 0 {
+		return
+	}
+	ds := make([]*delivery, 0, len(evs))
+	for _, ev := range evs {
+		d, err := newDelivery(ev, now)
+		if err != nil {
+			h.m.log.Error("webhook: event cannot be serialized; skipped", "webhook", h.cfg.Name, "event_id", ev.ID, "error", err)
+			continue
+		}
+		d.key = h.m.nextKey()
+		ds = append(ds, d)
+	}
+	h.mu.Lock()
+	for _, d := range ds {
+		h.live[d.id] = d
+	}
+	h.mu.Unlock()
+	if err := h.m.store.add(h.cfg.Name, ds); err != nil {
+		h.m.log.Error("webhook store: queued deliveries not saved; they are kept in memory", "webhook", h.cfg.Name,
+			"deliveries", len(ds), "error", err)
+	}
+	for _, d := range ds {
+		h.ch <- d // never blocks: room was counted under pushMu
+	}
+}
+
+// pending counts the deliveries queued or in flight.
+func (h *hook) pending() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.live)
+}
+
+// logDrops logs the drops not logged yet, at most once a second unless
+// final.
+func (h *hook) logDrops(final bool) {
+	h.mu.Lock()
+	n, total := h.dropsUnlogged, h.counts.dropped
+	if n == 0 || (!final && time.Since(h.dropLoggedAt) < time.Second) {
+		h.mu.Unlock()
+		return
+	}
+	h.dropsUnlogged, h.dropLoggedAt = 0, time.Now()
+	h.mu.Unlock()
+	h.m.log.Warn("webhook queue full: deliveries dropped", "webhook", h.cfg.Name, "dropped", n,
+		"total_dropped", total, "queue_size", h.cfg.QueueSize)
+}
+
+// work is one sender: it takes deliveries off the queue until ctx ends.
+func (h *hook) work(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case d := <-h.ch:
+			h.deliver(ctx, d)
+		}
+	}
+}
+
+// deliver sends d with its retries and records the outcome.
+func (h *hook) deliver(ctx context.Context, d *delivery) {
+	h.mu.Lock()
+	d.status = StatusInFlight
+	h.inFlight++
+	h.mu.Unlock()
+	out := h.send(ctx, d)
+	h.mu.Lock()
+	h.inFlight--
+	if ctx.Err() != nil {
+		// Stopping: the delivery stays stored as pending and is sent
+		// again after the next start.
+		d.status = StatusQueued
+		h.mu.Unlock()
+		return
+	}
+	name := h.cfg.Name
+	switch out {
+	case outcomeDelivered:
+		d.status, d.lastError = StatusDelivered, ""
+		delete(h.live, d.id)
+		h.counts.delivered++
+		if len(h.recent) < recentDelivered {
+			h.recent = append(h.recent, d)
+		} else {
+			h.recent[h.recentNext] = d
+			h.recentNext = (h.recentNext + 1) % recentDelivered
+		}
+		h.mu.Unlock()
+		h.series.delivered.Inc()
+		h.m.store.change(delEdit(name, pendingBucket, d.key))
+		return
+	case outcomeFailed:
+		d.status = StatusFailed
+		h.counts.failed++
+	default:
+		d.status = StatusDeadLettered
+		h.counts.deadLettered++
+	}
+	delete(h.live, d.id)
+	h.dead = append(h.dead, d)
+	edits := []edit{delEdit(name, pendingBucket, d.key), putEdit(name, deadBucket, d.key, d.record())}
+	if len(h.dead) > h.cfg.MaxDeadLetters {
+		old := h.dead[0]
+		h.dead = slices.Delete(h.dead, 0, 1)
+		h.counts.evicted++
+		edits = append(edits, delEdit(name, deadBucket, old.key))
+	}
+	status, lastErr, attempts := d.status, d.lastError, len(d.attempts)-d.base
+	// Under mu, so that a retry through the API cannot store its move
+	// back to pending before this move to the dead letters.
+	h.m.store.change(edits...)
+	h.mu.Unlock()
+	if status == StatusFailed {
+		h.series.failed.Inc()
+	} else {
+		h.series.deadLettered.Inc()
+	}
+	h.m.log.Warn("webhook delivery failed", "webhook", name, "delivery_id", d.id, "event_type", d.eventType,
+		"status", status, "attempts", attempts, "error", lastErr)
+}
+
+// Retry errors, mapped to HTTP statuses by the handler.
+var (
+	ErrWebhookNotFound  = errors.New("egress: no such webhook")
+	ErrDeliveryNotFound = errors.New("egress: no such delivery")
+	ErrNotRetryable     = errors.New("egress: only failed or dead-lettered deliveries can be retried")
+	ErrQueueFull        = errors.New("egress: queue full")
+)
+
+// Retry queues a failed or dead-lettered delivery of the named webhook
+// again, with its delivery_id and a fresh budget of attempts.
+func (m *Module) Retry(webhook, id string) (Delivery, error) {
+	h := m.byName[webhook]
+	if h == nil {
+		return Delivery{}, fmt.Errorf("%w: %q", ErrWebhookNotFound, webhook)
+	}
+	m.life.RLock()
+	defer m.life.RUnlock()
+	if !m.started || m.stopped {
+		return Delivery{}, errNotRunning
+	}
+	return h.retry(id)
+}
+
+var errNotRunning = errors.New("egress: module not running")
+
+func (h *hook) retry(id string) (Delivery, error) {
+	h.pushMu.Lock()
+	defer h.pushMu.Unlock()
+	h.mu.Lock()
+	i := slices.IndexFunc(h.dead, func(d *delivery) bool { return d.id == id })
+	if i < 0 {
+		defer h.mu.Unlock()
+		if d := h.live[id]; d != nil {
+			return Delivery{}, fmt.Errorf("%w: delivery %s is %s", ErrNotRetryable, id, d.status)
+		}
+		for _, d := range h.recent {
+			if d.id == id {
+				return Delivery{}, fmt.Errorf("%w: delivery %s is %s", ErrNotRetryable, id, d.status)
+			}
+		}
+		return Delivery{}, fmt.Errorf("%w: %q", ErrDeliveryNotFound, id)
+	}
+	if len(h.ch) >= h.cfg.QueueSize {
+		h.mu.Unlock()
+		return Delivery{}, fmt.Errorf("%w: %d deliveries waiting", ErrQueueFull, len(h.ch))
+	}
+	d := h.dead[i]
+	h.dead = slices.Delete(h.dead, i, i+1)
+	oldKey := d.key
+	d.key = h.m.nextKey()
+	d.status = StatusQueued
+	d.base = len(d.attempts)
+	h.live[d.id] = d
+	view := d.view(h.cfg.Name)
+	h.m.store.change(delEdit(h.cfg.Name, deadBucket, oldKey), putEdit(h.cfg.Name, pendingBucket, d.key, d.record()))
+	h.mu.Unlock()
+	h.ch <- d
+	return view, nil
+}
+
+// WebhookStatus is one webhook's state, as GET /api/webhooks shows it.
+type WebhookStatus struct {
+	WebhookInfo
+	Queued   int `json:"queued"`
+	InFlight int `json:"in_flight"`
+	// Counters since the module started.
+	Delivered    uint64 `json:"delivered"`
+	Failed       uint64 `json:"failed"` // failed + dead-lettered
+	DeadLettered uint64 `json:"dead_lettered"`
+	Dropped      uint64 `json:"dropped"` // queue full
+	// DeadLetters is how many failed and dead-lettered deliveries are kept
+	// (at most MaxDeadLetters); Evicted counts those discarded beyond it.
+	DeadLetters int        `json:"dead_letters"`
+	Evicted     uint64     `json:"evicted"`
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+}
+
+// Status reports every webhook in config order.
+func (m *Module) Status() []WebhookStatus {
+	out := make([]WebhookStatus, 0, len(m.hooks))
+	for _, h := range m.hooks {
+		out = append(out, h.status())
+	}
+	return out
+}
+
+// Missed is the number of events the lattice dropped for egress before it
+// could queue them (it drains a large buffer at once, so this stays 0
+// unless the process is starved).
+func (m *Module) Missed() uint64 { return m.missed.Load() }
+
+func (h *hook) status() WebhookStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := WebhookStatus{WebhookInfo: h.cfg.info(), Queued: len(h.ch), InFlight: h.inFlight,
+		Delivered: h.counts.delivered, Failed: h.counts.failed + h.counts.deadLettered,
+		DeadLettered: h.counts.deadLettered, Dropped: h.counts.dropped, DeadLetters: len(h.dead),
+		Evicted: h.counts.evicted, LastError: h.lastError}
+	if !h.lastErrAt.IsZero() {
+		t := h.lastErrAt
+		s.LastErrorAt = &t
+	}
+	return s
+}
+
+// Deliveries lists a webhook's recent deliveries with the given status
+// (empty: all), newest first, at most limit (0: 100).
+func (m *Module) Deliveries(webhook string, status Status, limit int) ([]Delivery, error) {
+	h := m.byName[webhook]
+	if h == nil {
+		return nil, fmt.Errorf("%w: %q", ErrWebhookNotFound, webhook)
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	h.mu.Lock()
+	var all []*delivery
+	for _, d := range h.live {
+		all = append(all, d)
+	}
+	all = append(all, h.dead...)
+	all = append(all, h.recent...)
+	var out []Delivery
+	for _, d := range all {
+		if status == "" || d.status == status {
+			out = append(out, d.view(h.cfg.Name))
+		}
+	}
+	h.mu.Unlock()
+	// ids are UUIDv7: newest first is descending id order.
+	slices.SortFunc(out, func(a, b Delivery) int {
+		switch {
+		case a.ID > b.ID:
+			return -1
+		case a.ID < b.ID:
+			return 1
+		}
+		return 0
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// userAgent is "axocoatl/<version of this module>".
+var userAgent = func() string {
+	v := "dev"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		const mod = "github.com/axocoatl/axocoatl-go"
+		if bi.Main.Path == mod && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, d := range bi.Deps {
+			if d.Path == mod && d.Version != "" {
+				v = d.Version
+			}
+		}
+	}
+	return "axocoatl/" + v
+}()
