@@ -14,8 +14,8 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
-	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/axocoatl/axocoatl-go/mcpclient"

@@ -81,4 +81,3 @@ func jsonKind(t reflect.Type) string {
 	}
 	return "an object"
 }
-
