@@ -9,10 +9,8 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -62,6 +60,7 @@ func (d *dialer) transport(ctx context.Context) (mcp.Transport, error) {
 	}
 	cmd := exec.Command(d.cfg.Command, d.cfg.Args...)
 	cmd.Env = childEnv(d.cfg)
+	cmd = dieWithParent(cmd)
 	tail := &stderrTail{server: d.cfg.Name, log: d.log, redact: d.redact}
 	cmd.Stderr = tail
 	// The child and everything it spawns (npx → sh → node) share a process
@@ -288,29 +287,54 @@ func (t *headerTransport) CloseIdleConnections() {
 	}
 }
 
-// stderrTail logs a child's stderr line by line (debug level, secrets
-// redacted) and keeps the last lines for error messages.
+// stderrTail keeps the last lines of a child's stderr, for error messages,
+// and logs each line at debug level. What nothing emits costs nothing: the
+// lines are kept raw in a fixed ring (no allocation per line once warm) and
+// redacted only when one is logged or quoted in an error.
+//
+// A child that floods stderr is slowed down rather than followed: Write is
+// paced to one call per stderrPace, so the pipe fills and the child blocks
+// on its writes; reading a flood costs at most about 100 reads a second.
 type stderrTail struct {
 	server string
 	log    *slog.Logger
 	redact *redactor
 
-	mu    sync.Mutex
-	buf   []byte   // incomplete line
-	skip  bool     // dropping the rest of a line already flushed for length
-	lines []string // last few complete lines
+	mu        sync.Mutex
+	buf       []byte // incomplete line
+	skip      bool   // dropping the rest of a line already flushed for length
+	ring      [tailLines][]byte
+	next      int // ring slot of the next line
+	lines     int // lines in the ring, at most tailLines
+	lastWrite time.Time
+	// Logging budget: at most maxLoggedPerSec lines a second are logged;
+	// the others are counted and reported once the second is over.
+	window  time.Time
+	logged  int
+	dropped int
 }
 
 const (
-	tailLines     = 3
-	maxStderrLine = 4096 // an unfinished line is flushed at this length
-	maxLoggedLine = 512  // a line is cut to this length for logs and errors
+	tailLines       = 3
+	maxStderrLine   = 4096 // an unfinished line is flushed at this length
+	maxLoggedLine   = 512  // a line is cut to this length for logs and errors
+	maxLoggedPerSec = 100
+	// stderrPace is the least time between two reads of a child's stderr
+	// (each up to 32 KiB): at most ~3 MiB/s, so a flood costs the daemon
+	// a few hundred microseconds of CPU a second, and a child that writes
+	// faster waits.
+	stderrPace = 10 * time.Millisecond
 )
 
 func (s *stderrTail) Write(p []byte) (int, error) {
+	if wait := stderrPace - time.Since(s.lastWrite); wait > 0 {
+		time.Sleep(wait) // only os/exec's copying goroutine calls Write
+	}
 	n := len(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lastWrite = time.Now()
+	debug := s.log.Enabled(context.Background(), slog.LevelDebug)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if s.skip {
@@ -327,27 +351,59 @@ func (s *stderrTail) Write(p []byte) (int, error) {
 		if i < 0 {
 			s.buf = append(s.buf, p...)
 			if len(s.buf) > maxStderrLine { // a line without end: keep it bounded
-				s.addLine(string(s.buf))
+				s.addLine(s.buf[:maxStderrLine], debug)
 				s.buf = s.buf[:0]
 				s.skip = true
 			}
 			return n, nil
 		}
-		s.buf = append(s.buf, p[:i]...)
-		s.addLine(string(s.buf))
+		line := p[:i]
+		if len(s.buf) > 0 {
+			s.buf = append(s.buf, line...)
+			line = s.buf
+		}
+		if len(line) > maxStderrLine {
+			line = line[:maxStderrLine]
+		}
+		s.addLine(line, debug)
 		s.buf = s.buf[:0]
 		p = p[i+1:]
 	}
 	return n, nil
 }
 
-func (s *stderrTail) addLine(line string) {
-	// Redact before cutting: a cut through a secret would leave its head,
-	// which redaction no longer recognizes.
-	line = strings.TrimSpace(s.redact.string(line))
-	if line == "" {
+// addLine keeps a raw copy of line in the ring and logs it when debug
+// logging is on.
+func (s *stderrTail) addLine(line []byte, debug bool) {
+	if len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
+	s.ring[s.next] = append(s.ring[s.next][:0], line...)
+	s.next = (s.next + 1) % tailLines
+	s.lines = min(s.lines+1, tailLines)
+	if !debug {
+		return
+	}
+	now := time.Now()
+	if now.Sub(s.window) >= time.Second {
+		if s.dropped > 0 {
+			s.log.Debug("mcp server stderr lines not logged", "server", s.server, "lines", s.dropped, "limit_per_second", maxLoggedPerSec)
+		}
+		s.window, s.logged, s.dropped = now, 0, 0
+	}
+	if s.logged >= maxLoggedPerSec {
+		s.dropped++
+		return
+	}
+	s.logged++
+	s.log.Debug("mcp server stderr", "server", s.server, "line", s.emit(line))
+}
+
+// emit makes a line fit to show: redacted, then cut. Redact before
+// cutting: a cut through a secret would leave its head, which redaction
+// no longer recognizes.
+func (s *stderrTail) emit(raw []byte) string {
+	line := strings.TrimSpace(s.redact.string(string(raw)))
 	if len(line) > maxLoggedLine {
 		cut := maxLoggedLine
 		for cut > 0 && !utf8.RuneStart(line[cut]) {
@@ -355,88 +411,17 @@ func (s *stderrTail) addLine(line string) {
 		}
 		line = line[:cut] + "…"
 	}
-	s.log.Debug("mcp server stderr", "server", s.server, "line", line)
-	s.lines = append(s.lines, line)
-	if len(s.lines) > tailLines {
-		s.lines = s.lines[1:]
-	}
+	return line
 }
 
 func (s *stderrTail) last() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return strings.Join(s.lines, " | ")
-}
-
-// redactor replaces configured secret values in text from outside (a
-// child's stderr, a peer's error message) before it reaches logs or errors.
-// Values shorter than minRedactLen are not searched for: replacing "1" or
-// "true" everywhere would garble text without protecting anything.
-type redactor struct{ values []string }
-
-const minRedactLen = 6
-
-// newRedactor knows the server's own env and header values and the host's
-// credentials in scrub.
-func newRedactor(cfg ServerConfig, scrub []secret.Secret) *redactor {
-	r := &redactor{}
-	add := func(v secret.Secret) {
-		if s := v.Reveal(); len(s) >= minRedactLen {
-			r.values = append(r.values, s)
-		}
-		// A bearer token is often configured as "Bearer <token>": the
-		// token alone may be echoed too.
-		if _, tok, ok := strings.Cut(v.Reveal(), " "); ok && len(tok) >= minRedactLen {
-			r.values = append(r.values, tok)
-		}
+	out := make([]string, 0, s.lines)
+	for i := s.lines; i > 0; i-- {
+		out = append(out, s.emit(s.ring[(s.next-i+tailLines)%tailLines]))
 	}
-	for _, m := range []map[string]secret.Secret{cfg.Env, cfg.Headers} {
-		for _, v := range m {
-			add(v)
-		}
-	}
-	for _, v := range scrub {
-		add(v)
-	}
-	// Go's HTTP errors quote the whole URL: its query and userinfo often
-	// carry credentials too.
-	if u, err := url.Parse(cfg.URL); err == nil && cfg.URL != "" {
-		if len(u.RawQuery) >= 3 {
-			r.values = append(r.values, u.RawQuery)
-		}
-		if p, ok := u.User.Password(); ok && len(p) >= 3 {
-			r.values = append(r.values, p)
-		}
-		// A token is often the whole userinfo (https://TOKEN@host), and Go's
-		// HTTP errors keep the user name (they mask only a password).
-		if name := u.User.Username(); len(name) >= minRedactLen {
-			r.values = append(r.values, name)
-		}
-		// Or a path segment (/mcp/<key>/sse).
-		for _, seg := range strings.Split(u.EscapedPath(), "/") {
-			if credentialLike(seg) {
-				r.values = append(r.values, seg)
-			}
-		}
-	}
-	// Longest first, so a value containing another is replaced whole.
-	sort.Slice(r.values, func(i, j int) bool {
-		if len(r.values[i]) != len(r.values[j]) {
-			return len(r.values[i]) > len(r.values[j])
-		}
-		return r.values[i] < r.values[j]
-	})
-	r.values = slices.Compact(r.values) // the same key may be configured twice
-	return r
-}
-
-func (r *redactor) string(s string) string {
-	for _, v := range r.values {
-		if strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-	}
-	return s
+	return strings.Join(out, " | ")
 }
 
 // error redacts err's text while keeping it checkable with errors.Is.
