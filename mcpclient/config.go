@@ -36,8 +36,8 @@ const (
 	// RelistInterval is the least time between two re-lists of a server's
 	// tools after notifications/tools/list_changed: notifications that
 	// arrive meanwhile are merged into the next one, so a server sending
-	// thousands a second costs at most two listings a second.
-	RelistInterval = 500 * time.Millisecond
+	// thousands a second costs at most one listing a second.
+	RelistInterval = time.Second
 )
 
 // Approval decisions a server's `approval:` may carry.

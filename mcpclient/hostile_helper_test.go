@@ -113,8 +113,8 @@ func runHostileHelper(mode string) bool {
 		}
 		_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 	case "notify-flood":
-		// list_changed 1,000 times a second; 500 tools listed each time.
-		page := toolsJSON("t", 0, 500, 100)
+		// list_changed 1,000 times a second; 200 tools listed each time.
+		page := toolsJSON("t", 0, 200, 100)
 		handServer(func(string) (string, string) { return page, "" }, time.Millisecond)
 	case "stderr-flood":
 		// A working server whose stderr never pauses.

@@ -76,6 +76,7 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		firstAttempt: make(chan struct{}),
 		lastErr:      "not connected yet",
 	}
+	s.dial.onListChanged = s.signalRefresh
 	context.AfterFunc(stopped, s.calls.stop)
 	s.client = mcp.NewClient(clientImpl, &mcp.ClientOptions{
 		Logger: log.With("mcp_server", cfg.Name),
@@ -87,14 +88,18 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		KeepAlive:                 cfg.keepAlive(),
 		KeepAliveFailureThreshold: 2,
 		// Runs on the session's reader: only signal the supervisor.
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case s.refresh <- struct{}{}:
-			default:
-			}
-		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.signalRefresh() },
 	})
 	return s
+}
+
+// signalRefresh asks the supervisor for a re-list; signals that arrive
+// while one is pending are merged.
+func (s *server) signalRefresh() {
+	select {
+	case s.refresh <- struct{}{}:
+	default:
+	}
 }
 
 // run is the supervisor: connect, serve, reconnect with backoff, until ctx

@@ -1,8 +1,10 @@
 package mcpclient
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -28,6 +31,9 @@ type dialer struct {
 	log    *slog.Logger
 	redact *redactor
 	http   *http.Client // shared by the server's attempts; nil for stdio
+	// onListChanged, when set, is called for each list_changed
+	// notification of a stdio server, which the SDK then never sees.
+	onListChanged func()
 
 	mu      sync.Mutex
 	pgid    int         // the current child's process group (its pid), 0 if none
@@ -72,21 +78,30 @@ func (d *dialer) transport(ctx context.Context) (mcp.Transport, error) {
 	d.mu.Lock()
 	d.pgid, d.exited, d.stderr = 0, "", tail
 	d.mu.Unlock()
-	return &cmdTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultStopTimeout}, cmd: cmd, d: d}, nil
+	return &cmdTransport{cmd: cmd, d: d}, nil
 }
 
-// cmdTransport wraps the SDK's CommandTransport to learn the child's pid
-// (read on the goroutine that started it: exec.Cmd is not safe to read
-// concurrently) and how it exited.
+// cmdTransport is the go-sdk's CommandTransport with two differences: it
+// learns the child's pid (read on the goroutine that started it: exec.Cmd
+// is not safe to read concurrently), and it reads the child's stdout
+// through listChangedFilter, so that a server flooding
+// notifications/tools/list_changed costs a line check each, not a JSON-RPC
+// message through the SDK.
 type cmdTransport struct {
-	inner *mcp.CommandTransport
-	cmd   *exec.Cmd
-	d     *dialer
+	cmd *exec.Cmd
+	d   *dialer
 }
 
 func (t *cmdTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := t.inner.Connect(ctx)
+	stdout, err := t.cmd.StdoutPipe()
 	if err != nil {
+		return nil, err
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
 	pid := t.cmd.Process.Pid
@@ -96,7 +111,121 @@ func (t *cmdTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if ctx.Err() != nil { // the attempt ended while the child started
 		killProcessGroup(pid)
 	}
+	var r io.ReadCloser = io.NopCloser(stdout) // the connection closes by closing stdin
+	if t.d.onListChanged != nil {
+		r = &listChangedFilter{r: bufio.NewReaderSize(stdout, 64<<10), signal: t.d.onListChanged}
+	}
+	conn, err := (&mcp.IOTransport{Reader: r, Writer: &childStdin{WriteCloser: stdin, cmd: t.cmd, grace: DefaultStopTimeout}}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return &cmdConn{Connection: conn, d: t.d}, nil
+}
+
+// childStdin closes the session the way the MCP spec and the go-sdk's
+// CommandTransport do: close the child's stdin, wait for it to exit, then
+// SIGTERM, then SIGKILL, each after grace. Close returns the child's Wait
+// error, which tells how it ended.
+type childStdin struct {
+	io.WriteCloser
+	cmd   *exec.Cmd
+	grace time.Duration
+}
+
+func (c *childStdin) Close() error {
+	_ = c.WriteCloser.Close()
+	res := make(chan error, 1)
+	go func() { res <- c.cmd.Wait() }()
+	wait := func() (error, bool) {
+		t := time.NewTimer(c.grace)
+		defer t.Stop()
+		select {
+		case err := <-res:
+			return err, true
+		case <-t.C:
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	_ = c.cmd.Process.Kill()
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("unresponsive subprocess")
+}
+
+// listChangedFilter passes a child's stdout through, except the lines that
+// are notifications/tools/list_changed: those are dropped and signal
+// instead (it only wakes the supervisor, which merges them).
+type listChangedFilter struct {
+	r       *bufio.Reader
+	signal  func()
+	out     []byte // the rest of the current chunk, to hand out
+	midLine bool   // the last chunk did not end its line
+	err     error
+	// lastDrop is when the last notification was dropped.
+	lastDrop time.Time
+}
+
+// notifyPace is the least time between two reads of a stdio server's
+// stdout while it sends list_changed notifications back to back.
+const notifyPace = 10 * time.Millisecond
+
+// maxNotifyLine: a list_changed notification is one short line; longer
+// lines are passed through unexamined.
+const maxNotifyLine = 256
+
+var listChangedMethod = []byte(`"notifications/tools/list_changed"`)
+
+func (f *listChangedFilter) Read(p []byte) (int, error) {
+	for len(f.out) == 0 {
+		if f.err != nil {
+			return 0, f.err
+		}
+		chunk, err := f.r.ReadSlice('\n')
+		if err != nil && err != bufio.ErrBufferFull {
+			f.err = err
+		}
+		ends := len(chunk) > 0 && chunk[len(chunk)-1] == '\n'
+		if !f.midLine && ends && len(chunk) <= maxNotifyLine && isListChanged(chunk) {
+			f.signal()
+			// A server sending them back to back is read in batches: at
+			// most one read a notifyPace while they come, so a flood
+			// costs few wake-ups; a reply behind them waits that long.
+			if f.r.Buffered() == 0 {
+				if wait := notifyPace - time.Since(f.lastDrop); wait > 0 {
+					time.Sleep(wait)
+				}
+			}
+			f.lastDrop = time.Now()
+			continue
+		}
+		f.midLine = !ends
+		f.out = chunk // valid until the next ReadSlice, which waits for out to drain
+	}
+	n := copy(p, f.out)
+	f.out = f.out[n:]
+	return n, nil
+}
+
+func (f *listChangedFilter) Close() error { return nil }
+
+func isListChanged(line []byte) bool {
+	if !bytes.Contains(line, listChangedMethod) {
+		return false
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	return json.Unmarshal(line, &msg) == nil && msg.ID == nil && msg.Method == "notifications/tools/list_changed"
 }
 
 type cmdConn struct {
