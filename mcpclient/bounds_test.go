@@ -331,3 +331,27 @@ func (d *dialer) stderrTail() string {
 	}
 	return tail.last()
 }
+
+// A call its caller cancels ends with context.Canceled, is logged nowhere
+// as a failure, and leaves the session up.
+func TestCallerCancelIsNotAFailure(t *testing.T) {
+	ts := newTestServer()
+	var logs testutil.SyncBuffer
+	e, m := startModule(t, Config{Servers: []ServerConfig{{Name: "mem", Dial: ts.dial}}}, slogInfo(&logs))
+	if err := m.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-ts.hungStarted; cancel() }()
+	_, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__mem__hang"})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	<-ts.hungEnded
+	if !m.Status()[0].Connected {
+		t.Fatal("the session went down")
+	}
+	if strings.Contains(logs.String(), "WARN") {
+		t.Fatalf("a cancel was logged as a warning:\n%s", logs.String())
+	}
+}

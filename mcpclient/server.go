@@ -434,6 +434,11 @@ func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (a
 	res, err := cs.CallTool(cctx, params)
 	if err != nil {
 		switch cause := context.Cause(cctx); {
+		case ctx.Err() != nil && cause != errStopping:
+			// The caller cancelled (a client's cancel, the run's end): not
+			// a failure of the server, and not a sign that its session is
+			// dead. Checkable with errors.Is(err, context.Canceled).
+			return axocoatl.ToolResult{}, fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, ctx.Err())
 		case cause == errStopping:
 			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s cancelled", ErrStopped, s.cfg.Name, bare)
 		case cause == errDeadline && ctx.Err() == nil:
