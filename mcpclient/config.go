@@ -62,8 +62,9 @@ type Config struct {
 	// inherits the environment can read those that came from it, and any
 	// server may echo what it was sent: they are removed, like each
 	// server's own env and header values, from all a server says (stderr,
-	// errors, failed tool results, logs). Set by the host, not read from
-	// the config file. Zero: none.
+	// errors, every tool result, successful or failed, logs). Values under
+	// MinRedactLen characters cannot be redacted and are warned about.
+	// Set by the host, not read from the config file. Zero: none.
 	Scrub []secret.Secret `yaml:"-"`
 }
 
