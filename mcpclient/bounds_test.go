@@ -355,3 +355,23 @@ func TestCallerCancelIsNotAFailure(t *testing.T) {
 		t.Fatalf("a cancel was logged as a warning:\n%s", logs.String())
 	}
 }
+
+// The per-call cost the scrubbing of successful results adds: a typical
+// short result against a server's env, the host's credentials and a few
+// inherited ones (12 values).
+func BenchmarkScrubResult(b *testing.B) {
+	env := map[string]secretT{"API_KEY": "sk-0123456789abcdef", "REGION": "eu-1"}
+	scrub := []secretT{"tok-aaaaaaaaaaaaaaaaaaaa", "sk-live-bbbbbbbbbbbbbbbb", "whsec_cccccccccccccc"}
+	for i := range 7 {
+		scrub = append(scrub, secretT(strings.Repeat(string(rune('d'+i)), 24)))
+	}
+	r := newRedactor(ServerConfig{Name: "x", Command: "x", Env: env, InheritEnv: new(bool)}, scrub)
+	text := "Echo: hello from the model, the sum of 2 and 3 is 5."
+	structured := []byte(`{"sum":5,"note":"the sum of 2 and 3"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if r.string(text) != text || len(r.bytes(structured)) != len(structured) {
+			b.Fatal("changed")
+		}
+	}
+}
