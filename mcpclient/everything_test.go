@@ -237,7 +237,7 @@ func TestEverythingStdio(t *testing.T) {
 	if err := e.Close(closeCtx); err != nil {
 		t.Fatal(err)
 	}
-	if processGroupAlive(newPID) {
+	if !groupDies(newPID) {
 		t.Fatalf("child group %d alive after Close", newPID)
 	}
 	if strings.Contains(logs.String(), secretValue) {

@@ -188,3 +188,18 @@ func processGroupAlive(pgid int) bool {
 	}
 	return false
 }
+
+// groupDies reports whether every live process of the group is gone
+// within 2s: a SIGKILL sent to a group is delivered at once, but a
+// process (a race-built binary under the Linux shim) takes a moment to
+// exit.
+func groupDies(pgid int) bool {
+	deadline := time.Now().Add(2 * time.Second)
+	for processGroupAlive(pgid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
