@@ -16,7 +16,18 @@ import (
 const (
 	DefaultMaxIterations = 10
 	DefaultTimeout       = 120 * time.Second
+	// DefaultMaxToolCallsPerTurn bounds the tool calls run for one model
+	// turn; models ask for a handful at most.
+	DefaultMaxToolCallsPerTurn = 32
+	// DefaultMaxParallelToolCalls bounds the tool calls of one run that are
+	// in flight at once.
+	DefaultMaxParallelToolCalls = 8
 )
+
+// refuseFactor: a turn asking for more than this many times
+// MaxToolCallsPerTurn calls fails the run instead of refusing the extra
+// calls one by one (answering each would make the next request megabytes).
+const refuseFactor = 8
 
 // Spec describes one agent. The YAML form is an entry of the config's
 // `agents:` list.
@@ -32,6 +43,14 @@ type Spec struct {
 	Tools         []string      `yaml:"tools" json:"tools,omitempty"`
 	MaxIterations int           `yaml:"max_iterations" json:"max_iterations"` // model↔tool rounds; zero: 10
 	Timeout       time.Duration `yaml:"timeout" json:"timeout"`               // whole run; zero: 120s
+	// MaxToolCallsPerTurn bounds the tool calls run for one model turn.
+	// Calls beyond it are not run: each is answered to the model as a
+	// failed call saying so. A turn asking for more than 8 times the bound
+	// fails the run (ErrTooManyToolCalls). Zero: 32.
+	MaxToolCallsPerTurn int `yaml:"max_tool_calls_per_turn" json:"max_tool_calls_per_turn,omitempty"`
+	// MaxParallelToolCalls bounds the calls of one turn that run at once;
+	// the others wait for a slot. Zero: 8.
+	MaxParallelToolCalls int `yaml:"max_parallel_tool_calls" json:"max_parallel_tool_calls,omitempty"`
 }
 
 var idPattern = regexp.MustCompile(`^[a-z0-9_-]+$`)
@@ -53,6 +72,12 @@ func (s Spec) Validate() error {
 	if s.Timeout < 0 {
 		return fmt.Errorf("timeout must not be negative")
 	}
+	if s.MaxToolCallsPerTurn < 0 {
+		return fmt.Errorf("max_tool_calls_per_turn must not be negative")
+	}
+	if s.MaxParallelToolCalls < 0 {
+		return fmt.Errorf("max_parallel_tool_calls must not be negative")
+	}
 	for _, g := range s.Tools {
 		if _, err := path.Match(g, ""); err != nil {
 			return fmt.Errorf("tools: bad glob %q", g)
@@ -71,6 +96,12 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if s.Timeout == 0 {
 		s.Timeout = DefaultTimeout
+	}
+	if s.MaxToolCallsPerTurn == 0 {
+		s.MaxToolCallsPerTurn = DefaultMaxToolCallsPerTurn
+	}
+	if s.MaxParallelToolCalls == 0 {
+		s.MaxParallelToolCalls = DefaultMaxParallelToolCalls
 	}
 	return s
 }
@@ -167,6 +198,22 @@ func IsOffline(m Model) bool {
 	return ok && o.Offline()
 }
 
+// ToolLimiter is implemented by a Model whose service refuses requests
+// offering more tool definitions than MaxToolDefinitions (OpenAI: 128).
+// Run then fails before the first call when the agent's tools exceed it,
+// rather than let the service refuse each request or cut the list
+// silently.
+type ToolLimiter interface {
+	MaxToolDefinitions() int
+}
+
+// RefusalCounter is optionally implemented by a Toolbox that counts the
+// tool calls Run refused for being over MaxToolCallsPerTurn (for metrics
+// and logs).
+type RefusalCounter interface {
+	ToolCallsRefused(n int)
+}
+
 // Toolbox is the set of tools one run may use.
 type Toolbox interface {
 	// Tools lists the tools to offer the model.
@@ -179,3 +226,11 @@ type Toolbox interface {
 // ErrMaxIterations ends a run whose model still wanted tools after
 // max_iterations rounds.
 var ErrMaxIterations = errors.New("agent: max_iterations reached")
+
+// ErrTooManyTools ends a run offered more tool definitions than its model's
+// service accepts (see ToolLimiter).
+var ErrTooManyTools = errors.New("agent: too many tools for the model")
+
+// ErrTooManyToolCalls ends a run whose model asked for more than 8 times
+// MaxToolCallsPerTurn calls in one turn.
+var ErrTooManyToolCalls = errors.New("agent: too many tool calls in one turn")

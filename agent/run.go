@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Run executes one task: it asks the model, runs the tool calls it asks for
-// (concurrently when there are several), feeds the results back, and repeats
-// until the model answers without tools or spec.MaxIterations rounds pass.
-// The caller bounds the run through ctx; spec should have its defaults applied.
+// (concurrently when there are several, at most spec.MaxParallelToolCalls
+// at once), feeds the results back, and repeats until the model answers
+// without tools or spec.MaxIterations rounds pass. The caller bounds the
+// run through ctx; spec should have its defaults applied.
 func Run(ctx context.Context, spec Spec, model Model, tools Toolbox, input string) (string, error) {
 	req := &Request{
 		Model:    spec.Model,
@@ -20,10 +22,15 @@ func Run(ctx context.Context, spec Spec, model Model, tools Toolbox, input strin
 	if tools != nil {
 		req.Tools = tools.Tools()
 	}
-	maxIter := spec.MaxIterations
-	if maxIter <= 0 {
-		maxIter = DefaultMaxIterations
+	if l, ok := model.(ToolLimiter); ok {
+		if max := l.MaxToolDefinitions(); max > 0 && len(req.Tools) > max {
+			// Never cut the list: which tools the model lacks would be
+			// arbitrary and nobody would know.
+			return "", fmt.Errorf("%w: %d tools match the agent's tools: allow-list but its provider accepts at most %d; narrow `tools:` (for example mcp__<server>__*)",
+				ErrTooManyTools, len(req.Tools), max)
+		}
 	}
+	spec = spec.WithDefaults()
 	for iter := 0; ; iter++ {
 		if err := ctx.Err(); err != nil {
 			return "", err
@@ -38,11 +45,16 @@ func Run(ctx context.Context, spec Spec, model Model, tools Toolbox, input strin
 		if len(resp.ToolCalls) == 0 {
 			return resp.Content, nil
 		}
-		if iter+1 >= maxIter {
-			return "", fmt.Errorf("%w (%d)", ErrMaxIterations, maxIter)
+		if iter+1 >= spec.MaxIterations {
+			return "", fmt.Errorf("%w (%d)", ErrMaxIterations, spec.MaxIterations)
+		}
+		n := len(resp.ToolCalls)
+		if hard := refuseFactor * spec.MaxToolCallsPerTurn; n > hard {
+			return "", fmt.Errorf("%w: the model asked for %d tool calls in one turn; max_tool_calls_per_turn is %d (a turn over %d fails the run)",
+				ErrTooManyToolCalls, n, spec.MaxToolCallsPerTurn, hard)
 		}
 		req.Messages = append(req.Messages, Message{Role: RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
-		results := callAll(ctx, tools, resp.ToolCalls)
+		results := callAll(ctx, tools, resp.ToolCalls, spec)
 		for i, call := range resp.ToolCalls {
 			req.Messages = append(req.Messages, Message{
 				Role:       RoleTool,
@@ -54,7 +66,9 @@ func Run(ctx context.Context, spec Spec, model Model, tools Toolbox, input strin
 	}
 }
 
-func callAll(ctx context.Context, tools Toolbox, calls []ToolCall) []ToolResult {
+// callAll runs the first spec.MaxToolCallsPerTurn calls, at most
+// spec.MaxParallelToolCalls at once, and answers the others as refused.
+func callAll(ctx context.Context, tools Toolbox, calls []ToolCall, spec Spec) []ToolResult {
 	results := make([]ToolResult, len(calls))
 	if tools == nil {
 		for i, c := range calls {
@@ -62,13 +76,37 @@ func callAll(ctx context.Context, tools Toolbox, calls []ToolCall) []ToolResult 
 		}
 		return results
 	}
-	if len(calls) == 1 {
-		results[0] = tools.Call(ctx, calls[0])
+	run := calls
+	if len(calls) > spec.MaxToolCallsPerTurn {
+		run = calls[:spec.MaxToolCallsPerTurn]
+		refused := ToolResult{IsError: true, Content: fmt.Sprintf(
+			"not run: this turn asked for %d tool calls and at most %d run per turn; ask for the rest in the next turn",
+			len(calls), spec.MaxToolCallsPerTurn)}
+		for i := len(run); i < len(calls); i++ {
+			results[i] = refused
+		}
+		if c, ok := tools.(RefusalCounter); ok {
+			c.ToolCallsRefused(len(calls) - len(run))
+		}
+	}
+	if len(run) == 1 {
+		results[0] = tools.Call(ctx, run[0])
 		return results
 	}
+	// A fixed pool of workers rather than a goroutine per call: the pool's
+	// size is the bound on calls in flight.
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i, c := range calls {
-		wg.Go(func() { results[i] = tools.Call(ctx, c) })
+	for range min(len(run), spec.MaxParallelToolCalls) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(run) {
+					return
+				}
+				results[i] = tools.Call(ctx, run[i])
+			}
+		})
 	}
 	wg.Wait()
 	return results

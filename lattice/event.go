@@ -34,6 +34,12 @@ const (
 	ApprovalResolved      = "ApprovalResolved"
 	McpServerConnected    = "McpServerConnected"
 	McpServerDisconnected = "McpServerDisconnected"
+	// McpToolChanged: an MCP server changed a tool's definition (its
+	// description or input schema, so its fingerprint) on list_changed or
+	// a reconnect. Payload: server, tool, old_fingerprint,
+	// new_fingerprint, changed ("description", "schema"). Coordination:
+	// a decision remembered for the old definition no longer applies.
+	McpToolChanged = "McpToolChanged"
 )
 
 // Class separates events other systems act on (coordination) from events

@@ -152,7 +152,7 @@ func paired(b *testing.B, e *axocoatl.Engine, server string, t mcp.Transport, bo
 // then attaches the tool's definition to each of its calls, so both sides
 // of a comparison make the same call.
 func discover(b *testing.B, cs *mcp.ClientSession) {
-	if _, err := listTools(context.Background(), cs); err != nil {
+	if _, err := listTools(context.Background(), cs, ServerConfig{}); err != nil {
 		b.Fatal(err)
 	}
 }

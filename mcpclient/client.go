@@ -12,6 +12,7 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,9 @@ var (
 	ErrTimeout = errors.New("mcp tool call timed out")
 	// ErrConnect: connecting or listing tools failed.
 	ErrConnect = errors.New("connect failed")
+	// ErrOverBound: a server went over one of its bounds (max_tools,
+	// max_list_pages, max_list_bytes) and was disconnected.
+	ErrOverBound = errors.New("mcp server over a bound")
 	// ErrStopped: the module is stopped.
 	ErrStopped = errors.New("mcp client stopped")
 )
@@ -173,6 +177,7 @@ func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *sl
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := newRedactor(cfg, scrub)
+	warnTooShort(log, cfg.Name, r)
 	log = r.logger(log)
 	d := newDialer(cfg, log, r)
 	defer d.close()
@@ -187,7 +192,7 @@ func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *sl
 		_ = cs.Close()
 		d.reap()
 	}()
-	tools, err := listTools(ctx, cs)
+	tools, err := listTools(ctx, cs, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mcp server %s: %w: listing tools: %w", cfg.Name, ErrConnect, r.error(err))
 	}
@@ -225,21 +230,59 @@ func connect(ctx context.Context, c *mcp.Client, d *dialer) (*mcp.ClientSession,
 	return cs, nil
 }
 
-func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
-	var tools []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
+// listedTool is one tool of a listing, with the JSON of its schema and
+// annotations made once.
+type listedTool struct {
+	tool        *mcp.Tool
+	schema      json.RawMessage
+	annotations json.RawMessage
+}
+
+// listTools reads the server's tools page by page, within the server's
+// bounds on pages, tools and bytes: a hostile or broken server (nextCursor
+// forever, 100,000 tools) costs at most those, and gets an error naming the
+// bound and the count.
+func listTools(ctx context.Context, cs *mcp.ClientSession, cfg ServerConfig) ([]listedTool, error) {
+	var tools []listedTool
+	maxTools, maxPages, maxBytes := cfg.maxTools(), cfg.maxListPages(), cfg.maxListBytes()
+	size := 0
+	params := &mcp.ListToolsParams{}
+	for page := 1; ; page++ {
+		if page > maxPages {
+			return nil, fmt.Errorf("%w: tools/list: more than max_list_pages (%d) pages, %d tools so far", ErrOverBound, maxPages, len(tools))
+		}
+		res, err := cs.ListTools(ctx, params)
 		if err != nil {
 			return nil, err
 		}
-		tools = append(tools, t)
+		if len(tools)+len(res.Tools) > maxTools {
+			return nil, fmt.Errorf("%w: tools/list: %d tools by page %d, over max_tools (%d)", ErrOverBound, len(tools)+len(res.Tools), page, maxTools)
+		}
+		for _, t := range res.Tools {
+			lt := listedTool{tool: t}
+			if t.InputSchema != nil {
+				lt.schema, _ = json.Marshal(t.InputSchema)
+			}
+			if t.Annotations != nil {
+				lt.annotations, _ = json.Marshal(t.Annotations)
+			}
+			size += len(t.Name) + len(t.Title) + len(t.Description) + len(lt.schema) + len(lt.annotations)
+			if size > maxBytes {
+				return nil, fmt.Errorf("%w: tools/list: %d bytes of tool definitions by tool %d, over max_list_bytes (%d)", ErrOverBound, size, len(tools)+1, maxBytes)
+			}
+			tools = append(tools, lt)
+		}
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
-	return tools, nil
 }
 
-func toolNames(tools []*mcp.Tool) []string {
+func toolNames(tools []listedTool) []string {
 	out := make([]string, len(tools))
 	for i, t := range tools {
-		out[i] = t.Name
+		out[i] = t.tool.Name
 	}
 	return out
 }

@@ -22,6 +22,22 @@ const (
 	DefaultMaxBackoff  = 30 * time.Second
 	DefaultStopTimeout = 2 * time.Second
 	DefaultKeepAlive   = 30 * time.Second
+
+	// DefaultMaxTools bounds the tools one server may list. Far more than
+	// a model can use: OpenAI accepts 128 tool definitions per request.
+	DefaultMaxTools = 1000
+	// DefaultMaxListPages bounds the pages of one tools/list (a server that
+	// returns nextCursor forever).
+	DefaultMaxListPages = 100
+	// DefaultMaxListBytes bounds one server's listing: the JSON of every
+	// tool's name, description, input schema and annotations, together.
+	DefaultMaxListBytes = 8 << 20
+
+	// RelistInterval is the least time between two re-lists of a server's
+	// tools after notifications/tools/list_changed: notifications that
+	// arrive meanwhile are merged into the next one, so a server sending
+	// thousands a second costs at most one listing a second.
+	RelistInterval = time.Second
 )
 
 // Approval decisions a server's `approval:` may carry.
@@ -46,8 +62,9 @@ type Config struct {
 	// inherits the environment can read those that came from it, and any
 	// server may echo what it was sent: they are removed, like each
 	// server's own env and header values, from all a server says (stderr,
-	// errors, failed tool results, logs). Set by the host, not read from
-	// the config file. Zero: none.
+	// errors, every tool result, successful or failed, logs). Values under
+	// MinRedactLen characters cannot be redacted and are warned about.
+	// Set by the host, not read from the config file. Zero: none.
 	Scrub []secret.Secret `yaml:"-"`
 }
 
@@ -86,8 +103,19 @@ type ServerConfig struct {
 	// and reconnected like a dead one. Zero: 30s. Negative: no pings.
 	KeepAlive time.Duration `yaml:"keep_alive"`
 	// Approval is the decision for this server's tools (prompt, allow,
-	// deny); the approval module reads it. Zero: the approval default.
+	// deny), set on each of its Engine tools (axocoatl.Tool.Approval) for
+	// gates to read. Zero: the gate's default.
 	Approval string `yaml:"approval"`
+
+	// MaxTools bounds the tools the server may list. A server listing more
+	// is disconnected with an error naming the bound (and reconnected with
+	// backoff); the other servers are not affected. Zero: 1000.
+	MaxTools int `yaml:"max_tools"`
+	// MaxListPages bounds the pages of one tools/list. Zero: 100.
+	MaxListPages int `yaml:"max_list_pages"`
+	// MaxListBytes bounds the whole listing: the JSON of every tool's name,
+	// description, input schema and annotations. Zero: 8 MiB.
+	MaxListBytes int `yaml:"max_list_bytes"`
 
 	// Dial, when set, makes the transport of each connection attempt instead
 	// of Command or URL: for servers embedded in the host and for tests.
@@ -113,6 +141,17 @@ func (s ServerConfig) timeout() time.Duration {
 	}
 	return s.Timeout
 }
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func (s ServerConfig) maxTools() int     { return orDefault(s.MaxTools, DefaultMaxTools) }
+func (s ServerConfig) maxListPages() int { return orDefault(s.MaxListPages, DefaultMaxListPages) }
+func (s ServerConfig) maxListBytes() int { return orDefault(s.MaxListBytes, DefaultMaxListBytes) }
 
 func (s ServerConfig) keepAlive() time.Duration {
 	switch {
@@ -185,6 +224,9 @@ func (s ServerConfig) Validate() error {
 	}
 	if s.Timeout < 0 {
 		return bad("timeout must not be negative")
+	}
+	if s.MaxTools < 0 || s.MaxListPages < 0 || s.MaxListBytes < 0 {
+		return bad("max_tools, max_list_pages and max_list_bytes must not be negative")
 	}
 	switch s.Approval {
 	case "", ApprovalPrompt, ApprovalAllow, ApprovalDeny:

@@ -172,10 +172,10 @@ func TestEverythingStdio(t *testing.T) {
 	checkEverythingTools(t, e, "everything")
 	runAgent(t, e, "everything")
 
-	// The child's env carries the secret (get-env dumps it); the tool
-	// result reaches the model, but logs never do.
+	// The child's env carries the secret (get-env dumps it): the
+	// successful result is scrubbed before the model, events or logs see it.
 	res, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__everything__get-env"})
-	if err != nil || !strings.Contains(res.Content, secretValue) {
+	if err != nil || strings.Contains(res.Content, secretValue) || !strings.Contains(res.Content, "[redacted]") {
 		t.Fatalf("get-env: %v %.200s", err, res.Content)
 	}
 
@@ -237,7 +237,7 @@ func TestEverythingStdio(t *testing.T) {
 	if err := e.Close(closeCtx); err != nil {
 		t.Fatal(err)
 	}
-	if processGroupAlive(newPID) {
+	if !groupDies(newPID) {
 		t.Fatalf("child group %d alive after Close", newPID)
 	}
 	if strings.Contains(logs.String(), secretValue) {

@@ -56,8 +56,8 @@ func runHelper(mode string) {
 		os.Exit(3)
 	case "print-inherited":
 		// A child that inherits the environment can read the host's own
-		// credentials, and print them.
-		fmt.Fprintln(os.Stderr, "fatal: cannot start; the host's token is", os.Getenv("HOST_TOKEN"))
+		// credentials, and print them (a name that does not say it is one).
+		fmt.Fprintln(os.Stderr, "fatal: cannot start; the host's token is", os.Getenv("HOST_SETTING"))
 		os.Exit(3)
 	case "long-stderr":
 		// The secret straddles the 512th byte of a line, then the end of a
@@ -68,6 +68,10 @@ func runHelper(mode string) {
 		time.Sleep(100 * time.Millisecond)
 		fmt.Fprintln(os.Stderr, tok[len(tok)/2:])
 		os.Exit(3)
+	case "print-secrets":
+		// A short configured secret and a credential only inherited.
+		fmt.Fprintln(os.Stderr, "short="+os.Getenv("SHORT_SECRET")+" inherited="+os.Getenv("HOST_GH_TOKEN"))
+		os.Exit(3)
 	case "silent":
 		waitStdin()
 	case "hang-after-init":
@@ -77,6 +81,9 @@ func runHelper(mode string) {
 		signal.Ignore(syscall.SIGTERM)
 		time.Sleep(time.Hour)
 	default:
+		if runHostileHelper(mode) {
+			return
+		}
 		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 		os.Exit(2)
 	}
@@ -141,6 +148,12 @@ func serveStdio(delay time.Duration) {
 		slices.Sort(names)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(names, " ")}}}, nil, nil
 	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "getenv"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Name string `json:"name"`
+	}) (*mcp.CallToolResult, map[string]string, error) {
+		v := os.Getenv(in.Name)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Name + "=" + v}}}, map[string]string{in.Name: v}, nil
+	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "pid"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(os.Getpid())}}}, nil, nil
 	})
@@ -174,4 +187,19 @@ func processGroupAlive(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// groupDies reports whether every live process of the group is gone
+// within 2s: a SIGKILL sent to a group is delivered at once, but a
+// process (a race-built binary under the Linux shim) takes a moment to
+// exit.
+func groupDies(pgid int) bool {
+	deadline := time.Now().Add(2 * time.Second)
+	for processGroupAlive(pgid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
 }

@@ -7,8 +7,13 @@ import (
 	"syscall"
 )
 
+// setProcessGroup makes the child lead a process group of its own, which
+// everything it starts joins unless it asks otherwise.
 func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
 }
 
 // killProcessGroup kills every process of the group the child leads. A

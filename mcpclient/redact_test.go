@@ -115,7 +115,7 @@ func TestStderrCutKeepsSecrets(t *testing.T) {
 // the environment can read, and print, the host's API token.
 func TestHostSecretsScrubbed(t *testing.T) {
 	const hostToken = "sk-host-token-in-the-environment"
-	t.Setenv("HOST_TOKEN", hostToken)
+	t.Setenv("HOST_SETTING", hostToken)
 	sc := helperServer("leaky", "print-inherited")
 	sc.Timeout = 5 * time.Second
 

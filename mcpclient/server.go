@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,12 +54,13 @@ type server struct {
 
 	mu      sync.Mutex // guards the fields below; never held across a remote call
 	session *mcp.ClientSession
-	tools   map[string]string // registered: qualified → bare
-	lastErr string            // why the server is down, redacted
+	tools   map[string]*regTool // registered, by qualified name
+	lastErr string              // why the server is down, redacted
 }
 
 func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger, names *sync.Mutex) *server {
 	r := newRedactor(cfg, mcfg.Scrub)
+	warnTooShort(log, cfg.Name, r)
 	log = r.logger(log)
 	s := &server{
 		calls:        newCalls(),
@@ -74,6 +76,7 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		firstAttempt: make(chan struct{}),
 		lastErr:      "not connected yet",
 	}
+	s.dial.onListChanged = s.signalRefresh
 	context.AfterFunc(stopped, s.calls.stop)
 	s.client = mcp.NewClient(clientImpl, &mcp.ClientOptions{
 		Logger: log.With("mcp_server", cfg.Name),
@@ -85,14 +88,18 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		KeepAlive:                 cfg.keepAlive(),
 		KeepAliveFailureThreshold: 2,
 		// Runs on the session's reader: only signal the supervisor.
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case s.refresh <- struct{}{}:
-			default:
-			}
-		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.signalRefresh() },
 	})
 	return s
+}
+
+// signalRefresh asks the supervisor for a re-list; signals that arrive
+// while one is pending are merged.
+func (s *server) signalRefresh() {
+	select {
+	case s.refresh <- struct{}{}:
+	default:
+	}
 }
 
 // run is the supervisor: connect, serve, reconnect with backoff, until ctx
@@ -165,12 +172,12 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := listTools(ctx, cs)
+	tools, err := listTools(ctx, cs, s.cfg)
 	if err != nil {
 		s.closeSession(cs)
 		return nil, fmt.Errorf("listing tools: %w", err)
 	}
-	s.setTools(tools)
+	s.setTools(ctx, tools)
 	return cs, nil
 }
 
@@ -207,10 +214,20 @@ func (s *server) down(ctx context.Context, err error, what string) {
 }
 
 // serve waits for the session to end, following list_changed meanwhile.
+//
+// Re-lists are coalesced: at most one is in flight (this loop runs them),
+// notifications that arrive meanwhile are merged into one pending signal,
+// and two re-lists are at least RelistInterval apart. A re-list that goes
+// over a bound ends the session like any other failure.
 func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 	ended := make(chan error, 1)
 	go func() { ended <- cs.Wait() }() // ends when the session closes, which closeSession ensures
+	relist := time.NewTimer(0)
+	relist.Stop()
+	pending := false
+	var last time.Time
 	defer func() {
+		relist.Stop()
 		_ = cs.Close()
 		<-ended
 	}()
@@ -229,16 +246,26 @@ func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 				return fmt.Errorf("session ended: %w", mcp.ErrConnectionClosed)
 			}
 		case <-s.refresh:
+			if !pending {
+				pending = true
+				relist.Reset(max(0, RelistInterval-time.Since(last)))
+			}
+		case <-relist.C:
+			pending = false
+			last = time.Now()
 			lctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
-			tools, err := listTools(lctx, cs)
+			tools, err := listTools(lctx, cs, s.cfg)
 			cancel()
+			if errors.Is(err, ErrOverBound) {
+				return fmt.Errorf("listing tools: %w", err)
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					s.log.Warn("mcp server tool refresh failed", "server", s.cfg.Name, "error", s.redact.error(err))
 				}
 				continue
 			}
-			s.setTools(tools)
+			s.setTools(ctx, tools)
 			s.refreshes.Add(1)
 		}
 	}
@@ -271,80 +298,121 @@ func (s *server) shutdown() {
 	s.firstOnce.Do(func() { close(s.firstAttempt) })
 }
 
-// setTools registers the listed tools and unregisters the ones gone.
-func (s *server) setTools(tools []*mcp.Tool) {
-	byBare := make(map[string]*mcp.Tool, len(tools))
-	for _, t := range tools {
-		byBare[t.Name] = t
-	}
+// regTool is what the server registered under one qualified name: the
+// definition, to tell a changed tool from an unchanged one without asking
+// the Engine, and the Engine's fingerprint of it.
+type regTool struct {
+	bare        string
+	description string
+	schema      json.RawMessage
+	annotations json.RawMessage
+	fingerprint string
+}
+
+// setTools registers what changed in the listing: new and changed tools are
+// registered, tools gone are unregistered, unchanged ones are left alone.
+// A re-list thus costs what changed, never a pass over every tool of the
+// Engine. A changed definition (description or schema) is published as
+// McpToolChanged with the old and new fingerprints.
+func (s *server) setTools(ctx context.Context, tools []listedTool) {
 	next := qualifyAll(s.cfg.Name, toolNames(tools))
+	byBare := make(map[string]*listedTool, len(tools))
+	for i := range tools {
+		byBare[tools[i].tool.Name] = &tools[i]
+	}
+	s.mu.Lock()
+	prev := s.tools
+	s.mu.Unlock()
 
 	// A name another server (or the host) already holds is not taken over:
 	// server names may contain "_", so mcp__a__b__c can arise twice. The
 	// check and the claim are one step for the module's servers.
 	s.names.Lock()
 	defer s.names.Unlock()
-	owner := map[string]string{}
-	for _, t := range s.eng.Tools() {
-		owner[t.Name] = t.Server
-	}
+	reg := make(map[string]*regTool, len(next))
+	var added, removed int
+	var changes []toolChange
 	for q, bare := range next {
-		if o, ok := owner[q]; ok && o != s.cfg.Name {
-			s.log.Warn("mcp tool name already taken; tool skipped", "server", s.cfg.Name, "tool", bare, "name", q, "owner", o)
-			delete(next, q)
+		lt := byBare[bare]
+		desc := cleanDescription(lt.tool.Description)
+		if desc == "" {
+			desc = cleanDescription(lt.tool.Title)
+		}
+		old, had := prev[q]
+		if had && old.bare == bare && old.description == desc && bytes.Equal(old.schema, lt.schema) && bytes.Equal(old.annotations, lt.annotations) {
+			reg[q] = old
 			continue
 		}
-		if err := s.eng.RegisterTool(s.engineTool(q, byBare[bare])); err != nil {
+		if !had {
+			if t, taken := s.eng.Tool(q); taken && t.Server != s.cfg.Name {
+				s.log.Warn("mcp tool name already taken; tool skipped", "server", s.cfg.Name, "tool", bare, "name", q, "owner", t.Server)
+				continue
+			}
+		}
+		if err := s.eng.RegisterTool(s.engineTool(q, bare, desc, lt)); err != nil {
 			s.log.Warn("mcp tool not registered", "server", s.cfg.Name, "tool", q, "error", err)
-			delete(next, q)
+			continue
+		}
+		r := &regTool{bare: bare, description: desc, schema: lt.schema, annotations: lt.annotations}
+		if t, ok := s.eng.Tool(q); ok {
+			r.fingerprint = t.Fingerprint()
+		}
+		reg[q] = r
+		if !had {
+			added++
+			continue
+		}
+		if old.fingerprint != r.fingerprint {
+			c := toolChange{Server: s.cfg.Name, Tool: q, OldFingerprint: old.fingerprint, NewFingerprint: r.fingerprint, Changed: []string{}}
+			if old.description != desc {
+				c.Changed = append(c.Changed, "description")
+			}
+			if !bytes.Equal(old.schema, lt.schema) {
+				c.Changed = append(c.Changed, "schema")
+			}
+			changes = append(changes, c)
 		}
 	}
-	s.mu.Lock()
-	prev := s.tools
-	s.tools = next
-	s.mu.Unlock()
-	var added, removed int
 	for q := range prev {
-		if _, ok := next[q]; !ok {
+		if _, ok := reg[q]; !ok {
 			s.eng.UnregisterTool(q)
 			removed++
 		}
 	}
-	for q := range next {
-		if _, ok := prev[q]; !ok {
-			added++
-		}
-	}
+	s.mu.Lock()
+	s.tools = reg
+	s.mu.Unlock()
 	if prev != nil && (added > 0 || removed > 0) {
-		s.log.Info("mcp server tools changed", "server", s.cfg.Name, "added", added, "removed", removed, "tools", len(next))
+		s.log.Info("mcp server tools changed", "server", s.cfg.Name, "added", added, "removed", removed, "tools", len(reg))
+	}
+	for _, c := range changes {
+		s.log.Warn("mcp tool definition changed", "server", s.cfg.Name, "tool", c.Tool, "changed", c.Changed,
+			"old_fingerprint", c.OldFingerprint, "new_fingerprint", c.NewFingerprint)
+		s.publishEvent(ctx, lattice.McpToolChanged, c)
 	}
 }
 
-func (s *server) engineTool(q string, t *mcp.Tool) axocoatl.Tool {
-	bare := t.Name
-	desc := t.Description
-	if desc == "" {
-		desc = t.Title
-	}
-	tool := axocoatl.Tool{
+// toolChange is the payload of McpToolChanged.
+type toolChange struct {
+	Server         string   `json:"server"`
+	Tool           string   `json:"tool"`
+	OldFingerprint string   `json:"old_fingerprint"`
+	NewFingerprint string   `json:"new_fingerprint"`
+	Changed        []string `json:"changed"` // "description", "schema"
+}
+
+func (s *server) engineTool(q, bare, desc string, lt *listedTool) axocoatl.Tool {
+	return axocoatl.Tool{
 		Name:        q,
 		Description: desc,
 		Server:      s.cfg.Name,
+		Approval:    s.cfg.Approval,
+		InputSchema: lt.schema,
+		Annotations: lt.annotations,
 		Call: func(ctx context.Context, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
 			return s.call(ctx, bare, call.Arguments)
 		},
 	}
-	if t.InputSchema != nil {
-		if raw, err := json.Marshal(t.InputSchema); err == nil {
-			tool.InputSchema = raw
-		}
-	}
-	if t.Annotations != nil {
-		if raw, err := json.Marshal(t.Annotations); err == nil {
-			tool.Annotations = raw
-		}
-	}
-	return tool
 }
 
 // call runs one tool call on the live session. No lock is held while the
@@ -366,6 +434,11 @@ func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (a
 	res, err := cs.CallTool(cctx, params)
 	if err != nil {
 		switch cause := context.Cause(cctx); {
+		case ctx.Err() != nil && cause != errStopping:
+			// The caller cancelled (a client's cancel, the run's end): not
+			// a failure of the server, and not a sign that its session is
+			// dead. Checkable with errors.Is(err, context.Canceled).
+			return axocoatl.ToolResult{}, fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, ctx.Err())
 		case cause == errStopping:
 			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s cancelled", ErrStopped, s.cfg.Name, bare)
 		case cause == errDeadline && ctx.Err() == nil:
@@ -380,12 +453,14 @@ func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (a
 		}
 		return axocoatl.ToolResult{}, fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, s.redact.error(err))
 	}
+	// Every result, successful or failed, is scrubbed here, before the
+	// model, an event, a log or an answer sees it: a server may quote the
+	// credentials it was sent or could read (get-env of server-everything
+	// prints the whole inherited environment).
 	out := toResult(res)
-	if out.IsError {
-		// A failed call's text becomes the error of the ToolResult event
-		// and of logs: a server quoting the credentials it was sent must
-		// not put them there.
-		out.Content = s.redact.string(out.Content)
+	out.Content = s.redact.string(out.Content)
+	if out.Structured != nil {
+		out.Structured = s.redact.bytes(out.Structured)
 	}
 	return out, nil
 }
@@ -400,7 +475,11 @@ func (s *server) publish(ctx context.Context, typ string, tools []string, errMsg
 	if tools == nil {
 		tools = []string{}
 	}
-	err := s.eng.Publish(context.WithoutCancel(ctx), typ, producer, serverEvent{Server: s.cfg.Name, Tools: tools, Error: errMsg})
+	s.publishEvent(ctx, typ, serverEvent{Server: s.cfg.Name, Tools: tools, Error: errMsg})
+}
+
+func (s *server) publishEvent(ctx context.Context, typ string, payload any) {
+	err := s.eng.Publish(context.WithoutCancel(ctx), typ, producer, payload)
 	if err != nil && !errors.Is(err, lattice.ErrClosed) {
 		s.log.Warn("publish failed", "type", typ, "error", err)
 	}
@@ -434,4 +513,13 @@ func sessionDead(err error) bool {
 	var opErr *net.OpError
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &opErr)
+}
+
+// warnTooShort names the configured secrets too short to be scrubbed
+// (see MinRedactLen).
+func warnTooShort(log *slog.Logger, server string, r *redactor) {
+	for _, k := range r.tooShort {
+		log.Warn("mcp server secret too short to redact: it is not scrubbed from what the server says",
+			"server", server, "key", k, "min_length", MinRedactLen)
+	}
 }

@@ -155,8 +155,11 @@ func TestStdioStopKillsStubbornChild(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("Stop took %s", took)
 	}
-	if processGroupAlive(pid) {
-		t.Fatalf("process group %d still alive after Stop", pid)
+	// Stop has sent SIGKILL to the whole group; on Linux the server runs
+	// under the shim, which Stop waits for, while the server's own exit
+	// may take a few milliseconds more.
+	if !groupDies(pid) {
+		t.Fatalf("process group %d still alive 2s after Stop", pid)
 	}
 	if err := m.Ready(context.Background()); err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "stopped") && !strings.Contains(err.Error(), "stubborn") {
 		t.Fatal(err)
@@ -195,7 +198,7 @@ func TestStdioKillReconnects(t *testing.T) {
 			t.Fatalf("outage error: %v", err)
 		}
 	}
-	if processGroupAlive(old) {
+	if !groupDies(old) {
 		t.Fatal("old process group alive")
 	}
 }

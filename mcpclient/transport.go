@@ -1,21 +1,22 @@
 package mcpclient
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -30,6 +31,9 @@ type dialer struct {
 	log    *slog.Logger
 	redact *redactor
 	http   *http.Client // shared by the server's attempts; nil for stdio
+	// onListChanged, when set, is called for each list_changed
+	// notification of a stdio server, which the SDK then never sees.
+	onListChanged func()
 
 	mu      sync.Mutex
 	pgid    int         // the current child's process group (its pid), 0 if none
@@ -62,6 +66,7 @@ func (d *dialer) transport(ctx context.Context) (mcp.Transport, error) {
 	}
 	cmd := exec.Command(d.cfg.Command, d.cfg.Args...)
 	cmd.Env = childEnv(d.cfg)
+	cmd = dieWithParent(cmd)
 	tail := &stderrTail{server: d.cfg.Name, log: d.log, redact: d.redact}
 	cmd.Stderr = tail
 	// The child and everything it spawns (npx → sh → node) share a process
@@ -73,21 +78,30 @@ func (d *dialer) transport(ctx context.Context) (mcp.Transport, error) {
 	d.mu.Lock()
 	d.pgid, d.exited, d.stderr = 0, "", tail
 	d.mu.Unlock()
-	return &cmdTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultStopTimeout}, cmd: cmd, d: d}, nil
+	return &cmdTransport{cmd: cmd, d: d}, nil
 }
 
-// cmdTransport wraps the SDK's CommandTransport to learn the child's pid
-// (read on the goroutine that started it: exec.Cmd is not safe to read
-// concurrently) and how it exited.
+// cmdTransport is the go-sdk's CommandTransport with two differences: it
+// learns the child's pid (read on the goroutine that started it: exec.Cmd
+// is not safe to read concurrently), and it reads the child's stdout
+// through listChangedFilter, so that a server flooding
+// notifications/tools/list_changed costs a line check each, not a JSON-RPC
+// message through the SDK.
 type cmdTransport struct {
-	inner *mcp.CommandTransport
-	cmd   *exec.Cmd
-	d     *dialer
+	cmd *exec.Cmd
+	d   *dialer
 }
 
 func (t *cmdTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := t.inner.Connect(ctx)
+	stdout, err := t.cmd.StdoutPipe()
 	if err != nil {
+		return nil, err
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
 	pid := t.cmd.Process.Pid
@@ -97,7 +111,121 @@ func (t *cmdTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if ctx.Err() != nil { // the attempt ended while the child started
 		killProcessGroup(pid)
 	}
+	var r io.ReadCloser = io.NopCloser(stdout) // the connection closes by closing stdin
+	if t.d.onListChanged != nil {
+		r = &listChangedFilter{r: bufio.NewReaderSize(stdout, 64<<10), signal: t.d.onListChanged}
+	}
+	conn, err := (&mcp.IOTransport{Reader: r, Writer: &childStdin{WriteCloser: stdin, cmd: t.cmd, grace: DefaultStopTimeout}}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return &cmdConn{Connection: conn, d: t.d}, nil
+}
+
+// childStdin closes the session the way the MCP spec and the go-sdk's
+// CommandTransport do: close the child's stdin, wait for it to exit, then
+// SIGTERM, then SIGKILL, each after grace. Close returns the child's Wait
+// error, which tells how it ended.
+type childStdin struct {
+	io.WriteCloser
+	cmd   *exec.Cmd
+	grace time.Duration
+}
+
+func (c *childStdin) Close() error {
+	_ = c.WriteCloser.Close()
+	res := make(chan error, 1)
+	go func() { res <- c.cmd.Wait() }()
+	wait := func() (error, bool) {
+		t := time.NewTimer(c.grace)
+		defer t.Stop()
+		select {
+		case err := <-res:
+			return err, true
+		case <-t.C:
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	_ = c.cmd.Process.Kill()
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("unresponsive subprocess")
+}
+
+// listChangedFilter passes a child's stdout through, except the lines that
+// are notifications/tools/list_changed: those are dropped and signal
+// instead (it only wakes the supervisor, which merges them).
+type listChangedFilter struct {
+	r       *bufio.Reader
+	signal  func()
+	out     []byte // the rest of the current chunk, to hand out
+	midLine bool   // the last chunk did not end its line
+	err     error
+	// lastDrop is when the last notification was dropped.
+	lastDrop time.Time
+}
+
+// notifyPace is the least time between two reads of a stdio server's
+// stdout while it sends list_changed notifications back to back.
+const notifyPace = 10 * time.Millisecond
+
+// maxNotifyLine: a list_changed notification is one short line; longer
+// lines are passed through unexamined.
+const maxNotifyLine = 256
+
+var listChangedMethod = []byte(`"notifications/tools/list_changed"`)
+
+func (f *listChangedFilter) Read(p []byte) (int, error) {
+	for len(f.out) == 0 {
+		if f.err != nil {
+			return 0, f.err
+		}
+		chunk, err := f.r.ReadSlice('\n')
+		if err != nil && err != bufio.ErrBufferFull {
+			f.err = err
+		}
+		ends := len(chunk) > 0 && chunk[len(chunk)-1] == '\n'
+		if !f.midLine && ends && len(chunk) <= maxNotifyLine && isListChanged(chunk) {
+			f.signal()
+			// A server sending them back to back is read in batches: at
+			// most one read a notifyPace while they come, so a flood
+			// costs few wake-ups; a reply behind them waits that long.
+			if f.r.Buffered() == 0 {
+				if wait := notifyPace - time.Since(f.lastDrop); wait > 0 {
+					time.Sleep(wait)
+				}
+			}
+			f.lastDrop = time.Now()
+			continue
+		}
+		f.midLine = !ends
+		f.out = chunk // valid until the next ReadSlice, which waits for out to drain
+	}
+	n := copy(p, f.out)
+	f.out = f.out[n:]
+	return n, nil
+}
+
+func (f *listChangedFilter) Close() error { return nil }
+
+func isListChanged(line []byte) bool {
+	if !bytes.Contains(line, listChangedMethod) {
+		return false
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	return json.Unmarshal(line, &msg) == nil && msg.ID == nil && msg.Method == "notifications/tools/list_changed"
 }
 
 type cmdConn struct {
@@ -288,29 +416,54 @@ func (t *headerTransport) CloseIdleConnections() {
 	}
 }
 
-// stderrTail logs a child's stderr line by line (debug level, secrets
-// redacted) and keeps the last lines for error messages.
+// stderrTail keeps the last lines of a child's stderr, for error messages,
+// and logs each line at debug level. What nothing emits costs nothing: the
+// lines are kept raw in a fixed ring (no allocation per line once warm) and
+// redacted only when one is logged or quoted in an error.
+//
+// A child that floods stderr is slowed down rather than followed: Write is
+// paced to one call per stderrPace, so the pipe fills and the child blocks
+// on its writes; reading a flood costs at most about 100 reads a second.
 type stderrTail struct {
 	server string
 	log    *slog.Logger
 	redact *redactor
 
-	mu    sync.Mutex
-	buf   []byte   // incomplete line
-	skip  bool     // dropping the rest of a line already flushed for length
-	lines []string // last few complete lines
+	mu        sync.Mutex
+	buf       []byte // incomplete line
+	skip      bool   // dropping the rest of a line already flushed for length
+	ring      [tailLines][]byte
+	next      int // ring slot of the next line
+	lines     int // lines in the ring, at most tailLines
+	lastWrite time.Time
+	// Logging budget: at most maxLoggedPerSec lines a second are logged;
+	// the others are counted and reported once the second is over.
+	window  time.Time
+	logged  int
+	dropped int
 }
 
 const (
-	tailLines     = 3
-	maxStderrLine = 4096 // an unfinished line is flushed at this length
-	maxLoggedLine = 512  // a line is cut to this length for logs and errors
+	tailLines       = 3
+	maxStderrLine   = 4096 // an unfinished line is flushed at this length
+	maxLoggedLine   = 512  // a line is cut to this length for logs and errors
+	maxLoggedPerSec = 100
+	// stderrPace is the least time between two reads of a child's stderr
+	// (each up to 32 KiB): at most ~3 MiB/s, so a flood costs the daemon
+	// a few hundred microseconds of CPU a second, and a child that writes
+	// faster waits.
+	stderrPace = 10 * time.Millisecond
 )
 
 func (s *stderrTail) Write(p []byte) (int, error) {
+	if wait := stderrPace - time.Since(s.lastWrite); wait > 0 {
+		time.Sleep(wait) // only os/exec's copying goroutine calls Write
+	}
 	n := len(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lastWrite = time.Now()
+	debug := s.log.Enabled(context.Background(), slog.LevelDebug)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if s.skip {
@@ -327,27 +480,59 @@ func (s *stderrTail) Write(p []byte) (int, error) {
 		if i < 0 {
 			s.buf = append(s.buf, p...)
 			if len(s.buf) > maxStderrLine { // a line without end: keep it bounded
-				s.addLine(string(s.buf))
+				s.addLine(s.buf[:maxStderrLine], debug)
 				s.buf = s.buf[:0]
 				s.skip = true
 			}
 			return n, nil
 		}
-		s.buf = append(s.buf, p[:i]...)
-		s.addLine(string(s.buf))
+		line := p[:i]
+		if len(s.buf) > 0 {
+			s.buf = append(s.buf, line...)
+			line = s.buf
+		}
+		if len(line) > maxStderrLine {
+			line = line[:maxStderrLine]
+		}
+		s.addLine(line, debug)
 		s.buf = s.buf[:0]
 		p = p[i+1:]
 	}
 	return n, nil
 }
 
-func (s *stderrTail) addLine(line string) {
-	// Redact before cutting: a cut through a secret would leave its head,
-	// which redaction no longer recognizes.
-	line = strings.TrimSpace(s.redact.string(line))
-	if line == "" {
+// addLine keeps a raw copy of line in the ring and logs it when debug
+// logging is on.
+func (s *stderrTail) addLine(line []byte, debug bool) {
+	if len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
+	s.ring[s.next] = append(s.ring[s.next][:0], line...)
+	s.next = (s.next + 1) % tailLines
+	s.lines = min(s.lines+1, tailLines)
+	if !debug {
+		return
+	}
+	now := time.Now()
+	if now.Sub(s.window) >= time.Second {
+		if s.dropped > 0 {
+			s.log.Debug("mcp server stderr lines not logged", "server", s.server, "lines", s.dropped, "limit_per_second", maxLoggedPerSec)
+		}
+		s.window, s.logged, s.dropped = now, 0, 0
+	}
+	if s.logged >= maxLoggedPerSec {
+		s.dropped++
+		return
+	}
+	s.logged++
+	s.log.Debug("mcp server stderr", "server", s.server, "line", s.emit(line))
+}
+
+// emit makes a line fit to show: redacted, then cut. Redact before
+// cutting: a cut through a secret would leave its head, which redaction
+// no longer recognizes.
+func (s *stderrTail) emit(raw []byte) string {
+	line := strings.TrimSpace(s.redact.string(string(raw)))
 	if len(line) > maxLoggedLine {
 		cut := maxLoggedLine
 		for cut > 0 && !utf8.RuneStart(line[cut]) {
@@ -355,88 +540,17 @@ func (s *stderrTail) addLine(line string) {
 		}
 		line = line[:cut] + "…"
 	}
-	s.log.Debug("mcp server stderr", "server", s.server, "line", line)
-	s.lines = append(s.lines, line)
-	if len(s.lines) > tailLines {
-		s.lines = s.lines[1:]
-	}
+	return line
 }
 
 func (s *stderrTail) last() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return strings.Join(s.lines, " | ")
-}
-
-// redactor replaces configured secret values in text from outside (a
-// child's stderr, a peer's error message) before it reaches logs or errors.
-// Values shorter than minRedactLen are not searched for: replacing "1" or
-// "true" everywhere would garble text without protecting anything.
-type redactor struct{ values []string }
-
-const minRedactLen = 6
-
-// newRedactor knows the server's own env and header values and the host's
-// credentials in scrub.
-func newRedactor(cfg ServerConfig, scrub []secret.Secret) *redactor {
-	r := &redactor{}
-	add := func(v secret.Secret) {
-		if s := v.Reveal(); len(s) >= minRedactLen {
-			r.values = append(r.values, s)
-		}
-		// A bearer token is often configured as "Bearer <token>": the
-		// token alone may be echoed too.
-		if _, tok, ok := strings.Cut(v.Reveal(), " "); ok && len(tok) >= minRedactLen {
-			r.values = append(r.values, tok)
-		}
+	out := make([]string, 0, s.lines)
+	for i := s.lines; i > 0; i-- {
+		out = append(out, s.emit(s.ring[(s.next-i+tailLines)%tailLines]))
 	}
-	for _, m := range []map[string]secret.Secret{cfg.Env, cfg.Headers} {
-		for _, v := range m {
-			add(v)
-		}
-	}
-	for _, v := range scrub {
-		add(v)
-	}
-	// Go's HTTP errors quote the whole URL: its query and userinfo often
-	// carry credentials too.
-	if u, err := url.Parse(cfg.URL); err == nil && cfg.URL != "" {
-		if len(u.RawQuery) >= 3 {
-			r.values = append(r.values, u.RawQuery)
-		}
-		if p, ok := u.User.Password(); ok && len(p) >= 3 {
-			r.values = append(r.values, p)
-		}
-		// A token is often the whole userinfo (https://TOKEN@host), and Go's
-		// HTTP errors keep the user name (they mask only a password).
-		if name := u.User.Username(); len(name) >= minRedactLen {
-			r.values = append(r.values, name)
-		}
-		// Or a path segment (/mcp/<key>/sse).
-		for _, seg := range strings.Split(u.EscapedPath(), "/") {
-			if credentialLike(seg) {
-				r.values = append(r.values, seg)
-			}
-		}
-	}
-	// Longest first, so a value containing another is replaced whole.
-	sort.Slice(r.values, func(i, j int) bool {
-		if len(r.values[i]) != len(r.values[j]) {
-			return len(r.values[i]) > len(r.values[j])
-		}
-		return r.values[i] < r.values[j]
-	})
-	r.values = slices.Compact(r.values) // the same key may be configured twice
-	return r
-}
-
-func (r *redactor) string(s string) string {
-	for _, v := range r.values {
-		if strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-	}
-	return s
+	return strings.Join(out, " | ")
 }
 
 // error redacts err's text while keeping it checkable with errors.Is.
