@@ -14,6 +14,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/approval"
+	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
@@ -34,6 +35,9 @@ type Runtime struct {
 	// Approval gates tool calls on a human's verdict (its routes are
 	// /api/approvals…).
 	Approval *approval.Module
+	// Egress delivers events to the webhooks; with none configured it
+	// starts nothing and sends nothing.
+	Egress *egress.Module
 
 	// bus is closed after the Engine when Build opened it (NATS).
 	bus lattice.Bus
@@ -97,6 +101,12 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	}
 	if err != nil {
 		return fail(fmt.Errorf("approval: %w", err))
+	}
+	if rt.Egress, err = egress.New(egress.Config{Webhooks: c.Webhooks, DataDir: c.Server.DataDir}); err == nil {
+		err = rt.Engine.Use(ctx, rt.Egress)
+	}
+	if err != nil {
+		return fail(fmt.Errorf("webhooks: %w", err))
 	}
 	if len(c.MCPServers) > 0 {
 		// A stdio server inheriting the environment can read the daemon's
@@ -165,6 +175,9 @@ func (rt *Runtime) Routes() []Route {
 		{http.MethodPost, approval.PathApprovals + "/{id}", false, rt.Approval},
 		{http.MethodGet, approval.PathDecisions, false, rt.Approval},
 		{http.MethodDelete, approval.PathDecisions, false, rt.Approval},
+		{http.MethodGet, "/api/webhooks", false, rt.Egress},
+		{http.MethodGet, "/api/webhooks/{name}/deliveries", false, rt.Egress},
+		{http.MethodPost, "/api/webhooks/{name}/deliveries/{id}/retry", false, rt.Egress},
 	}
 }
 

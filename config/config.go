@@ -35,6 +35,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/approval"
+	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/internal/yamlconf"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
@@ -58,6 +59,8 @@ type Config struct {
 	A2A a2a.Config `yaml:"a2a"`
 	// Approval is the human-approval gate on tool calls.
 	Approval approval.Config `yaml:"approval"`
+	// Webhooks are where lattice events are POSTed, signed (egress).
+	Webhooks Webhooks `yaml:"webhooks"`
 
 	// Source is where the config came from: a path, or "<built-in>".
 	Source string `yaml:"-"`
@@ -76,6 +79,13 @@ type Config struct {
 // is not in the file), Key (a dotted path such as agents[1].id) and Msg.
 // Load, Parse and Build return them, joined; find them with errors.As.
 type FieldError = yamlconf.Error
+
+// Webhooks is the `webhooks:` list; it validates unique names (each entry
+// validates itself).
+type Webhooks []egress.Webhook
+
+// Validate checks that names are unique.
+func (l Webhooks) Validate() error { return egress.ValidateNames(l) }
 
 // MCPServers is the `mcp_servers:` list. It validates what the entries
 // cannot see alone: unique names (each entry validates itself).
@@ -492,6 +502,7 @@ func (c *Config) validate() error {
 	errs = append(errs, d.ValidateTree("mcp_server", reflect.ValueOf(&c.MCPServer).Elem())...)
 	errs = append(errs, d.ValidateTree("a2a", reflect.ValueOf(&c.A2A).Elem())...)
 	errs = append(errs, d.ValidateTree("approval", reflect.ValueOf(&c.Approval).Elem())...)
+	errs = append(errs, d.ValidateTree("webhooks", reflect.ValueOf(&c.Webhooks).Elem())...)
 	return errors.Join(errs...)
 }
 

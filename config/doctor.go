@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
@@ -97,6 +98,10 @@ func (c *Config) Doctor(ctx context.Context) *Report {
 	checkProviders(ctx, c, r)
 	checkLattice(c, r)
 	checkMCPServers(ctx, c, r)
+	for _, w := range (egress.Config{Webhooks: c.Webhooks}).Describe() {
+		r.addEgress(w.Host, "webhook "+w.Name)
+		r.ok("webhook "+w.Name, fmt.Sprintf("%s, events: %s, signed: %v", w.URL, w.Filter, w.Signed))
+	}
 	return r
 }
 

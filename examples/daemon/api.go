@@ -200,7 +200,7 @@ var reservedEvents = map[string]bool{
 	lattice.ApprovalRequested: true, lattice.ApprovalResolved: true,
 	// A verdict as an event resolves an approval: only the module sends it.
 	approval.EventVerdict: true, approval.EventSync: true, approval.EventPending: true,
-	lattice.McpServerConnected: true, lattice.McpServerDisconnected: true,
+	lattice.McpServerConnected: true, lattice.McpServerDisconnected: true, lattice.McpToolChanged: true,
 }
 
 type publishRequest struct {

@@ -30,7 +30,7 @@ type metrics struct {
 // metricsBuffer is the subscription buffer of the metrics counter.
 const metricsBuffer = 4096
 
-func newMetrics(bus lattice.Bus) (*metrics, error) {
+func newMetrics(bus lattice.Bus, modules ...prometheus.Collector) (*metrics, error) {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -50,6 +50,7 @@ func newMetrics(bus lattice.Bus) (*metrics, error) {
 	}
 	m.reg.MustRegister(m.executions, m.durations, m.events, m.missed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(modules...)
 	sub, err := bus.Subscribe(lattice.Filter{}, metricsBuffer)
 	if err != nil {
 		return nil, err

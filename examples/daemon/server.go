@@ -174,7 +174,7 @@ func newHandler(d *daemon) (m *mux, stop func(context.Context), ready *atomic.Bo
 	cfg := d.cfg
 	m = newMux(d.engine, cfg.Server.BodyTimeout, d.log)
 	ready = new(atomic.Bool)
-	met, err := newMetrics(d.engine.Bus())
+	met, err := newMetrics(d.engine.Bus(), d.rt.Egress.Collector())
 	if err != nil {
 		return nil, nil, nil, err
 	}
