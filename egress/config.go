@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -354,19 +355,9 @@ func (w Webhook) info() WebhookInfo {
 		Events: slices.Clone(w.Events), Signed: !w.Secret.IsZero(), Headers: names}
 }
 
-// displayURL keeps scheme, host and path: userinfo and the query string
-// often carry credentials.
-func displayURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "[unparsable url]"
-	}
-	out := u.Scheme + "://" + u.Host + u.EscapedPath()
-	if u.RawQuery != "" {
-		out += "?[redacted]"
-	}
-	return out
-}
+// displayURL is how a webhook's URL is shown: the one redaction every
+// package uses (userinfo, query and key-like path segments hidden).
+func displayURL(raw string) string { return httpguard.RedactURL(raw) }
 
 func validHeaderName(k string) bool {
 	if k == "" {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/secret"
@@ -299,40 +299,13 @@ func validHeaderName(k string) bool {
 	return http.CanonicalHeaderKey(k) != ""
 }
 
-// redactURL keeps scheme, host and path: userinfo and query strings often
-// carry credentials, and so do path segments that look like keys (hosted
-// MCP servers put the account key in the path: /mcp/<key>/sse).
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "[unparsable url]"
-	}
-	segs := strings.Split(u.EscapedPath(), "/")
-	for i, seg := range segs {
-		if credentialLike(seg) {
-			segs[i] = "[redacted]"
-		}
-	}
-	out := u.Scheme + "://" + u.Host + strings.Join(segs, "/")
-	if u.RawQuery != "" {
-		out += "?[redacted]"
-	}
-	return out
-}
+// redactURL is the one URL redaction every package uses: userinfo, query
+// and key-like path segments hidden (hosted MCP servers put the account key
+// in the path: /mcp/<key>/sse).
+func redactURL(raw string) string { return httpguard.RedactURL(raw) }
 
-// credentialLike reports whether a URL path segment may be a key: at
-// least 16 characters mixing letters and digits (an API key, a UUID), where
-// the words of a route (mcp, sse, v1, streamable-http) are short or have
-// no digits. Only for display and redaction: a false positive hides a
-// harmless segment.
-func credentialLike(seg string) bool {
-	if len(seg) < 16 {
-		return false
-	}
-	letter := strings.IndexFunc(seg, unicode.IsLetter) >= 0
-	digit := strings.IndexFunc(seg, unicode.IsDigit) >= 0
-	return letter && digit
-}
+// credentialLike reports whether a URL path segment may be a key.
+func credentialLike(seg string) bool { return httpguard.CredentialLike(seg) }
 
 // Target says where the server is, for logs and doctor: the command (no
 // args, no env) or the URL without userinfo, query or key-like path

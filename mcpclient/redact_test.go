@@ -158,7 +158,7 @@ func TestURLPathKeysRedacted(t *testing.T) {
 	const key = "sk-ak-9f8e7d6c5b4a3f2e1d0c"
 	for raw, want := range map[string]string{
 		"https://actions.example.com/mcp/" + key + "/sse":      "https://actions.example.com/mcp/[redacted]/sse",
-		"https://u:p@mcp.example.com/v1/streamable-http?k=abc": "https://mcp.example.com/v1/streamable-http?[redacted]",
+		"https://u:p@mcp.example.com/v1/streamable-http?k=abc": "https://[redacted]@mcp.example.com/v1/streamable-http?[redacted]",
 		"http://127.0.0.1:8080/mcp":                            "http://127.0.0.1:8080/mcp",
 		"https://h/t/3f2a9c1e-77b4-4c1d-9a6e-0b8d2c4e6f10/mcp": "https://h/t/[redacted]/mcp",
 	} {
