@@ -315,7 +315,7 @@ lattice:
 // and yamlconf reads as if quoted.
 func TestContractExampleConfig(t *testing.T) {
 	text := contractExample
-	env := map[string]string{"AXOCOATL_API_TOKEN": "t-0123456789abcdef", "OPENAI_API_KEY": "k1", "ANTHROPIC_API_KEY": "k2", "FS_KEY": "k3", "SEARCH_TOKEN": "k4"}
+	env := map[string]string{"AXOCOATL_API_TOKEN": "t-0123456789abcdef", "OPENAI_API_KEY": "k1", "ANTHROPIC_API_KEY": "k2", "FS_KEY": "k3", "SEARCH_TOKEN": "k4", "WEBHOOK_SECRET": "k5", "INTERNAL_TOKEN": "k6"}
 	code, stdout, stderr := runCLI(t, env, "validate", "--config", writeConfig(t, text))
 	if code != exitOK || !strings.Contains(stdout, "ok (1 agents)") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
@@ -425,7 +425,7 @@ func TestAgentFieldErrorsNameTheField(t *testing.T) {
 // Every secret of the config is found for the modules that scrub them.
 func TestConfigSecrets(t *testing.T) {
 	path := writeConfig(t, contractExample)
-	env := map[string]string{"AXOCOATL_API_TOKEN": "api-token-1-0123456789", "OPENAI_API_KEY": "openai-key-2", "ANTHROPIC_API_KEY": "anthropic-key-3", "FS_KEY": "fs-key-4", "SEARCH_TOKEN": "search-token-5"}
+	env := map[string]string{"AXOCOATL_API_TOKEN": "api-token-1-0123456789", "OPENAI_API_KEY": "openai-key-2", "ANTHROPIC_API_KEY": "anthropic-key-3", "FS_KEY": "fs-key-4", "SEARCH_TOKEN": "search-token-5", "WEBHOOK_SECRET": "webhook-secret-6", "INTERNAL_TOKEN": "internal-token-7"}
 	cfg, err := config.Load(context.Background(), config.LoadOptions{Default: defaultConfigYAML, Path: path, Lookup: mapEnv(env)})
 	if err != nil {
 		t.Fatal(err)
@@ -435,7 +435,7 @@ func TestConfigSecrets(t *testing.T) {
 		got = append(got, s.Reveal())
 	}
 	slices.Sort(got)
-	want := []string{"Bearer search-token-5", "anthropic-key-3", "api-token-1-0123456789", "fs-key-4", "openai-key-2"}
+	want := []string{"Bearer search-token-5", "anthropic-key-3", "api-token-1-0123456789", "fs-key-4", "internal-token-7", "openai-key-2", "webhook-secret-6"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("secrets %q, want %q", got, want)
 	}
