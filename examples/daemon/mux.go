@@ -18,10 +18,9 @@ import (
 // module's door uses too. Path parameters use httprouter syntax (/x/:id);
 // read them with httprouter.ParamsFromContext(r.Context()).ByName("id").
 type mux struct {
-	router      *httprouter.Router
-	engine      *axocoatl.Engine
-	bodyTimeout time.Duration
-	routes      []route // what is mounted, for tests and the auth audit
+	router *httprouter.Router
+	engine *axocoatl.Engine
+	routes []route // what is mounted, for tests and the auth audit
 }
 
 type route struct {
@@ -39,23 +38,20 @@ func newMux(eng *axocoatl.Engine, bodyTimeout time.Duration, log *slog.Logger) *
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.HandleOPTIONS = false
-	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	// Routes bound their bodies in the guard; these bound the drain
+	// net/http does before answering an unknown route.
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		httpguard.ArmBodyDeadline(w, req, bodyTimeout)
 		writeError(w, http.StatusNotFound, "not_found", "no such route")
 	})
-	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		httpguard.ArmBodyDeadline(w, req, bodyTimeout)
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route")
 	})
-	return &mux{router: r, engine: eng, bodyTimeout: bodyTimeout}
+	return &mux{router: r, engine: eng}
 }
 
-func (m *mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength != 0 && m.bodyTimeout > 0 {
-		// Routes bound their bodies in the guard; this also bounds the
-		// drain net/http does before answering an unknown route.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(m.bodyTimeout))
-	}
-	m.router.ServeHTTP(w, r)
-}
+func (m *mux) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.router.ServeHTTP(w, r) }
 
 // public mounts h with no token, behind the guard (Host, Origin, 1 MiB body).
 func (m *mux) public(method, path string, h http.Handler) error {

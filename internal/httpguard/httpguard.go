@@ -124,15 +124,7 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 		limit = DefaultMaxBodyBytes
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength != 0 && g.bodyTimeout > 0 {
-			// Bound the body for every request, not only in handlers that
-			// read it: net/http drains a small unread body before writing
-			// any answer (a 401, a 403), so without a deadline a client
-			// declaring a body it never sends holds the connection. net/http
-			// clears the read deadline once the body is read to its end,
-			// so a run after the body is not cut.
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.bodyTimeout))
-		}
+		ArmBodyDeadline(w, r, g.bodyTimeout)
 		if status, code, msg := g.Check(r, rt.Public); status != 0 {
 			if status == http.StatusTooManyRequests {
 				w.Header().Set("Retry-After", code)
@@ -164,6 +156,22 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 		h.ServeHTTP(dw, r)
 		dw.finish()
 	})
+}
+
+// ArmBodyDeadline bounds reading r's body by timeout (none when it is not
+// positive or r has no body). Every request with a body gets it, not only
+// those whose handler reads it: net/http drains a small unread body before
+// writing any answer (a 401, a 404), so without a deadline a client
+// declaring a body it never sends holds the connection. net/http clears the
+// read deadline once the body is read to its end, so a run after the body
+// is not cut.
+func ArmBodyDeadline(w http.ResponseWriter, r *http.Request, timeout time.Duration) {
+	if r.ContentLength == 0 || timeout <= 0 {
+		return
+	}
+	if s := readDeadlineSetter(w); s != nil {
+		_ = s.SetReadDeadline(time.Now().Add(timeout))
+	}
 }
 
 // Check applies the Host, token and Origin rules to r. It returns 0 when r

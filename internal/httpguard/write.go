@@ -37,6 +37,20 @@ func deadlineSetter(w http.ResponseWriter) interface{ SetWriteDeadline(time.Time
 	}
 }
 
+// readDeadlineSetter is deadlineSetter for reads.
+func readDeadlineSetter(w http.ResponseWriter) interface{ SetReadDeadline(time.Time) error } {
+	for {
+		if s, ok := w.(interface{ SetReadDeadline(time.Time) error }); ok {
+			return s
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
+	}
+}
+
 // arm sets the deadline, at most every 1/8 of the timeout: a stream of small
 // writes costs one timer update per interval, not one per write.
 func (d *deadlineWriter) arm() {
