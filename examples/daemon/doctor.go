@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 )
 
 // doctorReport collects check results. Module doctor hooks add to it;
@@ -174,7 +175,7 @@ func checkProviders(ctx context.Context, cfg *Config, r *doctorReport) {
 				pc.Timeout = doctorTimeout
 			}
 			// Check's errors never contain the key (provider.Error).
-			if err := provider.Check(pctx, kind, pc); err != nil {
+			if err := builtin.Check(pctx, kind, pc); err != nil {
 				r.fail(check, fmt.Sprintf("%s: %v", u.Host, err))
 				return
 			}

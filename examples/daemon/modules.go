@@ -13,6 +13,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 )
@@ -88,7 +89,7 @@ func bootEngine(ctx context.Context, cfg *Config, log *slog.Logger) (*daemon, er
 		if kind == "" {
 			kind = provider.Echo
 		}
-		model, err := provider.New(kind, cfg.Providers[kind])
+		model, err := builtin.New(kind, cfg.Providers[kind])
 		if err != nil {
 			return fail(cfg.doc.Errorf(fmt.Sprintf("agents[%d].provider", i), "%v", err))
 		}

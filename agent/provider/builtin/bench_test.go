@@ -1,4 +1,4 @@
-package provider_test
+package builtin_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -68,7 +69,7 @@ func BenchmarkGenerate(b *testing.B) {
 		}
 		b.Run(kind+"/sdk", func(b *testing.B) {
 			srv := benchServer(b, answer)
-			m, err := provider.New(kind, provider.Config{BaseURL: srv.URL + base, APIKey: secret.Secret("k"), HTTPClient: srv.Client()})
+			m, err := builtin.New(kind, provider.Config{BaseURL: srv.URL + base, APIKey: secret.Secret("k"), HTTPClient: srv.Client()})
 			if err != nil {
 				b.Fatal(err)
 			}
