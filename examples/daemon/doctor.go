@@ -164,9 +164,12 @@ func checkProviders(ctx context.Context, cfg *Config, r *doctorReport) {
 			continue
 		}
 		r.addEgress(u.Host, "provider "+kind+" for agents "+agents)
-		if pc.APIKey.IsZero() && kind != provider.Ollama {
-			r.fail(check, "no api_key configured (providers."+kind+".api_key)")
+		// The key may come from the provider's variable (OPENAI_API_KEY, …).
+		if warning, err := provider.CheckKey(kind, pc); err != nil {
+			r.fail(check, err.Error())
 			continue
+		} else if warning != "" {
+			r.warn(check, warning)
 		}
 		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, doctorTimeout)
