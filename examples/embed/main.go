@@ -38,7 +38,8 @@ func main() {
 // run serves until ctx ends, then lets in-flight requests and runs finish.
 func run(ctx context.Context, addr string, log *slog.Logger) error {
 	// The Engine: one agent on the offline echo model. Swap in
-	// provider.New("openai", provider.Config{...}) for a real model.
+	// openai.New(provider.Config{}) (package agent/provider/openai; its key
+	// from OPENAI_API_KEY) for a real model.
 	engine := axocoatl.New(axocoatl.Options{Logger: log})
 	if err := engine.AddAgent(agent.Spec{ID: "helper", Description: "Answers questions."}, provider.EchoModel{}); err != nil {
 		return err
