@@ -45,7 +45,7 @@ if [ "${FIRST_ANSWER:-}" = 1 ]; then
 		cache=$(mktemp -d)
 		port=$((20000 + RANDOM % 20000))
 		start=$(date +%s.%N)
-		(cd "$tmp" && GOCACHE="$cache" AXOCOATL_DATA_DIR="$tmp/data" exec go run "$OLDPWD/examples/daemon" --addr "127.0.0.1:$port" >"$tmp/run.log" 2>&1) &
+		(GOCACHE="$cache" AXOCOATL_DATA_DIR="$tmp/data" AXOCOATL_CONFIG= exec go run ./examples/daemon --addr "127.0.0.1:$port" >"$tmp/run.log" 2>&1) &
 		pid=$!
 		until curl -sf -X POST -d '{"input":"hi"}' "http://127.0.0.1:$port/api/agents/assistant/execute" >/dev/null 2>&1; do
 			kill -0 "$pid" 2>/dev/null || { echo "go run exited:"; cat "$tmp/run.log"; exit 1; }
