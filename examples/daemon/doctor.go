@@ -165,10 +165,12 @@ func checkProviders(ctx context.Context, cfg *Config, r *doctorReport) {
 		}
 		r.addEgress(u.Host, "provider "+kind+" for agents "+agents)
 		// The key may come from the provider's variable (OPENAI_API_KEY, …).
-		if warning, err := provider.CheckKey(kind, pc); err != nil {
+		warning, err := provider.CheckKey(kind, pc)
+		if err != nil {
 			r.fail(check, err.Error())
 			continue
-		} else if warning != "" {
+		}
+		if warning != "" {
 			r.warn(check, warning)
 		}
 		wg.Go(func() {
