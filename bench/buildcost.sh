@@ -43,7 +43,8 @@ if [ "${FIRST_ANSWER:-}" = 1 ]; then
 	: >"$tmp/first"
 	for i in $(seq "$n"); do
 		cache=$(mktemp -d)
-		port=$((20000 + RANDOM % 20000))
+		# A port free now (a random one collided with another process's).
+		port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 		start=$(date +%s.%N)
 		(GOCACHE="$cache" AXOCOATL_DATA_DIR="$tmp/data" AXOCOATL_CONFIG= exec go run ./examples/daemon --addr "127.0.0.1:$port" >"$tmp/run.log" 2>&1) &
 		pid=$!
