@@ -13,6 +13,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
@@ -85,7 +86,7 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 			kind = provider.Echo
 			spec.Provider = kind
 		}
-		model, err := provider.New(kind, c.Providers[kind])
+		model, err := builtin.New(kind, c.Providers[kind])
 		if err != nil {
 			return fail(c.errorf(fmt.Sprintf("agents[%d].provider", i), "%v", err))
 		}

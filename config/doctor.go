@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
@@ -163,9 +164,14 @@ func checkProviders(ctx context.Context, cfg *Config, r *Report) {
 			continue
 		}
 		r.addEgress(u.Host, "provider "+kind+" for agents "+agents)
-		if pc.APIKey.IsZero() && kind != provider.Ollama {
-			r.fail(check, "no api_key configured (providers."+kind+".api_key)")
+		// The key may come from the provider's variable (OPENAI_API_KEY, …).
+		warning, err := provider.CheckKey(kind, pc)
+		if err != nil {
+			r.fail(check, err.Error())
 			continue
+		}
+		if warning != "" {
+			r.warn(check, warning)
 		}
 		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, doctorTimeout)
@@ -174,7 +180,7 @@ func checkProviders(ctx context.Context, cfg *Config, r *Report) {
 				pc.Timeout = doctorTimeout
 			}
 			// Check's errors never contain the key (provider.Error).
-			if err := provider.Check(pctx, kind, pc); err != nil {
+			if err := builtin.Check(pctx, kind, pc); err != nil {
 				r.fail(check, fmt.Sprintf("%s: %v", u.Host, err))
 				return
 			}

@@ -23,6 +23,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
@@ -97,7 +98,7 @@ func runAgent(t *testing.T, e *axocoatl.Engine, server string) {
 	f := &fakeOpenAI{server: server}
 	llm := httptest.NewServer(f)
 	defer llm.Close()
-	model, err := provider.New(provider.OpenAI, provider.Config{BaseURL: llm.URL + "/v1", APIKey: "sk-test"})
+	model, err := openai.New(provider.Config{BaseURL: llm.URL + "/v1", APIKey: "sk-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

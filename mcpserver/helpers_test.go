@@ -22,6 +22,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
 	"github.com/axocoatl/axocoatl-go/mcpserver"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
@@ -126,7 +127,7 @@ func newEngineWith(log *slog.Logger, opts axocoatl.HTTPOptions) (eng *axocoatl.E
 		w.WriteHeader(http.StatusInternalServerError)
 		io.WriteString(w, `{"error":{"message":"upstream exploded","type":"server_error"}}`)
 	}))
-	failing, err := provider.New(provider.OpenAI, provider.Config{BaseURL: upstream.URL + "/v1", APIKey: secret.Secret("sk-test"), MaxRetries: -1})
+	failing, err := openai.New(provider.Config{BaseURL: upstream.URL + "/v1", APIKey: secret.Secret("sk-test"), MaxRetries: -1})
 	must(err)
 	eng = axocoatl.New(axocoatl.Options{Logger: log, HTTP: opts})
 	must(eng.AddAgent(agent.Spec{ID: "echo", Name: "Echo", Description: "Repeats its input."}, provider.EchoModel{}))

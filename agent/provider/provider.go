@@ -1,16 +1,28 @@
-// Package provider builds agent.Models from the config's `providers:` section:
-// the offline echo model, any OpenAI-compatible Chat Completions server
-// (openai, ollama) and the Anthropic Messages API, both on their official Go
-// SDKs, with tool calls.
+// Package provider is what every model provider shares: the config's
+// `providers:` section (Config, Configs), API keys (Config.Key, CheckKey),
+// the failure type (*Error, ErrProvider) and the offline EchoModel. It
+// imports no provider's client: each provider is its own package, so a
+// host pays, in build time and binary size, only for the providers it
+// imports:
 //
-// Every model call is bounded by Config.Timeout through its context. Transient
-// failures (connection errors, 408, 409, 429, 5xx) are retried up to
-// Config.MaxRetries times, honouring Retry-After, but only while the next
-// attempt still fits in that one Timeout: the SDKs' own retries are off, so a
-// call never takes longer than Timeout and a rate limit is reported as the
-// provider's "HTTP 429: …", not as a timeout. A provider configured here uses
-// exactly its Config: the SDKs' environment defaults (OPENAI_API_KEY,
-// ANTHROPIC_BASE_URL, …) are not read.
+//   - agent/provider/openai: Chat Completions, for OpenAI and any
+//     compatible server (Ollama, vLLM, LM Studio, llama.cpp, OpenRouter, …);
+//   - agent/provider/anthropic: the Anthropic Messages API;
+//   - agent/provider/builtin: every provider above by its kind name, for
+//     hosts that read the kind from a config file.
+//
+// Each provider speaks its API with net/http and encoding/json (no SDK).
+// Every model call is bounded by Config.Timeout through its context.
+// Transient failures (connection errors, 408, 409, 429, 5xx) are retried up
+// to Config.MaxRetries times, honouring Retry-After, but only while the next
+// attempt still fits in that one Timeout, so a call never takes longer than
+// Timeout and a rate limit is reported as the provider's "HTTP 429: …", not
+// as a timeout.
+//
+// Keys: with no api_key, openai reads OPENAI_API_KEY and anthropic reads
+// ANTHROPIC_API_KEY, once, when the model is built, as their official SDKs
+// do. Nothing else comes from the environment (no *_BASE_URL): a provider
+// sends its requests exactly where its Config says.
 //
 // Failures are *Error values (errors.Is(err, ErrProvider)); a timeout is also
 // context.DeadlineExceeded. Their text carries the HTTP status and the
@@ -27,7 +39,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -42,15 +53,27 @@ const (
 // Kinds lists every provider kind, for validation messages.
 var Kinds = []string{Echo, OpenAI, Ollama, Anthropic}
 
-// DefaultTimeout bounds one model call when Config.Timeout is zero.
-const DefaultTimeout = 60 * time.Second
+// Defaults of Config's zero fields.
+const (
+	// DefaultTimeout bounds one model call when Config.Timeout is zero.
+	DefaultTimeout = 60 * time.Second
+	// DefaultMaxRetries is the number of retries when Config.MaxRetries is zero.
+	DefaultMaxRetries = 2
+
+	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
+	DefaultOllamaBaseURL    = "http://localhost:11434/v1"
+	DefaultAnthropicBaseURL = "https://api.anthropic.com"
+)
 
 // Config is one entry of the `providers:` section.
 type Config struct {
 	// BaseURL of the API. Zero: https://api.openai.com/v1 (openai),
 	// http://localhost:11434/v1 (ollama), https://api.anthropic.com (anthropic).
 	BaseURL string `yaml:"base_url"`
-	// APIKey sent with every call. Zero: none (fine for ollama).
+	// APIKey sent with every call. Zero: the kind's conventional variable
+	// (OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic; see
+	// EnvKey), read once when the model is built; ollama reads none and
+	// sends no key.
 	APIKey secret.Secret `yaml:"api_key"`
 	// Timeout of one model call, every retry and wait included. Zero: 60s.
 	Timeout time.Duration `yaml:"timeout"`
@@ -65,6 +88,10 @@ type Config struct {
 	// HTTPClient overrides the client used for calls (tests, proxies). Zero:
 	// a client with no overall timeout; Timeout bounds each call instead.
 	HTTPClient *http.Client `yaml:"-"`
+	// LookupEnv is where a Config with no APIKey looks up the kind's
+	// variable (a host that reads its environment through its own lookup,
+	// as the daemon's config does, passes it here). Zero: os.LookupEnv.
+	LookupEnv func(string) (string, bool) `yaml:"-"`
 }
 
 // Configs is the `providers:` section, keyed by kind.
@@ -90,7 +117,7 @@ func (c Config) Validate() error {
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("base_url: want an absolute http(s) URL, got %q", redactURL(c.BaseURL))
+			return fmt.Errorf("base_url: want an absolute http(s) URL, got %q", RedactURL(c.BaseURL))
 		}
 	}
 	if c.Timeout < 0 {
@@ -102,9 +129,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// redactURL hides the credentials a URL may carry: its userinfo (a token is
+// RedactURL hides the credentials a URL may carry: its userinfo (a token is
 // often the whole of it, https://TOKEN@host) and its query (?api_key=…).
-func redactURL(raw string) string {
+// Providers quote base URLs in errors with it.
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(unparsable)"
@@ -127,33 +155,6 @@ func Known(kind string) bool {
 		}
 	}
 	return false
-}
-
-// New returns the model for a provider kind.
-func New(kind string, cfg Config) (agent.Model, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("providers.%s.%w", kind, err)
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	switch kind {
-	case Echo, "":
-		return EchoModel{}, nil
-	case OpenAI, Ollama:
-		m, err := newOpenAI(kind, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return m, nil
-	case Anthropic:
-		m, err := newAnthropic(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return m, nil
-	}
-	return nil, fmt.Errorf("unknown provider %q (known: %v)", kind, Kinds)
 }
 
 // ErrProvider marks every failure of a model call (check with errors.Is);

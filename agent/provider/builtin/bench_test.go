@@ -1,4 +1,4 @@
-package provider_test
+package builtin_test
 
 import (
 	"bytes"
@@ -12,15 +12,19 @@ import (
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
-// The cost the SDKs add to one model call, against a hand-written
-// net/http + encoding/json client doing the same exchange with the same
-// server in the same run. The request carries a short conversation with
-// one tool round and two tool definitions; the answer asks for a tool.
-// A real model call takes hundreds of milliseconds, so what matters is
-// whether the SDK's cost is visible next to that.
+// The cost a provider adds to one model call (its request mapping, the
+// shared wire client's retry loop, body cap and error shaping), against a
+// minimal hand-written net/http + encoding/json client doing the same
+// exchange with the same server in the same run. The request carries a
+// short conversation with one tool round and two tool definitions; the
+// answer asks for a tool. A real model call takes hundreds of
+// milliseconds, so what matters is whether the provider's cost is visible
+// next to that. (Until the providers dropped the official SDKs, the first
+// contestant was the SDK: see bench/README.md.)
 
 func benchRequest() *agent.Request {
 	schema := json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
@@ -66,9 +70,9 @@ func BenchmarkGenerate(b *testing.B) {
 		if kind == provider.Anthropic {
 			answer, base = messagesToolUse, ""
 		}
-		b.Run(kind+"/sdk", func(b *testing.B) {
+		b.Run(kind+"/provider", func(b *testing.B) {
 			srv := benchServer(b, answer)
-			m, err := provider.New(kind, provider.Config{BaseURL: srv.URL + base, APIKey: secret.Secret("k"), HTTPClient: srv.Client()})
+			m, err := builtin.New(kind, provider.Config{BaseURL: srv.URL + base, APIKey: secret.Secret("k"), HTTPClient: srv.Client()})
 			if err != nil {
 				b.Fatal(err)
 			}

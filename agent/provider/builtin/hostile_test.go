@@ -1,4 +1,4 @@
-package provider_test
+package builtin_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -40,7 +41,7 @@ func TestMalformedSuccessBodies(t *testing.T) {
 					writeJSON(w, 200, tc.body)
 				}))
 				defer srv.Close()
-				m, err := provider.New(wi.kind, provider.Config{BaseURL: wi.base(srv.URL), MaxRetries: -1})
+				m, err := builtin.New(wi.kind, provider.Config{BaseURL: wi.base(srv.URL), MaxRetries: -1})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -80,7 +81,7 @@ func TestHugeResponseBody(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			m, err := provider.New(wi.kind, provider.Config{BaseURL: wi.base(srv.URL), MaxRetries: -1, Timeout: 30 * time.Second})
+			m, err := builtin.New(wi.kind, provider.Config{BaseURL: wi.base(srv.URL), MaxRetries: -1, Timeout: 30 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +121,7 @@ func TestRedirectToOtherHostKeepsKey(t *testing.T) {
 				http.Redirect(w, r, otherURL+r.URL.Path, http.StatusTemporaryRedirect)
 			}))
 			defer srv.Close()
-			m, err := provider.New(wi.kind, provider.Config{BaseURL: wi.base(srv.URL), APIKey: secret.Secret(key)})
+			m, err := builtin.New(wi.kind, provider.Config{BaseURL: wi.base(srv.URL), APIKey: secret.Secret(key)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,8 +1,7 @@
-package provider
+package wire
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,15 +22,14 @@ func TestErrorMessageShapes(t *testing.T) {
 		{"empty", "", "Bad Gateway"},
 	}
 	for _, tc := range cases {
-		resp := &http.Response{StatusCode: 502, Body: io.NopCloser(strings.NewReader(tc.body))}
-		if got := errorMessage(resp); got != tc.want {
+		if got := errorMessage(502, []byte(tc.body)); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
 
 func TestScrubAndBound(t *testing.T) {
-	c := caller{key: "sk-abc"}
+	c := &Client{key: "sk-abc"}
 	if got := c.scrub("key sk-abc\n\tand sk-abc again"); got != "key [redacted] and [redacted] again" {
 		t.Fatalf("scrub: %q", got)
 	}
@@ -43,9 +41,7 @@ func TestScrubAndBound(t *testing.T) {
 }
 
 func TestRetryDelay(t *testing.T) {
-	h := func(k, v string) *http.Response {
-		return &http.Response{StatusCode: 429, Header: http.Header{k: []string{v}}}
-	}
+	h := func(k, v string) http.Header { return http.Header{k: []string{v}} }
 	if d, ok := retryDelay(h("Retry-After-Ms", "250"), 0); !ok || d != 250*time.Millisecond {
 		t.Errorf("Retry-After-Ms: %s %v", d, ok)
 	}
@@ -62,7 +58,7 @@ func TestRetryDelay(t *testing.T) {
 		if n == 3 {
 			n = 20 // capped
 		}
-		d, ok := retryDelay(nil, n)
+		d, ok := retryDelay(http.Header{}, n)
 		if !ok || d > want || d < want*3/4 {
 			t.Errorf("backoff %d: %s, want about %s", n, d, want)
 		}
@@ -77,27 +73,18 @@ func TestArguments(t *testing.T) {
 		`{"city": "Par`:        `"{\"city\": \"Par"`,
 	}
 	for in, want := range cases {
-		if got := string(argumentsJSON(in)); got != want {
-			t.Errorf("argumentsJSON(%q) = %s, want %s", in, got, want)
+		if got := string(ArgumentsJSON(in)); got != want {
+			t.Errorf("ArgumentsJSON(%q) = %s, want %s", in, got, want)
 		}
 	}
 }
 
-func TestSchemaMapping(t *testing.T) {
-	s, err := anthropicSchema(json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"],"additionalProperties":false}`))
-	if err != nil {
-		t.Fatal(err)
+func TestSchemaObject(t *testing.T) {
+	s, err := SchemaObject(nil)
+	if err != nil || s["type"] != "object" || s["properties"] == nil {
+		t.Fatalf("zero schema: %v, %v", s, err)
 	}
-	b, _ := json.Marshal(s)
-	var back map[string]any
-	json.Unmarshal(b, &back)
-	if back["type"] != "object" || back["properties"] == nil || back["additionalProperties"] != false || len(back["required"].([]any)) != 1 {
-		t.Fatalf("input_schema on the wire: %s", b)
-	}
-	if _, err := anthropicSchema(json.RawMessage(`{"type":"string"}`)); err == nil {
-		t.Fatal("a non-object schema was accepted")
-	}
-	if _, err := schemaObject(json.RawMessage(`[1]`)); err == nil {
+	if _, err := SchemaObject(json.RawMessage(`[1]`)); err == nil {
 		t.Fatal("a non-object JSON schema was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package provider_test
+package builtin_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -23,7 +24,7 @@ func ExampleNew() {
 	}))
 	defer srv.Close()
 
-	model, err := provider.New(provider.OpenAI, provider.Config{
+	model, err := builtin.New(provider.OpenAI, provider.Config{
 		BaseURL: srv.URL + "/v1",
 		APIKey:  secret.Secret("sk-..."),
 		Timeout: 30 * time.Second,
@@ -52,7 +53,7 @@ func ExampleCheck() {
 	}))
 	defer srv.Close()
 
-	err := provider.Check(context.Background(), provider.Anthropic, provider.Config{BaseURL: srv.URL, APIKey: "sk-ant-wrong"})
+	err := builtin.Check(context.Background(), provider.Anthropic, provider.Config{BaseURL: srv.URL, APIKey: "sk-ant-wrong"})
 	fmt.Println(err)
 	// Output: anthropic: HTTP 401: invalid x-api-key
 }

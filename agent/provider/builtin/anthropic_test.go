@@ -1,4 +1,4 @@
-package provider_test
+package builtin_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/anthropic"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -84,7 +85,7 @@ func TestAnthropicToolUseRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(seen[0].Body, &first); err != nil {
 		t.Fatal(err)
 	}
-	if first.Model != provider.DefaultAnthropicModel || first.MaxTokens != provider.DefaultAnthropicMaxTokens {
+	if first.Model != anthropic.DefaultModel || first.MaxTokens != anthropic.DefaultMaxTokens {
 		t.Fatalf("model/max_tokens: %s", seen[0].Body)
 	}
 	if len(first.System) != 1 || first.System[0].Type != "text" || first.System[0].Text != "You are terse." {
@@ -133,9 +134,10 @@ func TestAnthropicToolUseRoundTrip(t *testing.T) {
 	}
 }
 
-// A base URL written with /v1 works as well as the bare host, and the
-// environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) is ignored.
-func TestAnthropicBaseWithV1IgnoresEnvironment(t *testing.T) {
+// A base URL written with /v1 works as well as the bare host; with no
+// api_key the key is ANTHROPIC_API_KEY (read when the model is built), and
+// ANTHROPIC_BASE_URL is not read.
+func TestAnthropicBaseWithV1KeyFromEnvironment(t *testing.T) {
 	var rec recorder
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec.record(r)
@@ -146,6 +148,7 @@ func TestAnthropicBaseWithV1IgnoresEnvironment(t *testing.T) {
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
 
 	h := newHarness(t, provider.Anthropic, provider.Config{BaseURL: srv.URL + "/v1/", MaxTokens: 100}, agent.Spec{Model: "claude-haiku-4-5"})
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-changed-later")
 	if _, err := h.engine.Execute(context.Background(), "a", "x"); err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +156,8 @@ func TestAnthropicBaseWithV1IgnoresEnvironment(t *testing.T) {
 	if x.Path != "/v1/messages" {
 		t.Fatalf("path %s", x.Path)
 	}
-	if k := x.Header.Get("X-Api-Key"); k != "" {
-		t.Fatalf("x-api-key %q came from the environment", k)
+	if k := x.Header.Get("X-Api-Key"); k != "sk-ant-from-env" {
+		t.Fatalf("x-api-key %q, want the one from the environment", k)
 	}
 	var body messagesRequest
 	json.Unmarshal(x.Body, &body)

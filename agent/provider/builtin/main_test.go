@@ -1,4 +1,4 @@
-package provider_test
+package builtin_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -29,9 +30,9 @@ type harness struct {
 
 func newHarness(t *testing.T, kind string, cfg provider.Config, spec agent.Spec) *harness {
 	t.Helper()
-	model, err := provider.New(kind, cfg)
+	model, err := builtin.New(kind, cfg)
 	if err != nil {
-		t.Fatalf("provider.New(%s): %v", kind, err)
+		t.Fatalf("builtin.New(%s): %v", kind, err)
 	}
 	e := axocoatl.New(axocoatl.Options{})
 	spec.ID, spec.Provider = "a", kind

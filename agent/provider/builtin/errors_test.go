@@ -1,4 +1,4 @@
-package provider_test
+package builtin_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package provider_test
+package builtin_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -156,14 +157,16 @@ func TestOllamaBareHostNoKey(t *testing.T) {
 	}
 	var body chatRequest
 	json.Unmarshal(seen[0].Body, &body)
-	if body.Model != provider.DefaultOllamaModel || body.Tools != nil {
+	if body.Model != openai.DefaultOllamaModel || body.Tools != nil {
 		t.Fatalf("body: %s", seen[0].Body)
 	}
 }
 
-// The environment must not leak into a provider: OPENAI_API_KEY and
-// OPENAI_BASE_URL are ignored.
-func TestOpenAIIgnoresEnvironment(t *testing.T) {
+// Keys the way the SDKs take them: with no api_key, openai sends
+// OPENAI_API_KEY, read once when the model is built; api_key wins over it;
+// ollama never sends it (it is OpenAI's key, not the local server's); and
+// OPENAI_BASE_URL is not read (the request reaches the configured server).
+func TestOpenAIKeyFromEnvironment(t *testing.T) {
 	var rec recorder
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec.record(r)
@@ -173,12 +176,23 @@ func TestOpenAIIgnoresEnvironment(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-from-env")
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
 
-	h := newHarness(t, provider.OpenAI, provider.Config{BaseURL: srv.URL + "/v1"}, agent.Spec{})
-	if _, err := h.engine.Execute(context.Background(), "a", "x"); err != nil {
-		t.Fatal(err)
+	fromEnv := newHarness(t, provider.OpenAI, provider.Config{BaseURL: srv.URL + "/v1"}, agent.Spec{})
+	fromConfig := newHarness(t, provider.OpenAI, provider.Config{BaseURL: srv.URL + "/v1", APIKey: "sk-from-config"}, agent.Spec{})
+	ollama := newHarness(t, provider.Ollama, provider.Config{BaseURL: srv.URL}, agent.Spec{})
+	t.Setenv("OPENAI_API_KEY", "sk-changed-later") // read when built, not per request
+	for _, h := range []*harness{fromEnv, fromConfig, ollama} {
+		if _, err := h.engine.Execute(context.Background(), "a", "x"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if a := rec.all()[0].Header.Get("Authorization"); a != "" {
-		t.Fatalf("Authorization %q came from the environment", a)
+	seen := rec.all()
+	if len(seen) != 3 {
+		t.Fatalf("%d requests", len(seen))
+	}
+	for i, want := range []string{"Bearer sk-from-env", "Bearer sk-from-config", ""} {
+		if got := seen[i].Header.Get("Authorization"); got != want {
+			t.Errorf("request %d: Authorization %q, want %q", i, got, want)
+		}
 	}
 }
 

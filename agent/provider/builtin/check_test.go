@@ -1,4 +1,4 @@
-package provider_test
+package builtin_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -58,7 +59,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := provider.Check(ctx, tc.kind, tc.cfg)
+			err := builtin.Check(ctx, tc.kind, tc.cfg)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("Check: %v", err)
@@ -79,7 +80,7 @@ func TestCheck(t *testing.T) {
 			t.Fatalf("Check sent %s %s", x.Method, x.Path)
 		}
 	}
-	if err := provider.Check(ctx, provider.OpenAI, provider.Config{BaseURL: deadURL, MaxRetries: 5}); !errors.Is(err, provider.ErrProvider) {
+	if err := builtin.Check(ctx, provider.OpenAI, provider.Config{BaseURL: deadURL, MaxRetries: 5}); !errors.Is(err, provider.ErrProvider) {
 		t.Fatalf("unreachable: %v is not ErrProvider", err)
 	}
 }
