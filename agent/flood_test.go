@@ -17,6 +17,7 @@ import (
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
 )
 
 type nopBox struct{ calls atomic.Int64 }
@@ -51,7 +52,7 @@ func TestHundredThousandCallsInOneTurn(t *testing.T) {
 		_, _ = w.Write([]byte(body))
 	}))
 	defer llm.Close()
-	model, err := provider.New(provider.OpenAI, provider.Config{BaseURL: llm.URL + "/v1", APIKey: "k", MaxRetries: -1})
+	model, err := openai.New(provider.Config{BaseURL: llm.URL + "/v1", APIKey: "k", MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
@@ -285,7 +286,7 @@ func (p *openAIPeer) lastTold() string {
 // model returns an agent.Model on the peer.
 func (p *openAIPeer) model(t testing.TB) agent.Model {
 	t.Helper()
-	m, err := provider.New(provider.OpenAI, provider.Config{BaseURL: p.srv.URL + "/v1", APIKey: secret.Secret("sk-test"), MaxRetries: -1})
+	m, err := openai.New(provider.Config{BaseURL: p.srv.URL + "/v1", APIKey: secret.Secret("sk-test"), MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

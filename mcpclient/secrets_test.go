@@ -13,6 +13,7 @@ import (
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -145,7 +146,7 @@ func TestSuccessfulResultScrubbed(t *testing.T) {
 	if err := m.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	model, err := provider.New(provider.OpenAI, provider.Config{BaseURL: llm.URL + "/v1", APIKey: key})
+	model, err := openai.New(provider.Config{BaseURL: llm.URL + "/v1", APIKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}
