@@ -73,6 +73,9 @@ type Config struct {
 	// overrides maps a key set from the environment or a flag to that
 	// variable or flag, so an error about its value blames the right place.
 	overrides map[string]string
+	// lookup is the environment the config was read with; provider keys
+	// (OPENAI_API_KEY, …) come from it too.
+	lookup func(string) (string, bool)
 }
 
 // FieldError is one problem in a config file: File, Line (0 when the key
@@ -371,6 +374,11 @@ func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides,
 	// An empty variable is treated as unset: AXOCOATL_API_TOKEN= must not
 	// silently switch off the file's token.
 	cfg.overrides = map[string]string{}
+	cfg.lookup = lookup
+	for kind, pc := range cfg.Providers {
+		pc.LookupEnv = lookup // the models and the key check read the same environment
+		cfg.Providers[kind] = pc
+	}
 	set := func(dst *string, v *string, key, source string) {
 		if v != nil && *v != "" {
 			*dst = *v
@@ -470,6 +478,22 @@ func (c *Config) validate() error {
 	}
 	if len(c.Agents) == 0 {
 		errs = append(errs, d.Errorf("agents", "at least one agent is required"))
+	}
+	// A provider an agent uses needs a key from the file or its variable
+	// (a server that may need none gets a warning), checked once per kind.
+	keyChecked := map[string]bool{}
+	for i, a := range c.Agents {
+		if keyChecked[a.Provider] || !provider.Known(a.Provider) {
+			continue
+		}
+		keyChecked[a.Provider] = true
+		pc := c.Providers[a.Provider]
+		pc.LookupEnv = c.lookup
+		if warn, err := provider.CheckKey(a.Provider, pc); err != nil {
+			errs = append(errs, d.Errorf(fmt.Sprintf("agents[%d].provider", i), "%v", err))
+		} else if warn != "" {
+			c.Warnings = append(c.Warnings, warn)
+		}
 	}
 	seen := map[string]int{}
 	for i, a := range c.Agents {

@@ -33,6 +33,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"maps"
 	"net/http"
 	"net/url"
@@ -132,20 +133,7 @@ func (c Config) Validate() error {
 // RedactURL hides the credentials a URL may carry: its userinfo (a token is
 // often the whole of it, https://TOKEN@host) and its query (?api_key=…).
 // Providers quote base URLs in errors with it.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable)"
-	}
-	if u.User != nil {
-		u.User = url.User("redacted")
-	}
-	if u.RawQuery != "" {
-		u.RawQuery = "[redacted]"
-	}
-	u.Fragment = ""
-	return u.String()
-}
+func RedactURL(raw string) string { return httpguard.RedactURL(raw) }
 
 // Known reports whether kind names a provider.
 func Known(kind string) bool {

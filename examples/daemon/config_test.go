@@ -35,6 +35,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no agents", "server: {}\n", nil, ` agents: at least one agent is required`},
 		{"blank token", "server:\n  api_token: \"  \"\nagents:\n  - id: a\n", nil, `2: server.api_token: must not contain whitespace`},
 		{"short token", "agents:\n  - id: a\nserver:\n  addr: 0.0.0.0:8080\n  api_token: k9\n", nil, `5: server.api_token: is 2 characters long: use at least 16`},
+		{"missing provider key", "agents:\n  - id: a\n    provider: openai\n", nil, "3: agents[0].provider: providers.openai.api_key is empty and OPENAI_API_KEY is not set"},
 		{"moved key", "agents:\n  - id: a\nmcp_server:\n  allowed_origins: [x.example]\n", nil, `4: mcp_server.allowed_origins: set server.allowed_origins instead`},
 		{"bad origin pattern", "server:\n  allowed_origins: [\"ok.example\", \"[bad\"]\nagents:\n  - id: a\n", nil, `2: server.allowed_origins[1]: "[bad" must be an origin`},
 		{"bad lattice", "lattice:\n  backend: kafka\nagents:\n  - id: a\n", nil, `2: lattice.backend: "kafka" is unknown`},
