@@ -299,13 +299,9 @@ func Load(ctx context.Context, opts LoadOptions) (*Config, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	var env envOverrides
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
-		Target:        &env,
-		Lookuper:      envconfig.LookuperFunc(lookup),
-		DefaultNoInit: true,
-	}); err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
+	env, err := readEnv(ctx, lookup)
+	if err != nil {
+		return nil, err
 	}
 
 	path := opts.Path
@@ -338,15 +334,25 @@ func Parse(source string, data []byte) (*Config, error) {
 	return ParseWith(context.Background(), source, data, os.LookupEnv)
 }
 
-// ParseWith is Parse with the environment read through lookup.
-func ParseWith(ctx context.Context, source string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+// readEnv reads the AXOCOATL_* overrides through lookup.
+func readEnv(ctx context.Context, lookup func(string) (string, bool)) (envOverrides, error) {
 	var env envOverrides
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
+	err := envconfig.ProcessWith(ctx, &envconfig.Config{
 		Target:        &env,
 		Lookuper:      envconfig.LookuperFunc(lookup),
 		DefaultNoInit: true,
-	}); err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
+	})
+	if err != nil {
+		return env, fmt.Errorf("environment: %w", err)
+	}
+	return env, nil
+}
+
+// ParseWith is Parse with the environment read through lookup.
+func ParseWith(ctx context.Context, source string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	env, err := readEnv(ctx, lookup)
+	if err != nil {
+		return nil, err
 	}
 	return parse(source, data, lookup, env, "")
 }
