@@ -62,6 +62,9 @@ func TestPageHandlesEveryFrame(t *testing.T) {
 	mux.HandleFunc("GET /api/agents", authed(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, []map[string]string{{"id": "evil", "name": evil, "provider": "echo", "model": evil, "status": "idle"}})
 	}))
+	mux.HandleFunc("GET /api/webhooks", authed(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"webhooks": []any{}, "missed": 0})
+	}))
 	mux.HandleFunc("GET /api/approvals", authed(func(w http.ResponseWriter, r *http.Request) {
 		if resolved.Load() {
 			writeJSON(w, 200, []any{})
@@ -156,10 +159,9 @@ func TestPageHandlesEveryFrame(t *testing.T) {
 
 	b.screenshot(t, "frames")
 
-	// Allow, remembered.
+	// Always allow.
 	b.do(t, "allow the approval",
-		chromedp.Click(chromedp.CSS(`#approvals li[data-approval="ap1"] input[type=checkbox]`)),
-		chromedp.Click(chromedp.CSS(`#approvals li[data-approval="ap1"] button.allow`)))
+		chromedp.Click(chromedp.CSS(`#approvals li[data-approval="ap1"] button.allow-always`)))
 	select {
 	case d := <-decisions:
 		var got struct{ Decision, Remember string }

@@ -172,12 +172,11 @@
 
   function renderApprovals() {
     $('approvals').replaceChildren(...[...pending].map(([id, a]) => {
-      const remember = el('input', { type: 'checkbox' });
       const result = el('span', { class: 'error' });
-      const decide = async (decision, li) => {
+      const decide = async (decision, li, remember) => {
         for (const b of li.querySelectorAll('button')) b.disabled = true;
         try {
-          await api('POST', `/api/approvals/${encodeURIComponent(id)}`, { decision, remember: remember.checked ? 'always' : 'once' });
+          await api('POST', `/api/approvals/${encodeURIComponent(id)}`, { decision, remember });
           pending.delete(id);
           renderApprovals();
         } catch (err) {
@@ -192,12 +191,40 @@
         el('code', {}, args),
         a.expires_at ? el('span', { class: 'muted' }, 'expires ' + new Date(a.expires_at).toLocaleTimeString()) : '');
       li.append(el('div', { class: 'actions' },
-        el('button', { type: 'button', class: 'allow', onclick: () => decide('allow', li) }, 'Allow'),
-        el('button', { type: 'button', class: 'deny', onclick: () => decide('deny', li) }, 'Deny'),
-        el('label', {}, remember, ' remember'), result));
+        el('button', { type: 'button', class: 'allow', onclick: () => decide('allow', li, 'once') }, 'Allow once'),
+        el('button', { type: 'button', class: 'allow-always', onclick: () => decide('allow', li, 'always') }, 'Always allow'),
+        el('button', { type: 'button', class: 'deny', onclick: () => decide('deny', li, 'once') }, 'Deny'), result));
       return li;
     }));
     $('approvals-empty').hidden = pending.size > 0;
+  }
+
+  // ---- webhooks ----------------------------------------------------------
+
+  // Each webhook's counters, and its recent failures (kept, retryable).
+  async function loadWebhooks() {
+    try {
+      const hooks = listOf(await api('GET', '/api/webhooks'), 'webhooks');
+      const rows = await Promise.all(hooks.map(async (w) => {
+        let failures = [];
+        if (w.failed > 0) {
+          try {
+            failures = listOf(await api('GET', `/api/webhooks/${encodeURIComponent(w.name)}/deliveries?status=failed&limit=3`), 'deliveries')
+              .concat(listOf(await api('GET', `/api/webhooks/${encodeURIComponent(w.name)}/deliveries?status=dead_lettered&limit=3`), 'deliveries'));
+          } catch { /* the counters still show */ }
+        }
+        return el('li', { 'data-webhook': w.name },
+          el('div', {}, el('strong', {}, w.name), ` → ${w.host} (${w.filter || 'coordination events'})`),
+          el('span', { class: 'muted' }, `delivered ${w.delivered} · queued ${w.queued} · in flight ${w.in_flight} · failed ${w.failed} · dropped ${w.dropped}`),
+          w.last_error ? el('span', { class: 'error' }, 'last error: ' + w.last_error) : '',
+          ...failures.map((d) => el('code', {}, `${d.event_type} ${d.delivery_id}: ${d.status}`)));
+      }));
+      $('webhooks').replaceChildren(...rows);
+      $('webhooks-empty').hidden = rows.length > 0;
+      showError('webhooks-error', null);
+    } catch (err) {
+      showError('webhooks-error', err);
+    }
   }
 
   // ---- live events -------------------------------------------------------
@@ -299,6 +326,8 @@
   // makes one request for them, not two.
   function start() {
     loadApprovals();
+    loadWebhooks();
+    setInterval(() => { if (!document.hidden) loadWebhooks(); }, 10000);
     connect();
   }
 

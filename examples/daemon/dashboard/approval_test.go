@@ -1,0 +1,129 @@
+package dashboard_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The approval issue's acceptance test, end to end: the built daemon, a
+// model (OpenAI wire) that calls an MCP tool (a go-sdk server that counts
+// its calls), the default policy (prompt). The pending approval shows on
+// the dashboard; the tool has not run; a click on "Allow once" lets it run
+// once, the run completes, and the page drops the approval.
+func TestApprovalFromDashboard(t *testing.T) {
+	needChromium(t)
+	bin := buildDaemon(t)
+
+	var calls atomic.Int32
+	tools := mcp.NewServer(&mcp.Implementation{Name: "ops", Version: "1"}, nil)
+	mcp.AddTool(tools, &mcp.Tool{Name: "deploy", Description: "Deploys."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Env string `json:"env"`
+		}) (*mcp.CallToolResult, any, error) {
+			calls.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deployed to " + in.Env}}}, nil, nil
+		})
+	mcpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return tools }, nil))
+	// Registered before the daemon starts, so it runs after the daemon
+	// stopped (cleanups run last first): the daemon's session goes first.
+	t.Cleanup(func() {
+		for ss := range tools.Sessions() {
+			ss.Close()
+		}
+		mcpSrv.Close()
+	})
+
+	// The model asks for the tool, then answers with what the tool said.
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			} `json:"messages"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		json.Unmarshal(body, &req)
+		w.Header().Set("Content-Type", "application/json")
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == "tool" {
+			fmt.Fprintf(w, `{"id":"c2","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}]}`, fmt.Sprint("done: ", last.Content))
+			return
+		}
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"mcp__ops__deploy","arguments":"{\"env\":\"prod\"}"}}]}}]}`)
+	}))
+	t.Cleanup(model.Close)
+
+	cfg := filepath.Join(t.TempDir(), "axocoatl.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+providers:
+  openai: { base_url: %s/v1, api_key: sk-test, max_retries: -1 }
+agents:
+  - { id: assistant, provider: openai, model: m }
+mcp_servers:
+  - { name: ops, url: %s/mcp }
+`, model.URL, mcpSrv.URL)), 0o600)
+	d := startDaemon(t, bin, "AXOCOATL_CONFIG="+cfg)
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if res, err := client.Get(d.URL + "/health/ready"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("daemon not ready (MCP server connected) within 20s")
+		}
+	}
+
+	b := newBrowser(t)
+	b.do(t, "load the dashboard", chromedp.Navigate(d.URL+"/"))
+	b.waitFor(t, "the live stream", `document.getElementById('conn').dataset.state === 'live'`)
+
+	ran := make(chan string, 1)
+	go func() {
+		res, err := client.Post(d.URL+"/api/agents/assistant/execute", "application/json", strings.NewReader(`{"input":"ship it"}`))
+		if err != nil {
+			ran <- err.Error()
+			return
+		}
+		defer res.Body.Close()
+		out, _ := io.ReadAll(res.Body)
+		ran <- fmt.Sprintf("%d %s", res.StatusCode, out)
+	}()
+
+	row := b.waitFor(t, "the pending approval", `document.querySelector('#approvals li[data-approval]')?.innerText`)
+	if !strings.Contains(row, "mcp__ops__deploy") || !strings.Contains(row, "prod") || !strings.Contains(row, "assistant") {
+		t.Errorf("approval row %q lacks the tool, its arguments or the agent", row)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the tool ran %d times before anyone allowed it", n)
+	}
+	b.do(t, "allow once", chromedp.Click(chromedp.CSS(`#approvals li[data-approval] button.allow`)))
+	select {
+	case got := <-ran:
+		if !strings.HasPrefix(got, "200 ") || !strings.Contains(got, "deployed to prod") {
+			t.Fatalf("run after allow: %s", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not finish within 30s of the click")
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
+	}
+	b.waitFor(t, "the approvals panel to empty", `!document.getElementById('approvals-empty').hidden && document.querySelectorAll('#approvals li').length === 0 && 'empty'`)
+	b.checkConsole(t)
+}
