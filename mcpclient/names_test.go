@@ -100,7 +100,7 @@ func TestValidate(t *testing.T) {
 	if _, err := New(Config{Servers: []ServerConfig{{Name: "a"}}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("New: %v", err)
 	}
-	if got := redactURL("https://user:pw@h.example/mcp?token=abc#x"); got != "https://h.example/mcp?[redacted]" {
+	if got := redactURL("https://user:pw@h.example/mcp?token=abc#x"); got != "https://[redacted]@h.example/mcp?[redacted]" {
 		t.Fatalf("redactURL: %q", got)
 	}
 }
