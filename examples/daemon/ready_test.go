@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/coder/websocket"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -132,5 +133,50 @@ func TestPortInUse(t *testing.T) {
 	code, stdout, _ := runCLI(t, map[string]string{"AXOCOATL_ADDR": ln.Addr().String()}, "doctor", "--config", cfg)
 	if code != exitFail || !strings.Contains(stdout, "FAIL listen: "+ln.Addr().String()+" cannot be bound") {
 		t.Fatalf("doctor on a busy port: %d %s", code, stdout)
+	}
+}
+
+// A client that connects after three runs gets them in its ready frame's
+// history (oldest first), so a fresh dashboard tab shows what happened.
+func TestReadyFrameCarriesHistory(t *testing.T) {
+	td := startDaemon(t, "", nil)
+	var ids []string
+	for i := range 3 {
+		r := td.do(t, http.MethodPost, "/api/agents/assistant/execute", fmt.Sprintf(`{"input":"run %d"}`, i))
+		ids = append(ids, fmt.Sprint(r.json(t)["task_id"]))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ready struct {
+		Kind    string
+		History []struct {
+			Type    string
+			Payload struct {
+				TaskID string `json:"task_id"`
+			}
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(td.url, "http")+"/api/events", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, data, err := conn.Read(ctx)
+		conn.CloseNow()
+		if err != nil || json.Unmarshal(data, &ready) != nil || ready.Kind != "ready" {
+			t.Fatalf("ready frame: %s %v", data, err)
+		}
+		var done []string
+		for _, ev := range ready.History {
+			if ev.Type == "TaskCompleted" {
+				done = append(done, ev.Payload.TaskID)
+			}
+		}
+		if strings.Join(done, " ") == strings.Join(ids, " ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("history's completed tasks %v, want %v in order", done, ids)
+		}
 	}
 }

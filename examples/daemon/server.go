@@ -178,13 +178,19 @@ func newHandler(d *daemon) (m *mux, stop func(context.Context), ready *atomic.Bo
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	hist, err := newHistory(d.engine.Bus())
+	if err != nil {
+		met.close()
+		return nil, nil, nil, err
+	}
 	streamCtx, endStreams := context.WithCancel(context.Background())
 	a := &api{d: d, ready: ready, timeout: cfg.Server.RequestTimeout}
-	ws := &stream{d: d, ctx: streamCtx}
+	ws := &stream{d: d, ctx: streamCtx, history: hist}
 	stop = func(ctx context.Context) {
 		ws.shutdown(ctx, endStreams)
 		_ = d.rt.MCPServer.Shutdown(ctx) // ends the /mcp GET streams once the calls are answered
 		met.close()
+		hist.close()
 	}
 	page := dashboard.Handler()
 	errs := []error{

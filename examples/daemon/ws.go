@@ -22,6 +22,9 @@ type (
 	readyFrame struct {
 		Kind             string `json:"kind"` // ready
 		PendingApprovals []any  `json:"pending_approvals"`
+		// History is the recent events, oldest first (some may come again
+		// as live events: clients key them by id).
+		History []lattice.Event `json:"history"`
 	}
 	eventFrame struct {
 		Kind  string        `json:"kind"` // event
@@ -59,7 +62,8 @@ const (
 
 // stream serves GET /api/events.
 type stream struct {
-	d *daemon
+	d       *daemon
+	history *history
 	// ctx ends every stream when the server shuts down (hijacked
 	// connections are not tracked by http.Server.Shutdown).
 	ctx context.Context
@@ -206,7 +210,7 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 			pending = p
 		}
 	}
-	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending}); err != nil {
+	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: s.history.snapshot()}); err != nil {
 		return err
 	}
 	var reported uint64
