@@ -15,6 +15,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/config"
 	"github.com/axocoatl/axocoatl-go/examples/daemon/dashboard"
+	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
 // serveHooks let tests and benchmarks observe a running server.
@@ -178,7 +179,8 @@ func newHandler(d *daemon) (m *mux, stop func(context.Context), ready *atomic.Bo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	hist, err := newHistory(d.engine.Bus())
+	// The ready frame's history: what a new tab shows before live events.
+	hist, err := lattice.NewHistory(d.engine.Bus(), 500, 16<<10)
 	if err != nil {
 		met.close()
 		return nil, nil, nil, err
@@ -190,7 +192,7 @@ func newHandler(d *daemon) (m *mux, stop func(context.Context), ready *atomic.Bo
 		ws.shutdown(ctx, endStreams)
 		_ = d.rt.MCPServer.Shutdown(ctx) // ends the /mcp GET streams once the calls are answered
 		met.close()
-		hist.close()
+		hist.Close()
 	}
 	page := dashboard.Handler()
 	errs := []error{

@@ -63,7 +63,7 @@ const (
 // stream serves GET /api/events.
 type stream struct {
 	d       *daemon
-	history *history
+	history *lattice.History
 	// ctx ends every stream when the server shuts down (hijacked
 	// connections are not tracked by http.Server.Shutdown).
 	ctx context.Context
@@ -210,7 +210,7 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 			pending = p
 		}
 	}
-	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: s.history.snapshot()}); err != nil {
+	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: s.history.Snapshot()}); err != nil {
 		return err
 	}
 	var reported uint64
