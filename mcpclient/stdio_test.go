@@ -272,3 +272,30 @@ func TestKeepAliveReplacesHungServer(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, func() bool { return !processGroupAlive(first) })
 }
+
+// A mistyped npx package: npm says which package it could not find a dozen
+// lines above its last one. The server's error quotes that line.
+func TestStartFailureQuotesTheExplainingLine(t *testing.T) {
+	lines := []string{
+		"npm error code E404",
+		"npm error 404 Not Found - GET https://registry.npmjs.org/@modelcontextprotocol%2fserver-nope - Not found",
+		"npm error 404",
+		"npm error 404  '@modelcontextprotocol/server-nope@*' is not in this registry.",
+		"npm error 404",
+		"npm error 404 Note that you can also install from a",
+		"npm error 404 tarball, folder, http url, or git url.",
+		"npm error A complete log of this run can be found in: /root/.npm/_logs/debug-0.log",
+	}
+	script := "printf '%s\\n' \"$@\" >&2; exit 1"
+	cfg := ServerConfig{Name: "nope", Command: "sh", Args: append([]string{"-c", script, "sh"}, lines...), Timeout: 5 * time.Second}
+	tools, err := Check(context.Background(), cfg, nil, nil)
+	if err == nil || tools != nil {
+		t.Fatalf("Check = %v, %v", tools, err)
+	}
+	if !strings.Contains(err.Error(), "'@modelcontextprotocol/server-nope@*' is not in this registry") || !strings.Contains(err.Error(), "E404") {
+		t.Fatalf("error does not quote npm's explanation: %v", err)
+	}
+	if strings.Contains(err.Error(), "complete log of this run") {
+		t.Errorf("error quotes a line that explains nothing: %v", err)
+	}
+}

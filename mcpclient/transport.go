@@ -444,7 +444,8 @@ type stderrTail struct {
 }
 
 const (
-	tailLines       = 3
+	tailLines       = 16 // kept; errors quote at most shownLines of them
+	shownLines      = 6
 	maxStderrLine   = 4096 // an unfinished line is flushed at this length
 	maxLoggedLine   = 512  // a line is cut to this length for logs and errors
 	maxLoggedPerSec = 100
@@ -543,14 +544,52 @@ func (s *stderrTail) emit(raw []byte) string {
 	return line
 }
 
+// last says what the child's last lines explain: the lines that look like
+// errors (npm's "404 … is not in this registry" sits above its last lines,
+// under a dozen of its own), else the last few.
 func (s *stderrTail) last() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]string, 0, s.lines)
+	kept := make([][]byte, 0, s.lines)
 	for i := s.lines; i > 0; i-- {
-		out = append(out, s.emit(s.ring[(s.next-i+tailLines)%tailLines]))
+		kept = append(kept, s.ring[(s.next-i+tailLines)%tailLines])
+	}
+	var pick [][]byte
+	for _, l := range kept {
+		if explains(l) {
+			pick = append(pick, l)
+		}
+	}
+	if len(pick) == 0 {
+		pick = kept[max(0, len(kept)-3):]
+	}
+	pick = pick[max(0, len(pick)-shownLines):]
+	out := make([]string, 0, len(pick))
+	for _, l := range pick {
+		out = append(out, s.emit(l))
 	}
 	return strings.Join(out, " | ")
+}
+
+// errorWords mark a stderr line that says what went wrong.
+var errorWords = []string{"error", "404", "not found", "no such", "denied", "fail", "panic", "traceback", "exception", "cannot", "refused", "fatal"}
+
+// explains reports whether a stderr line looks like an error worth quoting,
+// and says more than its tool's prefix ("npm error 404" alone does not).
+func explains(line []byte) bool {
+	l := bytes.ToLower(bytes.TrimSpace(line))
+	for _, prefix := range [][]byte{[]byte("npm error"), []byte("npm err!"), []byte("error:")} {
+		l = bytes.TrimSpace(bytes.TrimPrefix(l, prefix))
+	}
+	if len(bytes.Trim(l, "0123456789 ")) < 4 {
+		return false
+	}
+	for _, w := range errorWords {
+		if bytes.Contains(l, []byte(w)) {
+			return true
+		}
+	}
+	return false
 }
 
 // error redacts err's text while keeping it checkable with errors.Is.
