@@ -180,3 +180,29 @@ func TestReadyFrameCarriesHistory(t *testing.T) {
 		}
 	}
 }
+
+// A browser keeps the token out of the URL by offering it as a WebSocket
+// subprotocol; the daemon checks it like a header and accepts the protocol
+// back (browsers require that). A wrong one is refused.
+func TestEventStreamTokenAsSubprotocol(t *testing.T) {
+	const token = "ws-subprotocol-token-0123456789"
+	td := startDaemon(t, tokenConfig, map[string]string{"TOKEN": token})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(td.url, "http") + "/api/events"
+	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{Subprotocols: []string{"axocoatl.bearer." + token}})
+	if err != nil {
+		t.Fatalf("dial with the token as subprotocol: %v", err)
+	}
+	defer conn.CloseNow()
+	if conn.Subprotocol() != "axocoatl.bearer."+token {
+		t.Errorf("subprotocol %q not accepted back", conn.Subprotocol())
+	}
+	if _, data, err := conn.Read(ctx); err != nil || !strings.Contains(string(data), `"kind":"ready"`) {
+		t.Fatalf("first frame: %s %v", data, err)
+	}
+	_, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{Subprotocols: []string{"axocoatl.bearer.wrong"}})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong token as subprotocol: %v %v", resp, err)
+	}
+}

@@ -60,6 +60,9 @@ const (
 	wsMaxStreams = 1024
 )
 
+// wsTokenProtocol prefixes the token a browser offers as a subprotocol.
+const wsTokenProtocol = "axocoatl.bearer."
+
 // stream serves GET /api/events.
 type stream struct {
 	d       *daemon
@@ -104,8 +107,16 @@ func (s *stream) shutdown(ctx context.Context, end context.CancelFunc) {
 }
 
 func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Browsers cannot set headers on a WebSocket, hence ?token=; the
-	// Engine's guard then checks it like any other (Host, token, Origin).
+	// Browsers cannot set headers on a WebSocket: they offer the token as
+	// a subprotocol "axocoatl.bearer.<token>" (kept out of URLs and logs),
+	// or as ?token= (older pages); the guard then checks it as any other.
+	var subprotocols []string
+	for _, p := range strings.Split(r.Header.Get("Sec-WebSocket-Protocol"), ",") {
+		if tok, ok := strings.CutPrefix(strings.TrimSpace(p), wsTokenProtocol); ok && httpguard.TokenFrom(r) == "" {
+			r.Header.Set("Authorization", "Bearer "+tok)
+			subprotocols = []string{strings.TrimSpace(p)} // a browser requires the offered protocol back
+		}
+	}
 	if tok := r.URL.Query().Get("token"); tok != "" && httpguard.TokenFrom(r) == "" {
 		r.Header.Set("Authorization", "Bearer "+tok)
 	}
@@ -139,7 +150,7 @@ func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.open.Add(-1)
 	// The Engine's guard has checked Origin by the rules every door uses;
 	// Accept's own check knows only a subset of the allowed_origins forms.
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true, Subprotocols: subprotocols})
 	if err != nil {
 		s.d.log.Debug("websocket refused", "error", err, "origin", r.Header.Get("Origin"))
 		return
