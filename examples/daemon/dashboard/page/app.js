@@ -32,7 +32,7 @@
   function askToken(message) {
     token = '';
     sessionStorage.removeItem(TOKEN_KEY);
-    $('auth-msg').textContent = message;
+    $('auth-msg').textContent = message + ' It is server.api_token in the daemon\'s config, or AXOCOATL_API_TOKEN in its environment.';
     $('auth').hidden = false;
     $('token').focus();
   }
@@ -85,25 +85,68 @@
 
   // ---- agents ------------------------------------------------------------
 
+  // The model a provider uses when the config names none.
+  const DEFAULT_MODEL = { openai: 'gpt-4o-mini', ollama: 'llama3.2', anthropic: 'claude-sonnet-5-5', echo: '—' };
+
+  let agentList = [];
+  let toolsByAgent = new Map(); // agent id → [tool name]
+
   async function loadAgents() {
     try {
-      renderAgents(listOf(await api('GET', '/api/agents'), 'agents'));
+      agentList = listOf(await api('GET', '/api/agents'), 'agents');
+      renderAgents();
       showError('agents-error', null);
     } catch (err) {
       showError('agents-error', err);
     }
   }
 
-  function renderAgents(agents) {
+  // The tools each agent really has (MCP tools come and go with servers).
+  async function loadTools() {
+    try {
+      const m = new Map();
+      for (const tool of listOf(await api('GET', '/api/tools'), 'tools')) {
+        for (const id of tool.agents || []) {
+          if (!m.has(id)) m.set(id, []);
+          m.get(id).push(tool.name);
+        }
+      }
+      toolsByAgent = m;
+      renderAgents();
+    } catch { /* the agents table still shows the rest */ }
+  }
+
+  // lastRun is the newest run of an agent.
+  function lastRun(agentID) {
+    let best = null;
+    for (const r of runs.values()) if (r.agent === agentID && (!best || r.start > best.start)) best = r;
+    return best;
+  }
+
+  function renderAgents() {
+    const agents = agentList;
     $('agents').replaceChildren(...agents.map((a) => {
       const status = String(a.status || '');
+      const model = a.model || (a.provider in DEFAULT_MODEL ? DEFAULT_MODEL[a.provider] + (a.provider === 'echo' ? '' : ' (default)') : '—');
+      const tools = toolsByAgent.get(a.id) || [];
+      const last = lastRun(a.id);
+      const lastCell = el('td', { class: 'last-run' });
+      if (last) {
+        lastCell.append(el('span', { class: 'outcome-' + last.status }, last.status),
+          last.error ? el('span', { class: 'error' }, ' ' + last.error) : '');
+        lastCell.title = 'task ' + last.task;
+      } else {
+        lastCell.append(el('span', { class: 'muted' }, '—'));
+      }
       return el('tr', { 'data-agent': a.id },
         el('td', { title: a.description || '' }, a.name && a.name !== a.id ? `${a.name} (${a.id})` : a.id),
         el('td', {}, a.provider || ''),
-        el('td', {}, a.model || '—'),
-        el('td', { class: /^[a-z]+$/.test(status) ? 'status-' + status : '' }, status));
+        el('td', { class: 'model' }, model),
+        el('td', { class: /^[a-z]+$/.test(status) ? 'status-' + status : '' }, status),
+        el('td', { class: 'tools' }, ...(tools.length ? tools.map((n) => el('span', { class: 'tool' }, n)) : [el('span', { class: 'muted' }, 'none')])),
+        lastCell);
     }));
-    if (agents.length === 0) $('agents').append(el('tr', {}, el('td', { colspan: '4', class: 'muted' }, 'No agents.')));
+    if (agents.length === 0) $('agents').append(el('tr', {}, el('td', { colspan: '6', class: 'muted' }, 'No agents.')));
     const sel = $('run-agent');
     const chosen = sel.value;
     sel.replaceChildren(...agents.map((a) => el('option', { value: a.id }, a.id)));
@@ -227,6 +270,147 @@
     }
   }
 
+  // ---- MCP servers -------------------------------------------------------
+
+  // /health/ready is 503 while a server is not (yet) connected; its body
+  // still lists every server, which is what this panel wants.
+  async function loadServers() {
+    try {
+      const res = await fetch('/health/ready', { cache: 'no-store', credentials: 'omit', headers: { Accept: 'application/json' } });
+      const data = await res.json();
+      const servers = listOf(data, 'mcp_servers');
+      $('servers').replaceChildren(...servers.map((s) => {
+        const tools = s.tools || [];
+        return el('li', { 'data-server': s.name || '', 'data-state': s.connected ? 'connected' : 'disconnected' },
+          el('div', {}, el('strong', {}, s.name || '?'), ' ',
+            el('span', { class: s.connected ? 'status-ok' : 'status-bad' }, s.connected ? 'connected' : 'not connected'),
+            el('span', { class: 'muted' }, ` · ${s.transport || ''} · ${tools.length} tool${tools.length === 1 ? '' : 's'}`)),
+          s.error ? el('span', { class: 'error server-error' }, s.error) : '',
+          tools.length ? el('details', {}, el('summary', {}, 'Tools'), el('code', {}, tools.join(', '))) : '');
+      }));
+      $('servers-empty').hidden = servers.length > 0;
+      showError('servers-error', null);
+    } catch (err) {
+      showError('servers-error', err);
+    }
+  }
+
+  let serversTimer = 0;
+  function refreshServersSoon() {
+    if (!serversTimer) serversTimer = setTimeout(() => { serversTimer = 0; loadServers(); loadTools(); }, 300);
+  }
+
+  // ---- runs --------------------------------------------------------------
+
+  // A run is what happened to one task: built from the events that carry its
+  // task_id, history and live alike.
+  const RUNS_MAX = 300;
+  const runs = new Map(); // task id → run
+  const seenTypes = new Set();
+  const seenAgents = new Set();
+
+  function runOf(ev) {
+    const p = ev.payload || {};
+    const task = p.task_id;
+    if (!task) return null;
+    let r = runs.get(task);
+    if (!r) {
+      r = { task, agent: p.agent_id || '', source: '', start: ev.timestamp || 0, end: 0, status: 'running',
+        output: undefined, error: '', duration: null, tools: [], events: [], types: new Set() };
+      runs.set(task, r);
+      if (runs.size > RUNS_MAX) {
+        const oldest = [...runs.values()].sort((a, b) => a.start - b.start)[0];
+        runs.delete(oldest.task);
+      }
+    }
+    return r;
+  }
+
+  function addToRun(ev) {
+    const r = runOf(ev);
+    if (!r) return false;
+    const p = ev.payload || {};
+    r.events.push(ev);
+    r.types.add(ev.type);
+    if (p.agent_id && !r.agent) r.agent = p.agent_id;
+    if (p.source) r.source = p.source;
+    if (ev.timestamp && (!r.start || ev.timestamp < r.start)) r.start = ev.timestamp;
+    switch (ev.type) {
+      case 'ToolCalled':
+        r.tools.push({ tool: p.tool || '?', state: 'called', error: '', duration: null });
+        break;
+      case 'ToolResult': {
+        let t = r.tools.find((x) => x.tool === p.tool && x.state === 'called');
+        if (!t) { t = { tool: p.tool || '?' }; r.tools.push(t); }
+        t.state = p.ok ? 'ok' : 'error';
+        t.error = p.error || '';
+        t.duration = p.duration_ms ?? null;
+        break;
+      }
+      case 'TaskCompleted':
+        r.status = 'completed';
+        r.output = p.output;
+        r.duration = p.duration_ms ?? null;
+        r.end = ev.timestamp || 0;
+        break;
+      case 'AgentFailed':
+        r.status = p.canceled ? 'canceled' : 'failed';
+        r.error = p.error || '';
+        r.duration = p.duration_ms ?? null;
+        r.end = ev.timestamp || 0;
+        break;
+    }
+    if (r.agent) seenAgents.add(r.agent);
+    return true;
+  }
+
+  function syncOptions(sel, values) {
+    const have = new Set([...sel.options].map((o) => o.value));
+    for (const v of [...values].sort()) if (!have.has(v)) sel.append(el('option', { value: v }, v));
+  }
+
+  const fmtDuration = (ms) => (ms == null ? '' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
+
+  function renderRuns() {
+    syncOptions($('filter-agent'), seenAgents);
+    syncOptions($('filter-type'), seenTypes);
+    const fa = $('filter-agent').value, ft = $('filter-type').value, fs = $('filter-status').value;
+    const list = [...runs.values()]
+      .filter((r) => (!fa || r.agent === fa) && (!ft || r.types.has(ft)) && (!fs || r.status === fs))
+      .sort((a, b) => b.start - a.start);
+    $('runs').replaceChildren(...list.map((r) => {
+      const when = r.start ? new Date(r.start * 1000).toLocaleTimeString() : '';
+      const out = r.status === 'completed'
+        ? el('pre', { class: 'run-output' }, typeof r.output === 'string' ? r.output : JSON.stringify(r.output ?? null, null, 2))
+        : r.error ? el('pre', { class: 'run-error' }, r.error) : '';
+      return el('li', { 'data-task': r.task, 'data-agent': r.agent, 'data-status': r.status },
+        el('div', { class: 'run-head' },
+          el('time', {}, when),
+          el('strong', { class: 'run-agent' }, r.agent || '?'),
+          el('span', { class: 'run-door muted' }, r.source ? 'via ' + r.source : ''),
+          el('span', { class: 'run-status outcome-' + r.status }, r.status),
+          el('span', { class: 'muted' }, fmtDuration(r.duration)),
+          el('span', { class: 'muted run-task' }, 'task ' + r.task)),
+        r.tools.length ? el('ul', { class: 'run-tools' }, ...r.tools.map((t) =>
+          el('li', { 'data-tool': t.tool, 'data-state': t.state },
+            el('code', {}, t.tool), ' ',
+            el('span', { class: 'outcome-' + (t.state === 'ok' ? 'completed' : t.state === 'error' ? 'failed' : 'running') }, t.state),
+            t.duration != null ? el('span', { class: 'muted' }, ' ' + fmtDuration(t.duration)) : '',
+            t.error ? el('span', { class: 'error' }, ' ' + t.error) : ''))) : '',
+        out,
+        el('details', { class: 'raw' }, el('summary', {}, `Raw events (${r.events.length})`),
+          el('pre', {}, JSON.stringify(r.events, null, 2))));
+    }));
+    $('runs-empty').hidden = list.length > 0;
+    $('runs-empty').textContent = runs.size ? 'No run matches the filter.' : 'No runs yet.';
+  }
+
+  let runsTimer = 0;
+  function renderRunsSoon() {
+    if (!runsTimer) runsTimer = setTimeout(() => { runsTimer = 0; renderRuns(); renderAgents(); }, 100);
+  }
+  for (const id of ['filter-agent', 'filter-type', 'filter-status']) $(id).addEventListener('change', renderRuns);
+
   // ---- live events -------------------------------------------------------
 
   const eventClass = { TaskCompleted: 'ok', AgentFailed: 'fail', ApprovalRequested: 'approval', ApprovalResolved: 'approval' };
@@ -238,7 +422,18 @@
     $('feed-empty').hidden = true;
   }
 
-  function onEvent(ev) {
+  const seenEvents = new Set(); // event ids, so a reconnect's history adds nothing twice
+
+  // onEvent takes one event; fromHistory marks one that happened before this
+  // connection (its approvals are already in pending_approvals).
+  function onEvent(ev, fromHistory) {
+    if (ev.id) {
+      if (seenEvents.has(ev.id)) return;
+      seenEvents.add(ev.id);
+      if (seenEvents.size > 5000) seenEvents.delete(seenEvents.values().next().value);
+    }
+    if (ev.type) seenTypes.add(ev.type);
+    if (addToRun(ev)) renderRunsSoon();
     const when = ev.timestamp ? new Date(ev.timestamp * 1000).toLocaleTimeString() : '';
     let payload = JSON.stringify(ev.payload ?? {});
     if (payload.length > 400) payload = payload.slice(0, 400) + '…';
@@ -247,6 +442,8 @@
       el('span', {}, ev.produced_by || ''), el('code', {}, payload)));
 
     const p = ev.payload || {};
+    if (ev.type === 'McpServerConnected' || ev.type === 'McpServerDisconnected' || ev.type === 'McpToolChanged') refreshServersSoon();
+    if (fromHistory) return;
     if (ev.type === 'ApprovalRequested' && p.approval_id) { pending.set(String(p.approval_id), p); renderApprovals(); }
     if (ev.type === 'ApprovalResolved' && p.approval_id) { pending.delete(String(p.approval_id)); renderApprovals(); }
     if (ev.type === 'AgentActivated' || ev.type === 'TaskCompleted' || ev.type === 'AgentFailed') refreshAgentsSoon();
@@ -294,6 +491,9 @@
         backoff = BACKOFF_MIN;
         setConn('live', 'Live');
         if (Array.isArray(f.pending_approvals)) setPending(f.pending_approvals);
+        // The events before this connection, oldest first (absent from an
+        // older daemon).
+        if (Array.isArray(f.history)) for (const ev of f.history) if (ev) onEvent(ev, true);
       } else if (f.kind === 'event' && f.event) {
         onEvent(f.event);
       } else if (f.kind === 'lagged') {
@@ -319,7 +519,7 @@
       }, delay);
     };
     // After a reconnect the state may have moved on; read it afresh.
-    sock.onopen = () => { loadAgents(); };
+    sock.onopen = () => { loadAgents(); loadTools(); loadServers(); };
   }
 
   // The agents load once the socket opens (or fails to), so a first visit

@@ -1,0 +1,186 @@
+package dashboard_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// toolDaemon starts the built daemon with an OpenAI-wire model that calls
+// the MCP tool ops/deploy once per run (allowed by policy), and extra YAML
+// appended to its config. It returns the daemon once /health/ready is 200,
+// or as soon as /health answers when wantReady is false.
+func toolDaemon(t *testing.T, bin, extra string, wantReady bool) *daemon {
+	t.Helper()
+	tools := mcp.NewServer(&mcp.Implementation{Name: "ops", Version: "1"}, nil)
+	mcp.AddTool(tools, &mcp.Tool{Name: "deploy", Description: "Deploys."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Env string `json:"env"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deployed to " + in.Env}}}, nil, nil
+		})
+	mcpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return tools }, nil))
+	t.Cleanup(func() {
+		for ss := range tools.Sessions() {
+			ss.Close()
+		}
+		mcpSrv.Close()
+	})
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			} `json:"messages"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		json.Unmarshal(body, &req)
+		w.Header().Set("Content-Type", "application/json")
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == "tool" {
+			fmt.Fprintf(w, `{"id":"c2","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}]}`, fmt.Sprint("done: ", last.Content))
+			return
+		}
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"mcp__ops__deploy","arguments":"{\"env\":\"prod\"}"}}]}}]}`)
+	}))
+	t.Cleanup(model.Close)
+
+	cfg := filepath.Join(t.TempDir(), "axocoatl.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+providers:
+  openai: { base_url: %s/v1, api_key: sk-test, max_retries: -1 }
+agents:
+  - { id: assistant, provider: openai }
+mcp_servers:
+  - { name: ops, url: %s/mcp }
+%s
+approval:
+  default: allow
+`, model.URL, mcpSrv.URL, extra)), 0o600)
+	d := startDaemon(t, bin, "AXOCOATL_CONFIG="+cfg)
+	if wantReady {
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if res, err := d.Client.Get(d.URL + "/health/ready"); err == nil {
+				res.Body.Close()
+				if res.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("daemon not ready (MCP server connected) within 20s")
+			}
+		}
+	}
+	return d
+}
+
+// The issue's acceptance test for history and runs: three runs of an agent
+// that calls an MCP tool happen with no page open; a tab opened afterwards
+// shows the three, newest first, each grouped by its task with its door,
+// its tool call and result, its outcome and output, and its raw events one
+// click away. The filters narrow the list.
+func TestRunsFromHistory(t *testing.T) {
+	needChromium(t)
+	bin := buildDaemon(t)
+	d := toolDaemon(t, bin, "", true)
+
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var tasks []string
+	for i := range 3 {
+		res, err := client.Post(d.URL+"/api/agents/assistant/execute", "application/json", strings.NewReader(fmt.Sprintf(`{"input":"ship %d"}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			TaskID string `json:"task_id"`
+			Output any    `json:"output"`
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err := json.Unmarshal(body, &out); err != nil || res.StatusCode != 200 || out.TaskID == "" {
+			t.Fatalf("run %d: %d %s", i, res.StatusCode, body)
+		}
+		tasks = append(tasks, out.TaskID)
+	}
+
+	b := newBrowser(t)
+	b.do(t, "load the dashboard", chromedp.Navigate(d.URL+"/"))
+	b.waitFor(t, "the three runs", `document.querySelectorAll('#runs > li[data-task]').length === 3`)
+	b.waitFor(t, "every run completed", `[...document.querySelectorAll('#runs > li[data-task]')].every(li => li.dataset.status === 'completed')`)
+
+	order := b.eval(t, `[...document.querySelectorAll('#runs > li[data-task]')].map(li => li.dataset.task).join(' ')`)
+	// Newest first; runs within the same second keep no order, so check the
+	// set, and the order only where the timestamps differ.
+	for _, id := range tasks {
+		if !strings.Contains(order, id) {
+			t.Errorf("runs %q lack task %s", order, id)
+		}
+	}
+	for _, id := range tasks {
+		row := b.eval(t, runSel(id)+`.innerText`)
+		for _, want := range []string{"assistant", "via api", "completed", "mcp__ops__deploy", "ok", "deployed to prod"} {
+			if !strings.Contains(row, want) {
+				t.Errorf("run %s shows %q, lacking %q", id, row, want)
+			}
+		}
+		if n := b.eval(t, `String(`+runSel(id)+`.querySelectorAll('.run-tools li[data-tool="mcp__ops__deploy"][data-state="ok"]').length)`); n != "1" {
+			t.Errorf("run %s: %s ok calls of the tool, want 1", id, n)
+		}
+		// Raw JSON one click away: the run's own events, ToolCalled among them.
+		raw := b.eval(t, runSel(id)+`.querySelector('details.raw pre').textContent`)
+		var evs []struct {
+			Type    string         `json:"type"`
+			Payload map[string]any `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(raw), &evs); err != nil {
+			t.Fatalf("raw events of %s: %v", id, err)
+		}
+		types := map[string]bool{}
+		for _, e := range evs {
+			types[e.Type] = true
+			if e.Payload["task_id"] != id {
+				t.Errorf("run %s holds an event of task %v", id, e.Payload["task_id"])
+			}
+		}
+		for _, want := range []string{"AgentActivated", "ToolCalled", "ToolResult", "TaskCompleted"} {
+			if !types[want] {
+				t.Errorf("raw events of %s lack %s: %v", id, want, types)
+			}
+		}
+	}
+
+	// The filters: a status no run has empties the list; back to all.
+	b.do(t, "filter failed", chromedp.SetValue(chromedp.ID("filter-status"), "failed"))
+	b.eval(t, `(document.getElementById('filter-status').dispatchEvent(new Event('change')), '')`)
+	b.waitFor(t, "no failed run", `document.querySelectorAll('#runs > li').length === 0 && !document.getElementById('runs-empty').hidden`)
+	b.do(t, "filter by type", chromedp.SetValue(chromedp.ID("filter-status"), ""), chromedp.SetValue(chromedp.ID("filter-type"), "ToolResult"))
+	b.eval(t, `(document.getElementById('filter-type').dispatchEvent(new Event('change')), '')`)
+	b.waitFor(t, "the runs with a ToolResult", `document.querySelectorAll('#runs > li[data-task]').length === 3`)
+
+	// The agent shows its real tools, its last run and the provider's
+	// default model (the config names none).
+	row := b.waitFor(t, "the agent's tools", `(r => r && r.querySelector('.tools .tool') && r.innerText)(document.querySelector('#agents tr[data-agent="assistant"]'))`)
+	for _, want := range []string{"mcp__ops__deploy", "gpt-4o-mini", "completed"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("agent row %q lacks %q", row, want)
+		}
+	}
+	b.screenshot(t, "runs")
+	b.checkConsole(t)
+}
+
+// runSel is the JavaScript expression of the runs list's row for a task.
+func runSel(task string) string {
+	return `[...document.querySelectorAll('#runs > li[data-task]')].find(li => li.dataset.task === ` + jsString(task) + `)`
+}
