@@ -65,6 +65,14 @@ func TestPageHandlesEveryFrame(t *testing.T) {
 	mux.HandleFunc("GET /api/webhooks", authed(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"webhooks": []any{}, "missed": 0})
 	}))
+	mux.HandleFunc("GET /api/tools", authed(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"tools": []any{map[string]any{"name": "mcp__fs__" + evil, "server": "fs", "agents": []string{"evil"}}}})
+	}))
+	mux.HandleFunc("GET /health/ready", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not_ready", "mcp_servers": []any{
+			map[string]any{"name": "fs", "transport": "stdio", "connected": false, "tools": []string{}, "error": "exited: " + evil},
+		}})
+	})
 	mux.HandleFunc("GET /api/approvals", authed(func(w http.ResponseWriter, r *http.Request) {
 		if resolved.Load() {
 			writeJSON(w, 200, []any{})
@@ -144,6 +152,14 @@ func TestPageHandlesEveryFrame(t *testing.T) {
 	lagged := b.waitFor(t, "the lagged notice", `!document.getElementById('lagged').hidden && document.getElementById('lagged-text').textContent`)
 	if !strings.Contains(lagged, "7 events were missed") {
 		t.Errorf("lagged notice: %q", lagged)
+	}
+	srvRow := b.waitFor(t, "the MCP server", `document.querySelector('#servers li[data-server="fs"]')?.textContent`)
+	if !strings.Contains(srvRow, "exited: "+evil) {
+		t.Errorf("server row %q does not show its error as text", srvRow)
+	}
+	tools := b.waitFor(t, "the agent's tools", `document.querySelector('#agents tr[data-agent="evil"] .tools .tool')?.textContent`)
+	if tools != "mcp__fs__"+evil {
+		t.Errorf("agent tools show %q", tools)
 	}
 	ev := b.waitFor(t, "the custom event", `document.querySelector('#feed li[data-type="DeployFinished"]')?.textContent`)
 	if !strings.Contains(ev, evil) {

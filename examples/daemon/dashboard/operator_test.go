@@ -184,3 +184,26 @@ func TestRunsFromHistory(t *testing.T) {
 func runSel(task string) string {
 	return `[...document.querySelectorAll('#runs > li[data-task]')].find(li => li.dataset.task === ` + jsString(task) + `)`
 }
+
+// The MCP servers panel shows a server that failed to start, with its
+// reason, beside one that is up with its tool count.
+func TestMCPServersPanel(t *testing.T) {
+	needChromium(t)
+	bin := buildDaemon(t)
+	d := toolDaemon(t, bin, "  - { name: broken, command: /nonexistent/mcp-server }", true)
+
+	b := newBrowser(t)
+	b.do(t, "load the dashboard", chromedp.Navigate(d.URL+"/"))
+	broken := b.waitFor(t, "the broken server", `document.querySelector('#servers li[data-server="broken"][data-state="disconnected"] .server-error')?.closest('li').innerText`)
+	for _, want := range []string{"broken", "not connected", "stdio", "0 tools", "/nonexistent/mcp-server"} {
+		if !strings.Contains(broken, want) {
+			t.Errorf("broken server shows %q, lacking %q", broken, want)
+		}
+	}
+	ops := b.waitFor(t, "the ops server", `document.querySelector('#servers li[data-server="ops"][data-state="connected"]')?.innerText`)
+	if !strings.Contains(ops, "1 tool") || strings.Contains(ops, "not connected") {
+		t.Errorf("ops server shows %q", ops)
+	}
+	b.screenshot(t, "servers")
+	b.checkConsole(t)
+}

@@ -274,25 +274,49 @@
 
   // /health/ready is 503 while a server is not (yet) connected; its body
   // still lists every server, which is what this panel wants.
+  let serverList = [];
+  const serverSeen = new Map(); // server name → connects/drops seen in events
+
   async function loadServers() {
     try {
       const res = await fetch('/health/ready', { cache: 'no-store', credentials: 'omit', headers: { Accept: 'application/json' } });
-      const data = await res.json();
-      const servers = listOf(data, 'mcp_servers');
-      $('servers').replaceChildren(...servers.map((s) => {
-        const tools = s.tools || [];
-        return el('li', { 'data-server': s.name || '', 'data-state': s.connected ? 'connected' : 'disconnected' },
-          el('div', {}, el('strong', {}, s.name || '?'), ' ',
-            el('span', { class: s.connected ? 'status-ok' : 'status-bad' }, s.connected ? 'connected' : 'not connected'),
-            el('span', { class: 'muted' }, ` · ${s.transport || ''} · ${tools.length} tool${tools.length === 1 ? '' : 's'}`)),
-          s.error ? el('span', { class: 'error server-error' }, s.error) : '',
-          tools.length ? el('details', {}, el('summary', {}, 'Tools'), el('code', {}, tools.join(', '))) : '');
-      }));
-      $('servers-empty').hidden = servers.length > 0;
+      if (!res.ok && res.status !== 503) throw new Error(`GET /health/ready: HTTP ${res.status}`);
+      serverList = listOf(await res.json(), 'mcp_servers');
+      renderServers();
       showError('servers-error', null);
     } catch (err) {
       showError('servers-error', err);
     }
+  }
+
+  function renderServers() {
+    $('servers').replaceChildren(...serverList.map((s) => {
+      const tools = s.tools || [];
+      const seen = serverSeen.get(s.name);
+      let history = '';
+      if (seen && (seen.drops || seen.connects > 1)) {
+        history = el('span', { class: 'muted' }, `dropped ${seen.drops}× · reconnected ${Math.max(0, seen.connects - 1)}×` +
+          (seen.lastDrop ? ` · last drop ${new Date(seen.lastDrop * 1000).toLocaleTimeString()}` : '') +
+          (seen.lastError && seen.lastError !== s.error ? ` (${seen.lastError})` : ''));
+      }
+      return el('li', { 'data-server': s.name || '', 'data-state': s.connected ? 'connected' : 'disconnected' },
+        el('div', {}, el('strong', {}, s.name || '?'), ' ',
+          el('span', { class: s.connected ? 'status-ok' : 'status-bad' }, s.connected ? 'connected' : 'not connected'),
+          el('span', { class: 'muted' }, ` · ${s.transport || ''} · ${tools.length} tool${tools.length === 1 ? '' : 's'}`)),
+        s.error ? el('span', { class: 'error server-error' }, s.error) : '',
+        history,
+        tools.length ? el('details', {}, el('summary', {}, 'Tools'), el('code', {}, tools.join(', '))) : '');
+    }));
+    $('servers-empty').hidden = serverList.length > 0;
+  }
+
+  function onServerEvent(ev) {
+    const p = ev.payload || {};
+    if (!p.server) return;
+    const seen = serverSeen.get(p.server) || { connects: 0, drops: 0, lastDrop: 0, lastError: '' };
+    if (ev.type === 'McpServerConnected') seen.connects++;
+    if (ev.type === 'McpServerDisconnected') { seen.drops++; seen.lastDrop = ev.timestamp || 0; seen.lastError = p.error || ''; }
+    serverSeen.set(p.server, seen);
   }
 
   let serversTimer = 0;
@@ -442,7 +466,7 @@
       el('span', {}, ev.produced_by || ''), el('code', {}, payload)));
 
     const p = ev.payload || {};
-    if (ev.type === 'McpServerConnected' || ev.type === 'McpServerDisconnected' || ev.type === 'McpToolChanged') refreshServersSoon();
+    if (ev.type === 'McpServerConnected' || ev.type === 'McpServerDisconnected' || ev.type === 'McpToolChanged') { onServerEvent(ev); refreshServersSoon(); }
     if (fromHistory) return;
     if (ev.type === 'ApprovalRequested' && p.approval_id) { pending.set(String(p.approval_id), p); renderApprovals(); }
     if (ev.type === 'ApprovalResolved' && p.approval_id) { pending.delete(String(p.approval_id)); renderApprovals(); }
@@ -527,7 +551,12 @@
   function start() {
     loadApprovals();
     loadWebhooks();
-    setInterval(() => { if (!document.hidden) loadWebhooks(); }, 10000);
+    setInterval(() => {
+      if (document.hidden) return;
+      loadWebhooks();
+      // A server that is down may come back without an event this tab saw.
+      if (serverList.some((s) => !s.connected)) loadServers();
+    }, 10000);
     connect();
   }
 
