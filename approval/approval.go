@@ -74,7 +74,7 @@ import (
 // resolved_by, verdict_id, from). Modules publish it only for approvals
 // another Engine holds; the holder answers with ApprovalResolved, whose
 // verdict_id names the verdict that won.
-const EventVerdict = "ApprovalVerdict"
+const EventVerdict = lattice.ApprovalVerdict
 
 // EventSync and EventPending let a Module that joins a shared lattice learn
 // the approvals already pending elsewhere: it publishes EventSync (payload:
@@ -83,8 +83,8 @@ const EventVerdict = "ApprovalVerdict"
 // maxPendingPerEvent per event), at most once per syncReplyEvery however
 // many ask: the answer is broadcast, so one serves every Module that asked.
 const (
-	EventSync    = "ApprovalSync"
-	EventPending = "ApprovalPending"
+	EventSync    = lattice.ApprovalSync
+	EventPending = lattice.ApprovalPending
 )
 
 const (

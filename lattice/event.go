@@ -40,6 +40,13 @@ const (
 	// new_fingerprint, changed ("description", "schema"). Coordination:
 	// a decision remembered for the old definition no longer applies.
 	McpToolChanged = "McpToolChanged"
+	// The approval module's own protocol between Engines sharing a lattice
+	// (a verdict for the Engine holding an approval, and the pending lists
+	// they exchange): telemetry, so webhooks get ApprovalRequested and
+	// ApprovalResolved but not this chatter unless they name it.
+	ApprovalVerdict = "ApprovalVerdict"
+	ApprovalSync    = "ApprovalSync"
+	ApprovalPending = "ApprovalPending"
 )
 
 // Class separates events other systems act on (coordination) from events
@@ -65,7 +72,8 @@ func (c Class) String() string {
 // ClassOf returns the class of an event type per the contract's table.
 func ClassOf(eventType string) Class {
 	switch eventType {
-	case AgentActivated, ToolCalled, ToolResult, McpServerConnected, McpServerDisconnected:
+	case AgentActivated, ToolCalled, ToolResult, McpServerConnected, McpServerDisconnected,
+		ApprovalVerdict, ApprovalSync, ApprovalPending:
 		return ClassTelemetry
 	}
 	return ClassCoordination
