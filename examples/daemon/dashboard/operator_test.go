@@ -207,3 +207,82 @@ func TestMCPServersPanel(t *testing.T) {
 	b.screenshot(t, "servers")
 	b.checkConsole(t)
 }
+
+// layoutJS measures the page as laid out now and returns the problems it
+// finds, one a line: a table header on more than one line or wider than its
+// cell (a mid-word break, "Provid/er"), a table that needs a horizontal
+// scroll, a page wider than the window, a card narrower than minCard px.
+const layoutJS = `((minCard) => {
+  const bad = [];
+  for (const th of document.querySelectorAll('th')) {
+    if (!th.offsetParent) continue;
+    const r = document.createRange();
+    r.selectNodeContents(th);
+    const lines = new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size;
+    if (lines !== 1 || th.scrollWidth > th.clientWidth + 1) bad.push('header "' + th.textContent + '": ' + lines + ' lines, ' + th.scrollWidth + '/' + th.clientWidth + ' px');
+  }
+  for (const s of document.querySelectorAll('.scroll')) {
+    if (s.scrollWidth > s.clientWidth + 1) bad.push('table scrolls: ' + s.scrollWidth + '/' + s.clientWidth + ' px');
+  }
+  const root = document.documentElement;
+  if (root.scrollWidth > root.clientWidth + 1) bad.push('page scrolls sideways: ' + root.scrollWidth + '/' + root.clientWidth + ' px');
+  for (const c of document.querySelectorAll('main > .card')) {
+    const w = c.getBoundingClientRect().width;
+    if (w < minCard) bad.push('card "' + c.querySelector('h2').textContent + '" is ' + Math.round(w) + ' px wide');
+  }
+  return bad.join('\n');
+})`
+
+// requestsJS lists every request of the page (its resource timing entries,
+// the API calls included) that got a 4xx or 5xx, and how many it made.
+const requestsJS = `(() => {
+  const all = performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'));
+  const bad = all.filter((e) => e.responseStatus >= 400).map((e) => e.responseStatus + ' ' + e.name);
+  return all.length + (bad.length ? '\n' + bad.join('\n') : '');
+})()`
+
+// The issue's layout acceptance: at 1400 px no table header breaks mid-word
+// and the agents table fits without a sideways scroll in a card wider than a
+// third of the page; at 800 px the agents card is full width, no card is narrower than 340 px and nothing scrolls
+// sideways. No request of the page gets a 4xx or 5xx.
+func TestLayoutAndRequests(t *testing.T) {
+	needChromium(t)
+	bin := buildDaemon(t)
+	d := toolDaemon(t, bin, "", true)
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	res, err := client.Post(d.URL+"/api/agents/assistant/execute", "application/json", strings.NewReader(`{"input":"ship"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+
+	for _, size := range []struct {
+		width, minCard int64
+		agentsMin      float64
+	}{{1400, 300, 800}, {800, 340, 700}} {
+		t.Run(fmt.Sprint(size.width), func(t *testing.T) {
+			b := newBrowser(t)
+			b.do(t, "size the window", chromedp.EmulateViewport(size.width, 900))
+			b.do(t, "load the dashboard", chromedp.Navigate(d.URL+"/"))
+			b.waitFor(t, "the run", `document.querySelector('#runs > li[data-status="completed"]')`)
+			b.waitFor(t, "the agent's tools", `document.querySelector('#agents tr[data-agent="assistant"] .tools .tool')`)
+			b.waitFor(t, "the MCP server", `document.querySelector('#servers li[data-server="ops"]')`)
+			b.waitFor(t, "the webhooks panel", `!document.getElementById('webhooks-empty').hidden`)
+			b.screenshot(t, fmt.Sprint("layout-", size.width))
+			if bad := b.eval(t, layoutJS+fmt.Sprintf("(%d)", size.minCard)); bad != "" {
+				t.Errorf("at %d px:\n%s", size.width, bad)
+			}
+			w := b.eval(t, `String(document.querySelector('#agents').closest('.card').getBoundingClientRect().width)`)
+			var agentsW float64
+			fmt.Sscan(w, &agentsW)
+			if agentsW < size.agentsMin {
+				t.Errorf("at %d px the agents card is %s px wide, want ≥ %.0f", size.width, w, size.agentsMin)
+			}
+			reqs := b.eval(t, requestsJS)
+			if n, bad, _ := strings.Cut(reqs, "\n"); bad != "" || n == "0" || n == "1" {
+				t.Errorf("requests (count, then failures): %s", reqs)
+			}
+			b.checkConsole(t)
+		})
+	}
+}
