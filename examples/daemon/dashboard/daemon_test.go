@@ -72,7 +72,13 @@ func openDashboard(t *testing.T, b *browser, url, token string) {
 	t.Helper()
 	b.do(t, "load the dashboard", chromedp.Navigate(url+"/"))
 	if token != "" {
-		b.waitFor(t, "the token prompt", `!document.getElementById('auth').hidden`)
+		prompt := b.waitFor(t, "the token prompt", `!document.getElementById('auth').hidden && document.getElementById('auth').innerText`)
+		// The operator is told where the token is set.
+		for _, want := range []string{"needs its API token", "server.api_token", "AXOCOATL_API_TOKEN"} {
+			if !strings.Contains(prompt, want) {
+				t.Errorf("token prompt %q lacks %q", prompt, want)
+			}
+		}
 		b.do(t, "enter the token",
 			chromedp.SendKeys(chromedp.ID("token"), token),
 			chromedp.Click(chromedp.CSS("#auth button")))

@@ -32,7 +32,7 @@
   function askToken(message) {
     token = '';
     sessionStorage.removeItem(TOKEN_KEY);
-    $('auth-msg').textContent = message + ' It is server.api_token in the daemon\'s config, or AXOCOATL_API_TOKEN in its environment.';
+    $('auth-msg').textContent = message;
     $('auth').hidden = false;
     $('token').focus();
   }
