@@ -57,6 +57,21 @@ func TestPageHandlesEveryFrame(t *testing.T) {
 		"expires_at": time.Now().Add(time.Minute).UTC().Format(time.RFC3339),
 	}
 
+	// The history of a ready frame: a run that failed after a tool call
+	// that failed, and one that was canceled, with hostile errors.
+	now := time.Now().Unix()
+	histEv := func(id, typ string, ts int64, p map[string]any) map[string]any {
+		return map[string]any{"id": id, "type": typ, "produced_by": "evil", "timestamp": ts, "payload": p}
+	}
+	history := []any{
+		histEv("h1", "AgentActivated", now-20, map[string]any{"agent_id": "evil", "task_id": "t-fail", "source": "a2a"}),
+		histEv("h2", "ToolCalled", now-20, map[string]any{"agent_id": "evil", "task_id": "t-fail", "tool": "mcp__fs__read"}),
+		histEv("h3", "ToolResult", now-19, map[string]any{"agent_id": "evil", "task_id": "t-fail", "tool": "mcp__fs__read", "ok": false, "error": "denied: " + evil, "duration_ms": 3}),
+		histEv("h4", "AgentFailed", now-19, map[string]any{"agent_id": "evil", "task_id": "t-fail", "error": "model: " + evil, "duration_ms": 1200, "source": "a2a"}),
+		histEv("h5", "AgentActivated", now-10, map[string]any{"agent_id": "evil", "task_id": "t-cancel", "source": "mcp"}),
+		histEv("h6", "AgentFailed", now-9, map[string]any{"agent_id": "evil", "task_id": "t-cancel", "error": "context canceled", "duration_ms": 900, "source": "mcp", "canceled": true}),
+	}
+
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", dashboard.Handler())
 	mux.HandleFunc("GET /api/agents", authed(func(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +122,7 @@ func TestPageHandlesEveryFrame(t *testing.T) {
 			c.Write(ctx, websocket.MessageText, raw)
 		}
 		if conns.Add(1) == 1 {
-			send(map[string]any{"kind": "ready", "pending_approvals": []any{approval}})
+			send(map[string]any{"kind": "ready", "pending_approvals": []any{approval}, "history": history})
 			send(map[string]any{"kind": "event", "event": map[string]any{
 				"id": "e1", "type": "DeployFinished", "produced_by": evil, "timestamp": time.Now().Unix(),
 				"payload": map[string]string{"note": evil},
@@ -121,7 +136,8 @@ func TestPageHandlesEveryFrame(t *testing.T) {
 			}
 			return
 		}
-		send(map[string]any{"kind": "ready", "pending_approvals": []any{}})
+		// A reconnect gets the same history again: nothing shows twice.
+		send(map[string]any{"kind": "ready", "pending_approvals": []any{}, "history": history})
 		select {
 		case <-ctx.Done():
 		case <-stop:
@@ -153,6 +169,29 @@ func TestPageHandlesEveryFrame(t *testing.T) {
 	if !strings.Contains(lagged, "7 events were missed") {
 		t.Errorf("lagged notice: %q", lagged)
 	}
+	// The history's runs: newest first, the failed one with its failed
+	// tool call and error, the canceled one as canceled; the agent's last
+	// run is the canceled one.
+	b.waitFor(t, "the runs from history", `document.querySelectorAll('#runs > li[data-task]').length === 2`)
+	if got := b.eval(t, `[...document.querySelectorAll('#runs > li[data-task]')].map(li => li.dataset.task + ':' + li.dataset.status).join(' ')`); got != "t-cancel:canceled t-fail:failed" {
+		t.Errorf("runs = %q", got)
+	}
+	failed := b.eval(t, runSel("t-fail")+`.innerText`)
+	for _, want := range []string{"via a2a", "mcp__fs__read", "denied: " + evil, "model: " + evil, "1.2 s"} {
+		if !strings.Contains(failed, want) {
+			t.Errorf("failed run %q lacks %q", failed, want)
+		}
+	}
+	last := b.waitFor(t, "the agent's last run", `document.querySelector('#agents tr[data-agent="evil"] .last-run')?.textContent`)
+	if !strings.Contains(last, "canceled") || !strings.Contains(last, "context canceled") {
+		t.Errorf("agent's last run shows %q", last)
+	}
+	b.do(t, "filter failed", chromedp.SetValue(chromedp.ID("filter-status"), "failed"))
+	b.eval(t, `(document.getElementById('filter-status').dispatchEvent(new Event('change')), '')`)
+	if got := b.eval(t, `[...document.querySelectorAll('#runs > li[data-task]')].map(li => li.dataset.task).join(' ')`); got != "t-fail" {
+		t.Errorf("runs filtered by failed = %q", got)
+	}
+
 	srvRow := b.waitFor(t, "the MCP server", `document.querySelector('#servers li[data-server="fs"]')?.textContent`)
 	if !strings.Contains(srvRow, "exited: "+evil) {
 		t.Errorf("server row %q does not show its error as text", srvRow)
@@ -208,6 +247,10 @@ func TestPageHandlesEveryFrame(t *testing.T) {
 		}
 	}
 	b.waitFor(t, "the stream to be live again", `document.getElementById('conn').dataset.state === 'live'`)
+	time.Sleep(300 * time.Millisecond) // the runs re-render in batches of 100 ms
+	if got := b.eval(t, `String(document.querySelectorAll('#runs > li[data-task]').length) + ' ' + String(document.querySelectorAll('#feed li[data-id="h1"]').length) + ' ' + `+runSel("t-fail")+`.querySelector('details.raw summary').textContent`); got != "1 1 Raw events (4)" {
+		t.Errorf("after the reconnect's history: %q (filtered runs, feed rows of h1, the run's events), want 1 1 Raw events (4)", got)
+	}
 
 	// Nothing sent was ever parsed as HTML.
 	if got := b.eval(t, `String(document.querySelectorAll('img').length) + ' ' + String(document.scripts.length) + ' ' + String(window.pwned)`); got != "0 1 undefined" {
