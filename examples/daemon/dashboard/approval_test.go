@@ -124,6 +124,14 @@ mcp_servers:
 	if n := calls.Load(); n != 1 {
 		t.Errorf("the tool ran %d times, want once", n)
 	}
+	// The run shows the call with its arguments (from the approval's
+	// events: ToolCalled carries none) and how the approval was resolved.
+	call := b.waitFor(t, "the run's tool call", `(li => li && li.innerText)(document.querySelector('#runs > li[data-status="completed"] .run-tools li[data-tool="mcp__ops__deploy"][data-state="ok"]'))`)
+	for _, want := range []string{`{"env":"prod"}`, "approved", "ok"} {
+		if !strings.Contains(call, want) {
+			t.Errorf("tool call in the run shows %q, lacking %q", call, want)
+		}
+	}
 	b.waitFor(t, "the approvals panel to empty", `!document.getElementById('approvals-empty').hidden && document.querySelectorAll('#approvals li').length === 0 && 'empty'`)
 	b.checkConsole(t)
 }

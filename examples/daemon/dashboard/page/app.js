@@ -371,6 +371,22 @@
         t.duration = p.duration_ms ?? null;
         break;
       }
+      // The approval gate runs between ToolCalled and ToolResult, and its
+      // events are the only ones that carry a call's arguments.
+      case 'ApprovalRequested': {
+        let t = [...r.tools].reverse().find((x) => x.tool === p.tool && x.state === 'called' && x.args === undefined);
+        if (!t) { t = { tool: p.tool || '?', state: 'called', error: '', duration: null }; r.tools.push(t); }
+        t.args = p.arguments ?? '';
+        t.argsTruncated = !!p.arguments_truncated;
+        t.approvalID = p.approval_id;
+        t.approval = 'awaiting approval';
+        break;
+      }
+      case 'ApprovalResolved': {
+        const t = r.tools.find((x) => x.approvalID && x.approvalID === p.approval_id);
+        if (t) t.approval = p.status || p.decision || 'resolved';
+        break;
+      }
       case 'TaskCompleted':
         r.status = 'completed';
         r.output = p.output;
@@ -417,7 +433,10 @@
           el('span', { class: 'muted run-task' }, 'task ' + r.task)),
         r.tools.length ? el('ul', { class: 'run-tools' }, ...r.tools.map((t) =>
           el('li', { 'data-tool': t.tool, 'data-state': t.state },
-            el('code', {}, t.tool), ' ',
+            el('code', {}, t.tool),
+            t.args !== undefined ? el('code', { class: 'tool-args' }, '(' + (typeof t.args === 'string' ? t.args : JSON.stringify(t.args)) + (t.argsTruncated ? '…' : '') + ')') : '',
+            ' ',
+            t.approval ? el('span', { class: 'muted tool-approval' }, t.approval + ' · ') : '',
             el('span', { class: 'outcome-' + (t.state === 'ok' ? 'completed' : t.state === 'error' ? 'failed' : 'running') }, t.state),
             t.duration != null ? el('span', { class: 'muted' }, ' ' + fmtDuration(t.duration)) : '',
             t.error ? el('span', { class: 'error' }, ' ' + t.error) : ''))) : '',
