@@ -1,6 +1,9 @@
-// Package dashboard serves the daemon's one-page web UI: the agents and their
-// status, a live event feed from the WebSocket GET /api/events, a form to run
-// an agent and the pending approvals with Allow/Deny.
+// Package dashboard serves the daemon's one-page web UI: the agents with
+// their tools, model and last run; the runs grouped by task (built from the
+// recent history and the live events of the WebSocket GET /api/events), with
+// their tool calls, outcome and raw events; the MCP servers and their state;
+// a form to run an agent; the pending approvals with Allow/Deny; the
+// webhooks; and the raw event feed.
 //
 // The page is a single HTML document with its script and stylesheet inlined,
 // embedded in the binary: no build step, nothing fetched from elsewhere. It
