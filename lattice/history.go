@@ -20,8 +20,9 @@ type History struct {
 }
 
 // NewHistory keeps the last n events of bus; a payload over maxPayload
-// bytes is kept as a stub {"truncated":true,"bytes":N}, so the ring's
-// memory stays near n × maxPayload.
+// bytes is kept as a stub of its short members (at most 256 bytes each)
+// with "truncated": true and "bytes": N, so the ring's memory stays near
+// n × maxPayload.
 func NewHistory(bus Bus, n, maxPayload int) (*History, error) {
 	// A buffer beyond the ring: a burst is taken in while the ring's
 	// goroutine catches up (beyond it the bus drops, as for any subscriber).
@@ -38,7 +39,7 @@ func (h *History) run() {
 	defer close(h.done)
 	for ev := range h.sub.Events() {
 		if len(ev.Payload) > h.maxPayload {
-			ev.Payload = json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(ev.Payload)))
+			ev.Payload = stub(ev.Payload)
 		}
 		h.mu.Lock()
 		if len(h.ring) < cap(h.ring) {
@@ -49,6 +50,24 @@ func (h *History) run() {
 		}
 		h.mu.Unlock()
 	}
+}
+
+// stub keeps what identifies a big payload (its short members: ids,
+// durations, flags) and says how big it was, so a view can still place the
+// event (a run's TaskCompleted with a long output).
+func stub(payload json.RawMessage) json.RawMessage {
+	var members map[string]json.RawMessage
+	_ = json.Unmarshal(payload, &members)
+	kept := make(map[string]json.RawMessage, len(members)+2)
+	for k, v := range members {
+		if len(k) <= 64 && len(v) <= 256 {
+			kept[k] = v
+		}
+	}
+	kept["truncated"] = json.RawMessage("true")
+	kept["bytes"] = json.RawMessage(fmt.Sprint(len(payload)))
+	out, _ := json.Marshal(kept)
+	return out
 }
 
 // Snapshot returns the kept events, oldest first.

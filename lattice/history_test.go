@@ -20,7 +20,7 @@ func TestHistoryKeepsTheLatestInOrder(t *testing.T) {
 		ev, _ := New(fmt.Sprintf("E%d", i), "t", map[string]int{"i": i})
 		bus.Publish(context.Background(), ev)
 	}
-	big, _ := New("Big", "t", map[string]string{"x": strings.Repeat("x", 100)})
+	big, _ := New("Big", "t", map[string]string{"x": strings.Repeat("x", 300), "task_id": "t1"})
 	bus.Publish(context.Background(), big)
 	var got []string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -32,7 +32,7 @@ func TestHistoryKeepsTheLatestInOrder(t *testing.T) {
 			break
 		}
 	}
-	want := []string{`E3{"i":3}`, `E4{"i":4}`, `Big{"truncated":true,"bytes":108}`}
+	want := []string{`E3{"i":3}`, `E4{"i":4}`, `Big{"bytes":323,"task_id":"t1","truncated":true}`}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("snapshot %v, want %v", got, want)
 	}

@@ -105,11 +105,12 @@ func TestPageHandlesEveryFrame(t *testing.T) {
 		writeJSON(w, http.StatusBadGateway, map[string]any{"error": map[string]string{"code": "provider_failed", "message": "echo: " + evil}})
 	}))
 	mux.HandleFunc("GET /api/events", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("token") != token {
+		// The page offers the token as a subprotocol, never in the URL.
+		if r.Header.Get("Sec-WebSocket-Protocol") != "axocoatl.bearer."+token || r.URL.RawQuery != "" {
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthorized", "message": "token"}})
 			return
 		}
-		c, err := websocket.Accept(w, r, nil) // checks Origin against Host
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"axocoatl.bearer." + token}}) // checks Origin against Host
 		if err != nil {
 			return
 		}

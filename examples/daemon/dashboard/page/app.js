@@ -521,9 +521,10 @@
     if (ws) { ws.onclose = null; ws.close(); ws = null; }
     const url = new URL('/api/events', location.href);
     url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    if (token) url.searchParams.set('token', token);
     setConn('connecting', 'Connecting…');
-    const sock = new WebSocket(url);
+    // The token rides as a subprotocol, not in the URL (URLs end up in
+    // proxies' logs and the browser's history); the daemon accepts it back.
+    const sock = token ? new WebSocket(url, ['axocoatl.bearer.' + token]) : new WebSocket(url);
     ws = sock;
     let ready = false;
     sock.onmessage = (m) => {
