@@ -192,7 +192,11 @@ func TestEverythingStdio(t *testing.T) {
 	}
 	var outageErrs []error
 	var back time.Duration
-	for time.Since(killed) < 5*time.Second {
+	// The point is that it comes back by itself; how fast depends on how
+	// long node takes to start server-everything again (1-3 s idle, and it
+	// missed 5 s once at load 15), so the window is generous and the time
+	// is logged.
+	for time.Since(killed) < 20*time.Second {
 		res, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__everything__echo", Arguments: json.RawMessage(`{"message":"again"}`)})
 		if err == nil && res.Content == "Echo: again" && m.servers[0].dial.pid() != oldPID {
 			back = time.Since(killed)
@@ -204,7 +208,7 @@ func TestEverythingStdio(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if back == 0 {
-		t.Fatalf("not reconnected within 5s; errors: %v", outageErrs)
+		t.Fatalf("not reconnected within 20s; errors: %v", outageErrs)
 	}
 	t.Logf("reconnected %s after the kill; %d calls failed meanwhile", back, len(outageErrs))
 	if len(outageErrs) == 0 {
