@@ -113,19 +113,6 @@ func authNote(cfg *Config) string {
 	return " (API token required)"
 }
 
-// defaultBaseURL is where a provider without base_url sends requests.
-func defaultBaseURL(kind string) string {
-	switch kind {
-	case provider.OpenAI:
-		return provider.DefaultOpenAIBaseURL
-	case provider.Ollama:
-		return provider.DefaultOllamaBaseURL
-	case provider.Anthropic:
-		return provider.DefaultAnthropicBaseURL
-	}
-	return ""
-}
-
 // doctorTimeout bounds each provider probe.
 const doctorTimeout = 10 * time.Second
 
@@ -156,7 +143,7 @@ func checkProviders(ctx context.Context, cfg *Config, r *Report) {
 		pc := cfg.Providers[kind]
 		base := pc.BaseURL
 		if base == "" {
-			base = defaultBaseURL(kind)
+			base = provider.DefaultBaseURL(kind)
 		}
 		u, err := url.Parse(base)
 		if err != nil || u.Host == "" {

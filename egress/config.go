@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -190,7 +190,7 @@ func (w Webhook) Validate() error {
 		return bad("secret: %v", err)
 	}
 	for k, v := range w.Headers {
-		if !validHeaderName(k) {
+		if !httpguard.ValidHeaderName(k) {
 			return bad("headers: invalid header name %q", k)
 		}
 		if slices.Contains(reserved, http.CanonicalHeaderKey(k)) {
@@ -358,16 +358,3 @@ func (w Webhook) info() WebhookInfo {
 // displayURL is how a webhook's URL is shown: the one redaction every
 // package uses (userinfo, query and key-like path segments hidden).
 func displayURL(raw string) string { return httpguard.RedactURL(raw) }
-
-func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, r := range k {
-		// RFC 9110 token characters.
-		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
-			return false
-		}
-	}
-	return true
-}

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/secret"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -215,7 +214,7 @@ func (s ServerConfig) Validate() error {
 		}
 	}
 	for k := range s.Headers {
-		if !validHeaderName(k) {
+		if !httpguard.ValidHeaderName(k) {
 			return bad("headers: invalid header name %q", k)
 		}
 		if strings.ContainsAny(s.Headers[k].Reveal(), "\r\n\x00") {
@@ -284,19 +283,6 @@ func (c Config) withDefaults() Config {
 		c.MaxBackoff = c.MinBackoff
 	}
 	return c
-}
-
-func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, r := range k {
-		// RFC 9110 token characters.
-		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
-			return false
-		}
-	}
-	return http.CanonicalHeaderKey(k) != ""
 }
 
 // redactURL is the one URL redaction every package uses: userinfo, query

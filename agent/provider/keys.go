@@ -74,14 +74,7 @@ func CheckKey(kind string, c Config) (warning string, err error) {
 	}
 	base := c.BaseURL
 	if base == "" {
-		switch kind {
-		case OpenAI:
-			base = DefaultOpenAIBaseURL
-		case Ollama:
-			base = DefaultOllamaBaseURL
-		case Anthropic:
-			base = DefaultAnthropicBaseURL
-		}
+		base = DefaultBaseURL(kind)
 	}
 	host := ""
 	if u, err := url.Parse(base); err == nil {
@@ -125,4 +118,18 @@ func local(host string) bool {
 		}
 	}
 	return false
+}
+
+// DefaultBaseURL is where a provider kind sends requests when its config
+// names no base_url ("" for echo, which sends none).
+func DefaultBaseURL(kind string) string {
+	switch kind {
+	case OpenAI:
+		return DefaultOpenAIBaseURL
+	case Ollama:
+		return DefaultOllamaBaseURL
+	case Anthropic:
+		return DefaultAnthropicBaseURL
+	}
+	return ""
 }

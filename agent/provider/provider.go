@@ -33,13 +33,13 @@ package provider
 import (
 	"errors"
 	"fmt"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"time"
 
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 

@@ -438,3 +438,17 @@ func Bytes(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// ValidHeaderName reports whether k is an HTTP field name (RFC 9110 token
+// characters), for configs that set static headers.
+func ValidHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return false
+		}
+	}
+	return true
+}
