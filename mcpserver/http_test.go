@@ -3,7 +3,6 @@ package mcpserver_test
 import (
 	"bufio"
 	"fmt"
-	axocoatl "github.com/axocoatl/axocoatl-go"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/mcpserver"
 )
 

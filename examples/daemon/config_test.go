@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/axocoatl/axocoatl-go/config"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/axocoatl/axocoatl-go/config"
 )
 
 // Every error class names the file, the line and the key.

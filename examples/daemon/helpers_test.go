@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/axocoatl/axocoatl-go/config"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
+	"github.com/axocoatl/axocoatl-go/config"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
