@@ -1,21 +1,16 @@
 package dashboard_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The approval issue's acceptance test, end to end: the built daemon, a
@@ -27,44 +22,7 @@ func TestApprovalFromDashboard(t *testing.T) {
 	needChromium(t)
 	bin := buildDaemon(t)
 
-	var calls atomic.Int32
-	tools := mcp.NewServer(&mcp.Implementation{Name: "ops", Version: "1"}, nil)
-	mcp.AddTool(tools, &mcp.Tool{Name: "deploy", Description: "Deploys."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-			Env string `json:"env"`
-		}) (*mcp.CallToolResult, any, error) {
-			calls.Add(1)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deployed to " + in.Env}}}, nil, nil
-		})
-	mcpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return tools }, nil))
-	// Registered before the daemon starts, so it runs after the daemon
-	// stopped (cleanups run last first): the daemon's session goes first.
-	t.Cleanup(func() {
-		for ss := range tools.Sessions() {
-			ss.Close()
-		}
-		mcpSrv.Close()
-	})
-
-	// The model asks for the tool, then answers with what the tool said.
-	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
-			} `json:"messages"`
-		}
-		body, _ := io.ReadAll(r.Body)
-		json.Unmarshal(body, &req)
-		w.Header().Set("Content-Type", "application/json")
-		last := req.Messages[len(req.Messages)-1]
-		if last.Role == "tool" {
-			fmt.Fprintf(w, `{"id":"c2","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}]}`, fmt.Sprint("done: ", last.Content))
-			return
-		}
-		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"mcp__ops__deploy","arguments":"{\"env\":\"prod\"}"}}]}}]}`)
-	}))
-	t.Cleanup(model.Close)
+	modelURL, mcpURL, calls := toolPeers(t)
 
 	cfg := filepath.Join(t.TempDir(), "axocoatl.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`
@@ -74,7 +32,7 @@ agents:
   - { id: assistant, provider: openai, model: m }
 mcp_servers:
   - { name: ops, url: %s/mcp }
-`, model.URL, mcpSrv.URL)), 0o600)
+`, modelURL, mcpURL)), 0o600)
 	d := startDaemon(t, bin, "AXOCOATL_CONFIG="+cfg)
 	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {

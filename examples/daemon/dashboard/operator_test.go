@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,13 +22,19 @@ import (
 // the MCP tool ops/deploy once per run (allowed by policy), and extra YAML
 // appended to its config. It returns the daemon once /health/ready is 200,
 // or as soon as /health answers when wantReady is false.
-func toolDaemon(t *testing.T, bin, extra string, wantReady bool) *daemon {
+// toolPeers starts an MCP server "ops" whose tool deploy counts its calls,
+// and an OpenAI-wire model that calls mcp__ops__deploy {"env":"prod"} once
+// per run, then answers "done: " and what the tool said. Both close after
+// the test's daemon (register them before starting it).
+func toolPeers(t *testing.T) (modelURL, mcpURL string, calls *atomic.Int32) {
 	t.Helper()
+	calls = new(atomic.Int32)
 	tools := mcp.NewServer(&mcp.Implementation{Name: "ops", Version: "1"}, nil)
 	mcp.AddTool(tools, &mcp.Tool{Name: "deploy", Description: "Deploys."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
 			Env string `json:"env"`
 		}) (*mcp.CallToolResult, any, error) {
+			calls.Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deployed to " + in.Env}}}, nil, nil
 		})
 	mcpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return tools }, nil))
@@ -55,7 +62,12 @@ func toolDaemon(t *testing.T, bin, extra string, wantReady bool) *daemon {
 		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"mcp__ops__deploy","arguments":"{\"env\":\"prod\"}"}}]}}]}`)
 	}))
 	t.Cleanup(model.Close)
+	return model.URL, mcpSrv.URL, calls
+}
 
+func toolDaemon(t *testing.T, bin, extra string, wantReady bool) *daemon {
+	t.Helper()
+	modelURL, mcpURL, _ := toolPeers(t)
 	cfg := filepath.Join(t.TempDir(), "axocoatl.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`
 providers:
@@ -67,7 +79,7 @@ mcp_servers:
 %s
 approval:
   default: allow
-`, model.URL, mcpSrv.URL, extra)), 0o600)
+`, modelURL, mcpURL, extra)), 0o600)
 	d := startDaemon(t, bin, "AXOCOATL_CONFIG="+cfg)
 	if wantReady {
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
