@@ -86,7 +86,7 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 			kind = provider.Echo
 			spec.Provider = kind
 		}
-		model, err := builtin.New(kind, c.Providers[kind])
+		model, err := builtin.New(kind, c.provider(kind))
 		if err != nil {
 			return fail(c.errorf(fmt.Sprintf("agents[%d].provider", i), "%v", err))
 		}

@@ -381,10 +381,6 @@ func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides,
 	// silently switch off the file's token.
 	cfg.overrides = map[string]string{}
 	cfg.lookup = lookup
-	for kind, pc := range cfg.Providers {
-		pc.LookupEnv = lookup // the models and the key check read the same environment
-		cfg.Providers[kind] = pc
-	}
 	set := func(dst *string, v *string, key, source string) {
 		if v != nil && *v != "" {
 			*dst = *v
@@ -406,6 +402,15 @@ func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides,
 	cfg.publicURLSet = cfg.Server.PublicURL != ""
 	cfg.Server = cfg.Server.WithDefaults()
 	return cfg, nil
+}
+
+// provider is the providers: entry of kind (zero when the file has none)
+// reading its key variable (OPENAI_API_KEY, …) from the environment the
+// config was read with, so validation, the models and doctor agree.
+func (c *Config) provider(kind string) provider.Config {
+	pc := c.Providers[kind]
+	pc.LookupEnv = c.lookup
+	return pc
 }
 
 // Errorf returns a *FieldError about key (a dotted path such as
@@ -493,9 +498,7 @@ func (c *Config) validate() error {
 			continue
 		}
 		keyChecked[a.Provider] = true
-		pc := c.Providers[a.Provider]
-		pc.LookupEnv = c.lookup
-		if warn, err := provider.CheckKey(a.Provider, pc); err != nil {
+		if warn, err := provider.CheckKey(a.Provider, c.provider(a.Provider)); err != nil {
 			errs = append(errs, d.Errorf(fmt.Sprintf("agents[%d].provider", i), "%v", err))
 		} else if warn != "" {
 			c.Warnings = append(c.Warnings, warn)

@@ -140,7 +140,7 @@ func checkProviders(ctx context.Context, cfg *Config, r *Report) {
 			r.ok(check, "offline, no network (agents: "+agents+")")
 			continue
 		}
-		pc := cfg.Providers[kind]
+		pc := cfg.provider(kind)
 		base := pc.BaseURL
 		if base == "" {
 			base = provider.DefaultBaseURL(kind)
