@@ -2,10 +2,13 @@ package config
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -216,12 +219,33 @@ func (l LatticeConfig) Open() (lattice.Bus, error) {
 	if u == "" {
 		u = DefaultNATSURL
 	}
-	bus, err := latticenats.Connect(u, latticenats.Options{Prefix: l.Prefix},
+	bus, err := latticenats.Connect(u, latticenats.Options{Prefix: l.Prefix, Node: l.node()},
 		natsgo.Name("axocoatl"), natsgo.Timeout(natsConnectTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("NATS at %s: %w", httpguard.RedactURLs(u), err)
 	}
 	return bus, nil
+}
+
+// node is lattice.node, or the host name with a random suffix (two daemons
+// on one host must not share a name).
+func (l LatticeConfig) node() string {
+	if l.Node != "" {
+		return l.Node
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "axocoatl"
+	}
+	host = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, host)
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%.40s-%x", host, b)
 }
 
 // MCPReady reports whether every MCP server has finished its first connect

@@ -227,6 +227,10 @@ type LatticeConfig struct {
 	// Prefix of the NATS subjects; daemons sharing a prefix share one
 	// lattice. Zero: axocoatl.
 	Prefix string `yaml:"prefix"`
+	// Node names this daemon on a NATS lattice (where its agents run, who
+	// produced an event). It must differ between daemons. Zero: the host
+	// name and a random suffix, new at each start.
+	Node string `yaml:"node"`
 }
 
 // DefaultNATSURL is used when lattice.nats_url is empty.
@@ -252,10 +256,16 @@ func (l LatticeConfig) validate(d *yamlconf.Doc) []error {
 	if l.Prefix != "" && !natsToken.MatchString(l.Prefix) {
 		errs = append(errs, d.Errorf("lattice.prefix", "%q must be letters, digits, _ and - (dots allowed between them)", l.Prefix))
 	}
+	if l.Node != "" && !nodeName.MatchString(l.Node) {
+		errs = append(errs, d.Errorf("lattice.node", "%q must be 1-64 letters, digits, _ and -", l.Node))
+	}
 	return errs
 }
 
-var natsToken = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+var (
+	natsToken = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+	nodeName  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
 
 // movedKeys are module keys that became server keys when every door got
 // the one HTTP guard: a config that still sets one is told where it went.

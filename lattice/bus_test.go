@@ -213,3 +213,20 @@ func TestEventWireShapeAndValidation(t *testing.T) {
 		t.Error("array payload accepted by Validate")
 	}
 }
+
+// On the in-memory bus every event is local: a Local filter changes nothing.
+func TestMemoryLocalFilterSeesEverything(t *testing.T) {
+	b := NewMemory()
+	defer b.Close()
+	s, err := b.Subscribe(Filter{Local: true}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := New("TaskCompleted", "a", nil)
+	if err := b.Publish(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-s.Events(); got.ID != ev.ID {
+		t.Fatalf("got %v", got)
+	}
+}

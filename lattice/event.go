@@ -143,13 +143,23 @@ func (e Event) Validate() error {
 	return nil
 }
 
-// Filter selects events by type and class. The zero Filter matches all.
+// Filter selects events by type, class and origin. The zero Filter matches
+// all.
+//
+// Subscribers have one of two roles when several processes share a lattice
+// (lattice/nats). One that shows everything (an event stream, a dashboard)
+// takes every process's events: Local false. One that must act once per
+// cluster for each event (metrics of this process's runs, webhook intake)
+// takes Local: each event is then seen by the subscribers of the one
+// process that published it. On the in-memory bus every event is local.
 type Filter struct {
 	// Types are exact event types or path.Match globs ("Task*"). Empty
 	// matches any type.
 	Types []string
 	// Class restricts to one class; ClassAny (zero) matches both.
 	Class Class
+	// Local restricts to events published through this Bus instance.
+	Local bool
 }
 
 // Validate reports malformed globs.

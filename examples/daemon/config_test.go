@@ -40,6 +40,7 @@ func TestConfigErrors(t *testing.T) {
 		{"moved key", "agents:\n  - id: a\nmcp_server:\n  allowed_origins: [x.example]\n", nil, `4: mcp_server.allowed_origins: set server.allowed_origins instead`},
 		{"bad origin pattern", "server:\n  allowed_origins: [\"ok.example\", \"[bad\"]\nagents:\n  - id: a\n", nil, `2: server.allowed_origins[1]: "[bad" must be an origin`},
 		{"bad lattice", "lattice:\n  backend: kafka\nagents:\n  - id: a\n", nil, `2: lattice.backend: "kafka" is unknown`},
+		{"bad lattice node", "lattice:\n  node: \"a.b\"\nagents:\n  - id: a\n", nil, `2: lattice.node: "a.b" must be 1-64 letters, digits, _ and -`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeConfig(t, tc.text)

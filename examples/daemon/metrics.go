@@ -51,7 +51,9 @@ func newMetrics(bus lattice.Bus, modules ...prometheus.Collector) (*metrics, err
 	m.reg.MustRegister(m.executions, m.durations, m.events, m.missed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(modules...)
-	sub, err := bus.Subscribe(lattice.Filter{}, metricsBuffer)
+	// Local: on a shared NATS lattice each daemon counts the runs and
+	// events it produced, so summing the daemons' metrics counts each once.
+	sub, err := bus.Subscribe(lattice.Filter{Local: true}, metricsBuffer)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 
@@ -30,13 +31,21 @@ type Options struct {
 	// Prefix of every subject. Zero: "axocoatl". Two lattices on one NATS
 	// server stay apart by using different prefixes.
 	Prefix string
+	// Node names this process on the lattice; each published event carries
+	// it in the NodeHeader header, which is how a Local subscription knows
+	// its own events. Zero: a new random id. Two Buses must not share one.
+	Node string
 }
+
+// NodeHeader is the NATS header that names the node an event came from.
+const NodeHeader = "Axocoatl-Node"
 
 // Bus is a lattice.Bus on a NATS connection.
 type Bus struct {
 	nc      *natsgo.Conn
 	ownConn bool
 	prefix  string
+	node    string
 
 	mu     sync.Mutex
 	subs   map[*subscription]struct{}
@@ -51,8 +60,22 @@ func New(nc *natsgo.Conn, opts Options) *Bus {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &Bus{nc: nc, prefix: prefix, subs: map[*subscription]struct{}{}}
+	node := opts.Node
+	if node == "" {
+		node = lattice.NewID(time.Now())
+	}
+	return &Bus{nc: nc, prefix: prefix, node: node, subs: map[*subscription]struct{}{}}
 }
+
+// Node is the name of this process on the lattice (Options.Node).
+func (b *Bus) Node() string { return b.node }
+
+// Prefix is the subject prefix of this lattice (Options.Prefix).
+func (b *Bus) Prefix() string { return b.prefix }
+
+// Conn is the NATS connection, for modules that use NATS beyond the
+// lattice (JetStream, request/reply). It is owned by the Bus.
+func (b *Bus) Conn() *natsgo.Conn { return b.nc }
 
 // Connect dials url and returns a Bus that owns the connection.
 func Connect(url string, opts Options, natsOpts ...natsgo.Option) (*Bus, error) {
@@ -90,7 +113,8 @@ func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 	if err != nil {
 		return fmt.Errorf("lattice/nats: encode %s: %w", ev.Type, err)
 	}
-	if err := b.nc.Publish(b.subject(ev.Type), data); err != nil {
+	msg := &natsgo.Msg{Subject: b.subject(ev.Type), Data: data, Header: natsgo.Header{NodeHeader: []string{b.node}}}
+	if err := b.nc.PublishMsg(msg); err != nil {
 		return fmt.Errorf("lattice/nats: publish %s: %w", ev.Type, err)
 	}
 	return nil
@@ -133,6 +157,9 @@ func (s *subscription) close() error {
 // deliver runs on the NATS client's dispatch goroutine; it never blocks.
 func (s *subscription) deliver(m *natsgo.Msg) {
 	var ev lattice.Event
+	if s.filter.Local && m.Header.Get(NodeHeader) != s.bus.node {
+		return // another node's event
+	}
 	if err := json.Unmarshal(m.Data, &ev); err != nil || !s.filter.Match(ev.Type) {
 		return // not an event of ours, or one a glob filter does not want
 	}

@@ -222,3 +222,41 @@ func TestEngineOnNATS(t *testing.T) {
 		t.Fatal("TaskCompleted did not cross NATS")
 	}
 }
+
+// A Local subscriber sees only what its own Bus published; an unfiltered
+// one sees every node's events. Both nodes publish interleaved.
+func TestLocalSubscribersSeeTheirOwnNode(t *testing.T) {
+	ns := embedded(t)
+	a, b := connect(t, ns, "x"), connect(t, ns, "x")
+	if a.Node() == "" || a.Node() == b.Node() {
+		t.Fatalf("nodes %q and %q must be distinct and set", a.Node(), b.Node())
+	}
+	aLocal, err := a.Subscribe(lattice.Filter{Local: true}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bLocal, _ := b.Subscribe(lattice.Filter{Local: true, Types: []string{"Task*"}}, 100)
+	bAll, _ := b.Subscribe(lattice.Filter{}, 100)
+	for i := range 10 {
+		publish(t, a, "TaskCompleted", i)
+		publish(t, b, "TaskCompleted", 100+i)
+	}
+	for i := range 10 {
+		if _, n := receive(t, aLocal); n != i {
+			t.Fatalf("a's local subscriber got %d, want %d", n, i)
+		}
+		if _, n := receive(t, bLocal); n != 100+i {
+			t.Fatalf("b's local subscriber got %d, want %d", n, 100+i)
+		}
+	}
+	for range 20 {
+		receive(t, bAll)
+	}
+	for _, s := range []lattice.Subscription{aLocal, bLocal, bAll} {
+		select {
+		case ev := <-s.Events():
+			t.Fatalf("extra event %v", ev)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
