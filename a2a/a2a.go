@@ -249,8 +249,33 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	public := axocoatl.HTTPRoute{Public: true}
 	private := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes}
 	rpc := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes, TooLarge: func(w http.ResponseWriter, r *http.Request) {
-		writeRPCError(w, nullID, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes))
+		g, _ := negotiate(r.Header.Get(HeaderVersion))
+		writeRPCError(w, nullID, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes), g)
 	}}
+	restRoute := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes, TooLarge: func(w http.ResponseWriter, r *http.Request) {
+		writeRESTError(w, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes))
+	}}
+	// rest guards a REST handler, checks the version and resolves the
+	// per-agent {id} of the path (perAgent).
+	rest := func(perAgent bool) func(func(http.ResponseWriter, *http.Request, string)) http.Handler {
+		return func(fn func(http.ResponseWriter, *http.Request, string)) http.Handler {
+			return e.GuardHTTP(restRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if rerr := restVersion(r); rerr != nil {
+					writeRESTError(w, rerr)
+					return
+				}
+				var agentID string
+				if perAgent {
+					agentID = r.PathValue("id")
+					if _, err := h.eng.Agent(agentID); err != nil {
+						writeRESTError(w, rpcErr(codeInvalidParams, "no agent %q at this endpoint", agentID))
+						return
+					}
+				}
+				fn(w, r, agentID)
+			}))
+		}
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET "+PathAxocoatlCard, e.GuardHTTP(public, http.HandlerFunc(h.serveAxocoatlCard)))
 	mux.Handle("POST "+PathTasks, e.GuardHTTP(private, http.HandlerFunc(h.serveTasks)))
@@ -266,6 +291,8 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	mux.Handle("POST "+PathAgentPrefix+"{id}", e.GuardHTTP(rpc, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.serveJSONRPC(w, r, r.PathValue("id"))
 	})))
+	h.restRoutes(mux, PathJSONRPC, rest(false))
+	h.restRoutes(mux, PathAgentPrefix+"{id}", rest(true))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, "not_found", "no such A2A route")
 	})
