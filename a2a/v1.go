@@ -383,4 +383,3 @@ func messageToV03(m *v1.Message) *a2a.Message {
 	}
 	return out
 }
-
