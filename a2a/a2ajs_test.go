@@ -36,8 +36,8 @@ type jsReport struct {
 		Output  string `json:"output"`
 		History string `json:"history"`
 	} `json:"get"`
-	Stream []jsEvent `json:"stream"`
-	Cancel []jsEvent `json:"cancel"`
+	Stream  []jsEvent `json:"stream"`
+	Cancel  []jsEvent `json:"cancel"`
 	Unknown struct {
 		Chain   []string `json:"chain"`
 		Message string   `json:"message"`
