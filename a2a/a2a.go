@@ -220,8 +220,50 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Paths lists the path patterns ServeHTTP answers (http.ServeMux syntax),
 // for hosts that route each to the Handler rather than a whole prefix.
+// PathJSONRPC + "/" covers the REST binding under /a2a.
 func Paths() []string {
-	return []string{PathAxocoatlCard, PathTasks, PathAgentCard, PathJSONRPC, PathAgentPrefix}
+	return []string{PathAxocoatlCard, PathTasks, PathAgentCard, PathJSONRPC, PathJSONRPC + "/", PathAgentPrefix}
+}
+
+// Route is one door ServeHTTP answers: a method and a path pattern in
+// http.ServeMux syntax ({id} is one segment). Public routes (the cards)
+// need no token.
+type Route struct {
+	Method  string
+	Pattern string
+	Public  bool
+}
+
+// Routes lists every method and pattern ServeHTTP answers, for hosts that
+// mount each route on their own router. Patterns are literal but for
+// {name} segments; the A2A 1.0 REST verbs contain a literal colon
+// (/a2a/message:send), which routers that read ":name" as a parameter must
+// keep literal or route to the Handler by prefix.
+func Routes() []Route {
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	rs := []Route{
+		{get, PathAxocoatlCard, true},
+		{get, PathAgentCard, true},
+		{get, PathAgentPrefix + "{id}" + PathAgentCard, true},
+		{post, PathTasks, false},
+		{post, PathJSONRPC, false},
+		{post, PathAgentPrefix + "{id}", false},
+	}
+	for _, base := range []string{PathJSONRPC, PathAgentPrefix + "{id}"} {
+		rs = append(rs,
+			Route{post, base + "/message:send", false},
+			Route{post, base + "/message:stream", false},
+			Route{get, base + "/tasks", false},
+			Route{get, base + "/tasks/{task}", false},
+			Route{post, base + "/tasks/{task}", false},
+			Route{get, base + "/extendedAgentCard", false},
+			Route{get, base + "/tasks/{task}/pushNotificationConfigs", false},
+			Route{post, base + "/tasks/{task}/pushNotificationConfigs", false},
+			Route{get, base + "/tasks/{task}/pushNotificationConfigs/{config}", false},
+			Route{del, base + "/tasks/{task}/pushNotificationConfigs/{config}", false},
+		)
+	}
+	return rs
 }
 
 // Name, Start and Stop make the Handler an axocoatl.Module.
@@ -293,9 +335,12 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	})))
 	h.restRoutes(mux, PathJSONRPC, rest(false))
 	h.restRoutes(mux, PathAgentPrefix+"{id}", rest(true))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	// Unknown routes are behind the token too: a router that sends a
+	// pattern's whole family here (the daemon's message:verb) answers a
+	// caller without the token 401, like every route it knows.
+	mux.Handle("/", e.GuardHTTP(private, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, "not_found", "no such A2A route")
-	})
+	})))
 	h.routes = mux
 	h.started.Store(true)
 	return nil

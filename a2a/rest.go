@@ -37,9 +37,13 @@ func (h *Handler) restRoutes(mux *http.ServeMux, base string, route func(func(ht
 	mux.Handle("GET "+base+"/tasks", route(h.restList))
 	mux.Handle("GET "+base+"/tasks/{task}", route(h.restTask))
 	mux.Handle("POST "+base+"/tasks/{task}", route(h.restTask))
-	mux.Handle(base+"/tasks/{task}/{rest...}", route(func(w http.ResponseWriter, r *http.Request, _ string) {
+	push := route(func(w http.ResponseWriter, r *http.Request, _ string) {
 		writeRESTError(w, rpcErr(codePushNotSupported, "this agent sends no push notifications; poll GetTask or stream"))
-	}))
+	})
+	mux.Handle("GET "+base+"/tasks/{task}/pushNotificationConfigs", push)
+	mux.Handle("POST "+base+"/tasks/{task}/pushNotificationConfigs", push)
+	mux.Handle("GET "+base+"/tasks/{task}/pushNotificationConfigs/{config}", push)
+	mux.Handle("DELETE "+base+"/tasks/{task}/pushNotificationConfigs/{config}", push)
 	mux.Handle("GET "+base+"/extendedAgentCard", route(func(w http.ResponseWriter, r *http.Request, _ string) {
 		writeRESTError(w, rpcErr(codeExtendedCardNotConfig, "this agent has no extended card"))
 	}))
