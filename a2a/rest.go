@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	a2a "github.com/a2aproject/a2a-go/a2a"
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
@@ -152,7 +151,7 @@ func (h *Handler) restTask(w http.ResponseWriter, r *http.Request, pathAgent str
 		}
 		writeRESTJSON(w, task)
 	case action == "subscribe":
-		t, rerr := h.lookup(a2a.TaskID(id), pathAgent)
+		t, rerr := h.subscribable(v1.TaskID(id), pathAgent)
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return

@@ -66,7 +66,7 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 			h.answer(w, req, nil, rerr)
 			return
 		}
-		t, rerr := h.lookup(a2a.TaskID(q.ID), pathAgent)
+		t, rerr := h.subscribable(q.ID, pathAgent)
 		if rerr != nil {
 			h.answer(w, req, nil, rerr)
 			return
@@ -86,6 +86,21 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 		rerr = rpcErr(codeMethodNotFound, "unknown method %q", req.Method)
 	}
 	h.answer(w, req, result, rerr)
+}
+
+// subscribable looks up a task for SubscribeToTask, which a2a.proto allows
+// only on a task not yet in a terminal state (UnsupportedOperationError
+// otherwise; GetTask reads a finished one). 0.3's tasks/resubscribe still
+// replays a finished task's end.
+func (h *Handler) subscribable(id v1.TaskID, pathAgent string) (*task, *rpcError) {
+	t, rerr := h.lookup(a2a.TaskID(id), pathAgent)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if st := t.view().state; st.Terminal() {
+		return nil, rpcErr(codeUnsupportedOperation, "task %s is already %s: subscribing needs a task still running; read it with GetTask", t.id, stateV1(st))
+	}
+	return t, nil
 }
 
 // v1Name is the 1.0 name of a 0.3 method, for error messages.

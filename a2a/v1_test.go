@@ -195,13 +195,33 @@ func TestV1ClientBothBindings(t *testing.T) {
 				t.Fatalf("stream end after cancel: %#v", last)
 			}
 
-			// SubscribeToTask on a finished task replays its end.
+			// SubscribeToTask follows a running task to its end; on a
+			// finished one it is UnsupportedOperation (a2a.proto).
+			for _, err := range c.SubscribeToTask(ctx, &v1.SubscribeToTaskRequest{ID: first.ID}) {
+				if !errors.Is(err, v1.ErrUnsupportedOperation) {
+					t.Fatalf("SubscribeToTask on a completed task: %v, want ErrUnsupportedOperation", err)
+				}
+			}
+			bg := v1Message("wait", map[string]any{"receiver_id": "slow"})
+			bg.Config = &v1.SendMessageConfig{ReturnImmediately: true}
+			running := v1Send(t, c, bg)
+			if running.Status.State.Terminal() {
+				t.Fatalf("returnImmediately gave a finished task: %s", running.Status.State)
+			}
+			<-f.started
 			var sub []v1.Event
-			for ev, err := range c.SubscribeToTask(ctx, &v1.SubscribeToTaskRequest{ID: first.ID}) {
+			for ev, err := range c.SubscribeToTask(ctx, &v1.SubscribeToTaskRequest{ID: running.ID}) {
 				must(t, err)
 				sub = append(sub, ev)
+				if _, ok := ev.(*v1.Task); ok {
+					_, err := c.CancelTask(ctx, &v1.CancelTaskRequest{ID: running.ID})
+					must(t, err)
+				}
 			}
-			if s, ok := sub[len(sub)-1].(*v1.TaskStatusUpdateEvent); !ok || s.Status.State != v1.TaskStateCompleted {
+			if len(sub) != 2 {
+				t.Fatalf("subscribe events: %#v", sub)
+			}
+			if s, ok := sub[1].(*v1.TaskStatusUpdateEvent); !ok || s.Status.State != v1.TaskStateCanceled {
 				t.Fatalf("subscribe end: %#v", sub)
 			}
 
