@@ -1,24 +1,31 @@
 // Package a2a lets other agents reach an Engine's agents over A2A.
 //
 // A Handler serves two surfaces, both as plain http.Handlers a host mounts on
-// its own mux (Mount registers them on an http.ServeMux):
+// its own mux ([Paths] and [Routes] list what it answers):
 //
 //   - the Axocoatl surface: GET /.well-known/agent.json (this instance and its
 //     agents) and POST /a2a/tasks (one task addressed by receiver_id, answered
 //     with its result);
-//   - the standard A2A 0.3 JSON-RPC binding, so unmodified A2A clients (a2a-go,
-//     a2a-python) work: the agent card at /.well-known/agent-card.json, and
-//     POST /a2a with message/send, message/stream (SSE), tasks/get,
-//     tasks/cancel and tasks/resubscribe; each agent is also its own endpoint
-//     at /a2a/agents/{id} with its own card.
+//   - standard A2A, both generations on the same URLs, so unmodified A2A
+//     clients work: the agent card at /.well-known/agent-card.json (the 0.3
+//     members and the 1.0 supportedInterfaces), and POST /a2a. The
+//     A2A-Version header picks the generation: none (or 0.3) is the A2A 0.3
+//     JSON-RPC binding (message/send, message/stream, tasks/get,
+//     tasks/cancel, tasks/resubscribe); 1.0 is A2A 1.0 (SendMessage,
+//     SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask),
+//     also on its HTTP+JSON binding under /a2a (POST /a2a/message:send, GET
+//     /a2a/tasks/{id}, ...); any other version is -32009. Each agent is also
+//     its own endpoint at /a2a/agents/{id} with its own card.
 //
 // Every task from either surface runs through Engine.ExecuteRequest with
 // Source a2a, so it publishes the same lattice events as any other door.
-// JSON-RPC tasks are kept in a bounded store so tasks/get works after they end.
+// Standard A2A tasks of both generations are kept in one bounded store, so
+// GetTask and tasks/get work after they end, whichever generation sent them.
 //
-// The wire types are those of github.com/a2aproject/a2a-go; the JSON-RPC
-// handling is our own, because the reference server's event queues and task
-// store cost far more than the protocol itself (see bench/README.md, "A2A").
+// The wire types are those of github.com/a2aproject/a2a-go (0.3) and
+// github.com/a2aproject/a2a-go/v2 (1.0); the handling is our own, because
+// the reference servers' event queues and task stores cost far more than the
+// protocol itself (see bench/README.md, "A2A" and "A2A 1.0").
 package a2a
 
 import (
@@ -58,7 +65,8 @@ const (
 	PathAgentPrefix  = "/a2a/agents/" // + {id}, and {id} + PathAgentCard
 )
 
-// ProtocolVersion is the A2A protocol version the JSON-RPC binding speaks.
+// ProtocolVersion is the A2A 0.3 version the card's 0.3 members name; see
+// also [ProtocolVersion1].
 const ProtocolVersion = "0.3.0"
 
 // Errors.
@@ -78,8 +86,9 @@ type Config struct {
 	Description string `yaml:"description"`
 	// Version advertised in the cards. Zero: "0.1.0".
 	Version string `yaml:"version"`
-	// MaxTasks bounds how many JSON-RPC tasks are kept for tasks/get; the
-	// oldest finished ones go first. Zero: 1000.
+	// MaxTasks bounds how many standard A2A tasks (both generations) are
+	// kept for tasks/get, GetTask and ListTasks; the oldest finished ones go
+	// first. Zero: 1000.
 	MaxTasks int `yaml:"max_tasks"`
 	// TaskTTL is how long a finished task stays retrievable. Zero: 1h.
 	TaskTTL time.Duration `yaml:"task_ttl"`
@@ -87,12 +96,12 @@ type Config struct {
 	// Zero: 64 MiB.
 	MaxStoreBytes int64 `yaml:"max_store_bytes"`
 	// MaxBodyBytes bounds a request body: a declared larger body gets 413,
-	// a chunked one that grows past it 413 on /a2a/tasks and a JSON-RPC
-	// error on /a2a. Zero: 1 MiB.
+	// a chunked one that grows past it 413 on /a2a/tasks and the REST
+	// binding and a JSON-RPC error on /a2a. Zero: 1 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
-	// MaxBackgroundTasks bounds runs started by non-blocking message/send
-	// (configuration.blocking false) that are still going; beyond it such
-	// requests are refused. Zero: 1000.
+	// MaxBackgroundTasks bounds runs started by non-blocking sends (0.3
+	// configuration.blocking false, 1.0 returnImmediately true) that are
+	// still going; beyond it such requests are refused. Zero: 1000.
 	MaxBackgroundTasks int `yaml:"max_background_tasks"`
 	// StreamKeepAlive is how often a silent SSE stream (message/stream,
 	// tasks/resubscribe) gets a keep-alive comment, so proxies keep it open.
@@ -201,9 +210,13 @@ func New(cfg Config) (*Handler, error) {
 //	GET  /.well-known/agent.json                      Axocoatl card
 //	POST /a2a/tasks                                   Axocoatl task intake
 //	GET  /.well-known/agent-card.json                 A2A card (all agents)
-//	POST /a2a                                         A2A JSON-RPC
+//	POST /a2a                                         A2A JSON-RPC (0.3 or 1.0)
+//	POST /a2a/message:send, /a2a/message:stream       A2A 1.0 REST
+//	GET  /a2a/tasks, /a2a/tasks/{id}                  A2A 1.0 REST
+//	POST /a2a/tasks/{id}:cancel, {id}:subscribe       A2A 1.0 REST
 //	GET  /a2a/agents/{id}/.well-known/agent-card.json A2A card of one agent
 //	POST /a2a/agents/{id}                             A2A JSON-RPC to one agent
+//	     /a2a/agents/{id}/message:send, ...           A2A 1.0 REST to one agent
 //
 // Cards carry absolute URLs built from the Engine's PublicURL (else the
 // request's Host) and the mount prefix. A2A clients look for the card at
@@ -220,8 +233,50 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Paths lists the path patterns ServeHTTP answers (http.ServeMux syntax),
 // for hosts that route each to the Handler rather than a whole prefix.
+// PathJSONRPC + "/" covers the REST binding under /a2a.
 func Paths() []string {
-	return []string{PathAxocoatlCard, PathTasks, PathAgentCard, PathJSONRPC, PathAgentPrefix}
+	return []string{PathAxocoatlCard, PathTasks, PathAgentCard, PathJSONRPC, PathJSONRPC + "/", PathAgentPrefix}
+}
+
+// Route is one door ServeHTTP answers: a method and a path pattern in
+// http.ServeMux syntax ({id} is one segment). Public routes (the cards)
+// need no token.
+type Route struct {
+	Method  string
+	Pattern string
+	Public  bool
+}
+
+// Routes lists every method and pattern ServeHTTP answers, for hosts that
+// mount each route on their own router. Patterns are literal but for
+// {name} segments; the A2A 1.0 REST verbs contain a literal colon
+// (/a2a/message:send), which routers that read ":name" as a parameter must
+// keep literal or route to the Handler by prefix.
+func Routes() []Route {
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	rs := []Route{
+		{get, PathAxocoatlCard, true},
+		{get, PathAgentCard, true},
+		{get, PathAgentPrefix + "{id}" + PathAgentCard, true},
+		{post, PathTasks, false},
+		{post, PathJSONRPC, false},
+		{post, PathAgentPrefix + "{id}", false},
+	}
+	for _, base := range []string{PathJSONRPC, PathAgentPrefix + "{id}"} {
+		rs = append(rs,
+			Route{post, base + "/message:send", false},
+			Route{post, base + "/message:stream", false},
+			Route{get, base + "/tasks", false},
+			Route{get, base + "/tasks/{task}", false},
+			Route{post, base + "/tasks/{task}", false},
+			Route{get, base + "/extendedAgentCard", false},
+			Route{get, base + "/tasks/{task}/pushNotificationConfigs", false},
+			Route{post, base + "/tasks/{task}/pushNotificationConfigs", false},
+			Route{get, base + "/tasks/{task}/pushNotificationConfigs/{config}", false},
+			Route{del, base + "/tasks/{task}/pushNotificationConfigs/{config}", false},
+		)
+	}
+	return rs
 }
 
 // Name, Start and Stop make the Handler an axocoatl.Module.
@@ -249,8 +304,33 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	public := axocoatl.HTTPRoute{Public: true}
 	private := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes}
 	rpc := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes, TooLarge: func(w http.ResponseWriter, r *http.Request) {
-		writeRPCError(w, nullID, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes))
+		g, _ := negotiate(r.Header.Get(HeaderVersion))
+		writeRPCError(w, nullID, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes), g)
 	}}
+	restRoute := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes, TooLarge: func(w http.ResponseWriter, r *http.Request) {
+		writeRESTError(w, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes))
+	}}
+	// rest guards a REST handler, checks the version and resolves the
+	// per-agent {id} of the path (perAgent).
+	rest := func(perAgent bool) func(func(http.ResponseWriter, *http.Request, string)) http.Handler {
+		return func(fn func(http.ResponseWriter, *http.Request, string)) http.Handler {
+			return e.GuardHTTP(restRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if rerr := restVersion(r); rerr != nil {
+					writeRESTError(w, rerr)
+					return
+				}
+				var agentID string
+				if perAgent {
+					agentID = r.PathValue("id")
+					if _, err := h.eng.Agent(agentID); err != nil {
+						writeRESTError(w, rpcErr(codeInvalidParams, "no agent %q at this endpoint", agentID))
+						return
+					}
+				}
+				fn(w, r, agentID)
+			}))
+		}
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET "+PathAxocoatlCard, e.GuardHTTP(public, http.HandlerFunc(h.serveAxocoatlCard)))
 	mux.Handle("POST "+PathTasks, e.GuardHTTP(private, http.HandlerFunc(h.serveTasks)))
@@ -266,9 +346,14 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	mux.Handle("POST "+PathAgentPrefix+"{id}", e.GuardHTTP(rpc, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.serveJSONRPC(w, r, r.PathValue("id"))
 	})))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	h.restRoutes(mux, PathJSONRPC, rest(false))
+	h.restRoutes(mux, PathAgentPrefix+"{id}", rest(true))
+	// Unknown routes are behind the token too: a router that sends a
+	// pattern's whole family here (the daemon's message:verb) answers a
+	// caller without the token 401, like every route it knows.
+	mux.Handle("/", e.GuardHTTP(private, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, "not_found", "no such A2A route")
-	})
+	})))
 	h.routes = mux
 	h.started.Store(true)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	a2a "github.com/a2aproject/a2a-go/a2a"
+	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
@@ -65,13 +66,14 @@ func (h *Handler) serveAgentCard(w http.ResponseWriter, r *http.Request, agentID
 		if info.Description != "" {
 			card.Description = info.Description
 		}
-		writeCard(w, card)
+		h.writeDualCard(w, card)
 		return
 	}
-	writeCard(w, h.card(base+PathJSONRPC, h.eng.Agents()))
+	h.writeDualCard(w, h.card(base+PathJSONRPC, h.eng.Agents()))
 }
 
-// card builds a standard A2A 0.3 card whose JSON-RPC endpoint is url.
+// card builds the standard A2A 0.3 card whose JSON-RPC endpoint is url;
+// writeDualCard adds what A2A 1.0 readers need.
 func (h *Handler) card(url string, agents []axocoatl.AgentInfo) *a2a.AgentCard {
 	card := &a2a.AgentCard{
 		Name:               h.cfg.Name,
@@ -100,14 +102,54 @@ func (h *Handler) card(url string, agents []axocoatl.AgentInfo) *a2a.AgentCard {
 			Tags:        []string{"agent", a.ID},
 		})
 	}
-	if !h.eng.HTTP().APIToken.IsZero() {
-		card.SecuritySchemes = a2a.NamedSecuritySchemes{
-			"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "bearer", Description: "Authorization: Bearer <api_token>"},
-			"apiKey": a2a.APIKeySecurityScheme{In: a2a.APIKeySecuritySchemeInHeader, Name: "X-API-Key", Description: "the api_token"},
-		}
-		card.Security = []a2a.SecurityRequirements{{"bearer": a2a.SecuritySchemeScopes{}}, {"apiKey": a2a.SecuritySchemeScopes{}}}
-	}
 	return card
+}
+
+// v1CardFields are the members an A2A 1.0 reader needs beside the 0.3 card:
+// supportedInterfaces (JSON-RPC and HTTP+JSON at the same URL, version 1.0;
+// @a2a-js/sdk picks its transport from them and refuses a card without),
+// and, with a token, the security schemes in a shape both generations read.
+type v1CardFields struct {
+	SupportedInterfaces  []*v1.AgentInterface           `json:"supportedInterfaces"`
+	SecuritySchemes      map[string]map[string]any      `json:"securitySchemes,omitempty"`
+	Security             []map[string][]string          `json:"security,omitempty"`
+	SecurityRequirements v1.SecurityRequirementsOptions `json:"securityRequirements,omitempty"`
+}
+
+// writeDualCard writes card (0.3, whose Security fields are empty) with the
+// 1.0 members added. Each security scheme carries the 0.3 members (type,
+// scheme, in, name: a2a-go v0.3 and @a2a-js/sdk read these) and the 1.0
+// oneof member (httpAuthSecurityScheme, apiKeySecurityScheme: a2a-go/v2
+// reads these); every reader ignores the other generation's keys.
+func (h *Handler) writeDualCard(w http.ResponseWriter, card *a2a.AgentCard) {
+	extra := v1CardFields{SupportedInterfaces: []*v1.AgentInterface{
+		{URL: card.URL, ProtocolBinding: v1.TransportProtocolJSONRPC, ProtocolVersion: ProtocolVersion1},
+		{URL: card.URL, ProtocolBinding: v1.TransportProtocolHTTPJSON, ProtocolVersion: ProtocolVersion1},
+	}}
+	if !h.eng.HTTP().APIToken.IsZero() {
+		const bearerDesc, keyDesc = "Authorization: Bearer <api_token>", "the api_token"
+		extra.SecuritySchemes = map[string]map[string]any{
+			"bearer": {"type": "http", "scheme": "bearer", "description": bearerDesc,
+				"httpAuthSecurityScheme": map[string]any{"scheme": "bearer", "description": bearerDesc}},
+			"apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key", "description": keyDesc,
+				"apiKeySecurityScheme": map[string]any{"location": "header", "name": "X-API-Key", "description": keyDesc}},
+		}
+		extra.Security = []map[string][]string{{"bearer": {}}, {"apiKey": {}}}
+		extra.SecurityRequirements = v1.SecurityRequirementsOptions{{"bearer": {}}, {"apiKey": {}}}
+	}
+	b03, err := json.Marshal(card)
+	if err == nil {
+		var b10 []byte
+		b10, err = json.Marshal(extra)
+		if err == nil {
+			b03 = append(append(b03[:len(b03)-1], ','), b10[1:]...)
+		}
+	}
+	if err != nil {
+		writeHTTPError(w, http.StatusInternalServerError, "internal", "encoding the card failed")
+		return
+	}
+	writeCard(w, json.RawMessage(b03))
 }
 
 func writeCard(w http.ResponseWriter, card any) {

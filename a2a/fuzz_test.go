@@ -45,7 +45,11 @@ func fuzzHandler(f *testing.F) *Handler {
 
 // checkRPCReply insists on a JSON-RPC 2.0 response object: an id, exactly
 // one of result and error, result objects with a kind, error.data an object.
-func checkRPCReply(b []byte) error {
+func checkRPCReply(b []byte) error { return checkReply(b, gen03) }
+
+// checkReply is checkRPCReply for generation g: in 1.0 error.data is a list
+// and a result is an object without kind (a stream event has one member).
+func checkReply(b []byte, g generation) error {
 	var r struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -72,8 +76,21 @@ func checkRPCReply(b []byte) error {
 		if r.Error.Code == nil || r.Error.Message == nil {
 			return fmt.Errorf("error without code or message")
 		}
+		if g == gen10 {
+			if len(r.Error.Data) == 0 || r.Error.Data[0] != '[' {
+				return fmt.Errorf("1.0 error.data is not a list")
+			}
+			return nil
+		}
 		if len(r.Error.Data) > 0 && r.Error.Data[0] != '{' {
 			return fmt.Errorf("error.data is not an object")
+		}
+		return nil
+	}
+	if g == gen10 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(r.Result, &obj); err != nil || len(obj) == 0 || obj["kind"] != nil {
+			return fmt.Errorf("1.0 result is no object, or has kind")
 		}
 		return nil
 	}
@@ -127,6 +144,63 @@ func FuzzJSONRPC(f *testing.F) {
 			if err := checkRPCReply(w.Body.Bytes()); err != nil {
 				t.Fatalf("%v: %s", err, w.Body.Bytes())
 			}
+		}
+	})
+}
+
+// FuzzV1 sends the same body as an A2A 1.0 JSON-RPC request and as a REST
+// message:send: every answer is well-formed in its binding's shape.
+func FuzzV1(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":0,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"s","method":"SendStreamingMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":[1,{"a":2}]}],"metadata":{"receiver_id":"other"}}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":1,"pageToken":"3"}}`))
+	f.Add([]byte(`{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"raw":"aGk=","mediaType":"text/plain"}]}}`))
+	h := fuzzHandler(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/a2a", bytes.NewReader(body))
+		r.Host = "127.0.0.1"
+		r.Header.Set(HeaderVersion, "1.0")
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			t.Fatalf("JSON-RPC: HTTP %d", w.Code)
+		}
+		if w.Header().Get("Content-Type") == "text/event-stream" {
+			sc := bufio.NewScanner(w.Body)
+			for sc.Scan() {
+				if data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: ")); ok {
+					if err := checkReply(data, gen10); err != nil {
+						t.Fatalf("%v: %s", err, data)
+					}
+				}
+			}
+		} else if err := checkReply(w.Body.Bytes(), gen10); err != nil {
+			t.Fatalf("%v: %s", err, w.Body.Bytes())
+		}
+
+		w = httptest.NewRecorder()
+		r = httptest.NewRequest(http.MethodPost, "/a2a/message:send", bytes.NewReader(body))
+		r.Host = "127.0.0.1"
+		h.ServeHTTP(w, r)
+		var reply struct {
+			Task  json.RawMessage `json:"task"`
+			Error *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+				Details []struct {
+					Reason string `json:"reason"`
+				} `json:"details"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &reply); err != nil || !utf8.Valid(w.Body.Bytes()) {
+			t.Fatalf("REST: HTTP %d, body not JSON: %q", w.Code, w.Body.Bytes())
+		}
+		switch {
+		case w.Code == http.StatusOK && len(reply.Task) > 0 && reply.Error == nil:
+		case w.Code >= 400 && reply.Error != nil && reply.Error.Code == w.Code && reply.Error.Message != "" &&
+			len(reply.Error.Details) == 1 && reply.Error.Details[0].Reason != "":
+		default:
+			t.Fatalf("REST: HTTP %d, malformed answer %s", w.Code, w.Body.Bytes())
 		}
 	})
 }

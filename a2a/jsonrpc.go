@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	a2a "github.com/a2aproject/a2a-go/a2a"
@@ -43,6 +42,8 @@ const (
 	codeUnsupportedContentType = -32005
 	codeInvalidAgentResponse   = -32006
 	codeExtendedCardNotConfig  = -32007
+	codeExtensionRequired      = -32008 // A2A 1.0
+	codeVersionNotSupported    = -32009 // A2A 1.0
 )
 
 // Limits that keep every SSE data line under the 64 KiB a default
@@ -109,11 +110,22 @@ func codeMessage(code int) string {
 	return a2a.ErrInternalError.Error()
 }
 
-// appendJSON appends e as a JSON-RPC error object.
-func (e *rpcError) appendJSON(b []byte) []byte {
+// appendJSON appends e as a JSON-RPC error object of generation g. In 0.3
+// the detail travels as error.data.error (a2a-go v0.3's client folds it into
+// its error); in 1.0 error.data is a list of google.rpc details, and both
+// 1.0 SDKs drop it, so the detail goes into the message and data carries
+// only the ErrorInfo with the 1.0 reason.
+func (e *rpcError) appendJSON(b []byte, g generation) []byte {
 	b = append(b, `{"code":`...)
 	b = strconv.AppendInt(b, int64(e.Code), 10)
 	b = append(b, `,"message":`...)
+	if g == gen10 {
+		b = appendString(b, e.v1Message())
+		b = append(b, `,"data":[`...)
+		b = appendErrorInfo(b, reasonOf(e.Code))
+		b = append(b, ']')
+		return append(b, '}')
+	}
 	b = appendString(b, e.Message)
 	if e.Detail != "" {
 		b = append(b, `,"data":{"error":`...)
@@ -134,6 +146,8 @@ type rpcRequest struct {
 	Method  string          `json:"method"`
 	Params  json.RawMessage `json:"params"`
 	ID      json.RawMessage `json:"id"`
+
+	gen generation // from the A2A-Version header, not the body
 }
 
 var nullID = json.RawMessage("null")
@@ -205,16 +219,6 @@ func usableID(raw json.RawMessage) (json.RawMessage, bool) {
 	return raw, true
 }
 
-// checkVersion refuses clients of another A2A major version with a precise
-// error; A2A 1.0 clients send the header, 0.3 clients usually none.
-func checkVersion(v string) *rpcError {
-	v = strings.TrimSpace(v)
-	if v == "" || v == "0.3" || strings.HasPrefix(v, "0.3.") {
-		return nil
-	}
-	return rpcErr(codeInvalidRequest, "A2A-Version %q is not supported: this endpoint speaks A2A %s", cut(v, 32), ProtocolVersion)
-}
-
 // decodeParams unmarshals params into v; params are required.
 func decodeParams(raw json.RawMessage, v any) *rpcError {
 	if len(raw) == 0 || bytes.Equal(raw, nullID) {
@@ -227,25 +231,29 @@ func decodeParams(raw json.RawMessage, v any) *rpcError {
 }
 
 // serveJSONRPC answers POST /a2a (agentID "") and POST /a2a/agents/{id}
-// (agentID the {id}). Every answer is HTTP 200; failures are JSON-RPC
-// errors, as A2A clients require. The Engine's guard has checked the caller.
+// (agentID the {id}) in the generation the A2A-Version header names: none
+// (or 0.3) is A2A 0.3, 1.0 is A2A 1.0, anything else -32009. Every answer is
+// HTTP 200; failures are JSON-RPC errors, as A2A clients require. The
+// Engine's guard has checked the caller.
 func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID string) {
+	g, verr := negotiate(r.Header.Get(HeaderVersion))
 	body, err := h.readBody(w, r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeRPCError(w, nullID, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", tooBig.Limit))
+			writeRPCError(w, nullID, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", tooBig.Limit), g)
 			return
 		}
-		writeRPCError(w, nullID, rpcErr(codeParseError, "reading body: %v", err))
+		writeRPCError(w, nullID, rpcErr(codeParseError, "reading body: %v", err), g)
 		return
 	}
 	req, rerr := decodeRequest(body)
+	req.gen = g
 	if rerr == nil {
-		rerr = checkVersion(r.Header.Get("A2A-Version"))
+		rerr = verr
 	}
 	if rerr != nil {
-		writeRPCError(w, req.ID, rerr)
+		writeRPCError(w, req.ID, rerr, g)
 		return
 	}
 	pathAgent := agentID
@@ -254,6 +262,10 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 			h.answer(w, req, nil, rpcErr(codeInvalidParams, "no agent %q at this endpoint", pathAgent))
 			return
 		}
+	}
+	if g == gen10 {
+		h.serveV1(w, r, req, pathAgent)
+		return
 	}
 
 	var result any
@@ -275,6 +287,10 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 	case methodExtendedCard:
 		rerr = rpcErr(codeExtendedCardNotConfig, "")
 	default:
+		if isV1Method(req.Method) {
+			rerr = rpcErr(codeMethodNotFound, "%q is an A2A 1.0 method: send the header %s: 1.0 (without it this endpoint speaks A2A 0.3)", req.Method, HeaderVersion)
+			break
+		}
 		rerr = rpcErr(codeMethodNotFound, "unknown method %q", req.Method)
 	}
 	h.answer(w, req, result, rerr)
@@ -283,34 +299,43 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 // answer writes a result or an error. Streaming methods answer errors as a
 // single SSE event, because SSE clients look for data lines only.
 func (h *Handler) answer(w http.ResponseWriter, req rpcRequest, result any, rerr *rpcError) {
-	if req.Method == methodMessageStream || req.Method == methodTasksResubscribe {
+	if isStreamMethod(req.Method) {
 		if rerr != nil {
 			s := newSSE(w)
-			s.send(req.ID, nil, rerr)
+			s.send(req.ID, nil, rerr, req.gen)
 			return
 		}
 	}
 	if rerr != nil {
-		writeRPCError(w, req.ID, rerr)
+		writeRPCError(w, req.ID, rerr, req.gen)
 		return
 	}
-	b, err := encodeResponse(req.ID, result, nil)
+	b, err := encodeResponse(req.ID, result, nil, req.gen)
 	if err != nil {
 		h.log.Error("a2a: encoding response", "method", req.Method, "error", err)
-		writeRPCError(w, req.ID, rpcErr(codeInternalError, "encoding the result failed"))
+		writeRPCError(w, req.ID, rpcErr(codeInternalError, "encoding the result failed"), req.gen)
 		return
 	}
 	writeJSON(w, b)
 }
 
-// encodeResponse builds {"jsonrpc":"2.0","id":…,"result"|"error":…}.
-func encodeResponse(id json.RawMessage, result any, rerr *rpcError) ([]byte, error) {
+func isStreamMethod(m string) bool {
+	switch m {
+	case methodMessageStream, methodTasksResubscribe, methodV1MessageStream, methodV1Subscribe:
+		return true
+	}
+	return false
+}
+
+// encodeResponse builds {"jsonrpc":"2.0","id":…,"result"|"error":…}, an
+// error in the shape of generation g.
+func encodeResponse(id json.RawMessage, result any, rerr *rpcError, g generation) ([]byte, error) {
 	b := make([]byte, 0, 512)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
 	if rerr != nil {
 		b = append(b, `,"error":`...)
-		b = rerr.appendJSON(b)
+		b = rerr.appendJSON(b, g)
 	} else {
 		res, err := json.Marshal(result)
 		if err != nil {
@@ -322,8 +347,8 @@ func encodeResponse(id json.RawMessage, result any, rerr *rpcError) ([]byte, err
 	return append(b, '}'), nil
 }
 
-func writeRPCError(w http.ResponseWriter, id json.RawMessage, rerr *rpcError) {
-	b, _ := encodeResponse(id, nil, rerr) // errors always encode
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, rerr *rpcError, g generation) {
+	b, _ := encodeResponse(id, nil, rerr, g) // errors always encode
 	writeJSON(w, b)
 }
 

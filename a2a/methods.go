@@ -11,6 +11,7 @@ import (
 	"time"
 
 	a2a "github.com/a2aproject/a2a-go/a2a"
+	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -20,6 +21,32 @@ import (
 // for. Without it the per-agent URL decides, else the first agent.
 const ReceiverKey = "receiver_id"
 
+// sendRequest is a message/send (0.3) or SendMessage (1.0) reduced to what
+// running it needs; exactly one of msg03 and msg10 is set.
+type sendRequest struct {
+	msg03    *a2a.Message
+	msg10    *v1.Message
+	reqMeta  map[string]any // the request's metadata (receiver_id may be there)
+	blocking bool
+	history  int // < 0: all
+	modes    []string
+	push     bool  // a push config was given
+	size     int64 // bytes of the request, for the store's bound
+}
+
+func sendFromV03(p *a2a.MessageSendParams, size int64) *sendRequest {
+	sr := &sendRequest{msg03: p.Message, reqMeta: p.Metadata, blocking: true, history: -1, size: size}
+	if c := p.Config; c != nil {
+		sr.blocking = c.Blocking == nil || *c.Blocking
+		if c.HistoryLength != nil {
+			sr.history = max(*c.HistoryLength, 0)
+		}
+		sr.modes = c.AcceptedOutputModes
+		sr.push = c.PushConfig != nil
+	}
+	return sr
+}
+
 // messageSend answers message/send: the task runs to its end in this
 // goroutine unless the client asked for configuration.blocking false.
 func (h *Handler) messageSend(raw json.RawMessage, pathAgent string) (any, *rpcError) {
@@ -27,111 +54,142 @@ func (h *Handler) messageSend(raw json.RawMessage, pathAgent string) (any, *rpcE
 	if rerr := decodeParams(raw, &p); rerr != nil {
 		return nil, rerr
 	}
-	blocking := p.Config == nil || p.Config.Blocking == nil || *p.Config.Blocking
+	sr := sendFromV03(&p, int64(len(raw)))
+	t, rerr := h.send(sr, pathAgent)
+	if rerr != nil {
+		return nil, rerr
+	}
+	return t.snapshot(sr.history, true), nil
+}
+
+// send starts the task of sr; a blocking one has ended when send returns,
+// a non-blocking one runs on, detached and bounded.
+func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
 	if err := h.join(); err != nil {
 		return nil, rpcErr(codeInternalError, "%v", err)
 	}
 	defer h.runs.Done()
-	if !blocking {
+	if !sr.blocking {
 		select {
 		case h.background <- struct{}{}:
 		default:
 			return nil, rpcErr(codeServerError, "too many background tasks (%d); retry later or send blocking", cap(h.background))
 		}
 	}
-	t, ctx, rerr := h.startTask(&p, pathAgent, int64(len(raw)))
+	t, ctx, rerr := h.startTask(sr, pathAgent)
 	if rerr != nil {
-		if !blocking {
+		if !sr.blocking {
 			<-h.background
 		}
 		return nil, rerr
 	}
-	if blocking {
+	if sr.blocking {
 		h.execute(ctx, t)
-		return t.snapshot(historyLength(p.Config), true), nil
+		return t, nil
 	}
 	if err := h.join(); err != nil { // Close began: the run would be orphaned
 		<-h.background
 		t.cancelRun()
 		t.finish(a2a.TaskStateCanceled, "", "server shutting down")
-		return t.snapshot(historyLength(p.Config), true), nil
+		return t, nil
 	}
 	go func() {
 		defer h.runs.Done()
 		defer func() { <-h.background }()
 		h.execute(ctx, t)
 	}()
-	return t.snapshot(historyLength(p.Config), true), nil
-}
-
-func historyLength(c *a2a.MessageSendConfig) int {
-	if c == nil || c.HistoryLength == nil {
-		return -1
-	}
-	return max(*c.HistoryLength, 0)
+	return t, nil
 }
 
 // startTask validates a message, picks its agent and stores a new submitted
 // task. ctx is the run's context, ended by tasks/cancel or Close.
-func (h *Handler) startTask(p *a2a.MessageSendParams, pathAgent string, size int64) (*task, context.Context, *rpcError) {
-	msg := p.Message
-	if msg == nil {
+func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.Context, *rpcError) {
+	var (
+		taskID, contextID, msgID string
+		msgMeta                  map[string]any
+		nParts                   int
+	)
+	switch {
+	case sr.msg03 != nil:
+		m := sr.msg03
+		taskID, contextID, msgID, msgMeta, nParts = string(m.TaskID), m.ContextID, m.ID, m.Metadata, len(m.Parts)
+	case sr.msg10 != nil:
+		m := sr.msg10
+		taskID, contextID, msgID, msgMeta, nParts = string(m.TaskID), m.ContextID, m.ID, m.Metadata, len(m.Parts)
+		if m.Role != v1.MessageRoleUser && m.Role != v1.MessageRoleAgent && m.Role != v1.MessageRoleUnspecified {
+			return nil, nil, rpcErr(codeInvalidParams, "message.role %q is not an A2A 1.0 role: use ROLE_USER or ROLE_AGENT", cut(string(m.Role), 32))
+		}
+	default:
 		return nil, nil, rpcErr(codeInvalidParams, "message is required")
 	}
-	if len(msg.Parts) == 0 {
+	if nParts == 0 {
 		return nil, nil, rpcErr(codeInvalidParams, "message.parts must not be empty")
 	}
-	if p.Config != nil {
-		if p.Config.PushConfig != nil {
-			return nil, nil, rpcErr(codePushNotSupported, "")
-		}
-		if !acceptsText(p.Config.AcceptedOutputModes) {
-			return nil, nil, rpcErr(codeUnsupportedContentType, "agents answer text/plain; acceptedOutputModes %v excludes it", p.Config.AcceptedOutputModes)
-		}
+	if sr.push {
+		return nil, nil, rpcErr(codePushNotSupported, "")
 	}
-	if msg.TaskID != "" {
-		prev := h.store.get(msg.TaskID)
+	if !acceptsText(sr.modes) {
+		return nil, nil, rpcErr(codeUnsupportedContentType, "agents answer text/plain; acceptedOutputModes %v excludes it", sr.modes)
+	}
+	if taskID != "" {
+		prev := h.store.get(a2a.TaskID(taskID))
 		if prev == nil || (pathAgent != "" && prev.agentID != pathAgent) {
-			return nil, nil, rpcErr(codeTaskNotFound, "task %q", msg.TaskID)
+			return nil, nil, rpcErr(codeTaskNotFound, "task %q", taskID)
 		}
 		if st := prev.view().state; st.Terminal() {
-			return nil, nil, rpcErr(codeInvalidParams, "task %s is %s and takes no more messages; omit taskId to start a new task", msg.TaskID, st)
+			return nil, nil, rpcErr(codeInvalidParams, "task %s is %s and takes no more messages; omit taskId to start a new task", taskID, st)
 		}
-		return nil, nil, rpcErr(codeUnsupportedOperation, "task %s is still working; its agent does not take further input", msg.TaskID)
+		return nil, nil, rpcErr(codeUnsupportedOperation, "task %s is still working; its agent does not take further input", taskID)
 	}
-	agentID, rerr := h.selectAgent(msg, p.Metadata, pathAgent)
+	agentID, rerr := h.selectAgent(msgMeta, sr.reqMeta, pathAgent)
 	if rerr != nil {
 		return nil, nil, rerr
 	}
-	input, err := renderParts(msg.Parts)
+	var input string
+	var err error
+	if sr.msg03 != nil {
+		input, err = renderParts(sr.msg03.Parts)
+	} else {
+		input, err = renderPartsV1(sr.msg10.Parts)
+	}
 	if err != nil {
 		return nil, nil, rpcErr(codeInvalidParams, "%v", err)
 	}
 
 	now := time.Now()
 	id := a2a.TaskID(lattice.NewID(now))
-	contextID := msg.ContextID
 	if contextID == "" {
 		contextID = lattice.NewID(now)
 	}
-	stored := *msg
-	stored.TaskID, stored.ContextID = id, contextID
-	if stored.ID == "" {
-		stored.ID = string(id) + "-input"
+	if msgID == "" {
+		msgID = string(id) + "-input"
 	}
-	if stored.Role == a2a.MessageRoleUnspecified {
-		stored.Role = a2a.MessageRoleUser
+	var stored storedMessage
+	if sr.msg03 != nil {
+		m := *sr.msg03
+		m.TaskID, m.ContextID, m.ID = id, contextID, msgID
+		if m.Role == a2a.MessageRoleUnspecified {
+			m.Role = a2a.MessageRoleUser
+		}
+		stored.v03 = &m
+	} else {
+		m := *sr.msg10
+		m.TaskID, m.ContextID, m.ID = v1.TaskID(id), contextID, msgID
+		if m.Role == v1.MessageRoleUnspecified {
+			m.Role = v1.MessageRoleUser
+		}
+		stored.v10 = &m
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
-	t := newTask(id, contextID, agentID, &stored, input, cancel)
-	h.store.add(t, size+int64(len(input)))
+	t := newTask(id, contextID, agentID, stored, input, cancel)
+	h.store.add(t, sr.size+int64(len(input)))
 	return t, ctx, nil
 }
 
 // selectAgent: message.metadata.receiver_id (or the request's), else the
 // agent of the per-agent URL, else the first agent.
-func (h *Handler) selectAgent(msg *a2a.Message, reqMeta map[string]any, pathAgent string) (string, *rpcError) {
-	id, rerr := receiverOf(msg.Metadata)
+func (h *Handler) selectAgent(msgMeta, reqMeta map[string]any, pathAgent string) (string, *rpcError) {
+	id, rerr := receiverOf(msgMeta)
 	if rerr == nil && id == "" {
 		id, rerr = receiverOf(reqMeta)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	a2a "github.com/a2aproject/a2a-go/a2a"
+	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // outputArtifactID names the one artifact a task produces: the agent's output.
@@ -17,17 +18,19 @@ type task struct {
 	id        a2a.TaskID
 	contextID string
 	agentID   string
-	msg       *a2a.Message // the user message, with taskId and contextId filled in
-	input     string       // msg rendered to text for the model
+	msg       storedMessage // the user message, with taskId and contextId filled in
+	input     string        // msg rendered to text for the model
 
 	// cancelRun ends the run's context; done is closed when the task reaches
 	// a terminal state (which may come before the run has unwound).
 	cancelRun context.CancelFunc
 	done      chan struct{}
 
-	// elem and size belong to the store and are guarded by its mutex.
+	// elem, size and seq belong to the store and are guarded by its mutex;
+	// seq orders tasks by creation (ListTasks pages by it).
 	elem *list.Element
 	size int64
+	seq  uint64
 
 	mu      sync.Mutex
 	state   a2a.TaskState
@@ -36,7 +39,29 @@ type task struct {
 	updated time.Time
 }
 
-func newTask(id a2a.TaskID, contextID, agentID string, msg *a2a.Message, input string, cancel context.CancelFunc) *task {
+// storedMessage is the user message in the generation it came in; the other
+// generation's view converts it when asked (a task sent over 0.3 read over
+// 1.0, or the other way round). Exactly one field is set.
+type storedMessage struct {
+	v03 *a2a.Message
+	v10 *v1.Message
+}
+
+func (m storedMessage) asV03() *a2a.Message {
+	if m.v03 != nil {
+		return m.v03
+	}
+	return messageToV03(m.v10)
+}
+
+func (m storedMessage) asV10() *v1.Message {
+	if m.v10 != nil {
+		return m.v10
+	}
+	return messageToV10(m.v03)
+}
+
+func newTask(id a2a.TaskID, contextID, agentID string, msg storedMessage, input string, cancel context.CancelFunc) *task {
 	return &task{
 		id:        id,
 		contextID: contextID,
@@ -99,7 +124,7 @@ func (t *task) snapshot(history int, artifacts bool) *a2a.Task {
 		Status:    t.status(v),
 	}
 	if history != 0 {
-		out.History = []*a2a.Message{t.msg}
+		out.History = []*a2a.Message{t.msg.asV03()}
 	}
 	if artifacts && v.state == a2a.TaskStateCompleted {
 		out.Artifacts = []*a2a.Artifact{{
@@ -141,6 +166,7 @@ type taskStore struct {
 	byID  map[a2a.TaskID]*task
 	order *list.List // of *task, oldest first
 	bytes int64
+	seq   uint64 // of the last task added
 }
 
 func newTaskStore(maxTasks int, ttl time.Duration, maxBytes int64) *taskStore {
@@ -159,6 +185,8 @@ func (s *taskStore) add(t *task, size int64) {
 	defer s.mu.Unlock()
 	t.elem = s.order.PushBack(t)
 	t.size = size
+	s.seq++
+	t.seq = s.seq
 	s.byID[t.id] = t
 	s.bytes += size
 	s.sweepLocked(time.Now())
@@ -189,6 +217,34 @@ func (s *taskStore) get(id a2a.TaskID) *task {
 		return nil
 	}
 	return t
+}
+
+// page returns up to n tasks that match keep, newest first, starting below
+// sequence number before (0: from the newest); total counts every match and
+// next is the sequence to continue from (0: no more). The store holds at
+// most MaxTasks (plus runs in flight), which bounds the walk.
+func (s *taskStore) page(before uint64, n int, keep func(*task) bool) (tasks []*task, total int, next uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for e := s.order.Back(); e != nil; e = e.Prev() {
+		t := e.Value.(*task)
+		if !keep(t) {
+			continue
+		}
+		if v := t.view(); v.state.Terminal() && time.Since(v.updated) > s.ttl {
+			continue // expired, swept on the next add
+		}
+		total++
+		if before != 0 && t.seq >= before {
+			continue
+		}
+		if len(tasks) < n {
+			tasks = append(tasks, t)
+		} else if next == 0 {
+			next = tasks[len(tasks)-1].seq
+		}
+	}
+	return tasks, total, next
 }
 
 // len reports how many tasks are stored (for tests).

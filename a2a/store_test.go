@@ -9,7 +9,7 @@ import (
 )
 
 func storedTask(s *taskStore, id string, size int64, finished bool) *task {
-	t := newTask(a2a.TaskID(id), "c", "agent", &a2a.Message{}, "", func() {})
+	t := newTask(a2a.TaskID(id), "c", "agent", storedMessage{v03: &a2a.Message{}}, "", func() {})
 	s.add(t, size)
 	if finished {
 		t.finish(a2a.TaskStateCompleted, "out", "")

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	a2a "github.com/a2aproject/a2a-go/a2a"
+	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // sse writes one JSON-RPC response per event as a single `data:` line.
@@ -30,15 +31,20 @@ func newSSE(w http.ResponseWriter) *sse {
 	return &sse{w: w, rc: http.NewResponseController(w)}
 }
 
-// send writes one event: a result, or an error.
-func (s *sse) send(id json.RawMessage, result any, rerr *rpcError) {
+// send writes one JSON-RPC event of generation g: a result, or an error.
+func (s *sse) send(id json.RawMessage, result any, rerr *rpcError, g generation) {
 	if s.failed {
 		return
 	}
-	b, err := encodeResponse(id, result, rerr)
+	b, err := encodeResponse(id, result, rerr, g)
 	if err != nil {
-		b, _ = encodeResponse(id, nil, rpcErr(codeInternalError, "encoding the event failed"))
+		b, _ = encodeResponse(id, nil, rpcErr(codeInternalError, "encoding the event failed"), g)
 	}
+	s.data(b)
+}
+
+// data writes b (one line of JSON) as one SSE event.
+func (s *sse) data(b []byte) {
 	line := make([]byte, 0, len(b)+8)
 	line = append(line, "data: "...)
 	line = append(line, b...)
@@ -101,6 +107,71 @@ func (s *sse) keepAlive(interval time.Duration) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
+// out is where a stream's events go: JSON-RPC responses of one generation
+// (id is the request's), or for the 1.0 REST binding bare StreamResponse
+// objects.
+type out struct {
+	s    *sse
+	g    generation
+	id   json.RawMessage
+	rest bool
+}
+
+func (o *out) event(ev any) {
+	if !o.rest {
+		o.s.send(o.id, ev, nil, o.g)
+		return
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		b = restErrorJSON(rpcErr(codeInternalError, "encoding the event failed"))
+	}
+	o.s.data(b)
+}
+
+// taskEvent is the task as the first event of a stream: no history, no
+// output (that follows in chunks).
+func (o *out) taskEvent(t *task) any {
+	if o.g == gen10 {
+		return v1.StreamResponse{Event: t.snapshotV1(0, false)}
+	}
+	return t.snapshot(0, false)
+}
+
+func (o *out) statusEvent(t *task, final bool) any {
+	if o.g == gen10 {
+		return v1.StreamResponse{Event: t.statusEventV1()}
+	}
+	return t.statusEvent(final)
+}
+
+func (o *out) artifactEvent(t *task, i int, last bool, text string) any {
+	if o.g == gen10 {
+		return v1.StreamResponse{Event: &v1.TaskArtifactUpdateEvent{
+			TaskID:    v1.TaskID(t.id),
+			ContextID: t.contextID,
+			Append:    i > 0,
+			LastChunk: last,
+			Artifact: &v1.Artifact{
+				ID:    v1.ArtifactID(outputArtifactID),
+				Name:  "output",
+				Parts: v1.ContentParts{v1.NewTextPart(text)},
+			},
+		}}
+	}
+	return &a2a.TaskArtifactUpdateEvent{
+		TaskID:    t.id,
+		ContextID: t.contextID,
+		Append:    i > 0,
+		LastChunk: last,
+		Artifact: &a2a.Artifact{
+			ID:    outputArtifactID,
+			Name:  "output",
+			Parts: a2a.ContentParts{a2a.TextPart{Text: text}},
+		},
+	}
+}
+
 // messageStream answers message/stream: the task (submitted), a status
 // update (working), then on success the output as artifact chunks, and a
 // final status update, after which the response ends. The run goes on if the
@@ -111,25 +182,39 @@ func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcR
 		h.answer(w, req, nil, rerr)
 		return
 	}
+	sr := sendFromV03(&p, int64(len(req.Params)))
+	h.stream(sr, pathAgent, func(t *task, rerr *rpcError) *out {
+		if rerr != nil {
+			h.answer(w, req, nil, rerr)
+			return nil
+		}
+		return &out{s: newSSE(w), g: req.gen, id: req.ID}
+	})
+}
+
+// stream starts the task of sr and streams it to the out that open returns
+// (open is called once: with the error when the task could not start, and
+// then returns nil). The same sequence serves both generations and bindings.
+func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rpcError) *out) {
 	if err := h.join(); err != nil {
-		h.answer(w, req, nil, rpcErr(codeInternalError, "%v", err))
+		open(nil, rpcErr(codeInternalError, "%v", err))
 		return
 	}
 	defer h.runs.Done()
-	t, ctx, rerr := h.startTask(&p, pathAgent, int64(len(req.Params)))
+	t, ctx, rerr := h.startTask(sr, pathAgent)
 	if rerr != nil {
-		h.answer(w, req, nil, rerr)
+		open(nil, rerr)
 		return
 	}
-	s := newSSE(w)
-	defer s.endOnClose(h.ctx)()
-	s.send(req.ID, t.snapshot(0, false), nil)
+	o := open(t, nil)
+	defer o.s.endOnClose(h.ctx)()
+	o.event(o.taskEvent(t))
 	t.setWorking()
-	s.send(req.ID, t.statusEvent(false), nil)
-	stop := s.keepAlive(h.cfg.StreamKeepAlive)
+	o.event(o.statusEvent(t, false))
+	stop := o.s.keepAlive(h.cfg.StreamKeepAlive)
 	h.execute(ctx, t)
 	stop()
-	h.sendEnd(s, req.ID, t)
+	h.sendEnd(o, t)
 }
 
 // tasksResubscribe answers tasks/resubscribe: the task as it is now, then,
@@ -145,41 +230,36 @@ func (h *Handler) tasksResubscribe(w http.ResponseWriter, r *http.Request, req r
 		h.answer(w, req, nil, rerr)
 		return
 	}
-	s := newSSE(w)
-	defer s.endOnClose(h.ctx)()
-	s.send(req.ID, t.snapshot(0, false), nil)
-	stop := s.keepAlive(h.cfg.StreamKeepAlive)
+	h.follow(r, t, &out{s: newSSE(w), g: req.gen, id: req.ID})
+}
+
+// follow streams a stored task to o: as it is now, then, once it has ended,
+// its output and the final status update.
+func (h *Handler) follow(r *http.Request, t *task, o *out) {
+	defer o.s.endOnClose(h.ctx)()
+	o.event(o.taskEvent(t))
+	stop := o.s.keepAlive(h.cfg.StreamKeepAlive)
 	select {
 	case <-t.done:
 	case <-r.Context().Done():
 	}
 	stop()
 	if r.Context().Err() == nil {
-		h.sendEnd(s, req.ID, t)
+		h.sendEnd(o, t)
 	}
 }
 
 // sendEnd sends a finished task's output in chunks that keep each SSE line
 // small, then the final status update.
-func (h *Handler) sendEnd(s *sse, id json.RawMessage, t *task) {
+func (h *Handler) sendEnd(o *out, t *task) {
 	v := t.view()
 	if v.state == a2a.TaskStateCompleted {
 		chunks := chunk(v.output, maxChunk)
 		for i, c := range chunks {
-			s.send(id, &a2a.TaskArtifactUpdateEvent{
-				TaskID:    t.id,
-				ContextID: t.contextID,
-				Append:    i > 0,
-				LastChunk: i == len(chunks)-1,
-				Artifact: &a2a.Artifact{
-					ID:    outputArtifactID,
-					Name:  "output",
-					Parts: a2a.ContentParts{a2a.TextPart{Text: c}},
-				},
-			}, nil)
+			o.event(o.artifactEvent(t, i, i == len(chunks)-1, c))
 		}
 	}
-	s.send(id, t.statusEvent(true), nil)
+	o.event(o.statusEvent(t, true))
 }
 
 // statusEvent is the task's current status as a status-update event.

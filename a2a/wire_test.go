@@ -64,8 +64,10 @@ func decodeReply(t testing.TB, s string) rpcReply {
 	if r.JSONRPC != "2.0" || len(r.ID) == 0 || (r.Error == nil) == (r.Result == nil) {
 		t.Fatalf("malformed JSON-RPC reply: %s", s)
 	}
-	if r.Error != nil && len(r.Error.Data) > 0 && r.Error.Data[0] != '{' {
-		t.Fatalf("error.data is not an object: %s", s)
+	// 0.3: data is an object (a2a-go v0.3 fails on anything else); 1.0: a
+	// list of google.rpc details.
+	if r.Error != nil && len(r.Error.Data) > 0 && r.Error.Data[0] != '{' && r.Error.Data[0] != '[' {
+		t.Fatalf("error.data is neither object nor list: %s", s)
 	}
 	return r
 }
@@ -131,16 +133,33 @@ func TestJSONRPCWireRules(t *testing.T) {
 	}
 }
 
+// The A2A-Version header picks the generation: a 0.3 method under 1.0 (and
+// the other way round) is -32601 naming the right method; an unknown
+// version is -32009 naming the supported ones, in the message because the
+// 1.0 SDKs drop error.data.
 func TestJSONRPCVersionHeader(t *testing.T) {
 	f := newFixture(t, a2a.Config{})
 	body := `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}`
 	_, out := post(t, f, "/a2a", body, "A2A-Version", "1.0")
-	if r := decodeReply(t, out); r.Error == nil || r.Error.Code != -32600 || !strings.Contains(string(r.Error.Data), "0.3.0") {
-		t.Fatalf("A2A-Version 1.0: %s", out)
+	if r := decodeReply(t, out); r.Error == nil || r.Error.Code != -32601 || !strings.Contains(r.Error.Message, "use GetTask") ||
+		!strings.Contains(string(r.Error.Data), `"reason":"METHOD_NOT_FOUND"`) {
+		t.Fatalf("0.3 method with A2A-Version 1.0: %s", out)
+	}
+	_, out = post(t, f, "/a2a", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`)
+	if r := decodeReply(t, out); r.Error == nil || r.Error.Code != -32601 || !strings.Contains(string(r.Error.Data), "A2A-Version: 1.0") {
+		t.Fatalf("1.0 method without the header: %s", out)
 	}
 	_, out = post(t, f, "/a2a", body, "A2A-Version", "0.3")
 	if r := decodeReply(t, out); r.Error == nil || r.Error.Code != -32001 {
 		t.Fatalf("A2A-Version 0.3: %s", out)
+	}
+	for _, path := range []string{"/a2a", "/a2a/agents/upper"} {
+		_, out = post(t, f, path, `{"jsonrpc":"2.0","id":"v","method":"SendMessage","params":{}}`, "A2A-Version", "9.9")
+		r := decodeReply(t, out)
+		if r.Error == nil || r.Error.Code != -32009 || string(r.ID) != `"v"` ||
+			!strings.Contains(r.Error.Message, `"9.9"`) || !strings.Contains(r.Error.Message, "supported versions: 1.0, 0.3") {
+			t.Fatalf("%s with A2A-Version 9.9: %s", path, out)
+		}
 	}
 }
 

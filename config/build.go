@@ -165,16 +165,15 @@ type Route struct {
 // Routes lists every module's HTTP doors, at the daemon's paths. Each
 // handler is guarded by the Engine (Host, token, Origin, bounds).
 func (rt *Runtime) Routes() []Route {
-	return []Route{
+	routes := []Route{
 		{http.MethodPost, "/mcp", false, rt.MCPServer},
 		{http.MethodGet, "/mcp", false, rt.MCPServer},
 		{http.MethodDelete, "/mcp", false, rt.MCPServer},
-		{http.MethodGet, a2a.PathAxocoatlCard, true, rt.A2A},
-		{http.MethodGet, a2a.PathAgentCard, true, rt.A2A},
-		{http.MethodGet, a2a.PathAgentPrefix + "{id}" + a2a.PathAgentCard, true, rt.A2A},
-		{http.MethodPost, a2a.PathTasks, false, rt.A2A},
-		{http.MethodPost, a2a.PathJSONRPC, false, rt.A2A},
-		{http.MethodPost, a2a.PathAgentPrefix + "{id}", false, rt.A2A},
+	}
+	for _, r := range a2a.Routes() { // A2A 0.3 and 1.0: cards, JSON-RPC, REST
+		routes = append(routes, Route{r.Method, r.Pattern, r.Public, rt.A2A})
+	}
+	return append(routes, []Route{
 		{http.MethodGet, approval.PathApprovals, false, rt.Approval},
 		{http.MethodPost, approval.PathApprovals + "/{id}", false, rt.Approval},
 		{http.MethodGet, approval.PathDecisions, false, rt.Approval},
@@ -182,7 +181,7 @@ func (rt *Runtime) Routes() []Route {
 		{http.MethodGet, "/api/webhooks", false, rt.Egress},
 		{http.MethodGet, "/api/webhooks/{name}/deliveries", false, rt.Egress},
 		{http.MethodPost, "/api/webhooks/{name}/deliveries/{id}/retry", false, rt.Egress},
-	}
+	}...)
 }
 
 // Mount routes every module's HTTP doors (Routes) on mux.

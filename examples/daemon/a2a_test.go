@@ -17,6 +17,9 @@ import (
 	a2apb "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
+	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	v1client "github.com/a2aproject/a2a-go/v2/a2aclient"
+	v1card "github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -236,5 +239,60 @@ func TestA2AAndMCPRunsOutliveBodyTimeout(t *testing.T) {
 	}
 	if took := time.Since(start); res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "slow answer" || took < runTime {
 		t.Fatalf("mcp: after %s: %+v", took, res)
+	}
+}
+
+// The daemon's doors speak A2A 1.0 too: the a2a-go/v2 client over JSON-RPC
+// and over HTTP+JSON (whose message:send and message:stream reach the
+// handler through one httprouter route), on the instance endpoint and on a
+// per-agent one, with the token.
+func TestDaemonA2AV1BothBindings(t *testing.T) {
+	td := startDaemon(t, `
+server:
+  addr: 127.0.0.1:0
+  api_token: ${TOKEN}
+agents:
+  - { id: assistant, name: Assistant, provider: echo }
+  - { id: second, name: Second, provider: echo }
+`, map[string]string{"TOKEN": "tok-123-0123456789abc"})
+	ctx := context.Background()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: bearer{"tok-123-0123456789abc", tr}}
+	for _, base := range []string{td.url, td.url + "/a2a/agents/second"} {
+		card, err := v1card.NewResolver(hc).Resolve(ctx, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, binding := range []v1.TransportProtocol{v1.TransportProtocolJSONRPC, v1.TransportProtocolHTTPJSON} {
+			c, err := v1client.NewFromCard(ctx, card, v1client.WithJSONRPCTransport(hc), v1client.WithRESTTransport(hc),
+				v1client.WithConfig(v1client.Config{PreferredTransports: []v1.TransportProtocol{binding}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.SendMessage(ctx, &v1.SendMessageRequest{Message: v1.NewMessage(v1.MessageRoleUser, v1.NewTextPart("one point oh"))})
+			if err != nil {
+				t.Fatalf("%s %s: %v", base, binding, err)
+			}
+			task, ok := res.(*v1.Task)
+			if !ok || task.Status.State != v1.TaskStateCompleted || task.Artifacts[0].Parts[0].Text() != "one point oh" {
+				t.Fatalf("%s %s: %#v", base, binding, res)
+			}
+			var last v1.Event
+			for ev, err := range c.SendStreamingMessage(ctx, &v1.SendMessageRequest{Message: v1.NewMessage(v1.MessageRoleUser, v1.NewTextPart("s"))}) {
+				if err != nil {
+					t.Fatalf("%s %s stream: %v", base, binding, err)
+				}
+				last = ev
+			}
+			if s, ok := last.(*v1.TaskStatusUpdateEvent); !ok || s.Status.State != v1.TaskStateCompleted {
+				t.Fatalf("%s %s stream end: %#v", base, binding, last)
+			}
+			got, err := c.GetTask(ctx, &v1.GetTaskRequest{ID: task.ID})
+			if err != nil || got.Status.State != v1.TaskStateCompleted {
+				t.Fatalf("%s %s GetTask: %v %+v", base, binding, err, got)
+			}
+			_ = c.Destroy()
+		}
 	}
 }

@@ -166,7 +166,7 @@ func closeWithin(d *daemon, grace time.Duration) error {
 }
 
 // pathParam is a ServeMux path segment ({id}), :id for httprouter.
-var pathParam = regexp.MustCompile(`\{(\w+)\}`)
+var pathParam, restVerb = regexp.MustCompile(`\{(\w+)\}`), regexp.MustCompile(`:\w+$`)
 
 // newHandler builds the router with the daemon's own routes and every
 // module's door. stop ends long-lived streams (waiting within its ctx for
@@ -204,8 +204,16 @@ func newHandler(d *daemon) (m *mux, stop func(context.Context), ready *atomic.Bo
 		m.public(http.MethodGet, "/", page),
 		m.public(http.MethodHead, "/", page),
 	}
+	mounted := map[string]bool{}
 	for _, r := range d.rt.Routes() { // the modules' doors, guarded by the Engine
-		errs = append(errs, m.mount(route{r.Method, pathParam.ReplaceAllString(r.Pattern, ":$1"), r.Public}, r.Handler))
+		// httprouter reads a colon as a parameter: the A2A REST verbs
+		// (message:send, message:stream) share one route, message:verb; the
+		// handler routes by the real path.
+		p := pathParam.ReplaceAllString(restVerb.ReplaceAllString(r.Pattern, ":verb"), ":$1")
+		if !mounted[r.Method+" "+p] {
+			mounted[r.Method+" "+p] = true
+			errs = append(errs, m.mount(route{r.Method, p, r.Public}, r.Handler))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		stop(context.Background()) // nothing is served yet: no stream to wait for

@@ -1,0 +1,101 @@
+package a2a_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/axocoatl/axocoatl-go/a2a"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
+)
+
+// a2aJSPackage is the pinned @a2a-js/sdk (A2A 1.0 by default since 1.0.0);
+// .ci/run warms npm's cache with it.
+const a2aJSPackage = "@a2a-js/sdk@1.3.0"
+
+// The ts-proto TaskState numbers @a2a-js/sdk reports.
+const (
+	jsSubmitted = 1
+	jsWorking   = 2
+	jsCompleted = 3
+	jsCanceled  = 5
+)
+
+type jsReport struct {
+	ProtocolVersion string `json:"protocolVersion"`
+	Send            struct {
+		ID     string `json:"id"`
+		State  int    `json:"state"`
+		Output string `json:"output"`
+	} `json:"send"`
+	Get struct {
+		ID      string `json:"id"`
+		State   int    `json:"state"`
+		Output  string `json:"output"`
+		History string `json:"history"`
+	} `json:"get"`
+	Stream  []jsEvent `json:"stream"`
+	Cancel  []jsEvent `json:"cancel"`
+	Unknown struct {
+		Chain   []string `json:"chain"`
+		Message string   `json:"message"`
+	} `json:"unknown"`
+}
+
+type jsEvent struct {
+	Kind  string `json:"kind"`
+	State int    `json:"state"`
+	Text  string `json:"text"`
+}
+
+// @a2a-js/sdk 1.3.0 against the handler: in its default mode (A2A 1.0,
+// which refused our 0.3-only card with "No compatible transport found"),
+// preferring HTTP+JSON, in legacyCompat mode, and in legacyCompat mode on
+// the card's 0.3 members alone (its 0.3 wire). Each resolves the card from
+// the base URL, sends (the agent's answer), gets the task, streams,
+// cancels a running task, and gets its typed error for an unknown task.
+func TestA2AJSClient(t *testing.T) {
+	modules := testutil.NodeModules(t, a2aJSPackage)
+	f := newFixture(t, a2a.Config{})
+	for _, tc := range []struct {
+		mode, version, notFound string
+	}{
+		{"default", "1.0", "JsonRpcTaskNotFoundError"},
+		{"rest", "1.0", "RestTaskNotFoundError"},
+		{"legacy", "1.0", "JsonRpcTaskNotFoundError"},
+		{"legacy03", "0.3", "TaskNotFoundError"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			raw := testutil.RunNode(t, modules, "testdata/a2ajs_client.mjs", 2*time.Minute, f.srv.URL, tc.mode)
+			var r jsReport
+			if err := json.Unmarshal([]byte(strings.TrimSpace(raw)), &r); err != nil {
+				t.Fatalf("node output is not the report: %v\n%s", err, raw)
+			}
+			if r.ProtocolVersion != tc.version {
+				t.Errorf("client speaks %q, want %q", r.ProtocolVersion, tc.version)
+			}
+			if r.Send.ID == "" || r.Send.State != jsCompleted || r.Send.Output != "upper: hello js" {
+				t.Errorf("sendMessage: %+v", r.Send)
+			}
+			if r.Get.ID != r.Send.ID || r.Get.State != jsCompleted || r.Get.Output != "upper: hello js" || r.Get.History != "hello js" {
+				t.Errorf("getTask: %+v", r.Get)
+			}
+			want := []jsEvent{{"task", jsSubmitted, ""}, {"statusUpdate", jsWorking, ""}, {"artifactUpdate", 0, "streamed js"}, {"statusUpdate", jsCompleted, ""}}
+			if !slices.Equal(r.Stream, want) {
+				t.Errorf("stream: %+v, want %+v", r.Stream, want)
+			}
+			if len(r.Cancel) < 2 || r.Cancel[0] != (jsEvent{Kind: "cancelTask", State: jsCanceled}) ||
+				r.Cancel[len(r.Cancel)-1] != (jsEvent{Kind: "statusUpdate", State: jsCanceled}) {
+				t.Errorf("cancel: %+v", r.Cancel)
+			}
+			// Over 1.0 the message names the task; the 0.3 wire keeps the
+			// standard message and puts the detail in error.data, which the
+			// JS client's 0.3 path drops.
+			if !slices.Contains(r.Unknown.Chain, tc.notFound) || (tc.version == "1.0" && !strings.Contains(r.Unknown.Message, "no-such-task")) {
+				t.Errorf("unknown task error: %+v, want a %s naming the task", r.Unknown, tc.notFound)
+			}
+		})
+	}
+}
