@@ -105,12 +105,14 @@ func orDefault[T int | time.Duration](v, def T) T {
 	return v
 }
 
-func (a AgentConfig) timeout() time.Duration   { return orDefault(a.Timeout, DefaultTimeout) }
-func (a AgentConfig) maxResponse() int         { return orDefault(a.MaxResponseBytes, DefaultMaxResponseBytes) }
-func (a AgentConfig) maxOutput() int           { return orDefault(a.MaxOutputBytes, DefaultMaxOutputBytes) }
-func (a AgentConfig) maxConcurrent() int       { return orDefault(a.MaxConcurrent, DefaultMaxConcurrent) }
-func (c Config) minBackoff() time.Duration     { return orDefault(c.MinBackoff, DefaultMinBackoff) }
-func (c Config) maxBackoff() time.Duration     { return max(orDefault(c.MaxBackoff, DefaultMaxBackoff), c.minBackoff()) }
+func (a AgentConfig) timeout() time.Duration { return orDefault(a.Timeout, DefaultTimeout) }
+func (a AgentConfig) maxResponse() int       { return orDefault(a.MaxResponseBytes, DefaultMaxResponseBytes) }
+func (a AgentConfig) maxOutput() int         { return orDefault(a.MaxOutputBytes, DefaultMaxOutputBytes) }
+func (a AgentConfig) maxConcurrent() int     { return orDefault(a.MaxConcurrent, DefaultMaxConcurrent) }
+func (c Config) minBackoff() time.Duration   { return orDefault(c.MinBackoff, DefaultMinBackoff) }
+func (c Config) maxBackoff() time.Duration {
+	return max(orDefault(c.MaxBackoff, DefaultMaxBackoff), c.minBackoff())
+}
 func (a AgentConfig) cardURL() (string, error) { return CardURL(a.URL) }
 
 // CardURL is where the card of an agent configured with raw is read: raw

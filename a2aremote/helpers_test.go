@@ -38,10 +38,10 @@ var servers sync.Map
 type behaviour int
 
 const (
-	answer behaviour = iota // an artifact "remote answer to: <input>", then completed
-	fail                    // failed, with the status message "the remote refuses: <input>"
-	block                   // working, then waits until cancelled or the test ends
-	echoAuth                // answers "you sent: <Authorization header>" (1.0 only)
+	answer   behaviour = iota // an artifact "remote answer to: <input>", then completed
+	fail                      // failed, with the status message "the remote refuses: <input>"
+	block                     // working, then waits until cancelled or the test ends
+	echoAuth                  // answers "you sent: <Authorization header>" (1.0 only)
 )
 
 // remotePeer is what a test observes of its remote agent, whichever SDK
