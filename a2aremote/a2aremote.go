@@ -159,6 +159,11 @@ func (m *Module) Stop(ctx context.Context) error {
 	cancel := m.cancel
 	m.mu.Unlock()
 
+	for _, r := range m.agents {
+		r.mu.Lock()
+		r.stopping = true
+		r.mu.Unlock()
+	}
 	cancel()
 	done := make(chan struct{})
 	go func() {
@@ -308,6 +313,7 @@ type remote struct {
 	streaming  bool
 	generation string
 	lastErr    string
+	stopping   bool // Stop began: no new call starts
 }
 
 func newRemote(life context.Context, ac AgentConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger, base http.RoundTripper) *remote {

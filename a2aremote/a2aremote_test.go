@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/a2aremote"
@@ -389,3 +391,95 @@ func closeServerAt(t *testing.T, url string) {
 	s.CloseClientConnections()
 	s.Close()
 }
+
+// Stopping the module (Engine.Close) ends a call in flight with
+// ErrStopped and cancels its remote task.
+func TestStopCancelsCallInFlight(t *testing.T) {
+	peer := serveV1(t, block)
+	s := newSetup(t, "", nil, remoteCfg(peer.URL))
+	s.ready(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.eng.CallTool(context.Background(), axocoatl.ToolCall{Tool: "a2a__remote", Arguments: json.RawMessage(`{"input":"x"}`)})
+		done <- err
+	}()
+	id := recv(t, peer.started, "the remote task to start")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.mod.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, a2aremote.ErrStopped) {
+		t.Fatalf("call in flight at Stop: %v, want ErrStopped", err)
+	}
+	if got := recv(t, peer.cancels, "CancelTask at the remote"); got != id {
+		t.Fatalf("remote cancelled %q, want %q", got, id)
+	}
+	if _, ok := s.eng.Tool("a2a__remote"); ok {
+		t.Fatal("the tool is still registered after Stop")
+	}
+}
+
+// The bounds: text into the model (max_output_bytes, cut with a note), one
+// HTTP response (max_response_bytes, a precise error), calls in flight
+// (max_concurrent: the next waits for a slot within its timeout).
+func TestBounds(t *testing.T) {
+	peer := serveV1(t, answer)
+	long := strings.Repeat("é", 3000) // 6000 bytes
+	call := func(s *setup, input string) (axocoatl.ToolResult, error) {
+		args, _ := json.Marshal(map[string]string{"input": input})
+		return s.eng.CallTool(context.Background(), axocoatl.ToolCall{Tool: "a2a__remote", Arguments: args})
+	}
+	t.Run("max_output_bytes", func(t *testing.T) {
+		cfg := remoteCfg(peer.URL)
+		cfg.MaxOutputBytes = 101
+		s := newSetup(t, "", nil, cfg)
+		s.ready(t)
+		res, err := call(s, long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, note, _ := strings.Cut(res.Content, "\n[output cut: ")
+		if len(text) > 101 || !strings.HasPrefix(text, "remote answer to: éé") || !strings.Contains(note, "more bytes over max_output_bytes (101)") {
+			t.Fatalf("result %q: want at most 101 bytes and a note", res.Content)
+		}
+		if !utf8Valid(text) {
+			t.Fatalf("cut inside a character: %q", text)
+		}
+	})
+	t.Run("max_response_bytes", func(t *testing.T) {
+		cfg := remoteCfg(peer.URL)
+		cfg.MaxResponseBytes = 2000
+		s := newSetup(t, "", nil, cfg)
+		s.ready(t)
+		_, err := call(s, long)
+		if !strings.Contains(fmt.Sprint(err), "a2a response over its bound: more than 2000 bytes") {
+			t.Fatalf("call with a 6 KB answer and max_response_bytes 2000: %v", err)
+		}
+	})
+	t.Run("max_concurrent", func(t *testing.T) {
+		slow := serveV1(t, block)
+		cfg := remoteCfg(slow.URL)
+		cfg.MaxConcurrent = 1
+		cfg.Timeout = 500 * time.Millisecond
+		s := newSetup(t, "", nil, cfg)
+		s.ready(t)
+		first := make(chan error, 1)
+		go func() { _, err := call(s, "one"); first <- err }()
+		recv(t, slow.started, "the first call to reach the remote")
+		_, err := call(s, "two")
+		if !errors.Is(err, a2aremote.ErrTimeout) || !strings.Contains(err.Error(), "waiting for a free slot (max_concurrent 1)") {
+			t.Fatalf("second call: %v, want a timeout waiting for the slot", err)
+		}
+		if err := <-first; !errors.Is(err, a2aremote.ErrTimeout) {
+			t.Fatalf("first call: %v", err)
+		}
+		select {
+		case id := <-slow.started:
+			t.Fatalf("a second task %s reached the remote past max_concurrent 1", id)
+		default:
+		}
+	})
+}
+
+func utf8Valid(s string) bool { return utf8.ValidString(s) }

@@ -53,12 +53,17 @@ func (r *remote) call(ctx context.Context, call axocoatl.ToolCall) (axocoatl.Too
 		return axocoatl.ToolResult{}, fmt.Errorf("a2a agent %s: %w", r.cfg.Name, err)
 	}
 	r.mu.Lock()
-	c, streaming, why := r.client, r.streaming, r.lastErr
+	c, streaming, why, stopping := r.client, r.streaming, r.lastErr, r.stopping
+	if c != nil && !stopping {
+		r.calls.Add(1) // under mu: Stop's Wait cannot miss it
+	}
 	r.mu.Unlock()
-	if c == nil {
+	switch {
+	case stopping:
+		return axocoatl.ToolResult{}, fmt.Errorf("%w: a2a agent %s", ErrStopped, r.cfg.Name)
+	case c == nil:
 		return axocoatl.ToolResult{}, fmt.Errorf("%w: %s: %s", ErrUnavailable, r.cfg.Name, why)
 	}
-	r.calls.Add(1)
 	defer r.calls.Done()
 
 	timeout := r.cfg.timeout()
