@@ -51,7 +51,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -59,6 +58,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/textsafe"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
@@ -370,24 +370,9 @@ func describeCard(card *a2a.AgentCard) string {
 	return cut(b.String(), maxDescription)
 }
 
-// cleanText removes control characters (but newline and tab), zero-width
-// and bidirectional-override characters and Unicode tags: what a model
-// reads but a human reviewing a tool does not see (tool poisoning).
-func cleanText(s string) string {
-	return strings.TrimSpace(strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t':
-			return r
-		case unicode.IsControl(r),
-			r >= 0x200B && r <= 0x200F, r >= 0x202A && r <= 0x202E,
-			r >= 0x2060 && r <= 0x2064, r >= 0x2066 && r <= 0x2069,
-			r == 0x061C, r == 0x180E, r == 0xFEFF, r == 0x00AD,
-			r >= 0xE0000 && r <= 0xE007F:
-			return -1
-		}
-		return r
-	}, s))
-}
+// cleanText is the card's text as the model may read it: stripped of
+// what a human reviewing the tool would not see (textsafe.Clean).
+func cleanText(s string) string { return strings.TrimSpace(textsafe.Clean(s)) }
 
 // cut shortens s to at most n bytes on a UTF-8 boundary.
 func cut(s string, n int) string {

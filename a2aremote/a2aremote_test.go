@@ -461,17 +461,24 @@ func TestBounds(t *testing.T) {
 		slow := serveV1(t, block)
 		cfg := remoteCfg(slow.URL)
 		cfg.MaxConcurrent = 1
-		cfg.Timeout = 500 * time.Millisecond
 		s := newSetup(t, "", nil, cfg)
 		s.ready(t)
-		first := make(chan error, 1)
-		go func() { _, err := call(s, "one"); first <- err }()
-		recv(t, slow.started, "the first call to reach the remote")
-		_, err := call(s, "two")
-		if !errors.Is(err, a2aremote.ErrTimeout) || !strings.Contains(err.Error(), "waiting for a free slot (max_concurrent 1)") {
-			t.Fatalf("second call: %v, want a timeout waiting for the slot", err)
+		callCtx := func(ctx context.Context, input string) error {
+			_, err := s.eng.CallTool(ctx, axocoatl.ToolCall{Tool: "a2a__remote", Arguments: json.RawMessage(`{"input":"` + input + `"}`)})
+			return err
 		}
-		if err := <-first; !errors.Is(err, a2aremote.ErrTimeout) {
+		firstCtx, cancelFirst := context.WithCancel(context.Background())
+		first := make(chan error, 1)
+		go func() { first <- callCtx(firstCtx, "one") }()
+		recv(t, slow.started, "the first call to reach the remote")
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		err := callCtx(ctx, "two")
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for a free slot (max_concurrent 1)") {
+			t.Fatalf("second call: %v, want it to end waiting for the slot", err)
+		}
+		cancelFirst()
+		if err := <-first; !errors.Is(err, context.Canceled) {
 			t.Fatalf("first call: %v", err)
 		}
 		select {

@@ -157,3 +157,57 @@ func medianDur(ds []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkStreamVsSend pairs the two direct a2aclient calls with no
+// Engine in the way: a streamed call read to its end against a blocking
+// SendMessage, to the same reference server. Its ratio is what the A2A
+// method alone costs, the part of the tool's ratio to "send" that is not
+// the module's.
+func BenchmarkStreamVsSend(b *testing.B) {
+	for _, g := range generations {
+		b.Run(g.name, func(b *testing.B) {
+			peer := g.serve(b, answer)
+			ctx := context.Background()
+			card, err := (&agentcard.Resolver{Client: http.DefaultClient, CardParser: a2av0.NewAgentCardParser()}).Resolve(ctx, peer.URL)
+			if err != nil {
+				b.Fatal(err)
+			}
+			hc := &http.Client{Transport: http.DefaultTransport}
+			c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var streamCalls, sendCalls []time.Duration
+			stream := func() {
+				start := time.Now()
+				req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
+				for _, err := range c.SendStreamingMessage(ctx, req) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				streamCalls = append(streamCalls, time.Since(start))
+			}
+			send := func() {
+				start := time.Now()
+				req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
+				if _, err := c.SendMessage(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+				sendCalls = append(sendCalls, time.Since(start))
+			}
+			n := 0
+			for b.Loop() {
+				if n%2 == 0 {
+					stream()
+					send()
+				} else {
+					send()
+					stream()
+				}
+				n++
+			}
+			b.ReportMetric(float64(medianDur(streamCalls))/float64(medianDur(sendCalls)), "median-stream/send")
+		})
+	}
+}
