@@ -490,3 +490,26 @@ func TestBounds(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return utf8.ValidString(s) }
+
+// Calls reuse connections: a streamed answer is read to its end, so the
+// HTTP client keeps the connection (a body closed early would cost a new
+// connection, and over TLS a handshake, per call).
+func TestConnectionsReused(t *testing.T) {
+	for _, g := range generations {
+		t.Run(g.name, func(t *testing.T) {
+			peer := g.serve(t, answer)
+			s := newSetup(t, "", nil, remoteCfg(peer.URL))
+			s.ready(t)
+			before := peer.conns.Load()
+			for range 50 {
+				res, err := s.eng.CallTool(context.Background(), axocoatl.ToolCall{Tool: "a2a__remote", Arguments: json.RawMessage(`{"input":"x"}`)})
+				if err != nil || res.Content != "remote answer to: x" {
+					t.Fatal(res, err)
+				}
+			}
+			if n := peer.conns.Load() - before; n > 2 {
+				t.Fatalf("50 sequential calls opened %d connections", n)
+			}
+		})
+	}
+}

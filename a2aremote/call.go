@@ -28,6 +28,9 @@ const (
 	pollMax = time.Second
 )
 
+// drainGrace bounds reading a stream past its final event.
+const drainGrace = 100 * time.Millisecond
+
 // idGrace is how long a stream is read after its call ended (cancelled,
 // timed out) to learn the id of the task to cancel.
 const idGrace = 2 * time.Second
@@ -132,12 +135,25 @@ func (r *remote) stream(cctx context.Context, c *a2aclient.Client, req *a2a.Send
 		cancelStream()
 	})
 	defer stopWatch()
+	final := false
 	for ev, err := range c.SendStreamingMessage(sctx, req) {
+		if final {
+			// After the final event the stream is read to its end (the
+			// remote closes it, or drainGrace passes) so that the
+			// connection is kept for the next call; what comes is ignored.
+			if err != nil {
+				return nil
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		if t.apply(ev) {
-			return nil
+			final = true
+			drain := time.AfterFunc(drainGrace, cancelStream)
+			defer drain.Stop()
+			continue
 		}
 		if t.id != "" {
 			idKnown.Store(true)
@@ -146,7 +162,7 @@ func (r *remote) stream(cctx context.Context, c *a2aclient.Client, req *a2a.Send
 			}
 		}
 	}
-	if cctx.Err() != nil {
+	if !final && cctx.Err() != nil {
 		return cctx.Err()
 	}
 	return nil

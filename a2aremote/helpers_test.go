@@ -6,6 +6,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,6 +57,7 @@ type remotePeer struct {
 	auth    atomic.Value  // the last Authorization header received
 	version atomic.Value  // the last A2A-Version header received on a POST
 	calls   atomic.Int64  // HTTP requests received
+	conns   atomic.Int64  // TCP connections accepted
 }
 
 func newPeer(t testing.TB, do behaviour) *remotePeer {
@@ -75,6 +77,11 @@ func (p *remotePeer) serve(t testing.TB, mux *http.ServeMux) *httptest.Server {
 		}
 		mux.ServeHTTP(w, r)
 	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			p.conns.Add(1)
+		}
+	}
 	srv.Start()
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
