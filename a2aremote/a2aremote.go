@@ -23,11 +23,12 @@
 // task's end within the agent's timeout, and gives the model the text of its
 // artifacts (else of its final message). A task that fails, is rejected or
 // cancelled, a transport error or the timeout is a failed tool call with
-// the reason. When the caller's context ends (its run was cancelled) or the
-// timeout passes while the remote task is still running, the task is
-// cancelled with CancelTask (bounded by CancelTimeout); a remote that does
-// not stream is cancelled by closing the request, since its task id is
-// known only when the answer arrives.
+// the reason. When the caller's context ends (its run was cancelled), the
+// timeout passes or the call fails otherwise while the remote task is still
+// running, the task is cancelled with CancelTask (bounded by
+// CancelTimeout). A remote that does not stream gets a blocking
+// SendMessage; cancelling it closes the request, and its task, whose id is
+// known only with the answer, is not sent a CancelTask.
 //
 // Bounds: max_response_bytes per HTTP response (a whole SSE stream
 // included), DefaultMaxCardBytes per card, max_output_bytes of text into

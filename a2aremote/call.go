@@ -169,14 +169,14 @@ func (r *remote) stream(cctx context.Context, c *a2aclient.Client, req *a2a.Send
 }
 
 // ended explains a call that did not reach the task's end: the caller's
-// cancellation, the timeout, the module's stop, or err. While the remote
-// task may still run (the caller gave up, the timeout passed, the module
-// stops) cancelRemote is called first.
+// cancellation, the timeout, the module's stop, or err (a transport error,
+// a bound). Nobody will read the remote task's result: cancelRemote (which
+// does nothing when no task is known to be running) is called first.
 func (r *remote) ended(ctx, cctx context.Context, timeout time.Duration, what string, cancelRemote func(), errs ...error) error {
 	err := errors.Join(errs...)
 	cause := context.Cause(cctx)
 	gaveUp := cctx.Err() != nil
-	if gaveUp && cancelRemote != nil {
+	if cancelRemote != nil {
 		cancelRemote()
 	}
 	where := ""
