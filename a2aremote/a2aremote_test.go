@@ -513,3 +513,38 @@ func TestConnectionsReused(t *testing.T) {
 		})
 	}
 }
+
+// Check (the doctor probe) reads a card of either generation and says which
+// one a call will speak; a card that is not one, or names no interface, is
+// a precise error.
+func TestCheck(t *testing.T) {
+	for _, g := range generations {
+		t.Run(g.name, func(t *testing.T) {
+			peer := g.serve(t, answer)
+			info, err := a2aremote.Check(context.Background(), remoteCfg(peer.URL), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Generation != g.gen || info.Name != "Planner" || !info.Streaming || len(info.Interfaces) != 1 || !strings.HasPrefix(info.Interfaces[0], "JSONRPC ") {
+				t.Fatalf("Check = %+v, want generation %s", info, g.gen)
+			}
+		})
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"not json", "hello", "agent card is not JSON of an A2A card"},
+		{"no interface", `{"name":"x","description":"y","version":"1"}`, "agent card names no interface"},
+		{"relative url", `{"name":"x","url":"/a2a","preferredTransport":"JSONRPC","protocolVersion":"0.3.0"}`, `interface URL "/a2a" is not an absolute http or https URL`},
+		{"only grpc", `{"name":"x","supportedInterfaces":[{"url":"http://h/a2a","protocolBinding":"GRPC","protocolVersion":"1.0"}]}`, "offers no interface this client speaks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			_, err := a2aremote.Check(context.Background(), remoteCfg(srv.URL), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "a2a agent remote: ") {
+				t.Fatalf("Check = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
