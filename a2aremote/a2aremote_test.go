@@ -534,6 +534,7 @@ func TestCheck(t *testing.T) {
 		{"not json", "hello", "agent card is not JSON of an A2A card"},
 		{"no interface", `{"name":"x","description":"y","version":"1"}`, "agent card names no interface"},
 		{"relative url", `{"name":"x","url":"/a2a","preferredTransport":"JSONRPC","protocolVersion":"0.3.0"}`, `interface URL "/a2a" is not an absolute http or https URL`},
+		{"over 1 MiB", `{"name":"` + strings.Repeat("x", 1<<20) + `"}`, "a2a response over its bound: more than 1048576 bytes"},
 		{"only grpc", `{"name":"x","supportedInterfaces":[{"url":"http://h/a2a","protocolBinding":"GRPC","protocolVersion":"1.0"}]}`, "offers no interface this client speaks"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
