@@ -15,6 +15,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/a2a"
+	"github.com/axocoatl/axocoatl-go/a2aremote"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/approval"
@@ -32,6 +33,9 @@ type Runtime struct {
 	Engine *axocoatl.Engine
 	// MCPClient connects mcp_servers; nil when there are none.
 	MCPClient *mcpclient.Module
+	// A2ARemote makes a2a_agents tools a2a__<name>; nil when there are
+	// none.
+	A2ARemote *a2aremote.Module
 	// MCPServer serves the agents as MCP tools (/mcp and stdio).
 	MCPServer *mcpserver.Server
 	// A2A serves the A2A doors.
@@ -63,10 +67,11 @@ type BuildOptions struct {
 }
 
 // Build makes the Engine of c: its lattice, its HTTP guard, the agents with
-// their providers, then the modules (the MCP client first, so that its tools
-// exist for the doors). MCP servers connect in the background: Runtime's
-// MCPClient.Ready waits for their first attempts. On error nothing is left
-// running.
+// their providers, then the modules (the MCP client and the remote A2A
+// agents first, so that their tools exist for the doors). MCP servers
+// connect and A2A cards are read in the background: Runtime's
+// MCPClient.Ready and A2ARemote.Ready wait for their first attempts. On
+// error nothing is left running.
 func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error) {
 	log := opts.Logger
 	if log == nil {
@@ -132,6 +137,18 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 				close(rt.mcpReady)
 			}
 		}()
+	}
+	if len(c.A2AAgents) > 0 {
+		// A remote may echo what it was sent: what it says is scrubbed of
+		// every secret of the config, not only its own headers.
+		m, err := a2aremote.New(a2aremote.Config{Agents: c.A2AAgents, Scrub: c.Secrets()})
+		if err != nil {
+			return fail(fmt.Errorf("a2a_agents: %w", err))
+		}
+		if err := rt.Engine.Use(ctx, m); err != nil {
+			return fail(err)
+		}
+		rt.A2ARemote = m
 	}
 	mcpCfg := c.MCPServer
 	if mcpCfg.Version == "" {
@@ -278,7 +295,8 @@ type ToolInfo struct {
 	// for a host's own tools.
 	Server string `json:"server,omitempty"`
 	// ServerState is "connected" or "disconnected" for an MCP server's
-	// tool, "" otherwise.
+	// tool and a remote A2A agent's (connected: its card was read), ""
+	// otherwise.
 	ServerState string `json:"server_state,omitempty"`
 	// Agents are the agents whose tools: allow-list admits the tool.
 	Agents []string `json:"agents"`
@@ -294,11 +312,24 @@ func (rt *Runtime) Tools() []ToolInfo {
 			states[s.Name] = "connected"
 		}
 	}
+	a2aStates := map[string]string{}
+	if rt.A2ARemote != nil {
+		for _, s := range rt.A2ARemote.Status() {
+			a2aStates[s.Tool] = "disconnected"
+			if s.Resolved {
+				a2aStates[s.Tool] = "connected"
+			}
+		}
+	}
 	agents := rt.Engine.Agents()
 	tools := rt.Engine.Tools()
 	out := make([]ToolInfo, 0, len(tools))
 	for _, t := range tools {
-		info := ToolInfo{Name: t.Name, Description: t.Description, Server: t.Server, ServerState: states[t.Server], Agents: []string{}}
+		state, remote := a2aStates[t.Name]
+		if !remote {
+			state = states[t.Server]
+		}
+		info := ToolInfo{Name: t.Name, Description: t.Description, Server: t.Server, ServerState: state, Agents: []string{}}
 		for _, a := range agents {
 			if a.AllowsTool(t.Name) {
 				info.Agents = append(info.Agents, a.ID)

@@ -1,5 +1,5 @@
 // Package config reads the daemon's YAML file (server, providers, agents,
-// mcp_servers, mcp_server, a2a, lattice, …; the README's "Config" section)
+// mcp_servers, mcp_server, a2a, a2a_agents, lattice, …; the README's "Config" section)
 // into plain structs and builds an Engine with its modules from
 // it. The daemon in examples/daemon is a thin CLI over this package; a host
 // loads the same file and gets the same Engine, or takes only the sections
@@ -32,6 +32,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/a2a"
+	"github.com/axocoatl/axocoatl-go/a2aremote"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/approval"
@@ -57,6 +58,9 @@ type Config struct {
 	MCPServer mcpserver.Config `yaml:"mcp_server"`
 	// A2A tunes the A2A doors (cards, /a2a/tasks, JSON-RPC).
 	A2A a2a.Config `yaml:"a2a"`
+	// A2AAgents are the remote A2A agents the agents may call as tools
+	// a2a__<name>.
+	A2AAgents A2AAgents `yaml:"a2a_agents"`
 	// Approval is the human-approval gate on tool calls.
 	Approval approval.Config `yaml:"approval"`
 	// Webhooks are where lattice events are POSTed, signed (egress).
@@ -96,6 +100,13 @@ type MCPServers []mcpclient.ServerConfig
 
 // Validate checks that names are unique.
 func (l MCPServers) Validate() error { return mcpclient.ValidateNames(l) }
+
+// A2AAgents is the `a2a_agents:` list. It validates unique names (each
+// entry validates itself).
+type A2AAgents []a2aremote.AgentConfig
+
+// Validate checks that names are unique.
+func (l A2AAgents) Validate() error { return a2aremote.ValidateNames(l) }
 
 // ServerConfig is the `server:` section.
 type ServerConfig struct {
@@ -544,6 +555,7 @@ func (c *Config) validate() error {
 	errs = append(errs, d.ValidateTree("mcp_servers", reflect.ValueOf(&c.MCPServers).Elem())...)
 	errs = append(errs, d.ValidateTree("mcp_server", reflect.ValueOf(&c.MCPServer).Elem())...)
 	errs = append(errs, d.ValidateTree("a2a", reflect.ValueOf(&c.A2A).Elem())...)
+	errs = append(errs, d.ValidateTree("a2a_agents", reflect.ValueOf(&c.A2AAgents).Elem())...)
 	errs = append(errs, d.ValidateTree("approval", reflect.ValueOf(&c.Approval).Elem())...)
 	errs = append(errs, d.ValidateTree("webhooks", reflect.ValueOf(&c.Webhooks).Elem())...)
 	return errors.Join(errs...)

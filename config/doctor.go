@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/axocoatl/axocoatl-go/a2aremote"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/egress"
@@ -83,8 +84,9 @@ func (r *Report) Print(w io.Writer) {
 
 // Doctor checks what a config will reach without booting an Engine: that
 // the listen address can be bound, every provider an agent uses (one cheap
-// authenticated call each), the lattice, and every MCP server (connect and
-// list tools), concurrently; and it records where egress goes.
+// authenticated call each), the lattice, every MCP server (connect and
+// list tools) and every remote A2A agent (read and parse its card),
+// concurrently; and it records where egress goes.
 func (c *Config) Doctor(ctx context.Context) *Report {
 	r := &Report{}
 	r.ok("config", fmt.Sprintf("%s (%d agents)", c.Source, len(c.Agents)))
@@ -99,6 +101,7 @@ func (c *Config) Doctor(ctx context.Context) *Report {
 	checkProviders(ctx, c, r)
 	checkLattice(c, r)
 	checkMCPServers(ctx, c, r)
+	checkA2AAgents(ctx, c, r)
 	for _, w := range (egress.Config{Webhooks: c.Webhooks}).Describe() {
 		r.addEgress(w.Host, "webhook "+w.Name)
 		r.ok("webhook "+w.Name, fmt.Sprintf("%s, events: %s, signed: %v", w.URL, w.Filter, w.Signed))
@@ -225,6 +228,34 @@ func checkMCPServers(ctx context.Context, cfg *Config, r *Report) {
 			// The transport and target, never env or header values (nor a
 			// URL's userinfo, query or key-like path segments).
 			r.ok(check, fmt.Sprintf("%s %s, %d tools: %s", sc.Transport(), sc.Target(), len(tools), strings.Join(tools, ", ")))
+		})
+	}
+	wg.Wait()
+}
+
+// checkA2AAgents reads every remote A2A agent's card at once: reachable,
+// parseable, which generation a call will speak; the card's host and the
+// hosts its interfaces name are egress.
+func checkA2AAgents(ctx context.Context, cfg *Config, r *Report) {
+	scrub := cfg.Secrets()
+	var wg sync.WaitGroup
+	for _, ac := range cfg.A2AAgents {
+		check := "a2a agent " + ac.Name
+		if u, err := url.Parse(ac.URL); err == nil {
+			r.addEgress(u.Host, check)
+		}
+		wg.Go(func() {
+			info, err := a2aremote.Check(ctx, ac, scrub)
+			if err != nil {
+				r.fail(check, strings.TrimPrefix(err.Error(), check+": "))
+				return
+			}
+			for _, h := range info.Hosts {
+				r.addEgress(h, check)
+			}
+			// The redacted URL and the card's endpoints, never header values.
+			r.ok(check, fmt.Sprintf("%s: card of %q read, speaks A2A %s (%s), tool %s",
+				ac.Target(), info.Name, info.Generation, strings.Join(info.Interfaces, "; "), ac.ToolName()))
 		})
 	}
 	wg.Wait()

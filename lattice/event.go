@@ -40,6 +40,12 @@ const (
 	// new_fingerprint, changed ("description", "schema"). Coordination:
 	// a decision remembered for the old definition no longer applies.
 	McpToolChanged = "McpToolChanged"
+	// A2AAgentConnected / A2AAgentDisconnected: a remote A2A agent's card
+	// was read (its a2a__ tool now calls it) or could not be read.
+	// Payload: agent, tool, url (redacted), generation ("1.0" or "0.3"),
+	// error?. Telemetry.
+	A2AAgentConnected    = "A2AAgentConnected"
+	A2AAgentDisconnected = "A2AAgentDisconnected"
 	// The approval module's own protocol between Engines sharing a lattice
 	// (a verdict for the Engine holding an approval, and the pending lists
 	// they exchange): telemetry, so webhooks get ApprovalRequested and
@@ -73,6 +79,7 @@ func (c Class) String() string {
 func ClassOf(eventType string) Class {
 	switch eventType {
 	case AgentActivated, ToolCalled, ToolResult, McpServerConnected, McpServerDisconnected,
+		A2AAgentConnected, A2AAgentDisconnected,
 		ApprovalVerdict, ApprovalSync, ApprovalPending:
 		return ClassTelemetry
 	}

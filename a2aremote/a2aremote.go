@@ -1,0 +1,488 @@
+// Package a2aremote makes remote A2A agents tools of the Engine: each entry
+// of the config's `a2a_agents:` section becomes the tool a2a__<name>, whose
+// input is {"input": "…"} and whose result is the remote agent's answer.
+//
+// Each agent's card is read from its URL (the base URL's
+// /.well-known/agent-card.json, or the card's own URL) and a client is built
+// with a2a-go/v2's a2aclient on the newest generation the card offers: A2A
+// 1.0, or 0.3 through a2acompat/a2av0, over JSON-RPC or HTTP+JSON.
+//
+// Tools are registered at Start, before any card is read, and called through
+// the Engine's tool registry like every other tool: the agent's tools:
+// allow-list and the interceptor chain (the approval gate, which reads
+// Tool.Approval from the entry's `approval:`) apply. A remote that cannot be
+// reached at Start does not delay the Engine: one goroutine per agent reads
+// its card again with capped exponential backoff (MinBackoff doubling to
+// MaxBackoff, ±20% jitter) until it succeeds; meanwhile the tool fails at
+// once with ErrUnavailable and the reason, and once the card is read the
+// tool is registered again with the card's description. The card is read
+// once: a remote that moves its endpoint needs the module restarted.
+//
+// A call sends one message (streaming when the card says the agent streams,
+// so the remote task's id is known from its first event), waits for the
+// task's end within the agent's timeout, and gives the model the text of its
+// artifacts (else of its final message). A task that fails, is rejected or
+// cancelled, a transport error or the timeout is a failed tool call with
+// the reason. When the caller's context ends (its run was cancelled), the
+// timeout passes or the call fails otherwise while the remote task is still
+// running, the task is cancelled with CancelTask (bounded by
+// CancelTimeout). A remote that does not stream gets a blocking
+// SendMessage; cancelling it closes the request, and its task, whose id is
+// known only with the answer, is not sent a CancelTask.
+//
+// Bounds: max_response_bytes per HTTP response (a whole SSE stream
+// included), DefaultMaxCardBytes per card, max_output_bytes of text into
+// the model, max_concurrent calls in flight per agent (more wait for a slot
+// within their timeout). Header values, the URL's credentials and the
+// host's secrets (Config.Scrub) are scrubbed from results, errors, events
+// and logs; no redirect is followed, so headers go only where the card
+// says the agent is.
+package a2aremote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/textsafe"
+	"github.com/axocoatl/axocoatl-go/lattice"
+	"github.com/axocoatl/axocoatl-go/secret"
+)
+
+// Errors of calls; check them with errors.Is.
+var (
+	// ErrUnavailable: the agent's card has not been read (yet).
+	ErrUnavailable = errors.New("remote a2a agent unavailable")
+	// ErrTimeout: the call did not end within the agent's timeout.
+	ErrTimeout = errors.New("remote a2a agent call timed out")
+	// ErrTaskFailed: the remote task ended failed, rejected or cancelled,
+	// or needs authentication.
+	ErrTaskFailed = errors.New("remote a2a task did not complete")
+	// ErrBadInput: the tool's arguments are not {"input": "<text>"}.
+	ErrBadInput = errors.New(`a2a tool input must be {"input": "<text>"}`)
+	// ErrStopped: the module is stopped.
+	ErrStopped = errors.New("a2a remote module stopped")
+)
+
+// inputSchema is the input of every a2a__ tool.
+var inputSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string"}},"required":["input"]}`)
+
+// producer is the produced_by of the module's events.
+const producer = "a2aremote"
+
+// Module is the remote A2A agents module. Create it with New and attach it
+// with Engine.Use.
+type Module struct {
+	cfg Config
+	// transport is the base RoundTripper of every agent's HTTP client.
+	transport http.RoundTripper
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	agents  []*remote
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// New validates cfg and returns the module.
+func New(cfg Config) (*Module, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Module{cfg: cfg}, nil
+}
+
+// Name implements axocoatl.Module.
+func (m *Module) Name() string { return "a2aremote" }
+
+// Start implements axocoatl.Module: it registers every agent's tool and
+// starts reading the cards in the background (see Ready).
+func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return ErrStopped
+	}
+	if m.started {
+		return errors.New("a2aremote: already started")
+	}
+	m.started = true
+	life, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	log := e.Logger()
+	for _, ac := range m.cfg.Agents {
+		r := newRemote(life, ac, m.cfg, e, log, m.transport)
+		if err := e.RegisterTool(r.tool(nil)); err != nil {
+			cancel()
+			m.wg.Wait()
+			m.unregister()
+			return fmt.Errorf("a2a agent %s: %w", ac.Name, err)
+		}
+		m.agents = append(m.agents, r)
+		log.Info("a2a agent configured", "agent", ac.Name, "tool", ac.ToolName(), "target", ac.Target())
+		m.wg.Go(func() { r.resolveLoop(life) })
+	}
+	return nil
+}
+
+func (m *Module) unregister() {
+	for _, r := range m.agents {
+		r.eng.UnregisterTool(r.cfg.ToolName())
+	}
+}
+
+// Stop implements axocoatl.Module: calls in flight are cancelled (their
+// remote tasks too), card reads end, and the tools are unregistered.
+func (m *Module) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	if m.stopped || !m.started {
+		m.stopped = true
+		m.mu.Unlock()
+		return nil
+	}
+	m.stopped = true
+	cancel := m.cancel
+	m.mu.Unlock()
+
+	for _, r := range m.agents {
+		r.mu.Lock()
+		r.stopping = true
+		r.mu.Unlock()
+	}
+	cancel()
+	done := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		for _, r := range m.agents {
+			r.calls.Wait()
+		}
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		<-done
+		err = fmt.Errorf("a2aremote: stop: %w", ctx.Err())
+	}
+	m.unregister()
+	return err
+}
+
+// Ready waits until every agent's first card read has finished,
+// successfully or not, or ctx ends. It returns the failures joined (each
+// names its agent).
+func (m *Module) Ready(ctx context.Context) error {
+	m.mu.Lock()
+	agents := slices.Clone(m.agents)
+	m.mu.Unlock()
+	var errs []error
+	for _, r := range agents {
+		select {
+		case <-r.firstAttempt:
+		case <-ctx.Done():
+			return fmt.Errorf("a2aremote: waiting for agent %s: %w", r.cfg.Name, ctx.Err())
+		}
+		if st := r.status(); !st.Resolved {
+			errs = append(errs, fmt.Errorf("a2a agent %s: %s", r.cfg.Name, st.Error))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// AgentStatus is the state of one configured remote agent.
+type AgentStatus struct {
+	Name string `json:"name"`
+	Tool string `json:"tool"`
+	// URL is the configured URL, redacted.
+	URL string `json:"url"`
+	// Resolved: the card was read and a client built.
+	Resolved bool `json:"resolved"`
+	// Generation is the A2A version spoken: "1.0" or "0.3".
+	Generation string `json:"generation,omitempty"`
+	// Error says why the card is not read yet, secrets redacted.
+	Error string `json:"error,omitempty"`
+}
+
+// Status reports every configured agent in config order.
+func (m *Module) Status() []AgentStatus {
+	m.mu.Lock()
+	agents := slices.Clone(m.agents)
+	m.mu.Unlock()
+	out := make([]AgentStatus, 0, len(agents))
+	for _, r := range agents {
+		out = append(out, r.status())
+	}
+	return out
+}
+
+// CardInfo is what Check found.
+type CardInfo struct {
+	Name        string
+	Description string
+	// Generation is "1.0" or "0.3": what a call will speak.
+	Generation string
+	// Interfaces are the card's endpoints as "BINDING VERSION URL", URLs
+	// redacted.
+	Interfaces []string
+	// Hosts are the hosts calls go to (the card's interfaces).
+	Hosts     []string
+	Streaming bool
+}
+
+// Check reads one agent's card and builds a client from it, without
+// calling the agent: the `doctor` probe. Bounded by ResolveTimeout and
+// ctx. Errors name the agent and contain no header value nor any of scrub.
+func Check(ctx context.Context, ac AgentConfig, scrub []secret.Secret) (CardInfo, error) {
+	if err := ac.Validate(); err != nil {
+		return CardInfo{}, fmt.Errorf("a2a agent %s: %w", ac.Name, err)
+	}
+	red := newRedactor(ac, scrub)
+	card, _, gen, err := resolve(ctx, ac, newHTTPClient(ac, nil))
+	if err != nil {
+		return CardInfo{}, fmt.Errorf("a2a agent %s: %w", ac.Name, red.error(err))
+	}
+	info := CardInfo{Name: card.Name, Description: cleanText(card.Description), Generation: gen, Streaming: card.Capabilities.Streaming}
+	for _, iface := range card.SupportedInterfaces {
+		info.Interfaces = append(info.Interfaces, fmt.Sprintf("%s %s %s", iface.ProtocolBinding, iface.ProtocolVersion, red.string(redactURL(iface.URL))))
+		if h := hostOf(iface.URL); h != "" && !slices.Contains(info.Hosts, h) {
+			info.Hosts = append(info.Hosts, h)
+		}
+	}
+	return info, nil
+}
+
+// resolve reads the card and builds the client, bounded by ResolveTimeout.
+func resolve(ctx context.Context, ac AgentConfig, hc *http.Client) (*a2a.AgentCard, *a2aclient.Client, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, ResolveTimeout)
+	defer cancel()
+	cardURL, err := ac.cardURL()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	card, err := fetchCard(ctx, hc, cardURL)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("reading the card at %s: %w", redactURL(cardURL), err)
+	}
+	gen := Generation(card)
+	if gen == "" {
+		return nil, nil, "", fmt.Errorf("the card at %s offers no interface this client speaks (A2A 1.0 or 0.3 over JSONRPC or HTTP+JSON)", redactURL(cardURL))
+	}
+	c, err := newClient(ctx, card, hc)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("the card at %s: %w", redactURL(cardURL), err)
+	}
+	return card, c, gen, nil
+}
+
+// remote is one configured agent.
+type remote struct {
+	cfg  AgentConfig
+	mcfg Config
+	eng  *axocoatl.Engine
+	log  *slog.Logger
+	red  *redactor
+	hc   *http.Client
+	// life ends when the module stops: calls are cancelled with it.
+	life context.Context
+	// sem bounds the calls in flight (max_concurrent).
+	sem chan struct{}
+	// calls counts calls in flight, for Stop to wait for their cancels.
+	calls sync.WaitGroup
+
+	firstAttempt chan struct{}
+	firstOnce    sync.Once
+
+	mu         sync.Mutex // guards the fields below; never held across a remote call
+	client     *a2aclient.Client
+	streaming  bool
+	generation string
+	lastErr    string
+	stopping   bool // Stop began: no new call starts
+}
+
+func newRemote(life context.Context, ac AgentConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger, base http.RoundTripper) *remote {
+	return &remote{
+		cfg: ac, mcfg: mcfg, eng: e, log: log, life: life,
+		red:          newRedactor(ac, mcfg.Scrub),
+		hc:           newHTTPClient(ac, base),
+		sem:          make(chan struct{}, ac.maxConcurrent()),
+		firstAttempt: make(chan struct{}),
+		lastErr:      "its card has not been read yet",
+	}
+}
+
+// tool is the Engine tool of the agent; card nil: not read yet.
+func (r *remote) tool(card *a2a.AgentCard) axocoatl.Tool {
+	desc := fmt.Sprintf("Remote A2A agent %q at %s. Its card could not be read yet, so calls fail until it is. Input: the request as text.", r.cfg.Name, r.cfg.Target())
+	if card != nil {
+		desc = describeCard(card)
+	}
+	return axocoatl.Tool{
+		Name:        r.cfg.ToolName(),
+		Description: desc,
+		InputSchema: inputSchema,
+		Server:      r.cfg.Name,
+		Approval:    r.cfg.Approval,
+		Call:        r.call,
+	}
+}
+
+// describeCard is the tool description from the card: its name and
+// description, then its skills, cleaned of what a human reviewing the tool
+// would not see, at most maxDescription bytes.
+func describeCard(card *a2a.AgentCard) string {
+	var b strings.Builder
+	b.WriteString(cleanText(card.Name))
+	if d := cleanText(card.Description); d != "" {
+		b.WriteString(": ")
+		b.WriteString(d)
+	}
+	for i, s := range card.Skills {
+		if i == 0 {
+			b.WriteString("\nSkills:")
+		}
+		b.WriteString("\n- ")
+		b.WriteString(cleanText(s.Name))
+		if d := cleanText(s.Description); d != "" {
+			b.WriteString(": ")
+			b.WriteString(d)
+		}
+		if b.Len() > maxDescription {
+			break
+		}
+	}
+	return cut(b.String(), maxDescription)
+}
+
+// cleanText is the card's text as the model may read it: stripped of
+// what a human reviewing the tool would not see (textsafe.Clean).
+func cleanText(s string) string { return strings.TrimSpace(textsafe.Clean(s)) }
+
+// cut shortens s to at most n bytes on a UTF-8 boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// resolveLoop reads the card until it succeeds or the module stops.
+func (r *remote) resolveLoop(life context.Context) {
+	defer r.firstOnce.Do(func() { close(r.firstAttempt) })
+	for failures := 0; ; failures++ {
+		card, c, gen, err := resolve(life, r.cfg, r.hc)
+		if life.Err() != nil {
+			return
+		}
+		if err == nil {
+			r.up(life, card, c, gen)
+			return
+		}
+		r.down(life, err, failures)
+		r.firstOnce.Do(func() { close(r.firstAttempt) })
+		if !sleep(life, backoff(r.mcfg, failures+1)) {
+			return
+		}
+	}
+}
+
+func (r *remote) up(ctx context.Context, card *a2a.AgentCard, c *a2aclient.Client, gen string) {
+	r.mu.Lock()
+	r.client, r.generation, r.streaming, r.lastErr = c, gen, card.Capabilities.Streaming, ""
+	r.mu.Unlock()
+	if err := r.eng.RegisterTool(r.tool(card)); err != nil {
+		r.log.Warn("a2a agent tool not registered", "agent", r.cfg.Name, "error", err)
+	}
+	r.log.Info("a2a agent card read", "agent", r.cfg.Name, "tool", r.cfg.ToolName(), "generation", gen, "streaming", card.Capabilities.Streaming)
+	r.publish(ctx, lattice.A2AAgentConnected, agentEvent{Agent: r.cfg.Name, Tool: r.cfg.ToolName(), URL: r.cfg.Target(), Generation: gen})
+}
+
+// down records why the card is not read; a failure that repeats the last
+// one is logged at debug only.
+func (r *remote) down(ctx context.Context, err error, failures int) {
+	msg := r.red.error(err).Error()
+	r.mu.Lock()
+	repeat := failures > 0 && r.lastErr == msg
+	r.lastErr = msg
+	r.mu.Unlock()
+	if repeat {
+		r.log.Debug("a2a agent card unreadable again", "agent", r.cfg.Name, "error", msg)
+		return
+	}
+	r.log.Warn("a2a agent card unreadable; retrying with backoff", "agent", r.cfg.Name, "target", r.cfg.Target(), "error", msg)
+	r.publish(ctx, lattice.A2AAgentDisconnected, agentEvent{Agent: r.cfg.Name, Tool: r.cfg.ToolName(), URL: r.cfg.Target(), Error: msg})
+}
+
+type agentEvent struct {
+	Agent      string `json:"agent"`
+	Tool       string `json:"tool"`
+	URL        string `json:"url"`
+	Generation string `json:"generation,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+func (r *remote) publish(ctx context.Context, typ string, payload any) {
+	err := r.eng.Publish(context.WithoutCancel(ctx), typ, producer, payload)
+	if err != nil && !errors.Is(err, lattice.ErrClosed) {
+		r.log.Warn("publish failed", "type", typ, "error", err)
+	}
+}
+
+func (r *remote) status() AgentStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return AgentStatus{Name: r.cfg.Name, Tool: r.cfg.ToolName(), URL: r.cfg.Target(), Resolved: r.client != nil, Generation: r.generation, Error: r.lastErr}
+}
+
+// backoff is MinBackoff doubled per consecutive failure, capped at
+// MaxBackoff, with ±20% jitter.
+func backoff(c Config, failures int) time.Duration {
+	d, top := c.minBackoff(), c.maxBackoff()
+	for i := 1; i < failures && d < top; i++ {
+		d *= 2
+	}
+	d = min(d, top)
+	return d - d/5 + rand.N(2*d/5+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func redactURL(u string) string { return httpguard.RedactURL(u) }
+
+// hostOf is the host[:port] of an absolute URL, "" when it has none.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}

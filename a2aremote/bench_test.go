@@ -1,0 +1,213 @@
+package a2aremote_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/a2aremote"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+)
+
+// BenchmarkToolCallPaired makes the same request to the same remote agent
+// two ways in one loop, alternating which goes first: through
+// Engine.CallTool("a2a__remote") (allow-list, one pass-through
+// interceptor, ToolCalled/ToolResult events, the module's input parsing,
+// timeout, slot, streaming, result mapping and scrubbing), and directly
+// with an a2aclient.Client built from the same card. Remotes: a2a-go/v2's
+// reference server (A2A 1.0) and a2a-go v0.3's (A2A 0.3). Direct calls:
+// "stream" consumes SendStreamingMessage to the task's end (the method the
+// module uses, so that a cancelled run can cancel the remote task); "send"
+// is a blocking SendMessage, what the simplest client does.
+func BenchmarkToolCallPaired(b *testing.B) {
+	for _, g := range generations {
+		for _, direct := range []string{"stream", "send"} {
+			b.Run(g.name+"/"+direct, func(b *testing.B) {
+				peer := g.serve(b, answer)
+				pairedCall(b, peer.URL, direct)
+			})
+		}
+	}
+}
+
+func pairedCall(b *testing.B, url, mode string) {
+	ctx := context.Background()
+	e := axocoatl.New(axocoatl.Options{})
+	b.Cleanup(func() { e.Close(context.Background()) })
+	if err := e.AddAgent(agent.Spec{ID: "bench", Tools: []string{"a2a__*"}}, provider.EchoModel{}); err != nil {
+		b.Fatal(err)
+	}
+	e.Intercept(func(ctx context.Context, call axocoatl.ToolCall, next axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
+		return next(ctx, call)
+	})
+	m, err := a2aremote.New(a2aremote.Config{Agents: []a2aremote.AgentConfig{{Name: "remote", URL: url}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.Use(ctx, m); err != nil {
+		b.Fatal(err)
+	}
+	if err := m.Ready(ctx); err != nil {
+		b.Fatal(err)
+	}
+
+	// The direct client: the card resolved the same way any client does,
+	// the same transports (1.0 and 0.3) over the same http.Transport.
+	card, err := (&agentcard.Resolver{Client: http.DefaultClient, CardParser: a2av0.NewAgentCardParser()}).Resolve(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hc := &http.Client{Transport: http.DefaultTransport}
+	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}))
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	call := axocoatl.ToolCall{AgentID: "bench", Tool: "a2a__remote", Arguments: json.RawMessage(`{"input":"hi"}`)}
+	const want = "remote answer to: hi"
+	var engineCalls, directCalls []time.Duration
+	var engineTime, directTime time.Duration
+	viaEngine := func() {
+		start := time.Now()
+		if res, err := e.CallTool(ctx, call); err != nil || res.Content != want {
+			b.Fatal(res, err)
+		}
+		d := time.Since(start)
+		engineTime += d
+		engineCalls = append(engineCalls, d)
+	}
+	viaClient := func() {
+		start := time.Now()
+		req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
+		var got string
+		if mode == "send" {
+			res, err := c.SendMessage(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got = artifactText(res)
+		} else {
+			for ev, err := range c.SendStreamingMessage(ctx, req) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				if s := artifactText(ev); s != "" {
+					got = s
+				}
+			}
+		}
+		if got != want {
+			b.Fatalf("direct call answered %q", got)
+		}
+		d := time.Since(start)
+		directTime += d
+		directCalls = append(directCalls, d)
+	}
+	n := 0
+	for b.Loop() {
+		if n%2 == 0 {
+			viaEngine()
+			viaClient()
+		} else {
+			viaClient()
+			viaEngine()
+		}
+		n++
+	}
+	b.ReportMetric(float64(engineTime.Nanoseconds())/float64(n), "engine-ns/call")
+	b.ReportMetric(float64(directTime.Nanoseconds())/float64(n), "direct-ns/call")
+	b.ReportMetric(float64(engineTime)/float64(directTime), "engine/direct")
+	b.ReportMetric(float64(medianDur(engineCalls))/float64(medianDur(directCalls)), "median-engine/direct")
+}
+
+// artifactText is the text of the artifacts an event carries.
+func artifactText(ev a2a.Event) string {
+	var parts []string
+	switch e := ev.(type) {
+	case *a2a.Task:
+		for _, a := range e.Artifacts {
+			for _, p := range a.Parts {
+				parts = append(parts, p.Text())
+			}
+		}
+	case *a2a.TaskArtifactUpdateEvent:
+		for _, p := range e.Artifact.Parts {
+			parts = append(parts, p.Text())
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+func medianDur(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkStreamVsSend pairs the two direct a2aclient calls with no
+// Engine in the way: a streamed call read to its end against a blocking
+// SendMessage, to the same reference server. Its ratio is what the A2A
+// method alone costs, the part of the tool's ratio to "send" that is not
+// the module's.
+func BenchmarkStreamVsSend(b *testing.B) {
+	for _, g := range generations {
+		b.Run(g.name, func(b *testing.B) {
+			peer := g.serve(b, answer)
+			ctx := context.Background()
+			card, err := (&agentcard.Resolver{Client: http.DefaultClient, CardParser: a2av0.NewAgentCardParser()}).Resolve(ctx, peer.URL)
+			if err != nil {
+				b.Fatal(err)
+			}
+			hc := &http.Client{Transport: http.DefaultTransport}
+			c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var streamCalls, sendCalls []time.Duration
+			stream := func() {
+				start := time.Now()
+				req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
+				for _, err := range c.SendStreamingMessage(ctx, req) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				streamCalls = append(streamCalls, time.Since(start))
+			}
+			send := func() {
+				start := time.Now()
+				req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
+				if _, err := c.SendMessage(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+				sendCalls = append(sendCalls, time.Since(start))
+			}
+			n := 0
+			for b.Loop() {
+				if n%2 == 0 {
+					stream()
+					send()
+				} else {
+					send()
+					stream()
+				}
+				n++
+			}
+			b.ReportMetric(float64(medianDur(streamCalls))/float64(medianDur(sendCalls)), "median-stream/send")
+		})
+	}
+}

@@ -1,0 +1,398 @@
+package a2aremote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+)
+
+// The causes a call's context ends with, besides its caller's.
+var (
+	errDeadline = errors.New("a2a call deadline")
+	errStopping = errors.New("a2a remote module stopping")
+)
+
+// pollMin and pollMax bound the GetTask polling of a task the answer left
+// running (a remote that does not stream, or a stream that ended early).
+const (
+	pollMin = 50 * time.Millisecond
+	pollMax = time.Second
+)
+
+// drainGrace bounds reading a stream past its final event.
+const drainGrace = 100 * time.Millisecond
+
+// idGrace is how long a stream is read after its call ended (cancelled,
+// timed out) to learn the id of the task to cancel.
+const idGrace = 2 * time.Second
+
+// parseInput reads {"input": "<text>"}.
+func parseInput(args json.RawMessage) (string, error) {
+	var in struct {
+		Input *string `json:"input"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	if in.Input == nil {
+		return "", fmt.Errorf("%w: input is missing", ErrBadInput)
+	}
+	return *in.Input, nil
+}
+
+// call sends the input to the remote agent and waits for its task's end.
+func (r *remote) call(ctx context.Context, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+	input, err := parseInput(call.Arguments)
+	if err != nil {
+		return axocoatl.ToolResult{}, fmt.Errorf("a2a agent %s: %w", r.cfg.Name, err)
+	}
+	r.mu.Lock()
+	c, streaming, why, stopping := r.client, r.streaming, r.lastErr, r.stopping
+	if c != nil && !stopping {
+		r.calls.Add(1) // under mu: Stop's Wait cannot miss it
+	}
+	r.mu.Unlock()
+	switch {
+	case stopping:
+		return axocoatl.ToolResult{}, fmt.Errorf("%w: a2a agent %s", ErrStopped, r.cfg.Name)
+	case c == nil:
+		return axocoatl.ToolResult{}, fmt.Errorf("%w: %s: %s", ErrUnavailable, r.cfg.Name, why)
+	}
+	defer r.calls.Done()
+
+	timeout := r.cfg.timeout()
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(timeout, func() { cancel(errDeadline) })
+	defer timer.Stop()
+	stop := context.AfterFunc(r.life, func() { cancel(errStopping) })
+	defer stop()
+
+	select {
+	case r.sem <- struct{}{}:
+		defer func() { <-r.sem }()
+	case <-cctx.Done():
+		return axocoatl.ToolResult{}, r.ended(ctx, cctx, timeout, fmt.Sprintf("waiting for a free slot (max_concurrent %d)", cap(r.sem)), nil)
+	}
+
+	req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(input))}
+	var t taskState
+	t.limit = r.cfg.maxOutput()
+	var streamErr error
+	if streaming {
+		streamErr = r.stream(cctx, c, req, &t)
+	} else {
+		res, err := c.SendMessage(cctx, req)
+		if err != nil {
+			streamErr = err
+		} else {
+			t.apply(res)
+		}
+	}
+	// The answer left the task running (a remote that does not stream
+	// answers when it likes; a stream may end before the final event):
+	// poll it to its end.
+	if streamErr == nil && !t.done && t.id != "" {
+		streamErr = r.poll(cctx, c, &t)
+	}
+	if streamErr == nil && !t.done {
+		streamErr = errors.New("the answer ended before the task did, and named no task to follow")
+	}
+	if streamErr != nil {
+		return axocoatl.ToolResult{}, r.ended(ctx, cctx, timeout, "", func() { r.cancelRemote(ctx, c, t) }, streamErr)
+	}
+	return r.result(t)
+}
+
+// stream reads the streamed answer into t. The stream outlives cctx by up
+// to idGrace while the task's id is still unknown: a run cancelled right
+// after sending would otherwise drop the stream before its first event,
+// leaving a task running at the remote that nobody can cancel.
+func (r *remote) stream(cctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest, t *taskState) error {
+	sctx, cancelStream := context.WithCancel(context.WithoutCancel(cctx))
+	defer cancelStream()
+	var idKnown atomic.Bool
+	streamDone := make(chan struct{})
+	defer close(streamDone)
+	stopWatch := context.AfterFunc(cctx, func() {
+		if !idKnown.Load() {
+			grace := time.NewTimer(idGrace)
+			defer grace.Stop()
+			select {
+			case <-grace.C:
+			case <-streamDone:
+			}
+		}
+		cancelStream()
+	})
+	defer stopWatch()
+	final := false
+	for ev, err := range c.SendStreamingMessage(sctx, req) {
+		if final {
+			// After the final event the stream is read to its end (the
+			// remote closes it, or drainGrace passes) so that the
+			// connection is kept for the next call; what comes is ignored.
+			if err != nil {
+				return nil
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if t.apply(ev) {
+			final = true
+			drain := time.AfterFunc(drainGrace, cancelStream)
+			defer drain.Stop()
+			continue
+		}
+		if t.id != "" {
+			idKnown.Store(true)
+			if cctx.Err() != nil {
+				return cctx.Err()
+			}
+		}
+	}
+	if !final && cctx.Err() != nil {
+		return cctx.Err()
+	}
+	return nil
+}
+
+// ended explains a call that did not reach the task's end: the caller's
+// cancellation, the timeout, the module's stop, or err (a transport error,
+// a bound). Nobody will read the remote task's result: cancelRemote (which
+// does nothing when no task is known to be running) is called first.
+func (r *remote) ended(ctx, cctx context.Context, timeout time.Duration, what string, cancelRemote func(), errs ...error) error {
+	err := errors.Join(errs...)
+	cause := context.Cause(cctx)
+	gaveUp := cctx.Err() != nil
+	if cancelRemote != nil {
+		cancelRemote()
+	}
+	where := ""
+	if what != "" {
+		where = " " + what
+	}
+	switch {
+	case gaveUp && cause == errStopping:
+		return fmt.Errorf("%w: a2a agent %s: call cancelled%s", ErrStopped, r.cfg.Name, where)
+	case gaveUp && cause == errDeadline:
+		return fmt.Errorf("%w: a2a agent %s: no answer within %s%s: %w", ErrTimeout, r.cfg.Name, timeout, where, context.DeadlineExceeded)
+	case gaveUp && ctx.Err() != nil:
+		// The caller cancelled (its run ended): checkable with
+		// errors.Is(err, context.Canceled).
+		return fmt.Errorf("a2a agent %s: call cancelled%s: %w", r.cfg.Name, where, ctx.Err())
+	}
+	return fmt.Errorf("a2a agent %s: %w", r.cfg.Name, r.red.error(err))
+}
+
+// cancelRemote cancels the task the call started, if it is known and not
+// over, with a fresh context bounded by CancelTimeout (the call's own has
+// ended).
+func (r *remote) cancelRemote(ctx context.Context, c *a2aclient.Client, t taskState) {
+	if t.id == "" || t.done {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CancelTimeout)
+	defer cancel()
+	if _, err := c.CancelTask(cctx, &a2a.CancelTaskRequest{ID: t.id}); err != nil {
+		r.log.Warn("a2a agent: cancelling the remote task failed", "agent", r.cfg.Name, "task", t.id, "error", r.red.error(err))
+		return
+	}
+	r.log.Info("a2a agent: remote task cancelled", "agent", r.cfg.Name, "task", t.id)
+}
+
+// poll follows a running task with GetTask until it ends or ctx does.
+func (r *remote) poll(ctx context.Context, c *a2aclient.Client, t *taskState) error {
+	d := pollMin
+	for !t.done {
+		if !sleep(ctx, d) {
+			return ctx.Err()
+		}
+		d = min(2*d, pollMax)
+		task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: t.id})
+		if err != nil {
+			return fmt.Errorf("following task %s: %w", t.id, err)
+		}
+		t.apply(task)
+	}
+	return nil
+}
+
+// result maps the task's end to what the model sees.
+func (r *remote) result(t taskState) (axocoatl.ToolResult, error) {
+	text := r.red.string(t.text())
+	switch t.state {
+	case "", a2a.TaskStateCompleted: // "": the agent answered with a message
+		return axocoatl.ToolResult{Content: text}, nil
+	case a2a.TaskStateInputRequired:
+		return axocoatl.ToolResult{Content: "The remote agent needs more input to go on: " + text}, nil
+	}
+	reason := text
+	if reason == "" {
+		reason = "no reason given"
+	}
+	return axocoatl.ToolResult{}, fmt.Errorf("%w: a2a agent %s: task %s ended %s: %s", ErrTaskFailed, r.cfg.Name, t.id, stateName(t.state), reason)
+}
+
+func stateName(s a2a.TaskState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "TASK_STATE_"))
+}
+
+// taskState gathers a call's events: the task's id and state, its
+// artifacts' text and its last status or reply message, the text kept
+// within limit bytes.
+type taskState struct {
+	id        a2a.TaskID
+	state     a2a.TaskState
+	done      bool
+	artifacts []artifactText
+	message   string // the reply message, or the last status message
+	limit     int
+	dropped   int // bytes of artifact text over limit
+}
+
+type artifactText struct {
+	id   a2a.ArtifactID
+	text strings.Builder
+}
+
+// apply takes one event; it reports whether the task is over.
+func (t *taskState) apply(ev a2a.Event) bool {
+	switch e := ev.(type) {
+	case *a2a.Message:
+		t.message = partsText(e.Parts)
+		if e.TaskID != "" && t.id == "" {
+			t.id = e.TaskID
+		}
+		if t.id == "" { // a reply with no task: the whole answer
+			t.done = true
+		}
+	case *a2a.Task:
+		t.id = e.ID
+		t.artifacts = t.artifacts[:0]
+		t.dropped = 0
+		for _, a := range e.Artifacts {
+			t.addArtifact(a, false)
+		}
+		t.status(e.Status)
+	case *a2a.TaskStatusUpdateEvent:
+		if t.id == "" {
+			t.id = e.TaskID
+		}
+		t.status(e.Status)
+	case *a2a.TaskArtifactUpdateEvent:
+		if t.id == "" {
+			t.id = e.TaskID
+		}
+		if e.Artifact != nil {
+			t.addArtifact(e.Artifact, e.Append)
+		}
+	}
+	return t.done
+}
+
+func (t *taskState) status(s a2a.TaskStatus) {
+	t.state = s.State
+	if s.Message != nil {
+		if m := partsText(s.Message.Parts); m != "" {
+			t.message = m
+		}
+	}
+	switch s.State {
+	case a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected,
+		a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired:
+		t.done = true
+	}
+}
+
+func (t *taskState) addArtifact(a *a2a.Artifact, appendTo bool) {
+	var at *artifactText
+	for i := range t.artifacts {
+		if t.artifacts[i].id == a.ID {
+			at = &t.artifacts[i]
+			break
+		}
+	}
+	if at == nil {
+		t.artifacts = append(t.artifacts, artifactText{id: a.ID})
+		at = &t.artifacts[len(t.artifacts)-1]
+	} else if !appendTo {
+		at.text.Reset()
+	}
+	s := partsText(a.Parts)
+	used := 0
+	for i := range t.artifacts {
+		used += t.artifacts[i].text.Len()
+	}
+	if room := t.limit - used; len(s) > room {
+		t.dropped += len(s) - max(room, 0)
+		s = cut(s, max(room, 0))
+	}
+	at.text.WriteString(s)
+}
+
+// text is the answer: the artifacts' text, else the message's, with a note
+// when max_output_bytes cut it.
+func (t *taskState) text() string {
+	var parts []string
+	for i := range t.artifacts {
+		if s := t.artifacts[i].text.String(); s != "" {
+			parts = append(parts, s)
+		}
+	}
+	out := strings.Join(parts, "\n")
+	if out == "" || (t.state != "" && t.state != a2a.TaskStateCompleted && t.message != "") {
+		out = t.message
+	}
+	if len(out) > t.limit {
+		t.dropped += len(out) - t.limit
+		out = cut(out, t.limit)
+	}
+	if t.dropped > 0 {
+		out += fmt.Sprintf("\n[output cut: %d more bytes over max_output_bytes (%d)]", t.dropped, t.limit)
+	}
+	return out
+}
+
+// partsText is the text of parts: text as is, data as JSON, files as a
+// line saying what they are.
+func partsText(parts a2a.ContentParts) string {
+	var out []string
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		switch c := p.Content.(type) {
+		case a2a.Text:
+			out = append(out, string(c))
+		case a2a.Data:
+			b, err := json.Marshal(c.Value)
+			if err == nil {
+				out = append(out, string(b))
+			}
+		case a2a.Raw:
+			out = append(out, fmt.Sprintf("[file %s: %s, %d bytes]", p.Filename, orUnknown(p.MediaType), len(c)))
+		case a2a.URL:
+			out = append(out, fmt.Sprintf("[file %s: %s at %s]", p.Filename, orUnknown(p.MediaType), string(c)))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown type"
+	}
+	return s
+}

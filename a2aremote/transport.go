@@ -1,0 +1,175 @@
+package a2aremote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"golang.org/x/mod/semver"
+)
+
+// ErrResponseTooLarge: a remote's HTTP response went over
+// max_response_bytes (or its card over DefaultMaxCardBytes).
+var ErrResponseTooLarge = errors.New("a2a response over its bound")
+
+// newHTTPClient is the HTTP client of one remote agent: it adds the
+// configured headers to every request, bounds every response body, and
+// follows no redirect (a redirect would carry the headers, which are
+// credentials, to wherever the remote points). It has no overall timeout:
+// each call's context carries the agent's timeout, and a streamed answer
+// may legitimately last that long.
+func newHTTPClient(a AgentConfig, base http.RoundTripper) *http.Client {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	h := make(http.Header, len(a.Headers))
+	for k, v := range a.Headers {
+		h.Set(k, v.Reveal())
+	}
+	return &http.Client{
+		Transport: &roundTripper{base: base, headers: h, limit: int64(a.maxResponse())},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+type roundTripper struct {
+	base    http.RoundTripper
+	headers http.Header
+	limit   int64
+}
+
+func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header[k] = v
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &limitedBody{rc: resp.Body, left: t.limit, limit: t.limit}
+	return resp, nil
+}
+
+// limitedBody fails the read that would go past limit, so a decoder
+// reports the bound instead of a truncated document.
+type limitedBody struct {
+	rc    io.ReadCloser
+	left  int64
+	limit int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly limit bytes from a longer one.
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n > 0 {
+			return 0, fmt.Errorf("%w: more than %d bytes", ErrResponseTooLarge, b.limit)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// fetchCard reads and parses the agent card at cardURL with hc. The body
+// is bounded by DefaultMaxCardBytes. Both generations parse: a 1.0 card
+// by its supportedInterfaces, a 0.3 card by url, preferredTransport and
+// additionalInterfaces (a2av0's parser reads either).
+func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a.AgentCard, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cardURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("agent card: HTTP status %s", resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, DefaultMaxCardBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("agent card: %w", err)
+	}
+	if len(body) > DefaultMaxCardBytes {
+		return nil, fmt.Errorf("agent card: %w: more than %d bytes", ErrResponseTooLarge, DefaultMaxCardBytes)
+	}
+	card, err := a2av0.NewAgentCardParser()(body)
+	if err != nil {
+		return nil, fmt.Errorf("agent card is not JSON of an A2A card: %w", err)
+	}
+	if len(card.SupportedInterfaces) == 0 {
+		return nil, errors.New("agent card names no interface (neither supportedInterfaces nor url with preferredTransport)")
+	}
+	for _, iface := range card.SupportedInterfaces {
+		u, err := url.Parse(iface.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("agent card: interface URL %q is not an absolute http or https URL", iface.URL)
+		}
+	}
+	return card, nil
+}
+
+// Generation is the protocol generation a card is spoken to in: the
+// newest version among its interfaces this client has a transport for
+// ("1.0" or "0.3"), "" when there is none.
+func Generation(card *a2a.AgentCard) string {
+	best := ""
+	for _, iface := range card.SupportedInterfaces {
+		switch iface.ProtocolBinding {
+		case a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON:
+		default:
+			continue
+		}
+		v := string(iface.ProtocolVersion)
+		if v == "" {
+			v = string(a2av0.Version)
+		}
+		var g string
+		switch semver.Major("v" + strings.TrimPrefix(v, "v")) {
+		case "v1":
+			g = "1.0"
+		case "v0":
+			g = "0.3"
+		default:
+			continue
+		}
+		if best == "" || g == "1.0" {
+			best = g
+		}
+	}
+	return best
+}
+
+// newClient builds the a2aclient for card: JSON-RPC and HTTP+JSON, in
+// 1.0 and in 0.3 (a2av0), all over hc; the factory picks the newest
+// version the card offers.
+func newClient(ctx context.Context, card *a2a.AgentCard, hc *http.Client) (*a2aclient.Client, error) {
+	return a2aclient.NewFromCard(ctx, card,
+		a2aclient.WithJSONRPCTransport(hc),
+		a2aclient.WithRESTTransport(hc),
+		a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}),
+		a2av0.WithRESTTransport(a2av0.RESTTransportConfig{Client: hc}),
+	)
+}
