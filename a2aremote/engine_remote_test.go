@@ -1,0 +1,117 @@
+package a2aremote_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/a2a"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+// blockingModel answers "remote engine: <input>", or, for the input
+// "block", waits for its run to end, saying on started that it began.
+type blockingModel struct{ started chan struct{} }
+
+func (m blockingModel) Generate(ctx context.Context, req *agent.Request) (*agent.Response, error) {
+	last := req.Messages[len(req.Messages)-1].Content
+	if last != "block" {
+		return &agent.Response{Content: "remote engine: " + last}, nil
+	}
+	m.started <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// serveEngine is a second axocoatl Engine serving agent "planner" over our
+// own a2a module (its card offers A2A 1.0 and 0.3), guarded by token.
+func serveEngine(t *testing.T, model agent.Model) (*axocoatl.Engine, *httptest.Server) {
+	t.Helper()
+	eng := axocoatl.New(axocoatl.Options{HTTP: axocoatl.HTTPOptions{APIToken: token}})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		eng.Close(ctx)
+	})
+	if err := eng.AddAgent(agent.Spec{ID: "planner", Description: "Plans with an Engine", Provider: provider.Echo}, model); err != nil {
+		t.Fatal(err)
+	}
+	h, err := a2a.New(a2a.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Use(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return eng, srv
+}
+
+// The remote is another axocoatl Engine: the call speaks A2A 1.0 (the
+// newest its card offers), the agent gets the remote agent's answer, and a
+// cancelled run cancels the remote run (its AgentFailed says canceled).
+func TestRemoteIsAnotherEngine(t *testing.T) {
+	model := blockingModel{started: make(chan struct{}, 1)}
+	remote, srv := serveEngine(t, model)
+	s := newSetup(t, "a trip to Oaxaca", nil, remoteCfg(srv.URL))
+	s.ready(t)
+	if st := s.mod.Status(); len(st) != 1 || st[0].Generation != "1.0" {
+		t.Fatalf("status = %+v, want generation 1.0 from our own card", st)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := s.eng.Execute(ctx, "caller", "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "tool said: remote engine: a trip to Oaxaca"; res.Output != want {
+		t.Fatalf("output = %q, want %q", res.Output, want)
+	}
+
+	failed, err := remote.Bus().Subscribe(lattice.Filter{Types: []string{lattice.AgentFailed}}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer failed.Close()
+	callCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.eng.CallTool(callCtx, axocoatl.ToolCall{AgentID: "caller", Tool: "a2a__remote", Arguments: json.RawMessage(`{"input":"block"}`)})
+		done <- err
+	}()
+	select {
+	case <-model.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the remote run did not start")
+	}
+	stop()
+	select {
+	case ev := <-failed.Events():
+		var p struct {
+			AgentID  string `json:"agent_id"`
+			Canceled bool   `json:"canceled"`
+			Error    string `json:"error"`
+		}
+		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.AgentID != "planner" || !p.Canceled {
+			t.Fatalf("remote AgentFailed = %s, want planner canceled", ev.Payload)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the remote run was not cancelled")
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "cancel") {
+			t.Fatalf("CallTool = %v, want a cancellation", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("CallTool did not return after its context was cancelled")
+	}
+}
