@@ -15,8 +15,12 @@ import (
 
 // ServeHTTP serves MCP streamable HTTP (POST, GET and DELETE on one path):
 // mount the Server on any mux, e.g. mux.Handle("/mcp", srv). Sessions are
-// stateful and negotiate 2025-11-25 or older. Every request passes the
-// Engine's HTTP guard first (Host, token, Origin, body bound and deadline).
+// stateful and negotiate 2025-11-25 or older, unless the request carries
+// the MCP-Protocol-Version header of the stateless era (2026-07-28, as every
+// request of that era does, server/discover included): such a request is
+// served on its own, without a session, and a GET or DELETE in that era gets
+// 405 (the era has no GET stream). Every request passes the Engine's HTTP
+// guard first (Host, token, Origin, body bound and deadline).
 //
 // A client's GET stream (the standalone SSE stream, which carries
 // tools/list_changed when agents are added) stays open for the session's
@@ -44,11 +48,18 @@ var sdkMethods = map[string]bool{
 	"notifications/progress": true, "notifications/roots/list_changed": true,
 }
 
+// headerProtocolVersion is the HTTP header naming a request's MCP version
+// (the go-sdk sends it on every request, server/discover included).
+const headerProtocolVersion = "Mcp-Protocol-Version"
+
 // precheckPOST reads a POST body and answers what the go-sdk would answer
 // badly: malformed JSON (-32700), a non-JSON-RPC message (-32600), an
-// unknown method (-32601, or 202 for a notification). It reports whether
-// the request should go on to the go-sdk, with its body restored.
-func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
+// unknown method (-32601, or 202 for a notification), an initialize or a
+// subscriptions/listen over MaxSessions (503). It reports whether the
+// request should go on to the go-sdk (ok), with its body restored, and
+// whether it is a subscriptions/listen, whose stream lasts as long as the
+// client wants.
+func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) (listen, ok bool) {
 	var buf bytes.Buffer
 	if r.ContentLength > 0 && r.ContentLength <= s.cfg.MaxMessageBytes {
 		buf.Grow(int(r.ContentLength) + 1) // +1: ReadFrom's probe for EOF
@@ -65,7 +76,7 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
 		} else {
 			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "reading the body: "+err.Error())
 		}
-		return false
+		return false, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	trimmed := bytes.TrimSpace(body)
@@ -79,44 +90,54 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
 				var m struct {
 					Method string `json:"method"`
 				}
-				if json.Unmarshal(raw, &m) == nil && m.Method == "initialize" {
+				if json.Unmarshal(raw, &m) != nil {
+					continue
+				}
+				switch m.Method {
+				case "initialize":
 					writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Invalid Request: initialize must not be part of a batch")
-					return false
+					return false, false
+				case "subscriptions/listen":
+					// Its stream would outlast the batch, past the
+					// MaxSessions check: it comes alone.
+					writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Invalid Request: subscriptions/listen must not be part of a batch")
+					return false, false
 				}
 			}
 		}
-		return true
+		return false, true
 	}
 	msg, reply := checkFrame(trimmed)
 	if reply != nil {
 		writeRPCError(w, http.StatusBadRequest, reply.id, reply.code, reply.message)
-		return false
+		return false, false
 	}
-	req, ok := msg.(*jsonrpc.Request)
-	if ok && req.Method == "initialize" && s.cfg.MaxSessions > 0 && s.sessionCount() >= s.cfg.MaxSessions {
+	req, isReq := msg.(*jsonrpc.Request)
+	if isReq && (req.Method == "initialize" || req.Method == "subscriptions/listen") && s.cfg.MaxSessions > 0 && s.sessionCount() >= s.cfg.MaxSessions {
 		id, _ := json.Marshal(req.ID.Raw())
 		w.Header().Set("Retry-After", "10")
 		writeRPCError(w, http.StatusServiceUnavailable, id, codeServerBusy, fmt.Sprintf("too many open sessions (%d): retry later", s.cfg.MaxSessions))
-		return false
+		return false, false
 	}
-	if !ok || sdkMethods[req.Method] {
-		return true
+	if !isReq || sdkMethods[req.Method] {
+		return isReq && req.Method == "subscriptions/listen", true
 	}
 	if !req.IsCall() {
 		w.WriteHeader(http.StatusAccepted) // an unknown notification is ignored
-		return false
+		return false, false
 	}
 	id, _ := json.Marshal(req.ID.Raw())
 	writeRPCError(w, http.StatusOK, id, jsonrpc.CodeMethodNotFound, "Method not found: "+req.Method)
-	return false
+	return false, false
 }
 
 // codeServerBusy is a JSON-RPC server error (the -32000…-32099 range): the
 // session limit is reached.
 const codeServerBusy = -32000
 
-// sessionCount counts the open sessions (only on initialize: it copies the
-// go-sdk's list).
+// sessionCount counts the open sessions, stateless calls in flight included
+// (only on initialize and subscriptions/listen: it copies the go-sdk's
+// list).
 func (s *Server) sessionCount() int {
 	n := 0
 	for range s.mcp.Sessions() {

@@ -2,12 +2,16 @@ package mcpserver_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,9 +35,22 @@ func serveHTTP(t *testing.T, f *fixture) *httptest.Server {
 	return ts
 }
 
-func connectHTTP(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.ClientSession {
+// connectHTTP connects a go-sdk client; a session option (legacy) picks
+// its era, none the go-sdk's default (2026-07-28).
+func connectHTTP(t *testing.T, url string, opts *mcp.ClientOptions, so ...*mcp.ClientSessionOptions) *mcp.ClientSession {
 	t.Helper()
-	cs, err := testClient(opts).Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	return connectHTTPWire(t, url, opts, nil, so...)
+}
+
+// connectHTTPWire is connectHTTP with the client's HTTP exchanges noted in
+// wire (nil: not noted).
+func connectHTTPWire(t *testing.T, url string, opts *mcp.ClientOptions, wire *wireLog, so ...*mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}
+	if wire != nil {
+		tr.HTTPClient = &http.Client{Transport: wire}
+	}
+	cs, err := testClient(opts).Connect(ctxT(t), tr, sessionOpts(so))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,16 +58,73 @@ func connectHTTP(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.ClientS
 	return cs
 }
 
-// The go-sdk client over streamable HTTP: it probes server/discover first
-// (INTEROP), falls back, and gets everything stdio gives.
+// wireLog is an http.RoundTripper that notes every exchange's method, its
+// MCP-Protocol-Version and the Mcp-Session-Id headers both ways.
+type wireLog struct {
+	mu        sync.Mutex
+	methods   []string
+	versions  map[string]bool
+	sessionID []string // every Mcp-Session-Id seen, request or response
+}
+
+func (w *wireLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.versions == nil {
+		w.versions = map[string]bool{}
+	}
+	w.methods = append(w.methods, r.Method)
+	w.versions[r.Header.Get("Mcp-Protocol-Version")] = true
+	if v := r.Header.Get("Mcp-Session-Id"); v != "" {
+		w.sessionID = append(w.sessionID, "request: "+v)
+	}
+	if resp != nil {
+		if v := resp.Header.Get("Mcp-Session-Id"); v != "" {
+			w.sessionID = append(w.sessionID, "response: "+v)
+		}
+	}
+	return resp, err
+}
+
+func (w *wireLog) snapshot() (methods []string, versions map[string]bool, sessionIDs []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.methods), maps.Clone(w.versions), slices.Clone(w.sessionID)
+}
+
+// The go-sdk client over streamable HTTP, in both eras. By default it
+// probes server/discover (INTEROP) and speaks 2026-07-28: every request a
+// POST of its own, with that MCP-Protocol-Version, and no Mcp-Session-Id
+// either way. Asked for 2025-11-25 it gets a session. Both get everything
+// stdio gives: the tools, progress, cancellation.
 func TestHTTPGoSDKClient(t *testing.T) {
-	f := newFixture(t, mcpserver.Config{})
-	ts := serveHTTP(t, f)
-	log := newProgressLog()
-	cs := connectHTTP(t, ts.URL+"/mcp", &mcp.ClientOptions{ProgressNotificationHandler: log.handler})
-	checkSession(t, cs)
-	checkProgress(t, cs, log)
-	checkCancel(t, f, cs)
+	for _, c := range []struct {
+		era  string
+		opts *mcp.ClientSessionOptions
+	}{{mcpserver.ProtocolVersion2026, nil}, {"2025-11-25", legacy}} {
+		t.Run(c.era, func(t *testing.T) {
+			f := newFixture(t, mcpserver.Config{})
+			ts := serveHTTP(t, f)
+			log := newProgressLog()
+			wire := &wireLog{}
+			cs := connectHTTPWire(t, ts.URL+"/mcp", &mcp.ClientOptions{ProgressNotificationHandler: log.handler}, wire, c.opts)
+			checkSession(t, cs, c.era)
+			checkProgress(t, cs, log)
+			checkCancel(t, f, cs)
+			if err := cs.Ping(ctxT(t), nil); (err == nil) == (c.era == mcpserver.ProtocolVersion2026) {
+				t.Errorf("ping in %s over HTTP: %v (want an error only in the stateless era, which has no ping)", c.era, err)
+			}
+			methods, versions, sids := wire.snapshot()
+			if c.era == mcpserver.ProtocolVersion2026 {
+				if len(sids) > 0 || slices.Contains(methods, http.MethodGet) || len(versions) != 1 || !versions[c.era] {
+					t.Errorf("stateless era on the wire: methods %v, versions %v, session ids %v: want POSTs only, all %s, no session id", methods, versions, sids, c.era)
+				}
+			} else if len(sids) == 0 || !versions[c.era] {
+				t.Errorf("handshake era on the wire: versions %v, session ids %v: want a session id and %s", versions, sids, c.era)
+			}
+		})
+	}
 }
 
 func post(t *testing.T, url string, header map[string]string) (int, string) {
@@ -194,16 +268,39 @@ func TestHTTPBadRequests(t *testing.T) {
 	}
 }
 
-// Past MaxSessions an initialize gets 503; closing a session makes room.
+// Past MaxSessions an initialize gets 503, and so does a 2026-07-28
+// subscriptions/listen (a stream that holds a session while the client
+// keeps it); a stateless call holds none past its answer. Closing a
+// session makes room.
 func TestHTTPMaxSessions(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{MaxSessions: 2})
 	ts := serveHTTP(t, f)
 	url := ts.URL + "/mcp"
-	a := connectHTTP(t, url, nil)
-	connectHTTP(t, url, nil)
+	listChanged := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}}
+	a := connectHTTP(t, url, nil, legacy)
+	for range 3 { // stateless calls: no session left behind
+		cs := connectHTTP(t, url, nil)
+		if _, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "agent_echo", Arguments: map[string]any{"input": "x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	connectHTTP(t, url, listChanged) // opens subscriptions/listen: the second session
 	status, body := post(t, url, nil)
 	if status != http.StatusServiceUnavailable || !strings.Contains(body, "too many open sessions") {
 		t.Errorf("third session: %d %s, want 503", status, body)
+	}
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":`+metaFrame+`}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", mcpserver.ProtocolVersion2026)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(lb), `"id":7,"error":{"code":-32000,"message":"too many open sessions`) {
+		t.Errorf("third listen: %d %s, want 503", resp.StatusCode, lb)
 	}
 	a.Close()
 	deadline := time.Now().Add(5 * time.Second)
@@ -258,7 +355,7 @@ func TestHTTPSlowBodyTimesOut(t *testing.T) {
 func TestHTTPBatchedInitialize(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{MaxSessions: 1})
 	ts := serveHTTP(t, f)
-	connectHTTP(t, ts.URL+"/mcp", nil)
+	connectHTTP(t, ts.URL+"/mcp", nil, legacy)
 	req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader("["+initFrame+"]"))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")

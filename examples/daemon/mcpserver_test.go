@@ -368,7 +368,7 @@ func TestMCPHTTPBinary(t *testing.T) {
 
 func checkMCPGoClient(t *testing.T, ctx context.Context, c *mcpgoclient.Client) {
 	t.Helper()
-	if _, tools := testutil.CheckMCPGoAgents(t, ctx, c); len(tools) != 2 {
+	if _, tools := testutil.CheckMCPGoAgents(t, ctx, c, "2026-07-28"); len(tools) != 2 {
 		t.Errorf("tools/list: %d tools, want agent_echo and agent_broken", len(tools))
 	}
 }
