@@ -309,7 +309,9 @@ func TestProgressHeartbeat(t *testing.T) {
 // POST that stays open).
 func TestAgentAddedLater(t *testing.T) {
 	connect := map[string]func(*testing.T, *fixture, *mcp.ClientOptions) *mcp.ClientSession{
-		"in-memory 2026-07-28": func(t *testing.T, f *fixture, o *mcp.ClientOptions) *mcp.ClientSession { return connectInMemory(t, f, o) },
+		"in-memory 2026-07-28": func(t *testing.T, f *fixture, o *mcp.ClientOptions) *mcp.ClientSession {
+			return connectInMemory(t, f, o)
+		},
 		"in-memory 2025-11-25": func(t *testing.T, f *fixture, o *mcp.ClientOptions) *mcp.ClientSession {
 			return connectInMemory(t, f, o, legacy)
 		},
