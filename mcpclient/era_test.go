@@ -119,4 +119,3 @@ func TestKeepAliveReplacesHung2026Server(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, func() bool { return !processGroupAlive(first) })
 }
-
