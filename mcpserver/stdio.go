@@ -377,16 +377,14 @@ func track(pending *inflight, msg jsonrpc.Message, frame []byte) (forward bool, 
 	return true, nil
 }
 
-// requestID digs a usable id out of an invalid request, so the client can
-// match the error to its call. Only the member named exactly "id" counts:
-// a struct field would also take "ID" or "Id", which JSON-RPC does not
-// know, and echo that as the request's id.
+// requestID digs a usable id out of a request, so the client can match an
+// error to its call (and checkFrame can read a numeric id's literal). Only
+// the member named exactly "id" counts: a struct field would also take "ID"
+// or "Id", which JSON-RPC does not know, and echo that as the request's id.
+// frame must be valid JSON (checkFrame's json.Valid comes first); the id is
+// found without decoding the rest of the frame (the call's arguments).
 func requestID(frame []byte) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(frame, &m) != nil {
-		return nil
-	}
-	id := m["id"]
+	id := memberValue(frame, "id")
 	if len(id) == 0 {
 		return nil
 	}
@@ -400,6 +398,104 @@ func requestID(frame []byte) json.RawMessage {
 		return nil
 	}
 	return id
+}
+
+// memberValue returns the raw value of the member named name of the JSON
+// object frame (valid JSON), the last one when there are several, with
+// names compared after unescaping: what decoding frame into a
+// map[string]json.RawMessage would give, without the allocations. nil when
+// frame is not an object or has no such member.
+func memberValue(frame []byte, name string) []byte {
+	i := skipSpace(frame, 0)
+	if i >= len(frame) || frame[i] != '{' {
+		return nil
+	}
+	var found []byte
+	for i++; ; i++ { // i++: past '{' or ','
+		i = skipSpace(frame, i)
+		if i >= len(frame) || frame[i] != '"' {
+			return found // '}' of an empty object
+		}
+		end := skipString(frame, i)
+		key := frame[i:end]
+		i = skipSpace(frame, end)
+		if i >= len(frame) || frame[i] != ':' {
+			return nil
+		}
+		i = skipSpace(frame, i+1)
+		vend := skipValue(frame, i)
+		if vend <= i {
+			return nil
+		}
+		if keyIs(key, name) {
+			found = frame[i:vend]
+		}
+		i = skipSpace(frame, vend)
+		if i >= len(frame) || frame[i] != ',' {
+			return found
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] ('"').
+func skipString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index after the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = skipString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && !strings.ContainsRune(",}] \t\n\r", rune(b[j])) {
+		j++
+	}
+	return j
+}
+
+// keyIs reports whether the quoted member name key is name once unescaped.
+func keyIs(key []byte, name string) bool {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
+	}
+	var k string
+	return json.Unmarshal(key, &k) == nil && k == name
 }
 
 func (s *Server) reject(out *frameWriter, code int64, message string, id json.RawMessage) {
