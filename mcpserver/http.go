@@ -135,13 +135,17 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) (listen, o
 // session limit is reached.
 const codeServerBusy = -32000
 
-// sessionCount counts the open sessions, stateless calls in flight included
-// (only on initialize and subscriptions/listen: it copies the go-sdk's
-// list).
+// sessionCount counts what MaxSessions bounds: the handshake era's HTTP
+// sessions (those with an id) and the open subscriptions/listen streams.
+// A stateless call's session lasts as long as the call and is not counted
+// (calls in flight are not sessions). Only on initialize and
+// subscriptions/listen: it walks the go-sdk's list.
 func (s *Server) sessionCount() int {
-	n := 0
-	for range s.mcp.Sessions() {
-		n++
+	n := int(s.listens.Load())
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() != "" {
+			n++
+		}
 	}
 	return n
 }

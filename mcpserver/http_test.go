@@ -277,22 +277,39 @@ func TestHTTPMaxSessions(t *testing.T) {
 	ts := serveHTTP(t, f)
 	url := ts.URL + "/mcp"
 	listChanged := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}}
-	a := connectHTTP(t, url, nil, legacy)
-	for range 3 { // stateless calls: no session left behind
+	waitSessions := func(want int, what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for n := -1; n != want; {
+			n = 0
+			for range f.srv.MCP().Sessions() { // listen streams and sessions, and calls in flight
+				n++
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d sessions open, want %d: %s", n, want, what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for range 3 {
 		cs := connectHTTP(t, url, nil)
 		if _, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "agent_echo", Arguments: map[string]any{"input": "x"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	connectHTTP(t, url, listChanged) // opens subscriptions/listen: the second session
+	waitSessions(0, "stateless calls leave none behind")
+	a := connectHTTP(t, url, nil, legacy)
+	connectHTTP(t, url, listChanged) // opens subscriptions/listen, on its own time
+	waitSessions(2, "the legacy session and the listen stream")
 	status, body := post(t, url, nil)
 	if status != http.StatusServiceUnavailable || !strings.Contains(body, "too many open sessions") {
 		t.Errorf("third session: %d %s, want 503", status, body)
 	}
-	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":`+metaFrame+`}}`))
+	req, _ := http.NewRequestWithContext(ctxT(t), "POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":`+metaFrame+`}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", mcpserver.ProtocolVersion2026)
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -199,6 +199,9 @@ type Server struct {
 	// posts counts HTTP POSTs being served (calls and their streams), so
 	// Shutdown can let them finish before it ends the sessions.
 	posts sync.WaitGroup
+	// listens counts the open 2026-07-28 subscriptions/listen streams,
+	// which MaxSessions bounds with the handshake era's sessions.
+	listens atomic.Int64
 }
 
 // ErrNotStarted is returned by ServeStdio before the Server is started.
@@ -294,6 +297,8 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 				// client wants: Shutdown does not wait for it (Close
 				// ends it).
 				s.posts.Done()
+				s.listens.Add(1)
+				defer s.listens.Add(-1)
 			} else {
 				defer s.posts.Done()
 			}
