@@ -52,14 +52,26 @@ var sdkMethods = map[string]bool{
 // (the go-sdk sends it on every request, server/discover included).
 const headerProtocolVersion = "Mcp-Protocol-Version"
 
+// post is what precheckPOST learnt of a POST's one message.
+type post struct {
+	// listen: a subscriptions/listen, whose stream lasts as long as the
+	// client wants.
+	listen bool
+	// quiet: a request that asked for no progress (no progressToken) and
+	// is not a subscriptions/listen. In the stateless era nothing but its
+	// answer can come back on its stream (that era has no requests from
+	// server to client, and this server sends no log messages), so it is
+	// answered as plain JSON rather than as an SSE stream.
+	quiet bool
+}
+
 // precheckPOST reads a POST body and answers what the go-sdk would answer
 // badly: malformed JSON (-32700), a non-JSON-RPC message (-32600), an
 // unknown method (-32601, or 202 for a notification), an initialize or a
 // subscriptions/listen over MaxSessions (503). It reports whether the
 // request should go on to the go-sdk (ok), with its body restored, and
-// whether it is a subscriptions/listen, whose stream lasts as long as the
-// client wants.
-func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) (listen, ok bool) {
+// what it is.
+func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) (p post, ok bool) {
 	var buf bytes.Buffer
 	if r.ContentLength > 0 && r.ContentLength <= s.cfg.MaxMessageBytes {
 		buf.Grow(int(r.ContentLength) + 1) // +1: ReadFrom's probe for EOF
@@ -76,7 +88,7 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) (listen, o
 		} else {
 			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "reading the body: "+err.Error())
 		}
-		return false, false
+		return post{}, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	trimmed := bytes.TrimSpace(body)
@@ -96,39 +108,44 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) (listen, o
 				switch m.Method {
 				case "initialize":
 					writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Invalid Request: initialize must not be part of a batch")
-					return false, false
+					return post{}, false
 				case "subscriptions/listen":
 					// Its stream would outlast the batch, past the
 					// MaxSessions check: it comes alone.
 					writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Invalid Request: subscriptions/listen must not be part of a batch")
-					return false, false
+					return post{}, false
 				}
 			}
 		}
-		return false, true
+		return post{}, true
 	}
 	msg, reply := checkFrame(trimmed)
 	if reply != nil {
 		writeRPCError(w, http.StatusBadRequest, reply.id, reply.code, reply.message)
-		return false, false
+		return post{}, false
 	}
 	req, isReq := msg.(*jsonrpc.Request)
 	if isReq && (req.Method == "initialize" || req.Method == "subscriptions/listen") && s.cfg.MaxSessions > 0 && s.sessionCount() >= s.cfg.MaxSessions {
 		id, _ := json.Marshal(req.ID.Raw())
 		w.Header().Set("Retry-After", "10")
 		writeRPCError(w, http.StatusServiceUnavailable, id, codeServerBusy, fmt.Sprintf("too many open sessions (%d): retry later", s.cfg.MaxSessions))
-		return false, false
+		return post{}, false
 	}
 	if !isReq || sdkMethods[req.Method] {
-		return isReq && req.Method == "subscriptions/listen", true
+		var p post
+		if isReq {
+			p.listen = req.Method == "subscriptions/listen"
+			p.quiet = req.IsCall() && !p.listen && len(memberValue(memberValue(req.Params, "_meta"), "progressToken")) == 0
+		}
+		return p, true
 	}
 	if !req.IsCall() {
 		w.WriteHeader(http.StatusAccepted) // an unknown notification is ignored
-		return false, false
+		return post{}, false
 	}
 	id, _ := json.Marshal(req.ID.Raw())
 	writeRPCError(w, http.StatusOK, id, jsonrpc.CodeMethodNotFound, "Method not found: "+req.Method)
-	return false, false
+	return post{}, false
 }
 
 // codeServerBusy is a JSON-RPC server error (the -32000…-32099 range): the

@@ -390,3 +390,80 @@ func TestHTTPBatchedInitialize(t *testing.T) {
 		t.Fatalf("batched initialize: %d, session id %q, %d sessions open (max 1): %s", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), sessions, body)
 	}
 }
+
+// The stateless era by hand on /mcp: every request carries the version in
+// its MCP-Protocol-Version header and its _meta, none gets a session id; a
+// request that asked for no progress is answered as plain JSON, one with a
+// progressToken as an SSE stream with the progress before the result; the
+// era has no GET stream and no DELETE (405); malformed input still gets
+// its JSON-RPC error.
+func TestHTTPStatelessRaw(t *testing.T) {
+	f := newFixture(t, mcpserver.Config{})
+	ts := serveHTTP(t, f)
+	url := ts.URL + "/mcp"
+	version := mcpserver.ProtocolVersion2026
+	do := func(method, name, body string) (*http.Response, string) {
+		t.Helper()
+		httpMethod := http.MethodPost
+		if method == http.MethodGet || method == http.MethodDelete {
+			httpMethod, method = method, ""
+		}
+		req, _ := http.NewRequestWithContext(ctxT(t), httpMethod, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", version)
+		if method != "" {
+			req.Header.Set("Mcp-Method", method)
+		}
+		if name != "" {
+			req.Header.Set("Mcp-Name", name)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+			t.Errorf("%s %s: Mcp-Session-Id %q in the stateless era", httpMethod, method, sid)
+		}
+		return resp, string(b)
+	}
+	call := func(id int, meta string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"agent_worker","arguments":{"input":"time?"},"_meta":%s}}`, id, meta)
+	}
+
+	resp, body := do("server/discover", "", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":`+metaFrame+`}}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`) {
+		t.Errorf("server/discover: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do("tools/call", "agent_worker", call(2, metaFrame))
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "application/json" || !strings.Contains(body, `"text":"the clock says noon"`) || !strings.Contains(body, `"resultType":"complete"`) {
+		t.Errorf("call without progress: %d %s %s, want a JSON answer", resp.StatusCode, ct, body)
+	}
+	withToken := strings.Replace(metaFrame, "{", `{"progressToken":"tok",`, 1)
+	resp, body = do("tools/call", "agent_worker", call(3, withToken))
+	progress, result := strings.Index(body, `"method":"notifications/progress"`), strings.Index(body, `"text":"the clock says noon"`)
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" || progress < 0 || result < progress {
+		t.Errorf("call with a progressToken: %d %s %s, want an SSE stream, progress then the result", resp.StatusCode, ct, body)
+	}
+	for _, m := range []string{http.MethodGet, http.MethodDelete} {
+		if resp, body := do(m, "", ""); resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s in the stateless era: %d %s, want 405", m, resp.StatusCode, body)
+		}
+	}
+	resp, body = do("tools/call", "agent_worker", `{"jsonrpc":"2.0","id":4,"method":`)
+	if resp.StatusCode != 400 || !strings.Contains(body, `"code":-32700`) {
+		t.Errorf("malformed: %d %s", resp.StatusCode, body)
+	}
+	list2099 := `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":` + strings.Replace(metaFrame, "2026-07-28", "2099-01-01", 1) + `}}`
+	resp, body = do("tools/list", "", list2099)
+	if !strings.Contains(body, `"code":-32020`) {
+		t.Errorf("tools/list at 2099-01-01 with a 2026-07-28 header: %d %s, want -32020 (header mismatch)", resp.StatusCode, body)
+	}
+	version = "2099-01-01"
+	resp, body = do("tools/list", "", list2099)
+	if !strings.Contains(body, `"code":-32022`) || !strings.Contains(body, `"supported":["2026-07-28","2025-11-25"`) {
+		t.Errorf("tools/list at 2099-01-01: %d %s, want -32022 listing our versions", resp.StatusCode, body)
+	}
+}

@@ -266,7 +266,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 		// loopback listener that the other doors accept).
 		DisableLocalhostProtection: true,
 	})
-	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+	statelessOpts := mcp.StreamableHTTPOptions{
 		Stateless:                  true,
 		MaxRequestBodyBytes:        cfg.MaxMessageBytes,
 		Logger:                     sdkLog,
@@ -275,24 +275,34 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 		// it, and that must cancel the run (a notifications/cancelled on
 		// another POST reaches no session).
 		PropagateRequestCancellation: true,
-	})
+	}
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &statelessOpts)
+	// A stateless request that asked for no progress gets its answer as
+	// plain JSON: nothing else can come on its stream (see post.quiet),
+	// and a client reads JSON for less than an SSE stream.
+	statelessOpts.JSONResponse = true
+	statelessJSON := mcp.NewStreamableHTTPHandler(getServer, &statelessOpts)
 	s.http = e.GuardHTTP(axocoatl.HTTPRoute{MaxBodyBytes: cfg.MaxMessageBytes}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.closed.Load() { // inside the guard: the unread body is drained under its deadline
 			writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
 			return
 		}
 		sdk := sessions
-		if statelessEra(r.Header.Get(headerProtocolVersion)) {
+		era2026 := statelessEra(r.Header.Get(headerProtocolVersion))
+		if era2026 {
 			sdk = stateless
 		}
 		if r.Method == http.MethodPost {
 			s.posts.Add(1)
-			listen, ok := s.precheckPOST(w, r)
+			p, ok := s.precheckPOST(w, r)
 			if !ok {
 				s.posts.Done()
 				return
 			}
-			if listen {
+			if era2026 && p.quiet {
+				sdk = statelessJSON
+			}
+			if p.listen {
 				// A subscriptions/listen stream lasts as long as the
 				// client wants: Shutdown does not wait for it (Close
 				// ends it).
