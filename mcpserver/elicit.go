@@ -26,28 +26,32 @@ var confirmSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // when the approval times out).
 var ErrNoElicitation = errors.New("mcpserver: the calling MCP client speaks 2026-07-28, where a server cannot ask the client's user mid-call (elicitation needs a retry of the whole call, which a running agent cannot make): approve through the dashboard or the approvals API")
 
+// noElicitation is the prompter of a run started by a 2026-07-28 client.
+var noElicitation = axocoatl.UserPrompterFunc(func(context.Context, axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
+	return axocoatl.UserAnswer{}, ErrNoElicitation
+})
+
 // elicitPrompter returns the calling client as an axocoatl.UserPrompter
 // when it supports form elicitation (accept = yes; decline or cancel = no),
 // else nil. A gate (approval) asks the user of the calling client through
-// it. A client of the stateless era that declares elicitation gets a
-// prompter that fails at once with ErrNoElicitation, so the gate logs why
-// its user is not asked.
+// it. A client of the stateless era, elicitation capability or not, gets
+// a prompter that fails at once with ErrNoElicitation, so the gate logs
+// why its user is not asked (and the call does not decode the client's
+// capabilities from its _meta for nothing).
 func elicitPrompter(req *mcp.CallToolRequest) axocoatl.UserPrompter {
 	ss := req.Session
 	if ss == nil {
 		return nil
 	}
-	caps := req.ClientCapabilities() // the request's _meta in the stateless era, else the session's
-	if caps == nil || caps.Elicitation == nil {
+	if statelessEra(req.ProtocolVersion()) {
+		return noElicitation
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
 		return nil
 	}
-	if el := caps.Elicitation; el.Form == nil && el.URL != nil {
+	if el := ip.Capabilities.Elicitation; el.Form == nil && el.URL != nil {
 		return nil // URL elicitation only
-	}
-	if statelessEra(req.ProtocolVersion()) {
-		return axocoatl.UserPrompterFunc(func(context.Context, axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
-			return axocoatl.UserAnswer{}, ErrNoElicitation
-		})
 	}
 	return axocoatl.UserPrompterFunc(func(ctx context.Context, p axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
 		res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: p.Message, RequestedSchema: confirmSchema})
