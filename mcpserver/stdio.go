@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,8 +33,9 @@ import (
 // negotiated versions no longer allow), a line over MaxMessageBytes a -32600
 // too, as does a call whose numeric id is not a plain integer of at most
 // 2^53 in magnitude (the go-sdk would answer 1.5 as 1), a call with a
-// notifications/ method, and a call reusing the id of one in flight; the
-// session goes on in every case. The go-sdk's own reader would end
+// notifications/ method, a call reusing the id of one in flight, and an
+// initialize once the session has served a 2026-07-28 request (a session
+// is of one era); the session goes on in every case. The go-sdk's own reader would end
 // the session on such input, so lines are checked here before it sees them.
 //
 // When ServeStdio returns before in's EOF, it closes in if in is an
@@ -222,6 +224,7 @@ func (f *inflight) wait(stop <-chan struct{}) {
 func (s *Server) pumpFrames(in io.Reader, session io.Writer, out *frameWriter, pending *inflight) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	limit := s.cfg.MaxMessageBytes
+	stateless := false // a request of the 2026-07-28 era went on to the session
 	var line []byte
 	for {
 		line = line[:0]
@@ -251,8 +254,17 @@ func (s *Server) pumpFrames(in io.Reader, session io.Writer, out *frameWriter, p
 		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
 			msg, reply := checkFrame(frame)
 			forward := false
+			if reply == nil && stateless && isCall(msg, "initialize") {
+				reply = &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: this session speaks " + ProtocolVersion2026 + " (its requests carry their version in _meta), and initialize belongs to the older era: start a new session for it", id: requestID(frame)}
+			}
 			if reply == nil {
 				forward, reply = track(pending, msg, frame)
+			}
+			if forward && !stateless {
+				// The go-sdk binds the session to the stateless era at
+				// its first request of that era, and then answers an
+				// initialize with an error of code 0.
+				stateless = statelessRequest(msg)
 			}
 			if reply != nil {
 				s.reject(out, reply.code, reply.message, reply.id)
@@ -270,6 +282,23 @@ func (s *Server) pumpFrames(in io.Reader, session io.Writer, out *frameWriter, p
 			return err
 		}
 	}
+}
+
+// isCall reports whether msg is a call of method.
+func isCall(msg jsonrpc.Message, method string) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	return ok && req.IsCall() && req.Method == method
+}
+
+// statelessRequest reports whether msg is a call of the 2026-07-28 era that
+// this server speaks: its _meta names that version.
+func statelessRequest(msg jsonrpc.Message) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		return false
+	}
+	v := string(memberValue(memberValue(req.Params, "_meta"), "io.modelcontextprotocol/protocolVersion"))
+	return len(v) > 2 && statelessEra(v[1:len(v)-1]) && slices.Contains(ProtocolVersions(), v[1:len(v)-1])
 }
 
 type frameError struct {

@@ -145,8 +145,17 @@ func TestStdioRawFrames(t *testing.T) {
 		t.Errorf("tools/list at 2099-01-01: %s, want -32022 listing our versions", m.raw)
 	}
 
-	// The handshake era, on a session of its own (a session is of one era:
-	// the go-sdk answers an initialize after a discover with an error).
+	// A session is of one era: an initialize now is refused, and the
+	// session goes on.
+	r.send(strings.Replace(initFrame, `"id":0`, `"id":3`, 1))
+	m = r.reply()
+	if m.Error == nil || string(m.ID) != "3" || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "this session speaks 2026-07-28") {
+		t.Errorf("initialize after 2026-07-28 requests: %s, want -32600 saying why", m.raw)
+	}
+	r.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"agent_echo","arguments":{"input":"on"},"_meta":` + metaFrame + `}}`)
+	r.wantResult("4", `"text":"on"`)
+
+	// The handshake era, on a session of its own.
 	r = startRaw(t, f)
 	r.send(initFrame)
 	r.wantResult("0", `"protocolVersion":"2025-11-25"`)
