@@ -18,14 +18,16 @@ import (
 // stateful and negotiate 2025-11-25 or older, unless the request carries
 // the MCP-Protocol-Version header of the stateless era (2026-07-28, as every
 // request of that era does, server/discover included): such a request is
-// served on its own, without a session, and a GET or DELETE in that era gets
+// served on its own, without a session (answered as JSON, or as an SSE
+// stream when it asked for progress), and a GET or DELETE in that era gets
 // 405 (the era has no GET stream). Every request passes the Engine's HTTP
 // guard first (Host, token, Origin, body bound and deadline).
 //
 // A client's GET stream (the standalone SSE stream, which carries
 // tools/list_changed when agents are added) stays open for the session's
-// life, and http.Server.Shutdown waits for it: call Shutdown beside it
-// (or Engine.Close, which ends every session at once).
+// life, as does a 2026-07-28 client's subscriptions/listen POST, and
+// http.Server.Shutdown waits for them: call Shutdown beside it (or
+// Engine.Close, which ends every session and stream at once).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.started.Load() {
 		writeHTTPError(w, http.StatusServiceUnavailable, ErrNotStarted.Error())
