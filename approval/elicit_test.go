@@ -3,6 +3,7 @@ package approval_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -14,23 +15,31 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/approval"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/axocoatl/axocoatl-go/mcpserver"
 )
 
-// An MCP client with an elicitation handler (the go-sdk client) calls
-// agent_<id> through mcpserver over stdio (as under `axocoatl mcp serve`)
-// and over streamable HTTP (as on /mcp): the agent's MCP tool call is put
-// to the client's user as a form; accept runs it once, decline or cancel
-// never runs it.
+// legacy asks a go-sdk client for MCP 2025-11-25, the era with
+// elicitation mid-call.
+var legacy = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
+// An MCP client of the handshake era (2025-11-25) with an elicitation
+// handler (the go-sdk client) calls agent_<id> through mcpserver over
+// stdio (as under `axocoatl mcp serve`) and over streamable HTTP (as on
+// /mcp): the agent's MCP tool call is put to the client's user as a form;
+// accept runs it once, decline or cancel never runs it.
 func TestElicitationApprovesInnerCall(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) { testElicitation(t, false) })
 	t.Run("http", func(t *testing.T) { testElicitation(t, true) })
 }
 
-func testElicitation(t *testing.T, overHTTP bool) {
+// elicitEnv is an approval env with a files server, an agent "writer" whose
+// model (an OpenAI-wire peer) calls its write tool, and mcpserver started.
+func elicitEnv(t *testing.T, cfg approval.Config, opts axocoatl.Options) (*env, *filesServer, *mcpserver.Server) {
+	t.Helper()
 	peer := newOpenAIPeer(t)
-	v := newEnv(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{})
+	v := newEnv(t, cfg, opts)
 	fs := newFilesServer()
 	fs.attach(t, v.e, "")
 	if err := v.e.AddAgent(agent.Spec{ID: "writer", Provider: "openai", Description: "Writes files."}, peer.model(t)); err != nil {
@@ -44,7 +53,85 @@ func testElicitation(t *testing.T, overHTTP bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	return v, fs, srv
+}
 
+// connectEra connects client to srv over HTTP or stdio, in the era so picks
+// (nil: the go-sdk's default, 2026-07-28).
+func connectEra(t *testing.T, ctx context.Context, client *mcp.Client, srv *mcpserver.Server, overHTTP bool, so *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	if overHTTP {
+		hs := httptest.NewServer(srv)
+		t.Cleanup(hs.Close)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1}, so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		served <- srv.ServeStdio(context.Background(), c2sR, s2cW)
+		s2cW.Close()
+	}()
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: s2cR, Writer: c2sW}, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		<-served
+	})
+	return cs
+}
+
+// An MCP client of the stateless era (2026-07-28, the go-sdk's default)
+// cannot be asked mid-call, elicitation handler or not: the gate is told
+// why (mcpserver.ErrNoElicitation, logged), the client's handler is never
+// called, the call waits for another verdict and, with none, is denied
+// when the approval expires: closed, never run.
+func TestElicitationStatelessEraFailsClosed(t *testing.T) {
+	for _, overHTTP := range []bool{false, true} {
+		name := map[bool]string{false: "stdio", true: "http"}[overHTTP]
+		t.Run(name, func(t *testing.T) {
+			var logs testutil.SyncBuffer
+			v, fs, srv := elicitEnv(t, approval.Config{Timeout: 300 * time.Millisecond}, axocoatl.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			var asked atomic.Int64
+			client := mcp.NewClient(&mcp.Implementation{Name: "elicit-2026", Version: "1"}, &mcp.ClientOptions{
+				Capabilities: &mcp.ClientCapabilities{},
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked.Add(1)
+					return &mcp.ElicitResult{Action: "accept"}, nil
+				},
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cs := connectEra(t, ctx, client, srv, overHTTP, nil)
+			if v := cs.InitializeResult().ProtocolVersion; v != mcpserver.ProtocolVersion2026 {
+				t.Fatalf("negotiated %s", v)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_writer", Arguments: map[string]any{"input": ask("mcp__files__write", `{"path":"d.txt","text":"x"}`)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text := res.Content[0].(*mcp.TextContent).Text; fs.calls.Load() != 0 || asked.Load() != 0 || !strings.Contains(text, "no human answered") {
+				t.Fatalf("the tool ran %d times, the client was asked %d times, the agent answered %q: want neither, and an expired approval", fs.calls.Load(), asked.Load(), text)
+			}
+			if got := v.next(t, lattice.ApprovalResolved); got["status"] != "expired" {
+				t.Fatalf("ApprovalResolved %v, want expired", got)
+			}
+			if !strings.Contains(logs.String(), "speaks 2026-07-28, where a server cannot ask the client's user mid-call") {
+				t.Errorf("the reason is not logged:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+func testElicitation(t *testing.T, overHTTP bool) {
+	v, fs, srv := elicitEnv(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{})
 	var action atomic.Value
 	var asked atomic.Value
 	client := mcp.NewClient(&mcp.Implementation{Name: "elicit-test", Version: "1"}, &mcp.ClientOptions{
@@ -56,33 +143,7 @@ func testElicitation(t *testing.T, overHTTP bool) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var cs *mcp.ClientSession
-	if overHTTP {
-		hs := httptest.NewServer(srv)
-		defer hs.Close()
-		cs, err = client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs.Close()
-	} else {
-		c2sR, c2sW := io.Pipe()
-		s2cR, s2cW := io.Pipe()
-		served := make(chan error, 1)
-		go func() {
-			served <- srv.ServeStdio(context.Background(), c2sR, s2cW)
-			s2cW.Close()
-		}()
-		cs, err = client.Connect(ctx, &mcp.IOTransport{Reader: s2cR, Writer: c2sW}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			cs.Close()
-			<-served
-		}()
-	}
-
+	cs := connectEra(t, ctx, client, srv, overHTTP, legacy)
 	input := ask("mcp__files__write", `{"path":"c.txt","text":"x"}`)
 	for _, c := range []struct {
 		action string
@@ -136,7 +197,7 @@ func TestNoElicitationWaitsForVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).Connect(context.Background(), ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).Connect(context.Background(), ct, legacy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +260,7 @@ func TestFirstVerdictWinsOverOpenForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := client.Connect(context.Background(), ct, nil)
+	cs, err := client.Connect(context.Background(), ct, legacy)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,11 +145,15 @@ func (m *Module) Ready(ctx context.Context) error {
 
 // ServerStatus is the state of one configured server.
 type ServerStatus struct {
-	Name      string   `json:"name"`
-	Transport string   `json:"transport"` // stdio | http | custom
-	Connected bool     `json:"connected"`
-	Tools     []string `json:"tools"`           // qualified names, sorted
-	Error     string   `json:"error,omitempty"` // why it is down, secrets redacted
+	Name      string `json:"name"`
+	Transport string `json:"transport"` // stdio | http | custom
+	Connected bool   `json:"connected"`
+	// ProtocolVersion is the MCP version the session negotiated (2026-07-28
+	// when the server answered server/discover, else the version of its
+	// initialize); empty while disconnected.
+	ProtocolVersion string   `json:"protocol_version,omitempty"`
+	Tools           []string `json:"tools"`           // qualified names, sorted
+	Error           string   `json:"error,omitempty"` // why it is down, secrets redacted
 }
 
 // Status reports every configured server in config order.

@@ -96,10 +96,14 @@ type ServerConfig struct {
 	// Timeout bounds each tool call, and also the connect handshake and each
 	// tool listing. Zero: 60s.
 	Timeout time.Duration `yaml:"timeout"`
-	// KeepAlive is how often the session is pinged. A server that is alive
+	// KeepAlive is how often the session is checked. A server that is alive
 	// but stops answering (a hung child, a proxy that swallows requests)
-	// fails its ping within half the interval; the session is then closed
-	// and reconnected like a dead one. Zero: 30s. Negative: no pings.
+	// fails its check within half the interval; after two failed checks in
+	// a row the session is closed and reconnected like a dead one. The
+	// check is a ping in the 2025-11-25 era; the 2026-07-28 era has no
+	// ping, so there it is a tools/list, whose answer also registers any
+	// change a lost tools/list_changed did not announce. Zero: 30s.
+	// Negative: no checks.
 	KeepAlive time.Duration `yaml:"keep_alive"`
 	// Approval is the decision for this server's tools (prompt, allow,
 	// deny), set on each of its Engine tools (axocoatl.Tool.Approval) for

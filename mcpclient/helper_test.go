@@ -76,6 +76,10 @@ func runHelper(mode string) {
 		waitStdin()
 	case "hang-after-init":
 		hangAfterInit()
+	case "hang-after-discover":
+		hangAfterDiscover()
+	case "server-2026":
+		serveStdio2026()
 	case "ignore-stdin":
 		// Never reads, never exits on EOF or SIGTERM: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM)
@@ -129,6 +133,58 @@ func hangAfterInit() {
 		}
 		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
 	}
+}
+
+// hangAfterDiscover is hangAfterInit in the 2026-07-28 era: it answers
+// server/discover (that version only) and one tools/list, then nothing:
+// a hung server that never exits, and that no ping can reveal (that era
+// has none).
+func hangAfterDiscover() {
+	r := bufio.NewReader(os.Stdin)
+	listed := false
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(line, &msg) != nil || msg.ID == nil || listed {
+			continue
+		}
+		var result string
+		switch msg.Method {
+		case "server/discover":
+			result = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`
+		case "tools/list":
+			result = `{"resultType":"complete","tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+			listed = true
+		default:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)
+			continue
+		}
+		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
+	}
+}
+
+// only2026Server is a go-sdk server that speaks MCP 2026-07-28 and no
+// older version, with an echo tool.
+func only2026Server() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "new-era", Version: "1"}, &mcp.ServerOptions{
+		SupportedProtocolVersions: []string{"2026-07-28"},
+		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Echo: " + in.Message}}}, nil, nil
+	})
+	return srv
+}
+
+// serveStdio2026 serves only2026Server on stdin/stdout.
+func serveStdio2026() {
+	_ = only2026Server().Run(context.Background(), &mcp.StdioTransport{})
 }
 
 // serveStdio serves a go-sdk server on stdin/stdout after a delay (a slow

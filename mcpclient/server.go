@@ -85,6 +85,8 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		// Two failed pings in a row close the session; the supervisor,
 		// waiting on it, then reconnects. One miss is tolerated: a server
 		// that handles requests one at a time may be inside a long call.
+		// The go-sdk pings only in the 2025-11-25 era; serve checks a
+		// 2026-07-28 session itself (see probeEvery).
 		KeepAlive:                 cfg.keepAlive(),
 		KeepAliveFailureThreshold: 2,
 		// Runs on the session's reader: only signal the supervisor.
@@ -188,7 +190,7 @@ func (s *server) up(ctx context.Context, cs *mcp.ClientSession) {
 	s.lastErr = ""
 	names := s.toolNamesLocked()
 	s.mu.Unlock()
-	s.log.Info("mcp server connected", "server", s.cfg.Name, "transport", s.cfg.Transport(), "tools", len(names))
+	s.log.Info("mcp server connected", "server", s.cfg.Name, "transport", s.cfg.Transport(), "protocol_version", protocolVersion(cs), "tools", len(names))
 	s.publish(ctx, lattice.McpServerConnected, names, "")
 }
 
@@ -219,6 +221,9 @@ func (s *server) down(ctx context.Context, err error, what string) {
 // notifications that arrive meanwhile are merged into one pending signal,
 // and two re-lists are at least RelistInterval apart. A re-list that goes
 // over a bound ends the session like any other failure.
+//
+// A 2026-07-28 session is checked here every KeepAlive, as the go-sdk pings
+// only sessions of the older era: see probeEvery.
 func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 	ended := make(chan error, 1)
 	go func() { ended <- cs.Wait() }() // ends when the session closes, which closeSession ensures
@@ -226,6 +231,13 @@ func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 	relist.Stop()
 	pending := false
 	var last time.Time
+	var probe <-chan time.Time
+	if every := s.probeEvery(cs); every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		probe = t.C
+	}
+	missed := 0
 	defer func() {
 		relist.Stop()
 		_ = cs.Close()
@@ -233,6 +245,25 @@ func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 	}()
 	for {
 		select {
+		case <-probe:
+			pctx, cancel := context.WithTimeout(ctx, s.cfg.keepAlive()/2)
+			tools, err := listTools(pctx, cs, s.cfg)
+			cancel()
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(err, ErrOverBound):
+				return fmt.Errorf("listing tools: %w", err)
+			case err != nil:
+				missed++
+				s.log.Debug("mcp server check failed", "server", s.cfg.Name, "missed", missed, "error", s.redact.error(err))
+				if missed >= 2 {
+					return fmt.Errorf("session ended: %d tool listings in a row unanswered within %s (the %s era has no ping): %w", missed, s.cfg.keepAlive()/2, protocolVersion(cs), s.redact.error(err))
+				}
+			default:
+				missed = 0
+				s.setTools(ctx, tools)
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-ended:
@@ -270,6 +301,30 @@ func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 		}
 	}
 }
+
+// probeEvery is how often serve checks a session itself: every KeepAlive
+// for a session of the 2026-07-28 era (which has no ping: the go-sdk's
+// KeepAlive does nothing there), never for an older one (the go-sdk pings
+// it).
+func (s *server) probeEvery(cs *mcp.ClientSession) time.Duration {
+	if !statelessEra(protocolVersion(cs)) {
+		return 0
+	}
+	return s.cfg.keepAlive()
+}
+
+// protocolVersion is the MCP version a session negotiated.
+func protocolVersion(cs *mcp.ClientSession) string {
+	if r := cs.InitializeResult(); r != nil {
+		return r.ProtocolVersion
+	}
+	return ""
+}
+
+// statelessEra reports whether a protocol version is of the 2026-07-28 era
+// (no initialize, no sessions, no ping). Versions are dates: they compare
+// as strings.
+func statelessEra(v string) bool { return v >= "2026-07-28" }
 
 func (s *server) closeSession(cs *mcp.ClientSession) {
 	_ = cs.Close()
@@ -497,13 +552,17 @@ func (s *server) toolNamesLocked() []string {
 func (s *server) status() ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return ServerStatus{
+	st := ServerStatus{
 		Name:      s.cfg.Name,
 		Transport: s.cfg.Transport(),
 		Connected: s.session != nil,
 		Tools:     s.toolNamesLocked(),
 		Error:     s.lastErr,
 	}
+	if s.session != nil {
+		st.ProtocolVersion = protocolVersion(s.session)
+	}
+	return st
 }
 
 // sessionDead reports errors that mean the session is gone: the connection

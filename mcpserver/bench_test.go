@@ -38,10 +38,18 @@ type benchTarget struct {
 	cs   *mcp.ClientSession
 }
 
+// benchEras are the two eras the HTTP benchmarks compare in: the
+// handshake era (a client pinned to 2025-11-25, the bare server's
+// default stateful handler) and the stateless era (the go-sdk client's
+// default, 2026-07-28, and the bare server's handler with Stateless set,
+// the only one that serves that era).
+var benchEras = []string{"2025-11-25", mcpserver.ProtocolVersion2026}
+
 // benchTargets serves both over streamable HTTP with the SDK's default
-// handler options, each on its own httptest server, and connects a go-sdk
-// client to each.
-func benchTargets(b *testing.B) []benchTarget {
+// handler options (plus Stateless for the bare server in the stateless
+// era), each on its own httptest server, and connects a go-sdk client of
+// era to each.
+func benchTargets(b *testing.B, era string) []benchTarget {
 	b.Helper()
 	eng := axocoatl.New(axocoatl.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := eng.AddAgent(agent.Spec{ID: "echo", Provider: provider.Echo}, provider.EchoModel{}); err != nil {
@@ -49,7 +57,8 @@ func benchTargets(b *testing.B) []benchTarget {
 	}
 	srv := startServer(b, eng, mcpserver.Config{})
 	bare := bareEchoServer()
-	bareHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return bare }, nil)
+	stateless := era >= mcpserver.ProtocolVersion2026
+	bareHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return bare }, &mcp.StreamableHTTPOptions{Stateless: stateless})
 	ours := httptest.NewServer(srv)
 	theirs := httptest.NewServer(bareHandler)
 	b.Cleanup(func() {
@@ -63,9 +72,12 @@ func benchTargets(b *testing.B) []benchTarget {
 	})
 	connect := func(url string) *mcp.ClientSession {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).
-			Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+			Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: era})
 		if err != nil {
 			b.Fatal(err)
+		}
+		if v := cs.InitializeResult().ProtocolVersion; v != era {
+			b.Fatalf("%s negotiated %s, want %s", url, v, era)
 		}
 		b.Cleanup(func() { cs.Close() })
 		return cs
@@ -85,9 +97,15 @@ func benchCall(b *testing.B, t benchTarget, ctx context.Context) {
 
 // BenchmarkHTTPCallsPaired calls agent_echo and the bare server's echo in
 // alternation, one client each, so that both see the same machine at the
-// same moment; it reports each side's calls/s and their ratio.
+// same moment; it reports each side's calls/s and their ratio, in each era.
 func BenchmarkHTTPCallsPaired(b *testing.B) {
-	targets := benchTargets(b)
+	for _, era := range benchEras {
+		b.Run(era, func(b *testing.B) { benchHTTPCallsPaired(b, era) })
+	}
+}
+
+func benchHTTPCallsPaired(b *testing.B, era string) {
+	targets := benchTargets(b, era)
 	ctx := context.Background()
 	for _, t := range targets { // warm up connections and sessions
 		benchCall(b, t, ctx)
@@ -117,7 +135,13 @@ func BenchmarkHTTPCallsPaired(b *testing.B) {
 // share of the wall time (its summed latency divided by the goroutines);
 // the ratio is therefore the inverse ratio of mean latencies.
 func BenchmarkHTTPCallsParallelPaired(b *testing.B) {
-	targets := benchTargets(b)
+	for _, era := range benchEras {
+		b.Run(era, func(b *testing.B) { benchHTTPCallsParallelPaired(b, era) })
+	}
+}
+
+func benchHTTPCallsParallelPaired(b *testing.B, era string) {
+	targets := benchTargets(b, era)
 	ctx := context.Background()
 	for _, t := range targets {
 		benchCall(b, t, ctx)

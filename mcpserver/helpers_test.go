@@ -186,7 +186,9 @@ func testClient(opts *mcp.ClientOptions) *mcp.Client {
 }
 
 // connectInMemory connects a go-sdk client to the server in-process.
-func connectInMemory(t *testing.T, f *fixture, opts *mcp.ClientOptions) *mcp.ClientSession {
+// A session option (legacy) picks the client's era; none: the go-sdk's
+// default, 2026-07-28.
+func connectInMemory(t *testing.T, f *fixture, opts *mcp.ClientOptions, so ...*mcp.ClientSessionOptions) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
@@ -194,12 +196,19 @@ func connectInMemory(t *testing.T, f *fixture, opts *mcp.ClientOptions) *mcp.Cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := testClient(opts).Connect(ctx, ct, nil)
+	cs, err := testClient(opts).Connect(ctx, ct, sessionOpts(so))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close(); ss.Wait() })
 	return cs
+}
+
+func sessionOpts(so []*mcp.ClientSessionOptions) *mcp.ClientSessionOptions {
+	if len(so) > 0 {
+		return so[0]
+	}
+	return nil
 }
 
 func textOf(t *testing.T, res *mcp.CallToolResult) string {

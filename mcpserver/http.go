@@ -15,13 +15,19 @@ import (
 
 // ServeHTTP serves MCP streamable HTTP (POST, GET and DELETE on one path):
 // mount the Server on any mux, e.g. mux.Handle("/mcp", srv). Sessions are
-// stateful and negotiate 2025-11-25 or older. Every request passes the
-// Engine's HTTP guard first (Host, token, Origin, body bound and deadline).
+// stateful and negotiate 2025-11-25 or older, unless the request carries
+// the MCP-Protocol-Version header of the stateless era (2026-07-28, as every
+// request of that era does, server/discover included): such a request is
+// served on its own, without a session (answered as JSON, or as an SSE
+// stream when it asked for progress), and a GET or DELETE in that era gets
+// 405 (the era has no GET stream). Every request passes the Engine's HTTP
+// guard first (Host, token, Origin, body bound and deadline).
 //
 // A client's GET stream (the standalone SSE stream, which carries
 // tools/list_changed when agents are added) stays open for the session's
-// life, and http.Server.Shutdown waits for it: call Shutdown beside it
-// (or Engine.Close, which ends every session at once).
+// life, as does a 2026-07-28 client's subscriptions/listen POST, and
+// http.Server.Shutdown waits for them: call Shutdown beside it (or
+// Engine.Close, which ends every session and stream at once).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.started.Load() {
 		writeHTTPError(w, http.StatusServiceUnavailable, ErrNotStarted.Error())
@@ -44,11 +50,30 @@ var sdkMethods = map[string]bool{
 	"notifications/progress": true, "notifications/roots/list_changed": true,
 }
 
+// headerProtocolVersion is the HTTP header naming a request's MCP version
+// (the go-sdk sends it on every request, server/discover included).
+const headerProtocolVersion = "Mcp-Protocol-Version"
+
+// post is what precheckPOST learnt of a POST's one message.
+type post struct {
+	// listen: a subscriptions/listen, whose stream lasts as long as the
+	// client wants.
+	listen bool
+	// quiet: a request that asked for no progress (no progressToken) and
+	// is not a subscriptions/listen. In the stateless era nothing but its
+	// answer can come back on its stream (that era has no requests from
+	// server to client, and this server sends no log messages), so it is
+	// answered as plain JSON rather than as an SSE stream.
+	quiet bool
+}
+
 // precheckPOST reads a POST body and answers what the go-sdk would answer
 // badly: malformed JSON (-32700), a non-JSON-RPC message (-32600), an
-// unknown method (-32601, or 202 for a notification). It reports whether
-// the request should go on to the go-sdk, with its body restored.
-func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
+// unknown method (-32601, or 202 for a notification), an initialize or a
+// subscriptions/listen over MaxSessions (503). It reports whether the
+// request should go on to the go-sdk (ok), with its body restored, and
+// what it is.
+func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) (p post, ok bool) {
 	var buf bytes.Buffer
 	if r.ContentLength > 0 && r.ContentLength <= s.cfg.MaxMessageBytes {
 		buf.Grow(int(r.ContentLength) + 1) // +1: ReadFrom's probe for EOF
@@ -65,7 +90,7 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
 		} else {
 			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "reading the body: "+err.Error())
 		}
-		return false
+		return post{}, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	trimmed := bytes.TrimSpace(body)
@@ -79,48 +104,67 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) bool {
 				var m struct {
 					Method string `json:"method"`
 				}
-				if json.Unmarshal(raw, &m) == nil && m.Method == "initialize" {
+				if json.Unmarshal(raw, &m) != nil {
+					continue
+				}
+				switch m.Method {
+				case "initialize":
 					writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Invalid Request: initialize must not be part of a batch")
-					return false
+					return post{}, false
+				case "subscriptions/listen":
+					// Its stream would outlast the batch, past the
+					// MaxSessions check: it comes alone.
+					writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Invalid Request: subscriptions/listen must not be part of a batch")
+					return post{}, false
 				}
 			}
 		}
-		return true
+		return post{}, true
 	}
 	msg, reply := checkFrame(trimmed)
 	if reply != nil {
 		writeRPCError(w, http.StatusBadRequest, reply.id, reply.code, reply.message)
-		return false
+		return post{}, false
 	}
-	req, ok := msg.(*jsonrpc.Request)
-	if ok && req.Method == "initialize" && s.cfg.MaxSessions > 0 && s.sessionCount() >= s.cfg.MaxSessions {
+	req, isReq := msg.(*jsonrpc.Request)
+	if isReq && (req.Method == "initialize" || req.Method == "subscriptions/listen") && s.cfg.MaxSessions > 0 && s.sessionCount() >= s.cfg.MaxSessions {
 		id, _ := json.Marshal(req.ID.Raw())
 		w.Header().Set("Retry-After", "10")
 		writeRPCError(w, http.StatusServiceUnavailable, id, codeServerBusy, fmt.Sprintf("too many open sessions (%d): retry later", s.cfg.MaxSessions))
-		return false
+		return post{}, false
 	}
-	if !ok || sdkMethods[req.Method] {
-		return true
+	if !isReq || sdkMethods[req.Method] {
+		var p post
+		if isReq {
+			p.listen = req.Method == "subscriptions/listen"
+			p.quiet = req.IsCall() && !p.listen && len(memberValue(memberValue(req.Params, "_meta"), "progressToken")) == 0
+		}
+		return p, true
 	}
 	if !req.IsCall() {
 		w.WriteHeader(http.StatusAccepted) // an unknown notification is ignored
-		return false
+		return post{}, false
 	}
 	id, _ := json.Marshal(req.ID.Raw())
 	writeRPCError(w, http.StatusOK, id, jsonrpc.CodeMethodNotFound, "Method not found: "+req.Method)
-	return false
+	return post{}, false
 }
 
 // codeServerBusy is a JSON-RPC server error (the -32000…-32099 range): the
 // session limit is reached.
 const codeServerBusy = -32000
 
-// sessionCount counts the open sessions (only on initialize: it copies the
-// go-sdk's list).
+// sessionCount counts what MaxSessions bounds: the handshake era's HTTP
+// sessions (those with an id) and the open subscriptions/listen streams.
+// A stateless call's session lasts as long as the call and is not counted
+// (calls in flight are not sessions). Only on initialize and
+// subscriptions/listen: it walks the go-sdk's list.
 func (s *Server) sessionCount() int {
-	n := 0
-	for range s.mcp.Sessions() {
-		n++
+	n := int(s.listens.Load())
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() != "" {
+			n++
+		}
 	}
 	return n
 }

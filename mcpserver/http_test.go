@@ -2,12 +2,16 @@ package mcpserver_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,9 +35,22 @@ func serveHTTP(t *testing.T, f *fixture) *httptest.Server {
 	return ts
 }
 
-func connectHTTP(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.ClientSession {
+// connectHTTP connects a go-sdk client; a session option (legacy) picks
+// its era, none the go-sdk's default (2026-07-28).
+func connectHTTP(t *testing.T, url string, opts *mcp.ClientOptions, so ...*mcp.ClientSessionOptions) *mcp.ClientSession {
 	t.Helper()
-	cs, err := testClient(opts).Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	return connectHTTPWire(t, url, opts, nil, so...)
+}
+
+// connectHTTPWire is connectHTTP with the client's HTTP exchanges noted in
+// wire (nil: not noted).
+func connectHTTPWire(t *testing.T, url string, opts *mcp.ClientOptions, wire *wireLog, so ...*mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}
+	if wire != nil {
+		tr.HTTPClient = &http.Client{Transport: wire}
+	}
+	cs, err := testClient(opts).Connect(ctxT(t), tr, sessionOpts(so))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,16 +58,73 @@ func connectHTTP(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.ClientS
 	return cs
 }
 
-// The go-sdk client over streamable HTTP: it probes server/discover first
-// (INTEROP), falls back, and gets everything stdio gives.
+// wireLog is an http.RoundTripper that notes every exchange's method, its
+// MCP-Protocol-Version and the Mcp-Session-Id headers both ways.
+type wireLog struct {
+	mu        sync.Mutex
+	methods   []string
+	versions  map[string]bool
+	sessionID []string // every Mcp-Session-Id seen, request or response
+}
+
+func (w *wireLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.versions == nil {
+		w.versions = map[string]bool{}
+	}
+	w.methods = append(w.methods, r.Method)
+	w.versions[r.Header.Get("Mcp-Protocol-Version")] = true
+	if v := r.Header.Get("Mcp-Session-Id"); v != "" {
+		w.sessionID = append(w.sessionID, "request: "+v)
+	}
+	if resp != nil {
+		if v := resp.Header.Get("Mcp-Session-Id"); v != "" {
+			w.sessionID = append(w.sessionID, "response: "+v)
+		}
+	}
+	return resp, err
+}
+
+func (w *wireLog) snapshot() (methods []string, versions map[string]bool, sessionIDs []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.methods), maps.Clone(w.versions), slices.Clone(w.sessionID)
+}
+
+// The go-sdk client over streamable HTTP, in both eras. By default it
+// probes server/discover (INTEROP) and speaks 2026-07-28: every request a
+// POST of its own, with that MCP-Protocol-Version, and no Mcp-Session-Id
+// either way. Asked for 2025-11-25 it gets a session. Both get everything
+// stdio gives: the tools, progress, cancellation.
 func TestHTTPGoSDKClient(t *testing.T) {
-	f := newFixture(t, mcpserver.Config{})
-	ts := serveHTTP(t, f)
-	log := newProgressLog()
-	cs := connectHTTP(t, ts.URL+"/mcp", &mcp.ClientOptions{ProgressNotificationHandler: log.handler})
-	checkSession(t, cs)
-	checkProgress(t, cs, log)
-	checkCancel(t, f, cs)
+	for _, c := range []struct {
+		era  string
+		opts *mcp.ClientSessionOptions
+	}{{mcpserver.ProtocolVersion2026, nil}, {"2025-11-25", legacy}} {
+		t.Run(c.era, func(t *testing.T) {
+			f := newFixture(t, mcpserver.Config{})
+			ts := serveHTTP(t, f)
+			log := newProgressLog()
+			wire := &wireLog{}
+			cs := connectHTTPWire(t, ts.URL+"/mcp", &mcp.ClientOptions{ProgressNotificationHandler: log.handler}, wire, c.opts)
+			checkSession(t, cs, c.era)
+			checkProgress(t, cs, log)
+			checkCancel(t, f, cs)
+			if err := cs.Ping(ctxT(t), nil); (err == nil) == (c.era == mcpserver.ProtocolVersion2026) {
+				t.Errorf("ping in %s over HTTP: %v (want an error only in the stateless era, which has no ping)", c.era, err)
+			}
+			methods, versions, sids := wire.snapshot()
+			if c.era == mcpserver.ProtocolVersion2026 {
+				if len(sids) > 0 || slices.Contains(methods, http.MethodGet) || len(versions) != 1 || !versions[c.era] {
+					t.Errorf("stateless era on the wire: methods %v, versions %v, session ids %v: want POSTs only, all %s, no session id", methods, versions, sids, c.era)
+				}
+			} else if len(sids) == 0 || !versions[c.era] {
+				t.Errorf("handshake era on the wire: versions %v, session ids %v: want a session id and %s", versions, sids, c.era)
+			}
+		})
+	}
 }
 
 func post(t *testing.T, url string, header map[string]string) (int, string) {
@@ -194,16 +268,56 @@ func TestHTTPBadRequests(t *testing.T) {
 	}
 }
 
-// Past MaxSessions an initialize gets 503; closing a session makes room.
+// Past MaxSessions an initialize gets 503, and so does a 2026-07-28
+// subscriptions/listen (a stream that holds a session while the client
+// keeps it); a stateless call holds none past its answer. Closing a
+// session makes room.
 func TestHTTPMaxSessions(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{MaxSessions: 2})
 	ts := serveHTTP(t, f)
 	url := ts.URL + "/mcp"
-	a := connectHTTP(t, url, nil)
-	connectHTTP(t, url, nil)
+	listChanged := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}}
+	waitSessions := func(want int, what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for n := -1; n != want; {
+			n = 0
+			for range f.srv.MCP().Sessions() { // listen streams and sessions, and calls in flight
+				n++
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d sessions open, want %d: %s", n, want, what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for range 3 {
+		cs := connectHTTP(t, url, nil)
+		if _, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "agent_echo", Arguments: map[string]any{"input": "x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitSessions(0, "stateless calls leave none behind")
+	a := connectHTTP(t, url, nil, legacy)
+	connectHTTP(t, url, listChanged) // opens subscriptions/listen, on its own time
+	waitSessions(2, "the legacy session and the listen stream")
 	status, body := post(t, url, nil)
 	if status != http.StatusServiceUnavailable || !strings.Contains(body, "too many open sessions") {
 		t.Errorf("third session: %d %s, want 503", status, body)
+	}
+	req, _ := http.NewRequestWithContext(ctxT(t), "POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":`+metaFrame+`}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", mcpserver.ProtocolVersion2026)
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(lb), `"id":7,"error":{"code":-32000,"message":"too many open sessions`) {
+		t.Errorf("third listen: %d %s, want 503", resp.StatusCode, lb)
 	}
 	a.Close()
 	deadline := time.Now().Add(5 * time.Second)
@@ -258,7 +372,7 @@ func TestHTTPSlowBodyTimesOut(t *testing.T) {
 func TestHTTPBatchedInitialize(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{MaxSessions: 1})
 	ts := serveHTTP(t, f)
-	connectHTTP(t, ts.URL+"/mcp", nil)
+	connectHTTP(t, ts.URL+"/mcp", nil, legacy)
 	req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader("["+initFrame+"]"))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -274,5 +388,82 @@ func TestHTTPBatchedInitialize(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"code":-32600`) || resp.Header.Get("Mcp-Session-Id") != "" || sessions != 1 {
 		t.Fatalf("batched initialize: %d, session id %q, %d sessions open (max 1): %s", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), sessions, body)
+	}
+}
+
+// The stateless era by hand on /mcp: every request carries the version in
+// its MCP-Protocol-Version header and its _meta, none gets a session id; a
+// request that asked for no progress is answered as plain JSON, one with a
+// progressToken as an SSE stream with the progress before the result; the
+// era has no GET stream and no DELETE (405); malformed input still gets
+// its JSON-RPC error.
+func TestHTTPStatelessRaw(t *testing.T) {
+	f := newFixture(t, mcpserver.Config{})
+	ts := serveHTTP(t, f)
+	url := ts.URL + "/mcp"
+	version := mcpserver.ProtocolVersion2026
+	do := func(method, name, body string) (*http.Response, string) {
+		t.Helper()
+		httpMethod := http.MethodPost
+		if method == http.MethodGet || method == http.MethodDelete {
+			httpMethod, method = method, ""
+		}
+		req, _ := http.NewRequestWithContext(ctxT(t), httpMethod, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", version)
+		if method != "" {
+			req.Header.Set("Mcp-Method", method)
+		}
+		if name != "" {
+			req.Header.Set("Mcp-Name", name)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+			t.Errorf("%s %s: Mcp-Session-Id %q in the stateless era", httpMethod, method, sid)
+		}
+		return resp, string(b)
+	}
+	call := func(id int, meta string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"agent_worker","arguments":{"input":"time?"},"_meta":%s}}`, id, meta)
+	}
+
+	resp, body := do("server/discover", "", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":`+metaFrame+`}}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`) {
+		t.Errorf("server/discover: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do("tools/call", "agent_worker", call(2, metaFrame))
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "application/json" || !strings.Contains(body, `"text":"the clock says noon"`) || !strings.Contains(body, `"resultType":"complete"`) {
+		t.Errorf("call without progress: %d %s %s, want a JSON answer", resp.StatusCode, ct, body)
+	}
+	withToken := strings.Replace(metaFrame, "{", `{"progressToken":"tok",`, 1)
+	resp, body = do("tools/call", "agent_worker", call(3, withToken))
+	progress, result := strings.Index(body, `"method":"notifications/progress"`), strings.Index(body, `"text":"the clock says noon"`)
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" || progress < 0 || result < progress {
+		t.Errorf("call with a progressToken: %d %s %s, want an SSE stream, progress then the result", resp.StatusCode, ct, body)
+	}
+	for _, m := range []string{http.MethodGet, http.MethodDelete} {
+		if resp, body := do(m, "", ""); resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s in the stateless era: %d %s, want 405", m, resp.StatusCode, body)
+		}
+	}
+	resp, body = do("tools/call", "agent_worker", `{"jsonrpc":"2.0","id":4,"method":`)
+	if resp.StatusCode != 400 || !strings.Contains(body, `"code":-32700`) {
+		t.Errorf("malformed: %d %s", resp.StatusCode, body)
+	}
+	list2099 := `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":` + strings.Replace(metaFrame, "2026-07-28", "2099-01-01", 1) + `}}`
+	resp, body = do("tools/list", "", list2099)
+	if !strings.Contains(body, `"code":-32020`) {
+		t.Errorf("tools/list at 2099-01-01 with a 2026-07-28 header: %d %s, want -32020 (header mismatch)", resp.StatusCode, body)
+	}
+	version = "2099-01-01"
+	resp, body = do("tools/list", "", list2099)
+	if !strings.Contains(body, `"code":-32022`) || !strings.Contains(body, `"supported":["2026-07-28","2025-11-25"`) {
+		t.Errorf("tools/list at 2099-01-01: %d %s, want -32022 listing our versions", resp.StatusCode, body)
 	}
 }

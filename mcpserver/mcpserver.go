@@ -8,12 +8,37 @@
 // going, an Origin check on HTTP, and a stdio framing layer that answers
 // malformed input with JSON-RPC errors instead of ending the session.
 //
-// Only the handshake era of the protocol is served (2025-11-25 and older):
-// a server/discover probe from a client that prefers 2026-07-28 is answered
-// with an "unsupported protocol version" error listing those versions, which
-// is what makes go-sdk and mcp-go clients fall back to initialize. One era on
-// both transports keeps cancellation (notifications/cancelled) and progress
-// working the same way everywhere.
+// Two eras of the protocol are served side by side, on both transports:
+//
+//   - 2026-07-28, the stateless era: no initialize, a server/discover probe,
+//     the protocol version and client capabilities in each request's _meta.
+//     Over HTTP every request stands alone (no Mcp-Session-Id, no GET
+//     stream), so any Server with the same agents can answer it.
+//   - 2025-11-25 and older, the handshake era: initialize, then a session
+//     (over HTTP, the Mcp-Session-Id header and a GET stream).
+//
+// A client picks: one that prefers 2026-07-28 (go-sdk v1.8, mcp-go v1.2)
+// probes server/discover and gets it; one that sends initialize gets the
+// version it asked for, or 2025-11-25. See [ProtocolVersions].
+//
+// # Cancellation, progress and elicitation in each era
+//
+// Progress is the same in both: a tools/call with a progressToken gets
+// notifications/progress when the run starts, for each tool it calls and
+// every Config.ProgressInterval, on the call's own stream (stdio, or the
+// POST's SSE response). Cancellation ends the run in both: in the handshake
+// era by notifications/cancelled (stdio and HTTP); in the stateless era by
+// notifications/cancelled on stdio, and over HTTP by the client closing the
+// call's POST (go-sdk's client does both; the POST's end is what counts, as
+// a notification on another POST reaches no session). Elicitation (the
+// approval gate asking the calling client's user) works in the handshake era
+// only: the stateless era forbids requests from server to client mid-call
+// (a client answers them by retrying the whole call, which a run of an
+// agent cannot survive), so a gated tool call of a run started by a
+// 2026-07-28 client is not put to that client: the gate's other channels
+// (dashboard, approvals API) decide, and without a verdict the call is
+// denied when the approval times out. The reason is logged
+// ([ErrNoElicitation]).
 package mcpserver
 
 import (
@@ -36,11 +61,19 @@ import (
 // ToolPrefix starts the name of every agent tool: agent_<id>.
 const ToolPrefix = "agent_"
 
+// ProtocolVersion2026 is the stateless era of MCP (no initialize, no
+// sessions); every older version in [ProtocolVersions] is of the handshake
+// era. Versions are dates, so they compare as strings.
+const ProtocolVersion2026 = "2026-07-28"
+
 // ProtocolVersions returns the MCP versions the server negotiates, newest
-// first.
+// first: the stateless era's, then the handshake era's.
 func ProtocolVersions() []string {
-	return []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	return []string{ProtocolVersion2026, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 }
+
+// statelessEra reports whether a protocol version is of the stateless era.
+func statelessEra(v string) bool { return v >= ProtocolVersion2026 }
 
 // Defaults applied to a zero Config.
 const (
@@ -85,9 +118,11 @@ type Config struct {
 	// MaxMessageBytes bounds one incoming JSON-RPC message: a stdio line or
 	// an HTTP request body (a larger declared body gets 413). Zero: 4 MiB.
 	MaxMessageBytes int64 `yaml:"max_message_bytes"`
-	// MaxSessions bounds the sessions open at once; an HTTP initialize
-	// beyond it gets 503 (each session holds memory until DELETE or
-	// SessionTimeout). Zero: 1000. Negative: no bound.
+	// MaxSessions bounds the HTTP sessions open at once: handshake-era
+	// sessions (each holds memory until DELETE or SessionTimeout) and
+	// 2026-07-28 subscriptions/listen streams (each holds a session while
+	// the client keeps it open). An initialize or a subscriptions/listen
+	// beyond it gets 503. Zero: 1000. Negative: no bound.
 	MaxSessions int `yaml:"max_sessions"`
 	// Logger receives the server's logs. Zero: the Engine's logger.
 	Logger *slog.Logger `yaml:"-"`
@@ -164,6 +199,9 @@ type Server struct {
 	// posts counts HTTP POSTs being served (calls and their streams), so
 	// Shutdown can let them finish before it ends the sessions.
 	posts sync.WaitGroup
+	// listens counts the open 2026-07-28 subscriptions/listen streams,
+	// which MaxSessions bounds with the handshake era's sessions.
+	listens atomic.Int64
 }
 
 // ErrNotStarted is returned by ServeStdio before the Server is started.
@@ -213,25 +251,66 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	if sessionTimeout < 0 {
 		sessionTimeout = 0 // the go-sdk's "never"
 	}
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	sdkLog := slog.New(minLevel{s.log.Handler(), slog.LevelWarn})
+	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	// Two go-sdk handlers, one per era: the go-sdk serves 2026-07-28 over
+	// HTTP only from a stateless handler, and the handshake era's sessions
+	// (and their server-to-client requests: elicitation) only from a
+	// stateful one. ServeHTTP routes each request by its era.
+	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionTimeout,
 		MaxRequestBodyBytes: cfg.MaxMessageBytes,
-		Logger:              slog.New(minLevel{s.log.Handler(), slog.LevelWarn}),
+		Logger:              sdkLog,
 		// The Engine's guard checks Host and Origin for every door alike
 		// (the go-sdk's own check would refuse the public_url host on a
 		// loopback listener that the other doors accept).
 		DisableLocalhostProtection: true,
 	})
+	statelessOpts := mcp.StreamableHTTPOptions{
+		Stateless:                  true,
+		MaxRequestBodyBytes:        cfg.MaxMessageBytes,
+		Logger:                     sdkLog,
+		DisableLocalhostProtection: true,
+		// In this era the POST is the call: a client that cancels closes
+		// it, and that must cancel the run (a notifications/cancelled on
+		// another POST reaches no session).
+		PropagateRequestCancellation: true,
+	}
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &statelessOpts)
+	// A stateless request that asked for no progress gets its answer as
+	// plain JSON: nothing else can come on its stream (see post.quiet),
+	// and a client reads JSON for less than an SSE stream.
+	statelessOpts.JSONResponse = true
+	statelessJSON := mcp.NewStreamableHTTPHandler(getServer, &statelessOpts)
 	s.http = e.GuardHTTP(axocoatl.HTTPRoute{MaxBodyBytes: cfg.MaxMessageBytes}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.closed.Load() { // inside the guard: the unread body is drained under its deadline
 			writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
 			return
 		}
+		sdk := sessions
+		era2026 := statelessEra(r.Header.Get(headerProtocolVersion))
+		if era2026 {
+			sdk = stateless
+		}
 		if r.Method == http.MethodPost {
 			s.posts.Add(1)
-			defer s.posts.Done()
-			if !s.precheckPOST(w, r) {
+			p, ok := s.precheckPOST(w, r)
+			if !ok {
+				s.posts.Done()
 				return
+			}
+			if era2026 && p.quiet {
+				sdk = statelessJSON
+			}
+			if p.listen {
+				// A subscriptions/listen stream lasts as long as the
+				// client wants: Shutdown does not wait for it (Close
+				// ends it).
+				s.posts.Done()
+				s.listens.Add(1)
+				defer s.listens.Add(-1)
+			} else {
+				defer s.posts.Done()
 			}
 		}
 		sdk.ServeHTTP(w, r)
@@ -383,7 +462,7 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 		}
 		// A client that can show forms is asked to approve gated tool
 		// calls of the run (see elicitPrompter).
-		if p := elicitPrompter(req.Session); p != nil {
+		if p := elicitPrompter(req); p != nil {
 			ctx = axocoatl.WithUserPrompter(ctx, p)
 		}
 		// ctx is cancelled by the go-sdk when the client sends

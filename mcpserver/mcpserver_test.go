@@ -26,11 +26,13 @@ const wantSchema = testutil.AgentInputSchema
 // checkSession runs the acceptance checks any client session must pass:
 // the tool list, an echo call, a failing agent, bad arguments, an unknown
 // tool, and a ping.
-func checkSession(t *testing.T, cs *mcp.ClientSession) {
+// checkSession runs the acceptance checks on a session that negotiated
+// version want.
+func checkSession(t *testing.T, cs *mcp.ClientSession, era string) {
 	t.Helper()
 	ctx := ctxT(t)
-	if got := cs.InitializeResult().ProtocolVersion; got != "2025-11-25" {
-		t.Errorf("negotiated %q, want 2025-11-25", got)
+	if got := cs.InitializeResult().ProtocolVersion; got != era {
+		t.Errorf("negotiated %q, want %s", got, era)
 	}
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -106,8 +108,13 @@ func checkSession(t *testing.T, cs *mcp.ClientSession) {
 	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "agent_nobody") {
 		t.Errorf("unknown tool: err = %v, want JSON-RPC -32602 naming the tool", err)
 	}
-	if err := cs.Ping(ctx, nil); err != nil {
-		t.Errorf("ping: %v", err)
+	// ping is gone from the stateless era (see TestHTTPGoSDKClient); a
+	// session of that era on stdio still answers it, as a request without
+	// _meta on a session that has its client's parameters.
+	if era != mcpserver.ProtocolVersion2026 {
+		if err := cs.Ping(ctx, nil); err != nil {
+			t.Errorf("ping in %s: %v", era, err)
+		}
 	}
 	// Still serving after all that.
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_echo", Arguments: map[string]any{"input": "still here"}})
@@ -116,9 +123,13 @@ func checkSession(t *testing.T, cs *mcp.ClientSession) {
 	}
 }
 
+// legacy asks a go-sdk client for the handshake era.
+var legacy = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
 func TestInMemory(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{})
-	checkSession(t, connectInMemory(t, f, nil))
+	checkSession(t, connectInMemory(t, f, nil), mcpserver.ProtocolVersion2026)
+	checkSession(t, connectInMemory(t, f, nil, legacy), "2025-11-25")
 }
 
 func TestCallPublishesMCPSource(t *testing.T) {
@@ -154,6 +165,7 @@ func TestCallPublishesMCPSource(t *testing.T) {
 func TestCancelStopsRun(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{})
 	checkCancel(t, f, connectInMemory(t, f, nil))
+	checkCancel(t, f, connectInMemory(t, f, nil, legacy))
 }
 
 func checkCancel(t *testing.T, f *fixture, cs *mcp.ClientSession) {
@@ -291,11 +303,34 @@ func TestProgressHeartbeat(t *testing.T) {
 	}
 }
 
-// Agents added after the server was built show up, and clients are told.
+// Agents added after the server was built show up, and clients are told:
+// in the handshake era on the session (over HTTP, its GET stream), in the
+// stateless era on the client's subscriptions/listen stream (over HTTP, a
+// POST that stays open).
 func TestAgentAddedLater(t *testing.T) {
+	connect := map[string]func(*testing.T, *fixture, *mcp.ClientOptions) *mcp.ClientSession{
+		"in-memory 2026-07-28": func(t *testing.T, f *fixture, o *mcp.ClientOptions) *mcp.ClientSession {
+			return connectInMemory(t, f, o)
+		},
+		"in-memory 2025-11-25": func(t *testing.T, f *fixture, o *mcp.ClientOptions) *mcp.ClientSession {
+			return connectInMemory(t, f, o, legacy)
+		},
+		"http 2026-07-28": func(t *testing.T, f *fixture, o *mcp.ClientOptions) *mcp.ClientSession {
+			return connectHTTP(t, serveHTTP(t, f).URL+"/mcp", o)
+		},
+		"http 2025-11-25": func(t *testing.T, f *fixture, o *mcp.ClientOptions) *mcp.ClientSession {
+			return connectHTTP(t, serveHTTP(t, f).URL+"/mcp", o, legacy)
+		},
+	}
+	for name, connect := range connect {
+		t.Run(name, func(t *testing.T) { testAgentAddedLater(t, connect) })
+	}
+}
+
+func testAgentAddedLater(t *testing.T, connect func(*testing.T, *fixture, *mcp.ClientOptions) *mcp.ClientSession) {
 	f := newFixture(t, mcpserver.Config{})
 	changed := make(chan struct{}, 4)
-	cs := connectInMemory(t, f, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+	cs := connect(t, f, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 		select {
 		case changed <- struct{}{}:
 		default:

@@ -2,7 +2,6 @@ package mcpserver_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -29,20 +28,28 @@ func childCommand(ctx context.Context) *exec.Cmd {
 	return cmd
 }
 
-// The go-sdk's CommandTransport running the server as a child process.
+// The go-sdk's CommandTransport running the server as a child process, in
+// each era.
 func TestChildGoSDKCommandTransport(t *testing.T) {
-	cmd := childCommand(context.Background())
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	log := newProgressLog()
-	cs, err := testClient(&mcp.ClientOptions{ProgressNotificationHandler: log.handler}).Connect(ctxT(t), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSession(t, cs)
-	checkProgress(t, cs, log)
-	if err := cs.Close(); err != nil {
-		t.Errorf("close: %v (stderr: %s)", err, stderr.String())
+	for _, c := range []struct {
+		era  string
+		opts *mcp.ClientSessionOptions
+	}{{mcpserver.ProtocolVersion2026, nil}, {"2025-11-25", legacy}} {
+		t.Run(c.era, func(t *testing.T) {
+			cmd := childCommand(context.Background())
+			var stderr testutil.SyncBuffer
+			cmd.Stderr = &stderr
+			log := newProgressLog()
+			cs, err := testClient(&mcp.ClientOptions{ProgressNotificationHandler: log.handler}).Connect(ctxT(t), &mcp.CommandTransport{Command: cmd}, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSession(t, cs, c.era)
+			checkProgress(t, cs, log)
+			if err := cs.Close(); err != nil {
+				t.Errorf("close: %v (stderr: %s)", err, stderr.String())
+			}
+		})
 	}
 }
 
@@ -109,7 +116,7 @@ func checkStdoutProtocolOnly(t *testing.T, cmd *exec.Cmd) {
 }
 
 // checkMCPGo runs the acceptance checks with a mark3labs/mcp-go client.
-func checkMCPGo(t *testing.T, c *mcpgoclient.Client) {
+func checkMCPGo(t *testing.T, c *mcpgoclient.Client, era string) {
 	t.Helper()
 	ctx := ctxT(t)
 	var progMu sync.Mutex
@@ -121,7 +128,7 @@ func checkMCPGo(t *testing.T, c *mcpgoclient.Client) {
 			progMu.Unlock()
 		}
 	})
-	res, _ := testutil.CheckMCPGoAgents(t, ctx, c)
+	res, _ := testutil.CheckMCPGoAgents(t, ctx, c, era)
 	if res.ServerInfo.Name != mcpserver.DefaultName {
 		t.Errorf("initialize: server %q", res.ServerInfo.Name)
 	}
@@ -146,38 +153,53 @@ func checkMCPGo(t *testing.T, c *mcpgoclient.Client) {
 	if len(progress) < 3 || !strings.Contains(progress[1], "calling tool clock") {
 		t.Errorf("mcp-go saw progress %q", progress)
 	}
+	if era == mcpserver.ProtocolVersion2026 {
+		return // no ping in the stateless era
+	}
 	//lint:ignore SA1019 ping is still part of 2025-11-25, the era this session negotiated
 	if err := c.Ping(ctx); err != nil {
 		t.Errorf("ping: %v", err)
 	}
 }
 
+// mcpGoEras: mcp-go v1.2 prefers 2026-07-28 (server/discover), and speaks
+// 2025-11-25 when pinned to it.
+var mcpGoEras = []string{mcpserver.ProtocolVersion2026, "2025-11-25"}
+
 func TestChildMCPGoStdio(t *testing.T) {
-	c, err := mcpgoclient.NewStdioMCPClient(os.Args[0], []string{childEnv + "=1"})
-	if err != nil {
-		t.Fatal(err)
+	for _, era := range mcpGoEras {
+		t.Run(era, func(t *testing.T) {
+			c, err := mcpgoclient.NewStdioMCPClient(os.Args[0], []string{childEnv + "=1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			// The constructor started the transport; Start also hooks up the
+			// notification handlers.
+			if err := c.Start(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			checkMCPGo(t, c, era)
+		})
 	}
-	defer c.Close()
-	// The constructor started the transport; Start also hooks up the
-	// notification handlers.
-	if err := c.Start(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
-	checkMCPGo(t, c)
 }
 
 func TestHTTPMCPGo(t *testing.T) {
-	f := newFixture(t, mcpserver.Config{})
-	ts := serveHTTP(t, f)
-	c, err := mcpgoclient.NewStreamableHttpClient(ts.URL+"/mcp", mcpgotransport.WithHTTPTimeout(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
+	for _, era := range mcpGoEras {
+		t.Run(era, func(t *testing.T) {
+			f := newFixture(t, mcpserver.Config{})
+			ts := serveHTTP(t, f)
+			c, err := mcpgoclient.NewStreamableHttpClient(ts.URL+"/mcp", mcpgotransport.WithHTTPTimeout(20*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.Start(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			checkMCPGo(t, c, era)
+		})
 	}
-	defer c.Close()
-	if err := c.Start(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
-	checkMCPGo(t, c)
 }
 
 func TestInspectorStdio(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,8 +33,9 @@ import (
 // negotiated versions no longer allow), a line over MaxMessageBytes a -32600
 // too, as does a call whose numeric id is not a plain integer of at most
 // 2^53 in magnitude (the go-sdk would answer 1.5 as 1), a call with a
-// notifications/ method, and a call reusing the id of one in flight; the
-// session goes on in every case. The go-sdk's own reader would end
+// notifications/ method, a call reusing the id of one in flight, and an
+// initialize once the session has served a 2026-07-28 request (a session
+// is of one era); the session goes on in every case. The go-sdk's own reader would end
 // the session on such input, so lines are checked here before it sees them.
 //
 // When ServeStdio returns before in's EOF, it closes in if in is an
@@ -222,6 +224,7 @@ func (f *inflight) wait(stop <-chan struct{}) {
 func (s *Server) pumpFrames(in io.Reader, session io.Writer, out *frameWriter, pending *inflight) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	limit := s.cfg.MaxMessageBytes
+	stateless := false // a request of the 2026-07-28 era went on to the session
 	var line []byte
 	for {
 		line = line[:0]
@@ -251,8 +254,17 @@ func (s *Server) pumpFrames(in io.Reader, session io.Writer, out *frameWriter, p
 		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
 			msg, reply := checkFrame(frame)
 			forward := false
+			if reply == nil && stateless && isCall(msg, "initialize") {
+				reply = &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: this session speaks " + ProtocolVersion2026 + " (its requests carry their version in _meta), and initialize belongs to the older era: start a new session for it", id: requestID(frame)}
+			}
 			if reply == nil {
 				forward, reply = track(pending, msg, frame)
+			}
+			if forward && !stateless {
+				// The go-sdk binds the session to the stateless era at
+				// its first request of that era, and then answers an
+				// initialize with an error of code 0.
+				stateless = statelessRequest(msg)
 			}
 			if reply != nil {
 				s.reject(out, reply.code, reply.message, reply.id)
@@ -270,6 +282,23 @@ func (s *Server) pumpFrames(in io.Reader, session io.Writer, out *frameWriter, p
 			return err
 		}
 	}
+}
+
+// isCall reports whether msg is a call of method.
+func isCall(msg jsonrpc.Message, method string) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	return ok && req.IsCall() && req.Method == method
+}
+
+// statelessRequest reports whether msg is a call of the 2026-07-28 era that
+// this server speaks: its _meta names that version.
+func statelessRequest(msg jsonrpc.Message) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		return false
+	}
+	v := string(memberValue(memberValue(req.Params, "_meta"), "io.modelcontextprotocol/protocolVersion"))
+	return len(v) > 2 && statelessEra(v[1:len(v)-1]) && slices.Contains(ProtocolVersions(), v[1:len(v)-1])
 }
 
 type frameError struct {
@@ -377,16 +406,14 @@ func track(pending *inflight, msg jsonrpc.Message, frame []byte) (forward bool, 
 	return true, nil
 }
 
-// requestID digs a usable id out of an invalid request, so the client can
-// match the error to its call. Only the member named exactly "id" counts:
-// a struct field would also take "ID" or "Id", which JSON-RPC does not
-// know, and echo that as the request's id.
+// requestID digs a usable id out of a request, so the client can match an
+// error to its call (and checkFrame can read a numeric id's literal). Only
+// the member named exactly "id" counts: a struct field would also take "ID"
+// or "Id", which JSON-RPC does not know, and echo that as the request's id.
+// frame must be valid JSON (checkFrame's json.Valid comes first); the id is
+// found without decoding the rest of the frame (the call's arguments).
 func requestID(frame []byte) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(frame, &m) != nil {
-		return nil
-	}
-	id := m["id"]
+	id := memberValue(frame, "id")
 	if len(id) == 0 {
 		return nil
 	}
@@ -400,6 +427,104 @@ func requestID(frame []byte) json.RawMessage {
 		return nil
 	}
 	return id
+}
+
+// memberValue returns the raw value of the member named name of the JSON
+// object frame (valid JSON), the last one when there are several, with
+// names compared after unescaping: what decoding frame into a
+// map[string]json.RawMessage would give, without the allocations. nil when
+// frame is not an object or has no such member.
+func memberValue(frame []byte, name string) []byte {
+	i := skipSpace(frame, 0)
+	if i >= len(frame) || frame[i] != '{' {
+		return nil
+	}
+	var found []byte
+	for i++; ; i++ { // i++: past '{' or ','
+		i = skipSpace(frame, i)
+		if i >= len(frame) || frame[i] != '"' {
+			return found // '}' of an empty object
+		}
+		end := skipString(frame, i)
+		key := frame[i:end]
+		i = skipSpace(frame, end)
+		if i >= len(frame) || frame[i] != ':' {
+			return nil
+		}
+		i = skipSpace(frame, i+1)
+		vend := skipValue(frame, i)
+		if vend <= i {
+			return nil
+		}
+		if keyIs(key, name) {
+			found = frame[i:vend]
+		}
+		i = skipSpace(frame, vend)
+		if i >= len(frame) || frame[i] != ',' {
+			return found
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] ('"').
+func skipString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index after the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = skipString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && !strings.ContainsRune(",}] \t\n\r", rune(b[j])) {
+		j++
+	}
+	return j
+}
+
+// keyIs reports whether the quoted member name key is name once unescaped.
+func keyIs(key []byte, name string) bool {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
+	}
+	var k string
+	return json.Unmarshal(key, &k) == nil && k == name
 }
 
 func (s *Server) reject(out *frameWriter, code int64, message string, id json.RawMessage) {

@@ -113,6 +113,9 @@ func (r *rawStdio) wantResult(id string, substr string) rpcReply {
 	return m
 }
 
+// metaFrame is the _meta of a 2026-07-28 request.
+const metaFrame = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
 const initFrame = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 
 // Hand-written frames: id 0, ping, the discover probe, and every kind of bad
@@ -121,18 +124,39 @@ func TestStdioRawFrames(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{MaxMessageBytes: 2048})
 	r := startRaw(t, f)
 
-	// The probe of a client preferring the stateless era: refused with the
-	// versions we do speak, so the client falls back to initialize.
-	r.send(`{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
-	m := r.reply()
+	// The probe of a client preferring the stateless era: answered with
+	// every version we speak, and the era's calls carry their version in
+	// _meta.
+	r.send(`{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":` + metaFrame + `}}`)
+	m := r.wantResult("0", `"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`)
+	if !strings.Contains(string(m.Result), `"tools":{"listChanged":true}`) {
+		t.Errorf("server/discover: %s, want the tools capability", m.raw)
+	}
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"agent_echo","arguments":{"input":"stateless"},"_meta":` + metaFrame + `}}`)
+	r.wantResult("1", `"text":"stateless"`)
+	// A version we do not speak is refused with those we do.
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":` + strings.Replace(metaFrame, "2026-07-28", "2099-01-01", 1) + `}}`)
+	m = r.reply()
 	var data mcp.UnsupportedProtocolVersionData
 	if m.Error != nil {
 		json.Unmarshal(m.Error.Data, &data)
 	}
-	if m.Error == nil || string(m.ID) != "0" || m.Error.Code != mcp.CodeUnsupportedProtocolVersion || !slices.Equal(data.Supported, mcpserver.ProtocolVersions()) {
-		t.Errorf("server/discover: %s, want -32022 listing the legacy versions", m.raw)
+	if m.Error == nil || string(m.ID) != "2" || m.Error.Code != mcp.CodeUnsupportedProtocolVersion || !slices.Equal(data.Supported, mcpserver.ProtocolVersions()) {
+		t.Errorf("tools/list at 2099-01-01: %s, want -32022 listing our versions", m.raw)
 	}
 
+	// A session is of one era: an initialize now is refused, and the
+	// session goes on.
+	r.send(strings.Replace(initFrame, `"id":0`, `"id":3`, 1))
+	m = r.reply()
+	if m.Error == nil || string(m.ID) != "3" || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "this session speaks 2026-07-28") {
+		t.Errorf("initialize after 2026-07-28 requests: %s, want -32600 saying why", m.raw)
+	}
+	r.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"agent_echo","arguments":{"input":"on"},"_meta":` + metaFrame + `}}`)
+	r.wantResult("4", `"text":"on"`)
+
+	// The handshake era, on a session of its own.
+	r = startRaw(t, f)
 	r.send(initFrame)
 	r.wantResult("0", `"protocolVersion":"2025-11-25"`)
 	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -226,14 +250,19 @@ func stdioPair(t *testing.T, f *fixture, ctx context.Context) (*mcp.IOTransport,
 }
 
 func TestStdioGoSDKClient(t *testing.T) {
+	t.Run(mcpserver.ProtocolVersion2026, func(t *testing.T) { testStdioGoSDKClient(t, mcpserver.ProtocolVersion2026, nil) })
+	t.Run("2025-11-25", func(t *testing.T) { testStdioGoSDKClient(t, "2025-11-25", legacy) })
+}
+
+func testStdioGoSDKClient(t *testing.T, era string, so *mcp.ClientSessionOptions) {
 	f := newFixture(t, mcpserver.Config{})
 	tr, done := stdioPair(t, f, context.Background())
 	log := newProgressLog()
-	cs, err := testClient(&mcp.ClientOptions{ProgressNotificationHandler: log.handler}).Connect(ctxT(t), tr, nil)
+	cs, err := testClient(&mcp.ClientOptions{ProgressNotificationHandler: log.handler}).Connect(ctxT(t), tr, so)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSession(t, cs)
+	checkSession(t, cs, era)
 	checkProgress(t, cs, log)
 	checkCancel(t, f, cs)
 	cs.Close() // closes the server's stdin

@@ -76,12 +76,13 @@ func mcpText(res *mcp.CallToolResult) string {
 	return ""
 }
 
-// checkMCPSession is what any go-sdk client session must see.
-func checkMCPSession(t *testing.T, cs *mcp.ClientSession) {
+// checkMCPSession is what any go-sdk client session must see; it
+// negotiated era.
+func checkMCPSession(t *testing.T, cs *mcp.ClientSession, era string) {
 	t.Helper()
 	ctx := mcpCtx(t)
-	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
-		t.Errorf("negotiated %q, want 2025-11-25", v)
+	if v := cs.InitializeResult().ProtocolVersion; v != era {
+		t.Errorf("negotiated %q, want %s", v, era)
 	}
 	if info := cs.InitializeResult().ServerInfo; info == nil || info.Name != "axocoatl-under-test" || info.Version == "" {
 		t.Errorf("serverInfo %+v, want the mcp_server.name of the config and a version", info)
@@ -125,8 +126,10 @@ func checkMCPSession(t *testing.T, cs *mcp.ClientSession) {
 	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("unknown tool: %v, want -32602", err)
 	}
-	if err := cs.Ping(ctx, nil); err != nil {
-		t.Errorf("ping: %v", err)
+	if era != era2026 { // the stateless era has no ping
+		if err := cs.Ping(ctx, nil); err != nil {
+			t.Errorf("ping: %v", err)
+		}
 	}
 }
 
@@ -146,7 +149,7 @@ func TestMCPServeBinary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("connect: %v\n%s", err, stderr.String())
 		}
-		checkMCPSession(t, cs)
+		checkMCPSession(t, cs, era2026)
 		if err := cs.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
@@ -330,7 +333,7 @@ func TestMCPHTTPBinary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkMCPSession(t, cs)
+		checkMCPSession(t, cs, era2026)
 		cs.Close()
 	})
 	t.Run("mcp-go client", func(t *testing.T) {
@@ -349,13 +352,24 @@ func TestMCPHTTPBinary(t *testing.T) {
 		testutil.CheckAgentTools(t, url, "--header", "Authorization: Bearer "+token)
 	})
 
-	// A connected client must not hold up shutdown.
+	// Connected clients must not hold up shutdown: a 2025-11-25 session
+	// with its GET stream, and a 2026-07-28 client with its
+	// subscriptions/listen stream (a POST that stays open).
 	hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
-	cs, err := mcpClient().Connect(mcpCtx(t), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, nil)
+	cs, err := mcpClient().Connect(mcpCtx(t), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: era2025})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	listener := mcp.NewClient(&mcp.Implementation{Name: "listener", Version: "1"}, &mcp.ClientOptions{
+		Capabilities:           &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+	})
+	cs2, err := listener.Connect(mcpCtx(t), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs2.Close()
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
@@ -368,7 +382,7 @@ func TestMCPHTTPBinary(t *testing.T) {
 
 func checkMCPGoClient(t *testing.T, ctx context.Context, c *mcpgoclient.Client) {
 	t.Helper()
-	if _, tools := testutil.CheckMCPGoAgents(t, ctx, c); len(tools) != 2 {
+	if _, tools := testutil.CheckMCPGoAgents(t, ctx, c, "2026-07-28"); len(tools) != 2 {
 		t.Errorf("tools/list: %d tools, want agent_echo and agent_broken", len(tools))
 	}
 }

@@ -83,15 +83,16 @@ mcp_servers:
 	}
 }
 
-// GET /mcp (the standalone stream that carries tools/list_changed) is
-// served, and an open one does not hold shutdown for the grace period:
-// the calls in flight are answered, then the sessions end.
+// GET /mcp (the standalone stream of a 2025-11-25 session, which carries
+// tools/list_changed) is served, and an open one does not hold shutdown
+// for the grace period: the calls in flight are answered, then the
+// sessions end.
 func TestMCPGetStreamDoesNotHoldShutdown(t *testing.T) {
 	td := startDaemon(t, "server:\n  shutdown_grace: 20s\nagents:\n  - id: a\n", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: td.url + "/mcp"}, nil)
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: td.url + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: era2025})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,21 +17,26 @@ const AgentInputSchema = `{"type":"object","properties":{"input":{"type":"string
 // CheckMCPGoAgents drives an axocoatl MCP server with a started
 // mark3labs/mcp-go client. Like CheckAgentTools, the server must have an
 // agent "echo" that repeats its input and an agent "broken" whose model
-// fails with "upstream exploded". It initializes (2025-11-25 negotiated),
+// fails with "upstream exploded". It initializes asking for version (the
+// client's own preference, 2026-07-28 and server/discover, when it is that
+// era's) and expects it negotiated,
 // checks every tool's input schema, calls agent_echo (a result),
 // agent_broken (a tool error), agent_echo without input (a tool error) and
 // an unknown tool (a protocol error), and returns what initialize and
 // tools/list answered for the caller's own checks.
-func CheckMCPGoAgents(t testing.TB, ctx context.Context, c *mcpgoclient.Client) (*mcpgo.InitializeResult, []mcpgo.Tool) {
+func CheckMCPGoAgents(t testing.TB, ctx context.Context, c *mcpgoclient.Client, version string) (*mcpgo.InitializeResult, []mcpgo.Tool) {
 	t.Helper()
 	init := mcpgo.InitializeRequest{}
 	init.Params.ClientInfo = mcpgo.Implementation{Name: "mcp-go-test", Version: "1"}
+	if !mcpgo.IsModernProtocol(version) {
+		init.Params.ProtocolVersion = version // pinned: no server/discover probe
+	}
 	res, err := c.Initialize(ctx, init)
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
-	if res.ProtocolVersion != "2025-11-25" {
-		t.Errorf("mcp-go negotiated %q", res.ProtocolVersion)
+	if res.ProtocolVersion != version {
+		t.Errorf("mcp-go negotiated %q, want %s", res.ProtocolVersion, version)
 	}
 	list, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
 	if err != nil {
