@@ -199,7 +199,8 @@ func (h *Handler) serveTasks(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, axocoatl.ErrAgentNotFound): // removed since the check above
 		writeHTTPError(w, http.StatusNotFound, "agent_not_found", "no agent "+quote(req.ReceiverID))
 		return
-	case errors.Is(err, axocoatl.ErrClosed) && res.TaskID == "":
+	case errors.Is(err, axocoatl.ErrClosed) && res.TaskID == "",
+		errors.Is(err, axocoatl.ErrUnavailable): // another daemon's agent, out of reach now
 		writeHTTPError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
 		return
 	default:

@@ -35,6 +35,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/approval"
+	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/internal/yamlconf"
@@ -61,6 +62,9 @@ type Config struct {
 	Approval approval.Config `yaml:"approval"`
 	// Webhooks are where lattice events are POSTed, signed (egress).
 	Webhooks Webhooks `yaml:"webhooks"`
+	// Cluster tunes how daemons on one NATS lattice share their agents
+	// (used only with lattice.backend nats).
+	Cluster cluster.Config `yaml:"cluster"`
 
 	// Source is where the config came from: a path, or "<built-in>".
 	Source string `yaml:"-"`
@@ -546,6 +550,7 @@ func (c *Config) validate() error {
 	errs = append(errs, d.ValidateTree("a2a", reflect.ValueOf(&c.A2A).Elem())...)
 	errs = append(errs, d.ValidateTree("approval", reflect.ValueOf(&c.Approval).Elem())...)
 	errs = append(errs, d.ValidateTree("webhooks", reflect.ValueOf(&c.Webhooks).Elem())...)
+	errs = append(errs, d.ValidateTree("cluster", reflect.ValueOf(&c.Cluster).Elem())...)
 	return errors.Join(errs...)
 }
 
