@@ -95,8 +95,8 @@ type registeredAgent struct {
 // New returns an Engine.
 func New(opts Options) *Engine {
 	e := &Engine{
-		log:    opts.Logger,
-		bus:    opts.Bus,
+		log:      opts.Logger,
+		bus:      opts.Bus,
 		agents:   map[string]*registeredAgent{},
 		tools:    map[string]Tool{},
 		remote:   map[string]*remoteAgent{},
