@@ -174,6 +174,7 @@ type Module struct {
 	node   string
 	subj   string // "<prefix>-cluster"
 	inbox  string // this module's reply subjects: inbox + "." + token
+	url    string // the NATS server, redacted, for errors
 	eng    *axocoatl.Engine
 	log    *slog.Logger
 	sem    chan struct{}
@@ -289,6 +290,7 @@ func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 	}
 	m.log = m.log.With("module", "cluster", "node", m.node)
 	m.subj = prefix + "-cluster"
+	m.url = m.nc.ConnectedUrlRedacted()
 	m.inbox = m.nc.NewInbox()
 
 	fail := func(err error) error {
@@ -363,7 +365,9 @@ func (m *Module) Stop(ctx context.Context) error {
 	m.subs = nil
 	m.mu.Unlock()
 
-	_ = m.nc.FlushTimeout(time.Second) // the departure goes out now
+	if m.nc.IsConnected() {
+		_ = m.nc.FlushTimeout(time.Second) // the departure goes out now
+	}
 	for _, s := range subs {
 		_ = s.Unsubscribe()
 	}
@@ -424,7 +428,7 @@ func (m *Module) checkConn() {
 	}
 	m.connected = up
 	if !up {
-		m.log.Warn("NATS connection lost: tasks for other daemons' agents fail with 503 until it is back", "url", m.nc.ConnectedUrlRedacted())
+		m.log.Warn("NATS connection lost: tasks for other daemons' agents fail with 503 until it is back", "url", m.url)
 		for _, c := range m.calls {
 			send(c, execReply{lost: "the NATS connection was lost while the task ran elsewhere (it may have completed there)"})
 		}

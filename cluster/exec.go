@@ -68,7 +68,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 	start := time.Now()
 	res := axocoatl.Result{TaskID: req.TaskID, AgentID: req.AgentID}
 	if !m.Connected() {
-		return res, unavailable("agent %s runs on another daemon and NATS (%s) is not connected", req.AgentID, m.nc.ConnectedUrlRedacted())
+		return res, unavailable("agent %s runs on another daemon and the NATS connection (%s) is down; retry when it is back", req.AgentID, m.url)
 	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("agent %s: %w", req.AgentID, err)
