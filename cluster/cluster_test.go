@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // startNATS runs a real nats-server in the test process on port (-1: a
 // free one); it is shut down when the test ends.
-func startNATS(t *testing.T, port int) *server.Server {
+func startNATS(t testing.TB, port int) *server.Server {
 	t.Helper()
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, NoLog: true, NoSigs: true})
 	if err != nil {
@@ -56,7 +56,7 @@ type node struct {
 
 // newNode is an Engine on its own NATS connection with agents, and the
 // cluster module; it is closed when the test ends (or earlier by the test).
-func newNode(t *testing.T, url, name string, cfg cluster.Config, agents map[string]agent.Model) *node {
+func newNode(t testing.TB, url, name string, cfg cluster.Config, agents map[string]agent.Model) *node {
 	t.Helper()
 	bus, err := latticenats.Connect(url, latticenats.Options{Prefix: "ct", Node: name},
 		natsgo.MaxReconnects(-1), natsgo.ReconnectWait(50*time.Millisecond), natsgo.Name(name))

@@ -26,8 +26,9 @@ type execRequest struct {
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
 
-// execReply is one message back to the caller: first Accepted (the daemon
-// that took the task), then Done with the result.
+// execReply is one message back to the caller: Accepted (the daemon that
+// took the task, sent once the run has lasted acceptAfter), and Done with
+// the result.
 type execReply struct {
 	Accepted   string `json:"accepted,omitempty"`
 	Done       bool   `json:"done,omitempty"`
@@ -46,6 +47,10 @@ type cancelMsg struct {
 	TaskID string `json:"task_id"`
 	From   string `json:"from"`
 }
+
+// acceptAfter is how long a run goes before its daemon tells the caller
+// it took the task.
+const acceptAfter = 20 * time.Millisecond
 
 // errCallerLeft is the cause of a run cancelled because the daemon that
 // sent it left the cluster.
@@ -237,11 +242,15 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 	m.running[req.TaskID] = &served{from: req.From, cancel: cancel}
 	m.wg.Add(1) // under m.mu, before Stop can wait
 	m.mu.Unlock()
-	reply(execReply{Accepted: m.node})
+	// The caller learns who took the task (to fail it if this daemon
+	// leaves) only for a run that lasts: a quick one is answered before
+	// the acceptance would be, and saves a message.
+	accepted := time.AfterFunc(acceptAfter, func() { reply(execReply{Accepted: m.node}) })
 
 	go func() {
 		defer m.wg.Done()
 		defer func() { <-m.sem }()
+		defer accepted.Stop()
 		defer func() {
 			m.mu.Lock()
 			delete(m.running, req.TaskID)
