@@ -11,8 +11,9 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 )
 
-// BenchmarkRoundTrip compares, in one run, on one local nats-server over
-// TCP loopback:
+// BenchmarkRoundTrip compares, one after the other in one process, on one
+// local nats-server over TCP loopback (bench/run.sh repeats it so that the
+// three see the same load; see bench/README.md):
 //   - local: Engine.Execute of the echo agent on the daemon that hosts it
 //     (its events go out on the NATS lattice, as in a cluster);
 //   - nats: one NATS request/reply between two connections (a responder

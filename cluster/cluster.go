@@ -371,8 +371,8 @@ func (m *Module) Stop(ctx context.Context) error {
 	for _, s := range subs {
 		_ = s.Unsubscribe()
 	}
+	m.cancel() // the loop ends before its status channel closes
 	m.nc.RemoveStatusListener(m.status)
-	m.cancel()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
 	select {

@@ -290,6 +290,9 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 	waitFor(t, "C reaches A again", 20*time.Second, func() bool {
 		return c.do(t, "POST", "/api/agents/faraway/execute", `{"input":"back"}`).status == 200
 	})
+	for _, conn := range streams { // a stream left open holds its daemon's stop 5 s for its close frame
+		conn.CloseNow()
+	}
 	c.stop()
 	for _, td := range []*testDaemon{a, b} {
 		took := waitFor(t, "C's agent leaves "+td.url, 3*time.Second, func() bool { _, ok := agentNode(t, td, "on-c"); return !ok })
@@ -310,4 +313,29 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 	// Stop the daemons while NATS is up (cleanups run in reverse).
 	b.stop()
 	a.stop()
+}
+
+// A daemon process killed with SIGKILL (no departure announced) leaves the
+// others' agent lists once its heartbeat expires, within seconds; a task
+// for its agent sent before that answers 503, not a hang.
+func TestClusterDaemonKilled(t *testing.T) {
+	bin := buildBinary(t)
+	ns := clusterNATS(t, -1)
+	b := startDaemon(t, clusterConfig(ns.ClientURL(), "node-b", "  - { id: on-b, provider: echo }", ""), nil)
+	_, cmd, _ := startBinary(t, bin, nil, "--addr", "127.0.0.1:0", "--config",
+		writeConfig(t, clusterConfig(ns.ClientURL(), "node-k", "  - { id: on-k, provider: echo }", "")))
+	waitFor(t, "B lists the process's agent", 10*time.Second, func() bool { n, _ := agentNode(t, b, "on-k"); return n == "node-k" })
+	if r := b.do(t, "POST", "/api/agents/on-k/execute", `{"input":"to the process"}`); r.status != 200 || r.json(t)["output"] != "to the process" {
+		t.Fatalf("B → process: %d %s", r.status, r.body)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killed := time.Now()
+	if r := b.do(t, "POST", "/api/agents/on-k/execute", `{"input":"x"}`); r.status != 503 && r.status != 404 {
+		t.Fatalf("B → killed process: %d %s, want 503 (or 404 once expired)", r.status, r.body)
+	}
+	waitFor(t, "the killed daemon's agent leaves B's list", 5*time.Second, func() bool { _, ok := agentNode(t, b, "on-k"); return !ok })
+	t.Logf("killed daemon's agent left B's list %s after SIGKILL (expire_after 600ms)", time.Since(killed).Round(time.Millisecond))
 }
