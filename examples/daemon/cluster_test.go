@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -42,7 +45,7 @@ func clusterConfig(natsURL, node, agents, extra string) string {
   node: %s
 cluster:
   heartbeat_interval: 100ms
-  expire_after: 600ms
+  expire_after: 1500ms
 %s
 agents:
 %s`, natsURL, node, extra, agents)
@@ -337,5 +340,85 @@ func TestClusterDaemonKilled(t *testing.T) {
 		t.Fatalf("B → killed process: %d %s, want 503 (or 404 once expired)", r.status, r.body)
 	}
 	waitFor(t, "the killed daemon's agent leaves B's list", 5*time.Second, func() bool { _, ok := agentNode(t, b, "on-k"); return !ok })
-	t.Logf("killed daemon's agent left B's list %s after SIGKILL (expire_after 600ms)", time.Since(killed).Round(time.Millisecond))
+	t.Logf("killed daemon's agent left B's list %s after SIGKILL (expire_after 1.5s)", time.Since(killed).Round(time.Millisecond))
+}
+
+// deployPeers are an MCP server "ops" with a tool deploy, and an
+// OpenAI-wire model that calls mcp__ops__deploy {"env":"prod"} once per run,
+// then answers "done: " and what the tool said.
+func deployPeers(t *testing.T) (modelURL, mcpURL string) {
+	t.Helper()
+	tools := mcp.NewServer(&mcp.Implementation{Name: "ops", Version: "1"}, nil)
+	mcp.AddTool(tools, &mcp.Tool{Name: "deploy", Description: "Deploys."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Env string `json:"env"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deployed to " + in.Env}}}, nil, nil
+		})
+	mcpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return tools }, nil))
+	t.Cleanup(func() {
+		for ss := range tools.Sessions() {
+			ss.Close()
+		}
+		mcpSrv.Close()
+	})
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			} `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+			fmt.Fprintf(w, `{"id":"c2","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}]}`, fmt.Sprint("done: ", last.Content))
+			return
+		}
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"mcp__ops__deploy","arguments":"{\"env\":\"prod\"}"}}]}}]}`)
+	}))
+	t.Cleanup(model.Close)
+	return model.URL, mcpSrv.URL
+}
+
+// A task sent to C for A's agent calls a gated MCP tool on A: the approval
+// raised on A is listed by C's GET /api/approvals and C's event stream's
+// ready frame, C's POST resolves it, and C's execute answers with A's run.
+func TestClusterApprovalResolvedElsewhere(t *testing.T) {
+	ns := clusterNATS(t, -1)
+	modelURL, mcpURL := deployPeers(t)
+	a := startDaemon(t, clusterConfig(ns.ClientURL(), "node-a", "  - { id: deployer, provider: openai }",
+		fmt.Sprintf("providers:\n  openai: { base_url: %s/v1, api_key: sk-test, max_retries: -1 }\nmcp_servers:\n  - { name: ops, url: %s/mcp }\napproval:\n  default: prompt", modelURL, mcpURL)), nil)
+	c := startDaemon(t, clusterConfig(ns.ClientURL(), "node-c", "  - { id: on-c, provider: echo }", ""), nil)
+	waitFor(t, "A ready (MCP server connected)", 20*time.Second, func() bool { return a.do(t, "GET", "/health/ready", "").status == 200 })
+	waitFor(t, "C lists deployer", 5*time.Second, func() bool { n, _ := agentNode(t, c, "deployer"); return n == "node-a" })
+
+	done := make(chan response, 1)
+	go func() { done <- c.do(t, "POST", "/api/agents/deployer/execute", `{"input":"ship it"}`) }()
+	var id string
+	waitFor(t, "C lists the approval raised on A", 10*time.Second, func() bool {
+		var body struct {
+			Approvals []struct {
+				ID   string `json:"approval_id"`
+				Tool string `json:"tool"`
+				Args string `json:"arguments"`
+			} `json:"approvals"`
+		}
+		_ = json.Unmarshal(c.do(t, "GET", "/api/approvals", "").body, &body)
+		if len(body.Approvals) == 1 && body.Approvals[0].Tool == "mcp__ops__deploy" && body.Approvals[0].Args == `{"env":"prod"}` {
+			id = body.Approvals[0].ID
+		}
+		return id != ""
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn := dialEvents(t, ctx, c.url, nil, "") // reads and checks the ready frame
+	conn.CloseNow()
+	if r := c.do(t, "POST", "/api/approvals/"+id, `{"decision":"allow"}`); r.status != 200 || r.json(t)["holder"] == "" {
+		t.Fatalf("POST on C: %d %s\nA: %s\nC: %s", r.status, r.body, a.stderr.String(), c.stderr.String())
+	}
+	r := <-done
+	if r.status != 200 || r.json(t)["output"] != "done: deployed to prod" {
+		t.Fatalf("C's execute: %d %s", r.status, r.body)
+	}
 }
