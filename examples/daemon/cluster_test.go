@@ -318,29 +318,63 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 	a.stop()
 }
 
-// A daemon process killed with SIGKILL (no departure announced) leaves the
-// others' agent lists once its heartbeat expires, within seconds; a task
-// for its agent sent before that answers 503, not a hang.
-func TestClusterDaemonKilled(t *testing.T) {
+// Daemon processes in a cluster: `axocoatl mcp serve` (stdio, go-sdk
+// client) offers and runs an agent another daemon hosts; a daemon process
+// killed with SIGKILL (no departure announced) answers 503 at once and
+// leaves the others' agent lists once its heartbeat expires, within
+// seconds.
+func TestClusterProcesses(t *testing.T) {
 	bin := buildBinary(t)
 	ns := clusterNATS(t, -1)
 	b := startDaemon(t, clusterConfig(ns.ClientURL(), "node-b", "  - { id: on-b, provider: echo }", ""), nil)
-	_, cmd, _ := startBinary(t, bin, nil, "--addr", "127.0.0.1:0", "--config",
-		writeConfig(t, clusterConfig(ns.ClientURL(), "node-k", "  - { id: on-k, provider: echo }", "")))
-	waitFor(t, "B lists the process's agent", 10*time.Second, func() bool { n, _ := agentNode(t, b, "on-k"); return n == "node-k" })
-	if r := b.do(t, "POST", "/api/agents/on-k/execute", `{"input":"to the process"}`); r.status != 200 || r.json(t)["output"] != "to the process" {
-		t.Fatalf("B → process: %d %s", r.status, r.body)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	killed := time.Now()
-	if r := b.do(t, "POST", "/api/agents/on-k/execute", `{"input":"x"}`); r.status != 503 && r.status != 404 {
-		t.Fatalf("B → killed process: %d %s, want 503 (or 404 once expired)", r.status, r.body)
-	}
-	waitFor(t, "the killed daemon's agent leaves B's list", 5*time.Second, func() bool { _, ok := agentNode(t, b, "on-k"); return !ok })
-	t.Logf("killed daemon's agent left B's list %s after SIGKILL (expire_after 1.5s)", time.Since(killed).Round(time.Millisecond))
+
+	t.Run("mcp serve", func(t *testing.T) {
+		cmd := mcpCommand(t, bin, writeConfig(t, clusterConfig(ns.ClientURL(), "node-m", "  - { id: on-m, provider: echo }", "")))
+		cs, err := mcpClient().Connect(mcpCtx(t), &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		var meta mcp.Meta
+		waitFor(t, "mcp serve lists B's agent", 10*time.Second, func() bool {
+			tools, err := cs.ListTools(mcpCtx(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tool := range tools.Tools {
+				if tool.Name == "agent_on-b" {
+					meta = tool.Meta
+				}
+			}
+			return meta != nil
+		})
+		if meta["axocoatl/node"] != "node-b" {
+			t.Fatalf("agent_on-b _meta %v", meta)
+		}
+		res, err := cs.CallTool(mcpCtx(t), &mcp.CallToolParams{Name: "agent_on-b", Arguments: map[string]any{"input": "over stdio, run on B"}})
+		if err != nil || res.IsError || mcpText(res) != "over stdio, run on B" {
+			t.Fatalf("agent_on-b over mcp serve: %v %+v", err, res)
+		}
+	})
+
+	t.Run("killed", func(t *testing.T) {
+		_, cmd, _ := startBinary(t, bin, nil, "--addr", "127.0.0.1:0", "--config",
+			writeConfig(t, clusterConfig(ns.ClientURL(), "node-k", "  - { id: on-k, provider: echo }", "")))
+		waitFor(t, "B lists the process's agent", 10*time.Second, func() bool { n, _ := agentNode(t, b, "on-k"); return n == "node-k" })
+		if r := b.do(t, "POST", "/api/agents/on-k/execute", `{"input":"to the process"}`); r.status != 200 || r.json(t)["output"] != "to the process" {
+			t.Fatalf("B → process: %d %s", r.status, r.body)
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		killed := time.Now()
+		if r := b.do(t, "POST", "/api/agents/on-k/execute", `{"input":"x"}`); r.status != 503 && r.status != 404 {
+			t.Fatalf("B → killed process: %d %s, want 503 (or 404 once expired)", r.status, r.body)
+		}
+		waitFor(t, "the killed daemon's agent leaves B's list", 5*time.Second, func() bool { _, ok := agentNode(t, b, "on-k"); return !ok })
+		t.Logf("killed daemon's agent left B's list %s after SIGKILL (expire_after 1.5s)", time.Since(killed).Round(time.Millisecond))
+	})
 }
 
 // deployPeers are an MCP server "ops" with a tool deploy, and an
