@@ -7,6 +7,7 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 )
@@ -14,6 +15,8 @@ import (
 // BenchmarkRoundTrip compares, one after the other in one process, on one
 // local nats-server over TCP loopback (bench/run.sh repeats it so that the
 // three see the same load; see bench/README.md):
+//   - inproc: Engine.Execute of an echo agent on an Engine with the
+//     in-memory lattice (no NATS at all), for reference;
 //   - local: Engine.Execute of the echo agent on the daemon that hosts it
 //     (its events go out on the NATS lattice, as in a cluster);
 //   - nats: one NATS request/reply between two connections (a responder
@@ -26,6 +29,10 @@ func BenchmarkRoundTrip(b *testing.B) {
 	url := ns.ClientURL()
 	a := newNode(b, url, "node-a", fast, map[string]agent.Model{"echo": provider.EchoModel{}})
 	c := newNode(b, url, "node-b", fast, nil)
+	// The tests' own subscriptions (what each node ran) are not part of
+	// what is measured.
+	_ = a.local.Close()
+	_ = c.local.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if info, err := c.e.Agent("echo"); err == nil && info.Node == "node-a" {
@@ -38,6 +45,18 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 	ctx := context.Background()
 
+	b.Run("inproc", func(b *testing.B) {
+		e := axocoatl.New(axocoatl.Options{}) // the in-memory lattice
+		defer e.Close(ctx)
+		if err := e.AddAgent(agent.Spec{ID: "echo"}, provider.EchoModel{}); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := e.Execute(ctx, "echo", "ping"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("local", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := a.e.Execute(ctx, "echo", "ping"); err != nil {
