@@ -448,7 +448,7 @@ func TestClusterApprovalResolvedElsewhere(t *testing.T) {
 	defer cancel()
 	conn := dialEvents(t, ctx, c.url, nil, "") // reads and checks the ready frame
 	conn.CloseNow()
-	if r := c.do(t, "POST", "/api/approvals/"+id, `{"decision":"allow"}`); r.status != 200 || r.json(t)["holder"] == "" {
+	if r := c.do(t, "POST", "/api/approvals/"+id, `{"decision":"allow"}`); r.status != 200 || r.json(t)["holder"] != "node-a" {
 		t.Fatalf("POST on C: %d %s\nA: %s\nC: %s", r.status, r.body, a.stderr.String(), c.stderr.String())
 	}
 	r := <-done
