@@ -254,11 +254,12 @@ func (m *Module) serveLocalLocked() error {
 		if _, ok := m.served[a.ID]; ok || !validSubjectToken(a.ID) {
 			continue
 		}
+		// onExec returns at once; MaxConcurrentRuns bounds the work, NATS's
+		// default pending limits what waits for onExec.
 		s, err := m.nc.QueueSubscribe(m.subj+".exec."+a.ID, "exec", m.onExec)
 		if err != nil {
 			return err
 		}
-		_ = s.SetPendingLimits(-1, -1) // onExec returns at once; MaxConcurrentRuns bounds the work
 		m.served[a.ID] = s
 	}
 	if sig := strings.Join(ids, ","); sig != m.localSig {

@@ -308,12 +308,13 @@ func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 		m.subj + ".cancel":   m.onCancel,
 		m.inbox + ".*":       m.onReply,
 	} {
+		// NATS's default pending limits (65,536 messages, 64 MiB per
+		// subscription) bound what a flood can queue here; each handler
+		// returns at once.
 		s, err := m.nc.Subscribe(subject, h)
 		if err != nil {
 			return fail(err)
 		}
-		// Each handler returns at once; the bounds are the module's own.
-		_ = s.SetPendingLimits(-1, -1)
 		m.subs = append(m.subs, s)
 	}
 	m.localSig = ""

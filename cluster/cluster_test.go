@@ -462,3 +462,67 @@ func TestApprovalAcrossDaemons(t *testing.T) {
 		return true
 	})
 }
+
+// What a hostile or broken peer on the cluster's subjects can send is
+// answered or dropped, and the cluster goes on: malformed tasks get a
+// precise error, oversized or malformed announcements and bad agent ids
+// are ignored, an unknown door becomes "remote".
+func TestHostilePeer(t *testing.T) {
+	ns := startNATS(t, -1)
+	cfg := fast
+	cfg.MaxAnnounceBytes = 4096
+	a := newNode(t, ns.ClientURL(), "node-a", cfg, map[string]agent.Model{"echo": provider.EchoModel{}})
+	peer, err := natsgo.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+
+	for _, body := range []string{`not json`, `{"task_id":"t1","agent_id":"other","input":"x"}`, `{"agent_id":"echo","input":"x"}`, `{"task_id":"t2","agent_id":"echo","timeout_ms":-5}`} {
+		msg, err := peer.Request("ct-cluster.exec.echo", []byte(body), 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		var r struct {
+			Done        bool
+			Kind, Error string
+		}
+		_ = json.Unmarshal(msg.Data, &r)
+		if !r.Done || r.Kind != "failed" || r.Error != "cluster: malformed task request" {
+			t.Fatalf("%s → %s", body, msg.Data)
+		}
+	}
+	// An unknown door is labelled remote.
+	msg, err := peer.Request("ct-cluster.exec.echo", []byte(`{"task_id":"t3","agent_id":"echo","input":"hi","source":"made-up-door","from":"evil"}`), 5*time.Second)
+	if err != nil || !strings.Contains(string(msg.Data), `"output":"hi"`) {
+		t.Fatalf("%v %s", err, msg.Data)
+	}
+	if _, p := a.nextRun(t); p["source"] != "remote" {
+		t.Fatalf("source %v", p["source"])
+	}
+
+	for _, body := range []string{
+		`garbage`,
+		`{"node":"has.dot","ttl_ms":1000,"agents":[{"id":"x1"}]}`,
+		`{"node":"bad-ids","ttl_ms":1000,"agents":[{"id":"Not Valid"},{"id":"ok-one","max_iterations":-3}]}`,
+		`{"node":"huge","ttl_ms":1000,"agents":[{"id":"big","description":"` + strings.Repeat("x", 5000) + `"}]}`,
+	} {
+		if err := peer.Publish("ct-cluster.announce", []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = peer.Flush()
+	eventually(t, "the sane part of bad-ids is listed", 5*time.Second, func() bool { return lists(a.e, "ok-one", "bad-ids") })
+	for _, id := range []string{"x1", "Not Valid", "big"} {
+		if _, err := a.e.Agent(id); err == nil {
+			t.Errorf("agent %q listed", id)
+		}
+	}
+	if info, _ := a.e.Agent("ok-one"); info.MaxIterations != agent.DefaultMaxIterations {
+		t.Errorf("a negative max_iterations became %d", info.MaxIterations)
+	}
+	// Still serving.
+	if res, err := a.e.Execute(context.Background(), "echo", "alive"); err != nil || res.Output != "alive" {
+		t.Fatal(res, err)
+	}
+}

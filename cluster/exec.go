@@ -263,8 +263,12 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 			runCtx, stop = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
 			defer stop()
 		}
+		// The door the task came in by, if it is one of ours: the value
+		// labels metrics, so a peer must not invent new ones.
 		source := axocoatl.Source(req.Source)
-		if len(source) > 32 {
+		switch source {
+		case axocoatl.SourceAPI, axocoatl.SourceA2A, axocoatl.SourceMCP, axocoatl.SourceLibrary:
+		default:
 			source = "remote"
 		}
 		res, err := m.eng.ExecuteRequest(runCtx, axocoatl.Request{AgentID: agentID, Input: req.Input, Source: source, TaskID: req.TaskID})
