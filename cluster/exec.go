@@ -46,6 +46,9 @@ type execReply struct {
 type cancelMsg struct {
 	TaskID string `json:"task_id"`
 	From   string `json:"from"`
+	// Deadline: the caller's deadline passed (the run times out, as it
+	// would have on its own clock a moment later), not a cancel.
+	Deadline bool `json:"deadline,omitempty"`
 }
 
 // acceptAfter is how long a run goes before its daemon tells the caller
@@ -144,10 +147,11 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 		case <-ctx.Done():
 			// Tell whoever runs it to stop (or, if the task is still on its
 			// way, not to start it).
-			b, _ := json.Marshal(cancelMsg{TaskID: req.TaskID, From: m.node})
+			deadline := errors.Is(ctx.Err(), context.DeadlineExceeded)
+			b, _ := json.Marshal(cancelMsg{TaskID: req.TaskID, From: m.node, Deadline: deadline})
 			_ = m.nc.Publish(m.subj+".cancel", b)
 			res.Duration = time.Since(start)
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if deadline {
 				return res, fmt.Errorf("agent %s: timed out: %w", req.AgentID, context.DeadlineExceeded)
 			}
 			return res, fmt.Errorf("agent %s: canceled: %w", req.AgentID, context.Canceled)
@@ -184,7 +188,11 @@ func (m *Module) onCancel(msg *natsgo.Msg) {
 	defer m.mu.Unlock()
 	if s, ok := m.running[c.TaskID]; ok {
 		if s.from == c.From {
-			s.cancel(context.Canceled)
+			cause := context.Canceled
+			if c.Deadline {
+				cause = context.DeadlineExceeded // the run reports a timeout
+			}
+			s.cancel(cause)
 		}
 		return
 	}
