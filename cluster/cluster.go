@@ -56,6 +56,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
 // Defaults of the zero Config fields.
@@ -441,6 +442,12 @@ func (m *Module) checkConn() {
 		p.seen = now
 	}
 	m.announceLocked(true, false)
+	// Approvals raised during the outage were not heard, here or there:
+	// ask every approval gate, this daemon's too (the "from" is not its
+	// own), to publish what it holds, as for a daemon that joins.
+	if err := m.eng.Publish(context.Background(), lattice.ApprovalSync, "cluster", map[string]string{"from": m.node + "/reconnected"}); err != nil {
+		m.log.Debug("approval sync not sent", "error", err)
+	}
 }
 
 // Connected reports whether the module can reach the cluster now.

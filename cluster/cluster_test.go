@@ -526,3 +526,57 @@ func TestHostilePeer(t *testing.T) {
 		t.Fatal(res, err)
 	}
 }
+
+// An approval raised while NATS is down is listed on the other daemons
+// once it is back (a daemon that reconnects asks every gate to publish what
+// it holds, as one that joins does).
+func TestApprovalRaisedDuringOutage(t *testing.T) {
+	ns := startNATS(t, -1)
+	port := ns.Addr().(*net.TCPAddr).Port
+	url := ns.ClientURL()
+	var gates []*approval.Module
+	var nodes []*node
+	for _, name := range []string{"node-a", "node-b"} {
+		n := newNode(t, url, name, fast, nil)
+		g, err := approval.New(approval.Config{Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.e.Use(context.Background(), g); err != nil {
+			t.Fatal(err)
+		}
+		gates, nodes = append(gates, g), append(nodes, n)
+	}
+	a := nodes[0]
+	if err := a.e.RegisterTool(axocoatl.Tool{Name: "deploy", Approval: "prompt", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		return axocoatl.ToolResult{Content: "deployed"}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	eventually(t, "A sees NATS gone", 5*time.Second, func() bool { return !a.m.Connected() })
+
+	done := make(chan axocoatl.ToolResult, 1)
+	go func() {
+		res, _ := a.e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "deploy", Arguments: json.RawMessage(`{"during":"outage"}`)})
+		done <- res
+	}()
+	eventually(t, "A holds the approval", 5*time.Second, func() bool { return len(gates[0].Pending()) == 1 })
+	id := gates[0].Pending()[0].ApprovalID
+
+	startNATS(t, port)
+	eventually(t, "B lists the approval raised during the outage", 10*time.Second, func() bool {
+		p := gates[1].Pending()
+		return len(p) == 1 && p[0].ApprovalID == id && p[0].Holder == "node-a"
+	})
+	if err := gates[1].Resolve(context.Background(), id, approval.Allow, approval.Once, "test-on-b"); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.IsError || res.Content != "deployed" {
+		t.Fatalf("%+v", res)
+	}
+	for _, n := range nodes { // while NATS is up (a Bus flushes on Close)
+		n.close()
+	}
+}
