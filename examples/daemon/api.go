@@ -179,7 +179,7 @@ func executeStatus(err error) (int, string) {
 	case errors.Is(err, axocoatl.ErrAgentNotFound):
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, axocoatl.ErrUnavailable): // another daemon's agent, out of reach now
-		return http.StatusServiceUnavailable, "unavailable"
+		return http.StatusServiceUnavailable, "cluster_unavailable"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "timeout"
 	case errors.Is(err, provider.ErrProvider):

@@ -275,7 +275,7 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 		start := time.Now()
 		r := b.do(t, "POST", path, body)
 		body := string(r.body)
-		if r.status != 503 || !strings.Contains(body, `"unavailable"`) || !strings.Contains(body, "NATS connection") || time.Since(start) > time.Second {
+		if r.status != 503 || !strings.Contains(body, `"cluster_unavailable"`) || !strings.Contains(body, "NATS connection") || time.Since(start) > time.Second {
 			t.Fatalf("%s with NATS down: %d %s after %s", path, r.status, body, time.Since(start))
 		}
 	}
