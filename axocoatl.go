@@ -28,6 +28,10 @@ var (
 	ErrClosed        = errors.New("engine closed")
 	ErrToolNotFound  = errors.New("tool not found")
 	ErrToolDenied    = errors.New("tool not allowed for this agent")
+	// ErrUnavailable: the agent runs on another daemon that cannot be
+	// reached now (the cluster's connection is down, the daemon left or is
+	// at its limit). Doors answer it with 503; it passes on its own.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // Source says which door a task came through; it is carried in events.
@@ -74,6 +78,11 @@ type Engine struct {
 	// interceptorIDs parallels interceptors, for removal.
 	interceptorIDs []*interceptorEntry
 	modules        []Module
+	// remote are agents hosted by other Engines (AddRemoteAgent); a local
+	// agent of the same id wins.
+	remote map[string]*remoteAgent
+	// watchers are told when the agent set changes (WatchAgents).
+	watchers map[*agentWatcher]struct{}
 }
 
 type registeredAgent struct {
@@ -86,10 +95,12 @@ type registeredAgent struct {
 // New returns an Engine.
 func New(opts Options) *Engine {
 	e := &Engine{
-		log:    opts.Logger,
-		bus:    opts.Bus,
-		agents: map[string]*registeredAgent{},
-		tools:  map[string]Tool{},
+		log:      opts.Logger,
+		bus:      opts.Bus,
+		agents:   map[string]*registeredAgent{},
+		tools:    map[string]Tool{},
+		remote:   map[string]*remoteAgent{},
+		watchers: map[*agentWatcher]struct{}{},
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -137,6 +148,11 @@ type AgentInfo struct {
 	// Offline is true when the agent's model declares it reaches nothing
 	// outside the process (see [agent.Offline]).
 	Offline bool
+	// Node is where the agent runs: "" for this Engine, else the node name
+	// of the daemon that hosts it (see [Engine.AddRemoteAgent]); when
+	// several daemons host the same id, their names sorted and joined by
+	// ",". For a remote agent Running is as that daemon last announced it.
+	Node string
 }
 
 // Status is "running" while the agent has tasks in flight, else "idle".
@@ -167,29 +183,35 @@ func (e *Engine) AddAgent(spec agent.Spec, model agent.Model) error {
 	spec.Tools = slices.Clone(spec.Tools) // the caller's slice must not steer the allow-list later
 	e.agents[spec.ID] = &registeredAgent{spec: spec.WithDefaults(), model: model, offline: agent.IsOffline(model)}
 	e.agentOrder = append(e.agentOrder, spec.ID)
+	e.notifyAgentsLocked()
 	return nil
 }
 
-// Agents lists the registered agents in registration order.
+// Agents lists the registered agents in registration order, then the
+// remote agents (Node set) no local agent shadows, sorted by id.
 func (e *Engine) Agents() []AgentInfo {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	out := make([]AgentInfo, 0, len(e.agentOrder))
+	out := make([]AgentInfo, 0, len(e.agentOrder)+len(e.remote))
 	for _, id := range e.agentOrder {
 		out = append(out, e.agents[id].info())
 	}
-	return out
+	return append(out, e.remoteInfosLocked()...)
 }
 
-// Agent returns one agent, or ErrAgentNotFound.
+// Agent returns one agent, local or remote, or ErrAgentNotFound.
 func (e *Engine) Agent(id string) (AgentInfo, error) {
 	e.mu.RLock()
 	a, ok := e.agents[id]
+	r, remote := e.remote[id]
 	e.mu.RUnlock()
-	if !ok {
-		return AgentInfo{}, fmt.Errorf("%w: %q", ErrAgentNotFound, id)
+	switch {
+	case ok:
+		return a.info(), nil
+	case remote:
+		return r.copyInfo(), nil
 	}
-	return a.info(), nil
+	return AgentInfo{}, fmt.Errorf("%w: %q", ErrAgentNotFound, id)
 }
 
 // info is a copy the caller may change without touching the registry.
@@ -250,6 +272,8 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.closed = true
 	modules := slices.Clone(e.modules)
+	watchers := e.watchers
+	e.watchers = map[*agentWatcher]struct{}{}
 	e.mu.Unlock()
 
 	drained := make(chan struct{})
@@ -269,6 +293,9 @@ func (e *Engine) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("module %s: %w", modules[i].Name(), err))
 		}
 		cancel()
+	}
+	for w := range watchers {
+		w.stop()
 	}
 	if e.ownBus {
 		errs = append(errs, e.bus.Close())

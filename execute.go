@@ -40,6 +40,10 @@ func (e *Engine) Execute(ctx context.Context, agentID, input string) (Result, er
 func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error) {
 	e.mu.RLock()
 	a, ok := e.agents[req.AgentID]
+	var remote *remoteAgent
+	if !ok {
+		remote = e.remote[req.AgentID]
+	}
 	closed := e.closed
 	if !closed {
 		e.runs.Add(1) // under the lock, so Close cannot miss this run
@@ -49,7 +53,7 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 		return Result{}, ErrClosed
 	}
 	defer e.runs.Done()
-	if !ok {
+	if !ok && remote == nil {
 		return Result{}, fmt.Errorf("%w: %q", ErrAgentNotFound, req.AgentID)
 	}
 	if req.Source == "" {
@@ -58,6 +62,9 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	start := time.Now()
 	if req.TaskID == "" {
 		req.TaskID = lattice.NewID(start)
+	}
+	if remote != nil {
+		return e.executeRemote(ctx, remote, req)
 	}
 	res := Result{TaskID: req.TaskID, AgentID: req.AgentID}
 

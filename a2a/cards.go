@@ -29,6 +29,9 @@ type AxocoatlAgent struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
 	Description string `json:"description"`
+	// Node is the daemon of the cluster the agent runs on; omitted: this
+	// one ([axocoatl.AgentInfo.Node]).
+	Node string `json:"node,omitempty"`
 }
 
 // serveAxocoatlCard answers GET /.well-known/agent.json.
@@ -45,7 +48,7 @@ func (h *Handler) serveAxocoatlCard(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, a := range h.eng.Agents() {
 		card.Capabilities = append(card.Capabilities, a.ID)
-		card.Agents = append(card.Agents, AxocoatlAgent{ID: a.ID, Name: a.Name, Description: a.Description})
+		card.Agents = append(card.Agents, AxocoatlAgent{ID: a.ID, Name: a.Name, Description: a.Description, Node: a.Node})
 	}
 	writeCard(w, card)
 }
@@ -99,7 +102,7 @@ func (h *Handler) card(url string, agents []axocoatl.AgentInfo) *a2a.AgentCard {
 			ID:          a.ID,
 			Name:        a.Name,
 			Description: desc,
-			Tags:        []string{"agent", a.ID},
+			Tags:        skillTags(a),
 		})
 	}
 	return card

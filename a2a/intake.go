@@ -202,6 +202,9 @@ func (h *Handler) serveTasks(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, axocoatl.ErrClosed) && res.TaskID == "":
 		writeHTTPError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
 		return
+	case errors.Is(err, axocoatl.ErrUnavailable): // another daemon's agent, out of reach now
+		writeHTTPError(w, http.StatusServiceUnavailable, "cluster_unavailable", err.Error())
+		return
 	default:
 		out.Status = "failed"
 		msg := err.Error()

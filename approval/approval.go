@@ -138,7 +138,9 @@ type PendingApproval struct {
 	Fingerprint string    `json:"fingerprint"`
 	RequestedAt time.Time `json:"requested_at"`
 	ExpiresAt   time.Time `json:"expires_at"`
-	// Holder identifies the Module (the Engine) where the call waits.
+	// Holder identifies the Module (the Engine) where the call waits: on
+	// a NATS lattice the daemon's node name (lattice.node), else a random
+	// id.
 	Holder string `json:"holder"`
 }
 
@@ -251,6 +253,11 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 		m.log = e.Logger()
 	}
 	m.log = m.log.With("module", "approval")
+	if b, ok := e.Bus().(interface{ Node() string }); ok && b.Node() != "" {
+		// On a shared lattice the holder is the daemon's node name, so a
+		// listing says where each approval waits.
+		m.node = b.Node()
+	}
 	for _, typ := range []string{lattice.ApprovalRequested, lattice.ApprovalResolved, EventVerdict, EventSync, EventPending} {
 		s, err := e.Bus().Subscribe(lattice.Filter{Types: []string{typ}}, 1024)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/approval"
+	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -46,6 +47,9 @@ type Runtime struct {
 	// Egress delivers events to the webhooks; with none configured it
 	// starts nothing and sends nothing.
 	Egress *egress.Module
+	// Cluster shares the agents with the other daemons on the NATS
+	// lattice; nil with the in-memory lattice.
+	Cluster *cluster.Module
 
 	// bus is closed after the Engine when Build opened it (NATS).
 	bus lattice.Bus
@@ -165,6 +169,18 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	}
 	if err != nil {
 		return fail(fmt.Errorf("a2a: %w", err))
+	}
+	if bus != nil {
+		// Last, so that it stops first: the others hear of the departure
+		// before the doors close.
+		clCfg := c.Cluster
+		clCfg.Logger = log
+		if rt.Cluster, err = cluster.New(clCfg); err == nil {
+			err = rt.Engine.Use(ctx, rt.Cluster)
+		}
+		if err != nil {
+			return fail(err)
+		}
 	}
 	return rt, nil
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/approval"
+	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/internal/yamlconf"
@@ -65,6 +66,9 @@ type Config struct {
 	Approval approval.Config `yaml:"approval"`
 	// Webhooks are where lattice events are POSTed, signed (egress).
 	Webhooks Webhooks `yaml:"webhooks"`
+	// Cluster tunes how daemons on one NATS lattice share their agents
+	// (used only with lattice.backend nats).
+	Cluster cluster.Config `yaml:"cluster"`
 
 	// Source is where the config came from: a path, or "<built-in>".
 	Source string `yaml:"-"`
@@ -558,6 +562,7 @@ func (c *Config) validate() error {
 	errs = append(errs, d.ValidateTree("a2a_agents", reflect.ValueOf(&c.A2AAgents).Elem())...)
 	errs = append(errs, d.ValidateTree("approval", reflect.ValueOf(&c.Approval).Elem())...)
 	errs = append(errs, d.ValidateTree("webhooks", reflect.ValueOf(&c.Webhooks).Elem())...)
+	errs = append(errs, d.ValidateTree("cluster", reflect.ValueOf(&c.Cluster).Elem())...)
 	return errors.Join(errs...)
 }
 

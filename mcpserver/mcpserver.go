@@ -195,6 +195,11 @@ type Server struct {
 	// tools/list or on a call of their tool (see syncTools).
 	mu    sync.RWMutex
 	tools map[string]bool
+	// nodes says where each tool's agent runs ("" here), to replace the
+	// tool when a cluster's agent moves; stopWatch ends the Engine watch
+	// that keeps the tools in step with the agents.
+	nodes     map[string]string
+	stopWatch func()
 
 	// posts counts HTTP POSTs being served (calls and their streams), so
 	// Shutdown can let them finish before it ends the sessions.
@@ -246,6 +251,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	})
 	s.mcp.AddReceivingMiddleware(s.syncMiddleware)
 	s.syncToolsLocked()
+	s.stopWatch = e.WatchAgents(s.syncTools)
 
 	sessionTimeout := cfg.SessionTimeout
 	if sessionTimeout < 0 {
@@ -356,6 +362,7 @@ func (s *Server) Close() error {
 	if !s.started.Load() {
 		return nil
 	}
+	s.stopWatch() // outside s.mu: a sync in progress takes it
 	var errs []error
 	for ss := range s.mcp.Sessions() {
 		if err := ss.Close(); err != nil {
@@ -386,25 +393,50 @@ func (s *Server) syncMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// syncTools adds a tool for every agent of the Engine that has none yet.
-// Engines never remove agents, so tools are never removed.
+// syncTools makes the tools match the Engine's agents: a tool for every
+// agent that has none yet, and, as agents of other daemons of a cluster
+// come and go, their tools added, moved or removed (clients hear
+// tools/list_changed). It runs on each tools/list, on a call of an unknown
+// tool and whenever the Engine's agent set changes (WatchAgents).
 func (s *Server) syncTools() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return
+	}
 	s.syncToolsLocked()
 }
 
 func (s *Server) syncToolsLocked() {
-	for _, a := range s.engine.Agents() {
-		if s.tools[a.ID] {
+	agents := s.engine.Agents()
+	if s.nodes == nil {
+		s.nodes = map[string]string{}
+	}
+	seen := make(map[string]bool, len(agents))
+	for _, a := range agents {
+		seen[a.ID] = true
+		if s.tools[a.ID] && s.nodes[a.ID] == a.Node {
 			continue
 		}
 		s.tools[a.ID] = true
+		s.nodes[a.ID] = a.Node
 		// AddTool does no I/O (the go-sdk sends tools/list_changed to the
 		// sessions from a timer, 10 ms later) and never takes s.mu, so
 		// holding s.mu here is cheap and safe; it keeps a concurrent call of
-		// the new tool from finding it marked known but not yet added.
+		// the new tool from finding it marked known but not yet added. An
+		// agent that moved to another daemon replaces its tool.
 		s.mcp.AddTool(toolFor(a), s.callAgent(a.ID))
+	}
+	var gone []string
+	for id := range s.tools {
+		if !seen[id] { // a remote agent whose daemon left
+			gone = append(gone, ToolPrefix+id)
+			delete(s.tools, id)
+			delete(s.nodes, id)
+		}
+	}
+	if len(gone) > 0 {
+		s.mcp.RemoveTools(gone...)
 	}
 }
 
@@ -420,6 +452,7 @@ func toolFor(a axocoatl.AgentInfo) *mcp.Tool {
 		Description: desc,
 		InputSchema: inputSchema,
 		Annotations: annotationsFor(a),
+		Meta:        nodeMeta(a),
 	}
 }
 

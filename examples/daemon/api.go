@@ -91,13 +91,14 @@ type agentView struct {
 	Tools         []string `json:"tools"` // allow-list globs; null = all tools
 	MaxIterations int      `json:"max_iterations"`
 	TimeoutSecs   float64  `json:"timeout_secs"`
+	Node          string   `json:"node,omitempty"` // the daemon it runs on; omitted: this one
 }
 
 func viewOf(a axocoatl.AgentInfo) agentView {
 	return agentView{
 		ID: a.ID, Name: a.Name, Description: a.Description, Provider: a.Provider, Model: a.Model,
 		Status: a.Status(), Running: a.Running, Tools: a.Tools,
-		MaxIterations: a.MaxIterations, TimeoutSecs: a.Timeout.Seconds(),
+		MaxIterations: a.MaxIterations, TimeoutSecs: a.Timeout.Seconds(), Node: a.Node,
 	}
 }
 
@@ -177,6 +178,8 @@ func executeStatus(err error) (int, string) {
 	switch {
 	case errors.Is(err, axocoatl.ErrAgentNotFound):
 		return http.StatusNotFound, "not_found"
+	case errors.Is(err, axocoatl.ErrUnavailable): // another daemon's agent, out of reach now
+		return http.StatusServiceUnavailable, "cluster_unavailable"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "timeout"
 	case errors.Is(err, provider.ErrProvider):

@@ -1,0 +1,98 @@
+package cluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+)
+
+// BenchmarkRoundTrip compares, one after the other in one process, on one
+// local nats-server over TCP loopback (bench/run.sh repeats it so that the
+// three see the same load; see bench/README.md):
+//   - inproc: Engine.Execute of an echo agent on an Engine with the
+//     in-memory lattice (no NATS at all), for reference;
+//   - local: Engine.Execute of the echo agent on the daemon that hosts it
+//     (its events go out on the NATS lattice, as in a cluster);
+//   - nats: one NATS request/reply between two connections (a responder
+//     that answers at once), the floor of any remote call;
+//   - remote: Engine.Execute of the same agent from another daemon.
+//
+// The goal of issue 14: remote < 2 × local + nats.
+func BenchmarkRoundTrip(b *testing.B) {
+	ns := startNATS(b, -1)
+	url := ns.ClientURL()
+	a := newNode(b, url, "node-a", fast, map[string]agent.Model{"echo": provider.EchoModel{}})
+	c := newNode(b, url, "node-b", fast, nil)
+	// The tests' own subscriptions (what each node ran) are not part of
+	// what is measured.
+	_ = a.local.Close()
+	_ = c.local.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if info, err := c.e.Agent("echo"); err == nil && info.Node == "node-a" {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("node-b does not list node-a's echo")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx := context.Background()
+
+	b.Run("inproc", func(b *testing.B) {
+		e := axocoatl.New(axocoatl.Options{}) // the in-memory lattice
+		defer e.Close(ctx)
+		if err := e.AddAgent(agent.Spec{ID: "echo"}, provider.EchoModel{}); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := e.Execute(ctx, "echo", "ping"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("local", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := a.e.Execute(ctx, "echo", "ping"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("nats", func(b *testing.B) {
+		srv, err := natsgo.Connect(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer srv.Close()
+		cli, err := natsgo.Connect(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cli.Close()
+		sub, err := srv.Subscribe("bench.rr", func(m *natsgo.Msg) { _ = m.Respond(m.Data) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		_ = srv.Flush()
+		payload := []byte(`{"task_id":"01a22d2d-240e-7000-8ee1-f0dc4363b0bb","agent_id":"echo","input":"ping","source":"library","from":"node-b"}`)
+		for b.Loop() {
+			if _, err := cli.Request("bench.rr", payload, 5*time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("remote", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := c.e.Execute(ctx, "echo", "ping"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

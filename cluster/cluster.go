@@ -1,0 +1,537 @@
+// Package cluster makes daemons that share a NATS lattice one runtime for
+// their agents: every agent of every daemon can be run from any of them.
+//
+// A Module announces this Engine's agents on NATS (a heartbeat), listens to
+// the other daemons' announcements and lists their agents in the Engine
+// ([axocoatl.Engine.AddRemoteAgent], with [axocoatl.AgentInfo.Node] saying
+// where each runs), and serves its own agents to the others. Every door
+// (HTTP execute, A2A, MCP, a Go call) ends in [axocoatl.Engine.ExecuteRequest],
+// which sends a remote agent's task over NATS; the answer comes back the
+// same way.
+//
+// # Guarantees
+//
+//   - Exactly one executor per task: a task is a NATS request on the
+//     agent's subject, taken by one member of a queue group of the daemons
+//     hosting that agent id. It is never retried by this package: a task
+//     whose daemon is lost fails with [axocoatl.ErrUnavailable] (it may have
+//     run there; at most once).
+//   - Cancellation and deadlines cross: the caller's ctx deadline travels as
+//     a timeout, and a cancel (a client gone, tasks/cancel,
+//     notifications/cancelled) is sent to the executing daemon, which stops
+//     the run (its AgentFailed says canceled). A run whose calling daemon
+//     leaves the cluster is cancelled too.
+//   - Membership within seconds: a daemon that stops announces its
+//     departure; one that dies is dropped when its heartbeat has not been
+//     heard for [Config.ExpireAfter] (zero: 5s).
+//   - Local wins: an agent id this Engine hosts is always run here.
+//   - NATS down: remote runs fail at once with [axocoatl.ErrUnavailable]
+//     (doors answer 503) instead of waiting; remote agents stay listed
+//     (their daemons are unreachable, not known to be gone) and the module
+//     resumes by itself when the connection comes back.
+//
+// # Subjects
+//
+// Cluster traffic lives under "<prefix>-cluster." — beside, not under, the
+// lattice's "<prefix>." events, so a tap on the event stream sees events
+// only: announce (heartbeats), exec.<agent id> (requests, queue group
+// "exec"), cancel. Whoever may publish there may run agents: on a shared
+// NATS, limit who may publish under the prefix.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+// Defaults of the zero Config fields.
+const (
+	DefaultHeartbeatInterval = time.Second
+	DefaultExpireAfter       = 5 * time.Second
+	DefaultAcceptTimeout     = 5 * time.Second
+	DefaultMaxConcurrentRuns = 64
+	DefaultMaxAnnounceBytes  = 256 << 10
+	DefaultMaxNodes          = 64
+)
+
+// Bounds a peer cannot change.
+const (
+	maxTaskID      = 128
+	maxTombstones  = 1024        // cancels kept for tasks not yet seen
+	maxPeerTTL     = time.Minute // a peer cannot ask to be kept longer
+	maxPendingCall = 8           // replies queued for one call
+)
+
+// Config configures a Module. The zero value is usable on an Engine whose
+// bus is a lattice/nats Bus; every field's comment says what zero means.
+// Every daemon of a cluster should use the same heartbeat settings.
+type Config struct {
+	// HeartbeatInterval is how often this daemon announces its agents.
+	// Zero: 1s.
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// ExpireAfter is how long the others keep this daemon's agents listed
+	// after its last heartbeat (it travels in each announcement, capped at
+	// 1m). Zero: 5s. It must be at least twice HeartbeatInterval.
+	ExpireAfter time.Duration `yaml:"expire_after"`
+	// AcceptTimeout bounds the wait for a daemon to take a task (it
+	// answers at once unless it is stuck); then the task fails with
+	// ErrUnavailable. Zero: 5s.
+	AcceptTimeout time.Duration `yaml:"accept_timeout"`
+	// MaxConcurrentRuns bounds the tasks this daemon runs for others at
+	// once; beyond it a task is refused (the caller gets ErrUnavailable,
+	// 503). Zero: 64.
+	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
+	// MaxAnnounceBytes bounds one announcement, sent and received: agents
+	// that do not fit are not announced (logged), a larger one received is
+	// dropped. Zero: 256 KiB.
+	MaxAnnounceBytes int `yaml:"max_announce_bytes"`
+	// MaxNodes bounds the other daemons tracked; announcements of more are
+	// dropped (logged). Zero: 64.
+	MaxNodes int `yaml:"max_nodes"`
+
+	// Conn, Node and Prefix are the NATS connection, this daemon's node
+	// name and the lattice's subject prefix. Zero: those of the Engine's
+	// bus, which must then be a lattice/nats Bus.
+	Conn   *natsgo.Conn `yaml:"-"`
+	Node   string       `yaml:"-"`
+	Prefix string       `yaml:"-"`
+	// Logger receives the module's logs. Zero: the Engine's logger.
+	Logger *slog.Logger `yaml:"-"`
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	switch {
+	case c.HeartbeatInterval < 0:
+		return errors.New("heartbeat_interval must not be negative")
+	case c.ExpireAfter < 0:
+		return errors.New("expire_after must not be negative")
+	case c.AcceptTimeout < 0:
+		return errors.New("accept_timeout must not be negative")
+	case c.MaxConcurrentRuns < 0:
+		return errors.New("max_concurrent_runs must not be negative")
+	case c.MaxAnnounceBytes < 0:
+		return errors.New("max_announce_bytes must not be negative")
+	case c.MaxNodes < 0:
+		return errors.New("max_nodes must not be negative")
+	}
+	d := c.withDefaults()
+	if d.ExpireAfter < 2*d.HeartbeatInterval {
+		return fmt.Errorf("expire_after (%s) must be at least twice heartbeat_interval (%s)", d.ExpireAfter, d.HeartbeatInterval)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.ExpireAfter == 0 {
+		c.ExpireAfter = DefaultExpireAfter
+	}
+	if c.AcceptTimeout == 0 {
+		c.AcceptTimeout = DefaultAcceptTimeout
+	}
+	if c.MaxConcurrentRuns == 0 {
+		c.MaxConcurrentRuns = DefaultMaxConcurrentRuns
+	}
+	if c.MaxAnnounceBytes == 0 {
+		c.MaxAnnounceBytes = DefaultMaxAnnounceBytes
+	}
+	if c.MaxNodes == 0 {
+		c.MaxNodes = DefaultMaxNodes
+	}
+	return c
+}
+
+// natsBus is what the module needs of a lattice/nats Bus.
+type natsBus interface {
+	Conn() *natsgo.Conn
+	Node() string
+	Prefix() string
+}
+
+// Module is the cluster membership and task routing of one Engine. Create
+// it with New and start it with [axocoatl.Engine.Use]; Engine.Close stops
+// it (the others hear of the departure at once).
+type Module struct {
+	cfg    Config
+	nc     *natsgo.Conn
+	node   string
+	subj   string // "<prefix>-cluster"
+	inbox  string // this module's reply subjects: inbox + "." + token
+	url    string // the NATS server, redacted, for errors
+	eng    *axocoatl.Engine
+	log    *slog.Logger
+	sem    chan struct{}
+	seq    atomic.Uint64
+	kick   chan struct{} // an announcement is due now
+	status chan natsgo.Status
+
+	// ctx parents every run served here; Stop cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu         sync.Mutex
+	started    bool
+	stopping   bool
+	connected  bool
+	subs       []*natsgo.Subscription
+	served     map[string]*natsgo.Subscription // local agent id → its exec subscription
+	peers      map[string]*peer
+	registered map[string]*registration
+	running    map[string]*served // task id → a run served here
+	tombs      map[string]struct{}
+	tombRing   []string
+	calls      map[string]*call // token → a task this daemon sent
+	localSig   string           // the local agents last announced
+	stopWatch  func()
+	dropped    uint64 // announcements dropped (bounds)
+}
+
+type peer struct {
+	agents []agentWire
+	seen   time.Time
+	ttl    time.Duration
+}
+
+type registration struct {
+	sig    string // nodes and definition it was registered with
+	remove func()
+}
+
+type served struct {
+	from   string
+	cancel context.CancelCauseFunc
+}
+
+type call struct {
+	ch   chan execReply
+	node string // the daemon that took it, once accepted
+}
+
+// New returns a Module; pass it to [axocoatl.Engine.Use].
+func New(cfg Config) (*Module, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	m := &Module{
+		cfg:        cfg,
+		sem:        make(chan struct{}, cfg.MaxConcurrentRuns),
+		kick:       make(chan struct{}, 1),
+		served:     map[string]*natsgo.Subscription{},
+		peers:      map[string]*peer{},
+		registered: map[string]*registration{},
+		running:    map[string]*served{},
+		tombs:      map[string]struct{}{},
+		calls:      map[string]*call{},
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	return m, nil
+}
+
+// Name implements axocoatl.Module.
+func (m *Module) Name() string { return "cluster" }
+
+// Node is this daemon's name in the cluster.
+func (m *Module) Node() string { return m.node }
+
+// Start implements axocoatl.Module: it serves the Engine's agents,
+// subscribes to the others' announcements, announces itself and asks the
+// others to announce at once, so their agents are listed within a round
+// trip.
+func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started || m.stopping {
+		return errors.New("cluster: already started")
+	}
+	m.nc, m.node = m.cfg.Conn, m.cfg.Node
+	prefix := m.cfg.Prefix
+	if b, ok := e.Bus().(natsBus); ok {
+		if m.nc == nil {
+			m.nc = b.Conn()
+		}
+		if m.node == "" {
+			m.node = b.Node()
+		}
+		if prefix == "" {
+			prefix = b.Prefix()
+		}
+	}
+	switch {
+	case m.nc == nil:
+		return errors.New("cluster: no NATS connection: the Engine's bus is not lattice/nats and Config.Conn is nil")
+	case m.node == "" || strings.ContainsAny(m.node, " .*>"):
+		return fmt.Errorf("cluster: node name %q must be a non-empty NATS subject token", m.node)
+	case prefix == "":
+		prefix = "axocoatl"
+	}
+	m.eng = e
+	m.log = m.cfg.Logger
+	if m.log == nil {
+		m.log = e.Logger()
+	}
+	m.log = m.log.With("module", "cluster", "node", m.node)
+	m.subj = prefix + "-cluster"
+	m.url = m.nc.ConnectedUrlRedacted()
+	m.inbox = m.nc.NewInbox()
+
+	fail := func(err error) error {
+		for _, s := range m.subs {
+			_ = s.Unsubscribe()
+		}
+		for _, s := range m.served {
+			_ = s.Unsubscribe()
+		}
+		m.subs, m.served = nil, map[string]*natsgo.Subscription{}
+		return fmt.Errorf("cluster: %w", err)
+	}
+	for subject, h := range map[string]natsgo.MsgHandler{
+		m.subj + ".announce": m.onAnnounce,
+		m.subj + ".cancel":   m.onCancel,
+		m.inbox + ".*":       m.onReply,
+	} {
+		// NATS's default pending limits (65,536 messages, 64 MiB per
+		// subscription) bound what a flood can queue here; each handler
+		// returns at once.
+		s, err := m.nc.Subscribe(subject, h)
+		if err != nil {
+			return fail(err)
+		}
+		m.subs = append(m.subs, s)
+	}
+	m.localSig = ""
+	if err := m.serveLocalLocked(); err != nil {
+		return fail(err)
+	}
+	if err := m.nc.FlushTimeout(5 * time.Second); err != nil {
+		return fail(fmt.Errorf("NATS at %s: %w", m.nc.ConnectedUrlRedacted(), err))
+	}
+	m.connected = m.nc.Status() == natsgo.CONNECTED
+	m.status = m.nc.StatusChanged(natsgo.CONNECTED, natsgo.RECONNECTING, natsgo.DISCONNECTED, natsgo.CLOSED)
+	m.started = true
+	m.announceLocked(true, false)
+	m.wg.Go(m.loop)
+	// The watch's calls run on its own goroutine and take m.mu then.
+	m.stopWatch = e.WatchAgents(m.localAgentsChanged)
+	return nil
+}
+
+// Stop implements axocoatl.Module: it stops serving, tells the others this
+// daemon left, cancels the runs it still serves and takes the other
+// daemons' agents out of the Engine.
+func (m *Module) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	if !m.started || m.stopping {
+		m.stopping = true
+		m.mu.Unlock()
+		return nil
+	}
+	m.stopping = true
+	stopWatch := m.stopWatch
+	m.mu.Unlock()
+	stopWatch() // outside m.mu: a call in progress takes it
+
+	m.mu.Lock()
+	for _, s := range m.served {
+		_ = s.Unsubscribe()
+	}
+	m.served = map[string]*natsgo.Subscription{}
+	m.announceLocked(false, true)
+	for _, r := range m.registered {
+		r.remove()
+	}
+	m.registered = map[string]*registration{}
+	for _, c := range m.calls {
+		send(c, execReply{lost: "this daemon is leaving the cluster"})
+	}
+	subs := m.subs
+	m.subs = nil
+	m.mu.Unlock()
+
+	if m.nc.IsConnected() {
+		_ = m.nc.FlushTimeout(time.Second) // the departure goes out now
+	}
+	for _, s := range subs {
+		_ = s.Unsubscribe()
+	}
+	m.cancel() // the loop ends before its status channel closes
+	m.nc.RemoveStatusListener(m.status)
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		<-done
+		return fmt.Errorf("cluster: stop: %w", ctx.Err())
+	}
+}
+
+// loop sends the heartbeat, expires silent daemons and follows the
+// connection's state.
+func (m *Module) loop() {
+	tick := time.NewTicker(m.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.status:
+			m.checkConn()
+		case <-m.kick:
+			// Several hellos at once get one answer per quarter interval.
+			if wait := m.cfg.HeartbeatInterval/4 - time.Since(last); wait > 0 {
+				continue // the next tick announces
+			}
+			m.mu.Lock()
+			m.announceLocked(false, false)
+			m.mu.Unlock()
+			last = time.Now()
+		case <-tick.C:
+			m.checkConn()
+			m.mu.Lock()
+			m.expireLocked(time.Now())
+			m.announceLocked(false, false)
+			m.mu.Unlock()
+			last = time.Now()
+		}
+	}
+}
+
+// checkConn follows the NATS connection: lost, every task waiting on
+// another daemon fails at once; back, the others' silence during the
+// outage is forgiven and everyone is asked to announce.
+func (m *Module) checkConn() {
+	up := m.nc.Status() == natsgo.CONNECTED
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if up == m.connected || m.stopping {
+		return
+	}
+	m.connected = up
+	if !up {
+		m.log.Warn("NATS connection lost: tasks for other daemons' agents fail with 503 until it is back", "url", m.url)
+		for _, c := range m.calls {
+			send(c, execReply{lost: "the NATS connection was lost while the task ran elsewhere (it may have completed there)"})
+		}
+		return
+	}
+	m.log.Info("NATS connection back: announcing", "peers", len(m.peers))
+	now := time.Now()
+	for _, p := range m.peers {
+		p.seen = now
+	}
+	m.announceLocked(true, false)
+	// Approvals raised during the outage were not heard, here or there:
+	// ask every approval gate, this daemon's too (the "from" is not its
+	// own), to publish what it holds, as for a daemon that joins.
+	if err := m.eng.Publish(context.Background(), lattice.ApprovalSync, "cluster", map[string]string{"from": m.node + "/reconnected"}); err != nil {
+		m.log.Debug("approval sync not sent", "error", err)
+	}
+}
+
+// Connected reports whether the module can reach the cluster now.
+func (m *Module) Connected() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.connected && m.nc.Status() == natsgo.CONNECTED
+}
+
+// Peers lists the other daemons' node names now listed, sorted.
+func (m *Module) Peers() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.peers))
+	for n := range m.peers {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// errorKind names an Engine error for the wire, so that the caller's
+// errors.Is checks (timeouts 504, provider 502, …) work across daemons.
+func errorKind(err error) string {
+	switch {
+	case errors.Is(err, axocoatl.ErrUnavailable):
+		return kindUnavailable
+	case errors.Is(err, axocoatl.ErrClosed):
+		return kindClosed
+	case errors.Is(err, axocoatl.ErrAgentNotFound):
+		return kindNotFound
+	case errors.Is(err, context.DeadlineExceeded):
+		return kindTimeout
+	case errors.Is(err, context.Canceled):
+		return kindCanceled
+	case errors.Is(err, provider.ErrProvider):
+		return kindProvider
+	}
+	return kindFailed
+}
+
+const (
+	kindFailed      = "failed"
+	kindTimeout     = "timeout"
+	kindCanceled    = "canceled"
+	kindProvider    = "provider"
+	kindNotFound    = "not_found"
+	kindClosed      = "closed"
+	kindBusy        = "busy"
+	kindUnavailable = "unavailable"
+)
+
+// remoteError is an error of a run on another daemon, checkable as the
+// executing Engine's error was.
+type remoteError struct {
+	kind, msg string
+}
+
+func (e *remoteError) Error() string { return e.msg }
+
+func (e *remoteError) Is(target error) bool {
+	switch e.kind {
+	case kindTimeout:
+		return target == context.DeadlineExceeded
+	case kindCanceled:
+		return target == context.Canceled
+	case kindProvider:
+		return target == provider.ErrProvider
+	case kindNotFound, kindClosed, kindBusy, kindUnavailable:
+		// The listing was stale or the daemon is going or full: try
+		// again later, here or there.
+		return target == axocoatl.ErrUnavailable
+	}
+	return false
+}
+
+// unavailable wraps axocoatl.ErrUnavailable with the reason.
+func unavailable(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", axocoatl.ErrUnavailable, fmt.Sprintf(format, args...))
+}
+
+// validSubjectToken reports whether s can be one token of a subject.
+func validSubjectToken(s string) bool {
+	return s != "" && agent.ValidID(s)
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 36) }

@@ -1,0 +1,296 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+)
+
+// execRequest is a task sent to the daemons hosting an agent.
+type execRequest struct {
+	TaskID  string `json:"task_id"`
+	AgentID string `json:"agent_id"`
+	Input   string `json:"input"`
+	Source  string `json:"source"`
+	From    string `json:"from"` // the calling daemon
+	// TimeoutMS is what was left of the caller's deadline when it sent
+	// the task (a duration, not a time: clocks of two hosts differ). Zero:
+	// no deadline but the agent's own timeout.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+}
+
+// execReply is one message back to the caller: Accepted (the daemon that
+// took the task, sent once the run has lasted acceptAfter), and Done with
+// the result.
+type execReply struct {
+	Accepted   string `json:"accepted,omitempty"`
+	Done       bool   `json:"done,omitempty"`
+	Output     string `json:"output,omitempty"`
+	DurationMS int64  `json:"duration_ms,omitempty"`
+	Error      string `json:"error,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+
+	// Set locally, never on the wire.
+	noResponders bool
+	lost         string
+}
+
+// cancelMsg stops a task wherever it runs.
+type cancelMsg struct {
+	TaskID string `json:"task_id"`
+	From   string `json:"from"`
+	// Deadline: the caller's deadline passed (the run times out, as it
+	// would have on its own clock a moment later), not a cancel.
+	Deadline bool `json:"deadline,omitempty"`
+}
+
+// acceptAfter is how long a run goes before its daemon tells the caller
+// it took the task.
+const acceptAfter = 20 * time.Millisecond
+
+// errCallerLeft is the cause of a run cancelled because the daemon that
+// sent it left the cluster.
+var errCallerLeft = errors.New("the calling daemon left the cluster")
+
+// send queues a reply for a call without blocking (a call never has more
+// than a few in flight; extra ones are dropped).
+func send(c *call, r execReply) {
+	select {
+	case c.ch <- r:
+	default:
+	}
+}
+
+// runRemote is the axocoatl.RemoteRun of every remote agent: it sends the
+// task to the daemons hosting the agent (one of them takes it) and waits
+// for the answer, the caller's ctx, or the loss of the daemon that took it
+// or of NATS.
+func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.Result, error) {
+	start := time.Now()
+	res := axocoatl.Result{TaskID: req.TaskID, AgentID: req.AgentID}
+	if !m.Connected() {
+		return res, unavailable("agent %s runs on another daemon and the NATS connection (%s) is down; retry when it is back", req.AgentID, m.url)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("agent %s: %w", req.AgentID, err)
+	}
+	er := execRequest{TaskID: req.TaskID, AgentID: req.AgentID, Input: req.Input, Source: string(req.Source), From: m.node}
+	if d, ok := ctx.Deadline(); ok {
+		er.TimeoutMS = max(time.Until(d).Milliseconds(), 1)
+	}
+	data, err := json.Marshal(er)
+	if err != nil {
+		return res, fmt.Errorf("agent %s: %w", req.AgentID, err)
+	}
+	if limit := m.nc.MaxPayload(); int64(len(data)) > limit {
+		return res, fmt.Errorf("agent %s runs on another daemon: the task is %d bytes, over NATS max_payload (%d bytes)", req.AgentID, len(data), limit)
+	}
+	token := itoa(m.seq.Add(1))
+	c := &call{ch: make(chan execReply, maxPendingCall)}
+	m.mu.Lock()
+	if m.stopping {
+		m.mu.Unlock()
+		return res, unavailable("agent %s runs on another daemon and the cluster module is stopping", req.AgentID)
+	}
+	m.calls[token] = c
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.calls, token)
+		m.mu.Unlock()
+	}()
+	msg := &natsgo.Msg{Subject: m.subj + ".exec." + req.AgentID, Reply: m.inbox + "." + token, Data: data}
+	if err := m.nc.PublishMsg(msg); err != nil {
+		return res, unavailable("agent %s: sending the task over NATS: %v", req.AgentID, err)
+	}
+	accept := time.NewTimer(m.cfg.AcceptTimeout)
+	defer accept.Stop()
+	node := ""
+	for {
+		select {
+		case r := <-c.ch:
+			switch {
+			case r.noResponders:
+				return res, unavailable("no daemon serves agent %s now", req.AgentID)
+			case r.lost != "":
+				return res, unavailable("agent %s: %s", req.AgentID, r.lost)
+			case r.Accepted != "":
+				accept.Stop()
+				node = r.Accepted
+				m.mu.Lock()
+				c.node = node
+				_, alive := m.peers[node]
+				m.mu.Unlock()
+				if !alive && node != m.node {
+					// Taken by a daemon this one does not list (it joined a
+					// moment ago, or is leaving): its departure would not be
+					// noticed; it is known soon enough in the first case.
+					m.log.Debug("task taken by a daemon not listed yet", "task", req.TaskID, "peer", node)
+				}
+			case r.Done:
+				res.Duration = time.Duration(r.DurationMS) * time.Millisecond
+				if r.Error == "" {
+					res.Output = r.Output
+					return res, nil
+				}
+				return res, &remoteError{kind: r.Kind, msg: r.Error}
+			}
+		case <-accept.C:
+			return res, unavailable("agent %s: no daemon took the task within %s", req.AgentID, m.cfg.AcceptTimeout)
+		case <-ctx.Done():
+			// Tell whoever runs it to stop (or, if the task is still on its
+			// way, not to start it).
+			deadline := errors.Is(ctx.Err(), context.DeadlineExceeded)
+			b, _ := json.Marshal(cancelMsg{TaskID: req.TaskID, From: m.node, Deadline: deadline})
+			_ = m.nc.Publish(m.subj+".cancel", b)
+			res.Duration = time.Since(start)
+			if deadline {
+				return res, fmt.Errorf("agent %s: timed out: %w", req.AgentID, context.DeadlineExceeded)
+			}
+			return res, fmt.Errorf("agent %s: canceled: %w", req.AgentID, context.Canceled)
+		}
+	}
+}
+
+// onReply runs on the dispatch goroutine of this module's inbox.
+func (m *Module) onReply(msg *natsgo.Msg) {
+	token := msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:]
+	m.mu.Lock()
+	c := m.calls[token]
+	m.mu.Unlock()
+	if c == nil {
+		return // the caller gave up
+	}
+	var r execReply
+	if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
+		r.noResponders = true
+	} else if json.Unmarshal(msg.Data, &r) != nil {
+		return
+	}
+	send(c, r)
+}
+
+// onCancel stops a task this daemon runs for another, or remembers that it
+// must not start.
+func (m *Module) onCancel(msg *natsgo.Msg) {
+	var c cancelMsg
+	if json.Unmarshal(msg.Data, &c) != nil || c.TaskID == "" || len(c.TaskID) > maxTaskID {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.running[c.TaskID]; ok {
+		if s.from == c.From {
+			cause := context.Canceled
+			if c.Deadline {
+				cause = context.DeadlineExceeded // the run reports a timeout
+			}
+			s.cancel(cause)
+		}
+		return
+	}
+	// Not running here: the task may still be on its way (cancel and
+	// request travel on different subjects). A few are remembered.
+	if _, ok := m.tombs[c.TaskID]; !ok {
+		m.tombs[c.TaskID] = struct{}{}
+		m.tombRing = append(m.tombRing, c.TaskID)
+		if len(m.tombRing) > maxTombstones {
+			delete(m.tombs, m.tombRing[0])
+			m.tombRing = m.tombRing[1:]
+		}
+	}
+}
+
+// onExec takes a task for one of this daemon's agents. It runs on the
+// subscription's dispatch goroutine and returns at once: the run has its
+// own goroutine, bounded by MaxConcurrentRuns.
+func (m *Module) onExec(msg *natsgo.Msg) {
+	if msg.Reply == "" {
+		return
+	}
+	reply := func(r execReply) {
+		b, _ := json.Marshal(r)
+		if err := m.nc.Publish(msg.Reply, b); err != nil {
+			m.log.Debug("reply not sent", "error", err)
+		}
+	}
+	var req execRequest
+	agentID := msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:]
+	if err := json.Unmarshal(msg.Data, &req); err != nil || req.AgentID != agentID || req.TaskID == "" || len(req.TaskID) > maxTaskID || req.TimeoutMS < 0 {
+		reply(execReply{Done: true, Kind: kindFailed, Error: "cluster: malformed task request"})
+		return
+	}
+	m.mu.Lock()
+	if _, canceled := m.tombs[req.TaskID]; canceled {
+		delete(m.tombs, req.TaskID)
+		m.mu.Unlock()
+		reply(execReply{Done: true, Kind: kindCanceled, Error: fmt.Sprintf("agent %s: canceled before it started: %v", agentID, context.Canceled)})
+		return
+	}
+	if _, dup := m.running[req.TaskID]; dup || m.stopping {
+		m.mu.Unlock()
+		reply(execReply{Done: true, Kind: kindClosed, Error: fmt.Sprintf("daemon %s cannot take task %s now", m.node, req.TaskID)})
+		return
+	}
+	select {
+	case m.sem <- struct{}{}:
+	default:
+		m.mu.Unlock()
+		reply(execReply{Done: true, Kind: kindBusy, Error: fmt.Sprintf("daemon %s is running its limit of %d tasks for other daemons (cluster.max_concurrent_runs)", m.node, m.cfg.MaxConcurrentRuns)})
+		return
+	}
+	ctx, cancel := context.WithCancelCause(m.ctx)
+	m.running[req.TaskID] = &served{from: req.From, cancel: cancel}
+	m.wg.Add(1) // under m.mu, before Stop can wait
+	m.mu.Unlock()
+	// The caller learns who took the task (to fail it if this daemon
+	// leaves) only for a run that lasts: a quick one is answered before
+	// the acceptance would be, and saves a message.
+	accepted := time.AfterFunc(acceptAfter, func() { reply(execReply{Accepted: m.node}) })
+
+	go func() {
+		defer m.wg.Done()
+		defer func() { <-m.sem }()
+		defer accepted.Stop()
+		defer func() {
+			m.mu.Lock()
+			delete(m.running, req.TaskID)
+			m.mu.Unlock()
+			cancel(nil)
+		}()
+		runCtx := context.Context(ctx)
+		if req.TimeoutMS > 0 {
+			var stop context.CancelFunc
+			runCtx, stop = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
+			defer stop()
+		}
+		// The door the task came in by, if it is one of ours: the value
+		// labels metrics, so a peer must not invent new ones.
+		source := axocoatl.Source(req.Source)
+		switch source {
+		case axocoatl.SourceAPI, axocoatl.SourceA2A, axocoatl.SourceMCP, axocoatl.SourceLibrary:
+		default:
+			source = "remote"
+		}
+		res, err := m.eng.ExecuteRequest(runCtx, axocoatl.Request{AgentID: agentID, Input: req.Input, Source: source, TaskID: req.TaskID})
+		r := execReply{Done: true, Output: res.Output, DurationMS: res.Duration.Milliseconds()}
+		if err != nil {
+			r.Output, r.Error, r.Kind = "", err.Error(), errorKind(err)
+		}
+		b, _ := json.Marshal(r)
+		if limit := m.nc.MaxPayload(); int64(len(b)) > limit {
+			b, _ = json.Marshal(execReply{Done: true, Kind: kindFailed, DurationMS: r.DurationMS,
+				Error: fmt.Sprintf("agent %s: its answer of %d bytes is over NATS max_payload (%d bytes) and cannot be sent back", agentID, len(b), limit)})
+		}
+		if err := m.nc.Publish(msg.Reply, b); err != nil {
+			m.log.Warn("result not sent back", "agent", agentID, "task", req.TaskID, "to", req.From, "error", err)
+		}
+	}()
+}

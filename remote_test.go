@@ -1,0 +1,118 @@
+package axocoatl_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+)
+
+// A remote agent is listed after the local ones with its node, runs through
+// its RemoteRun with the door's request, is shadowed by a local agent of the
+// same id, and leaves the list when removed; watchers hear of each change.
+func TestRemoteAgents(t *testing.T) {
+	e := newEngine(t)
+	changed := make(chan struct{}, 16)
+	stop := e.WatchAgents(func() { changed <- struct{}{} })
+	defer stop()
+	waitChange := func(what string) {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no change reported for %s", what)
+		}
+	}
+	if err := e.AddAgent(agent.Spec{ID: "here"}, provider.EchoModel{}); err != nil {
+		t.Fatal(err)
+	}
+	waitChange("a local agent")
+
+	var got axocoatl.Request
+	run := func(ctx context.Context, req axocoatl.Request) (axocoatl.Result, error) {
+		got = req
+		return axocoatl.Result{Output: "from far: " + req.Input, Duration: time.Millisecond}, nil
+	}
+	remove, err := e.AddRemoteAgent(axocoatl.AgentInfo{Spec: agent.Spec{ID: "far", Description: "elsewhere"}, Node: "node-x"}, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitChange("a remote agent")
+	as := e.Agents()
+	if len(as) != 2 || as[0].ID != "here" || as[0].Node != "" || as[1].ID != "far" || as[1].Node != "node-x" || as[1].Timeout != agent.DefaultTimeout {
+		t.Fatalf("agents: %+v", as)
+	}
+	res, err := e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "far", Input: "hi", Source: axocoatl.SourceMCP})
+	if err != nil || res.Output != "from far: hi" || res.TaskID == "" || got.TaskID != res.TaskID || got.Source != axocoatl.SourceMCP || got.AgentID != "far" {
+		t.Fatalf("%+v %v (run got %+v)", res, err, got)
+	}
+
+	// A local agent of the same id wins.
+	if _, err := e.AddRemoteAgent(axocoatl.AgentInfo{Spec: agent.Spec{ID: "here"}, Node: "node-x"}, run); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := e.Agent("here"); a.Node != "" || len(e.Agents()) != 2 {
+		t.Fatalf("a remote agent shadowed a local one: %+v", e.Agents())
+	}
+	if res, _ := e.Execute(context.Background(), "here", "local"); res.Output != "local" {
+		t.Fatalf("ran %q", res.Output)
+	}
+
+	// Errors of the remote side keep their meaning.
+	if _, err := e.AddRemoteAgent(axocoatl.AgentInfo{Spec: agent.Spec{ID: "down"}, Node: "node-y"}, func(context.Context, axocoatl.Request) (axocoatl.Result, error) {
+		return axocoatl.Result{}, errors.Join(axocoatl.ErrUnavailable, errors.New("node-y unreachable"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitChange("another remote agent")
+	if _, err := e.Execute(context.Background(), "down", "x"); !errors.Is(err, axocoatl.ErrUnavailable) {
+		t.Fatalf("%v", err)
+	}
+
+	remove()
+	waitChange("a removal")
+	if _, err := e.Agent("far"); !errors.Is(err, axocoatl.ErrAgentNotFound) {
+		t.Fatalf("removed agent: %v", err)
+	}
+	if _, err := e.Execute(context.Background(), "far", "x"); !errors.Is(err, axocoatl.ErrAgentNotFound) {
+		t.Fatalf("removed agent runs: %v", err)
+	}
+	remove() // twice is harmless
+
+	// Bad entries are refused.
+	for _, info := range []axocoatl.AgentInfo{{Spec: agent.Spec{ID: "x"}}, {Spec: agent.Spec{ID: "Bad Id"}, Node: "n"}} {
+		if _, err := e.AddRemoteAgent(info, run); err == nil {
+			t.Fatalf("%+v accepted", info)
+		}
+	}
+}
+
+// Close cancels a remote run in flight (its RemoteRun sees ctx end) and
+// ends every watch.
+func TestRemoteRunEndsWithClose(t *testing.T) {
+	e := axocoatl.New(axocoatl.Options{})
+	e.WatchAgents(func() {}) // never stopped by the test: Close ends it (goleak checks)
+	started := make(chan struct{})
+	if _, err := e.AddRemoteAgent(axocoatl.AgentInfo{Spec: agent.Spec{ID: "far"}, Node: "n"}, func(ctx context.Context, req axocoatl.Request) (axocoatl.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return axocoatl.Result{}, ctx.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := e.Execute(context.Background(), "far", "x"); done <- err }()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := e.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, axocoatl.ErrClosed) {
+		t.Fatalf("remote run at Close: %v", err)
+	}
+}
