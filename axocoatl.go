@@ -32,6 +32,9 @@ var (
 	// reached now (the cluster's connection is down, the daemon left or is
 	// at its limit). Doors answer it with 503; it passes on its own.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrBusy: the Engine has Options.MaxRuns tasks in flight; the task was
+	// not started. Doors answer it with 503 and Retry-After.
+	ErrBusy = errors.New("busy")
 )
 
 // Source says which door a task came through; it is carried in events.
@@ -53,7 +56,15 @@ type Options struct {
 	Bus lattice.Bus
 	// HTTP guards every door the Engine's modules serve over HTTP.
 	HTTP HTTPOptions
+	// MaxRuns bounds the tasks in flight at once, every door and agents of
+	// other daemons together: each holds goroutines, memory and a model
+	// call, and clients choose how many they start. Past it ExecuteRequest
+	// fails at once with ErrBusy. Zero: DefaultMaxRuns; negative: no bound.
+	MaxRuns int
 }
+
+// DefaultMaxRuns is Options.MaxRuns when zero.
+const DefaultMaxRuns = 1000
 
 // Engine runs agents. It is safe for concurrent use.
 type Engine struct {
@@ -68,6 +79,9 @@ type Engine struct {
 	runCtx     context.Context
 	cancelRuns context.CancelFunc
 	runs       sync.WaitGroup
+	// maxRuns and inFlight bound the tasks in flight (Options.MaxRuns).
+	maxRuns  int64
+	inFlight atomic.Int64
 
 	mu           sync.RWMutex
 	closed       bool
@@ -110,6 +124,10 @@ func New(opts Options) *Engine {
 		e.ownBus = true
 	}
 	e.httpOpts = opts.HTTP
+	e.maxRuns = int64(opts.MaxRuns)
+	if e.maxRuns == 0 {
+		e.maxRuns = DefaultMaxRuns
+	}
 	var err error
 	e.guard, err = httpguard.New(httpguard.Options{
 		PublicURL: opts.HTTP.PublicURL, Token: opts.HTTP.APIToken, AllowedOrigins: opts.HTTP.AllowedOrigins,

@@ -479,3 +479,56 @@ func TestCancelIsNotAFailure(t *testing.T) {
 		t.Errorf("logs:\n%s", out)
 	}
 }
+
+// gatedModel answers "done" once release is closed, saying on started
+// that a run began.
+type gatedModel struct{ started, release chan struct{} }
+
+func (m gatedModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Response, error) {
+	m.started <- struct{}{}
+	select {
+	case <-m.release:
+		return &agent.Response{Content: "done"}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Past MaxRuns tasks in flight a new one is refused at once with ErrBusy
+// (and publishes nothing); once a run ends there is room again.
+func TestMaxRunsRefusesBeyond(t *testing.T) {
+	e := axocoatl.New(axocoatl.Options{MaxRuns: 2})
+	t.Cleanup(func() { e.Close(context.Background()) })
+	m := gatedModel{started: make(chan struct{}, 3), release: make(chan struct{})}
+	must(t, e.AddAgent(agent.Spec{ID: "gated"}, m))
+	errc := make(chan error, 2)
+	for range 2 {
+		go func() { _, err := e.Execute(context.Background(), "gated", "x"); errc <- err }()
+		<-m.started
+	}
+	sub, err := e.Bus().Subscribe(lattice.Filter{}, 8)
+	must(t, err)
+	defer sub.Close()
+	start := time.Now()
+	_, err = e.Execute(context.Background(), "gated", "x")
+	if !errors.Is(err, axocoatl.ErrBusy) || !strings.Contains(err.Error(), "2 tasks in flight") {
+		t.Fatalf("third run: err = %v, want ErrBusy naming the limit", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("refusal took %s, want at once", d)
+	}
+	select {
+	case ev := <-sub.Events():
+		t.Fatalf("a refused task published %s", ev.Type)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(m.release)
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := e.Execute(context.Background(), "gated", "x"); err != nil || res.Output != "done" {
+		t.Fatalf("after the runs ended: %q, %v", res.Output, err)
+	}
+}

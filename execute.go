@@ -56,6 +56,13 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	if !ok && remote == nil {
 		return Result{}, fmt.Errorf("%w: %q", ErrAgentNotFound, req.AgentID)
 	}
+	if e.maxRuns > 0 {
+		if e.inFlight.Add(1) > e.maxRuns {
+			e.inFlight.Add(-1)
+			return Result{}, fmt.Errorf("agent %s: %w: %d tasks in flight, the limit (MaxRuns): retry later", req.AgentID, ErrBusy, e.maxRuns)
+		}
+		defer e.inFlight.Add(-1)
+	}
 	if req.Source == "" {
 		req.Source = SourceLibrary
 	}

@@ -205,6 +205,10 @@ func (h *Handler) serveTasks(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, axocoatl.ErrUnavailable): // another daemon's agent, out of reach now
 		writeHTTPError(w, http.StatusServiceUnavailable, "cluster_unavailable", err.Error())
 		return
+	case errors.Is(err, axocoatl.ErrBusy):
+		w.Header().Set("Retry-After", "1")
+		writeHTTPError(w, http.StatusServiceUnavailable, "busy", err.Error())
+		return
 	default:
 		out.Status = "failed"
 		msg := err.Error()

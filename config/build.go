@@ -86,7 +86,7 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 		return nil, c.errorf("lattice.nats_url", "%v", err)
 	}
 	rt := &Runtime{bus: bus}
-	rt.Engine = axocoatl.New(axocoatl.Options{Logger: log, Bus: bus, HTTP: c.HTTPOptions()})
+	rt.Engine = axocoatl.New(axocoatl.Options{Logger: log, Bus: bus, HTTP: c.HTTPOptions(), MaxRuns: c.Server.MaxConcurrentRuns})
 	fail := func(err error) (*Runtime, error) {
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

@@ -144,6 +144,9 @@ type ServerConfig struct {
 	// MaxAuthFailures bounds wrong API tokens per client and 10 s window
 	// (then 429 with Retry-After). Zero: 10; negative: no bound.
 	MaxAuthFailures int `yaml:"max_auth_failures"`
+	// MaxConcurrentRuns bounds the tasks in flight at once, every door
+	// together (then 503 busy). Zero: 1000; negative: no bound.
+	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
 	// ShutdownGrace is how long in-flight requests and runs may take to
 	// finish after SIGINT/SIGTERM. Zero: 30s.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`

@@ -164,6 +164,9 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 			// not fire: name the bound that did.
 			msg = fmt.Sprintf("agent %s: timed out after %s (server.request_timeout): %v", id, a.timeout, context.DeadlineExceeded)
 		}
+		if errors.Is(err, axocoatl.ErrBusy) {
+			w.Header().Set("Retry-After", "1")
+		}
 		writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg, TaskID: res.TaskID}})
 		return
 	}
@@ -180,6 +183,8 @@ func executeStatus(err error) (int, string) {
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, axocoatl.ErrUnavailable): // another daemon's agent, out of reach now
 		return http.StatusServiceUnavailable, "cluster_unavailable"
+	case errors.Is(err, axocoatl.ErrBusy):
+		return http.StatusServiceUnavailable, "busy"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "timeout"
 	case errors.Is(err, provider.ErrProvider):
