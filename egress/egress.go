@@ -598,8 +598,8 @@ type WebhookStatus struct {
 	Dropped      uint64 `json:"dropped"` // queue full
 	// DeadLetters is how many failed and dead-lettered deliveries are kept
 	// (at most MaxDeadLetters); Evicted counts those discarded beyond it.
-	DeadLetters int        `json:"dead_letters"`
-	Evicted     uint64     `json:"evicted"`
+	DeadLetters int    `json:"dead_letters"`
+	Evicted     uint64 `json:"evicted"`
 	// Store is where deliveries wait: "memory", "bbolt" (a data dir) or
 	// "jetstream" (a NATS lattice). With jetstream, Queued, InFlight and
 	// DeadLetters are the cluster's (every process on the lattice, as
@@ -609,7 +609,7 @@ type WebhookStatus struct {
 	// away); they are then this process's.
 	ClusterError string     `json:"cluster_error,omitempty"`
 	LastError    string     `json:"last_error,omitempty"`
-	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+	LastErrorAt  *time.Time `json:"last_error_at,omitempty"`
 }
 
 // Status reports every webhook in config order.
