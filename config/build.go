@@ -175,6 +175,11 @@ func (c *Config) watchNATS(nb *latticenats.Bus, log *slog.Logger) {
 		log.Warn("NATS connection lost: reconnecting; events published meanwhile are buffered, beyond the buffer they fail and count as missed",
 			"reason", msg, "reconnect_buffer_bytes", buf, "failed_publishes", nb.Failed())
 	})
+	// Without a handler nats.go prints asynchronous errors (a write to a
+	// server that went away) on stderr, bypassing the daemon's logger.
+	nc.SetErrorHandler(func(_ *natsgo.Conn, _ *natsgo.Subscription, err error) {
+		log.Warn("NATS error", "error", httpguard.RedactURLs(err.Error()))
+	})
 	nc.SetReconnectHandler(func(nc *natsgo.Conn) {
 		log.Info("NATS connection back", "url", httpguard.RedactURLs(nc.ConnectedUrl()), "failed_publishes", nb.Failed())
 	})

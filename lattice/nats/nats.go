@@ -326,7 +326,7 @@ func (b *Bus) Close() error {
 	var errs []error
 	// While NATS is away there is nothing to flush to: do not wait for it.
 	if b.nc.IsConnected() {
-		if err := b.nc.FlushTimeout(closeFlushTimeout); err != nil {
+		if err := b.nc.FlushTimeout(closeFlushTimeout); err != nil && !errors.Is(err, natsgo.ErrConnectionClosed) {
 			errs = append(errs, err)
 		}
 	}
