@@ -587,8 +587,9 @@ func scan(ctx context.Context, s jetstream.Stream, subject string, limit int, fn
 	return nil
 }
 
-// clusterDeliveries lists the webhook's dead letters and queued deliveries
-// as the stream holds them (queued ones at most limit, oldest first).
+// clusterDeliveries lists the webhook's dead letters and its deliveries
+// queued or in flight anywhere, as the streams hold them (those of the queue
+// at most limit, oldest first).
 func (h *hook) clusterDeliveries(limit int) ([]*delivery, error) {
 	b := h.m.js
 	ctx, cancel := context.WithTimeout(context.Background(), 2*jsCallTimeout)
@@ -603,9 +604,19 @@ func (h *hook) clusterDeliveries(limit int) ([]*delivery, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading dead letters: %w", err)
 	}
+	// A message the consumer has handed out and that is still in the work
+	// queue is in flight on some process (or waiting to be handed out
+	// again).
+	ci, err := h.cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the consumer: %w", err)
+	}
 	err = scan(ctx, b.queue, b.queueSubject(h.cfg.Name), limit, func(m *jetstream.RawStreamMsg) {
 		d := &delivery{id: m.Header.Get(hdrDelivery), eventID: m.Header.Get(hdrEventID),
 			eventType: m.Header.Get(hdrEventType), status: StatusQueued}
+		if m.Sequence <= ci.Delivered.Stream {
+			d.status = StatusInFlight
+		}
 		if ns, err := strconv.ParseInt(m.Header.Get(hdrCreated), 10, 64); err == nil {
 			d.created = time.Unix(0, ns).UTC()
 		}

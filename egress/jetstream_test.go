@@ -106,3 +106,66 @@ func TestJetStreamSharedQueue(t *testing.T) {
 		t.Fatalf("second retry: %d, want 404 or 409", code)
 	}
 }
+
+// The API and the bounds on JetStream: a webhook's queue holds at most
+// QueueSize deliveries for the whole cluster (more are dropped and
+// counted), and any process reports the cluster's queue: b, which
+// published nothing and sends nothing of it, sees what a queued and has in
+// flight, and lists the queued deliveries.
+func TestJetStreamClusterStateAndBound(t *testing.T) {
+	ns := jsServer(t)
+	rc := newReceiver(t, "", func(received, int) int { return -1 }) // hang
+	w := Webhook{Name: "w", URL: rc.url(), Events: []string{"Deployed"}, QueueSize: 10, Concurrency: 1, Timeout: time.Minute}
+	a := jsNode(t, ns, "a", w)
+	a.publish(t, "Deployed", 0, 20)
+	waitFor(t, 10*time.Second, "one delivery in flight", func() bool { return rc.count() == 1 })
+	waitFor(t, 10*time.Second, "the overflow counted", func() bool { return a.status(t, "w").Dropped == 10 })
+	b := jsNode(t, ns, "b", w)
+	// b's sender takes the next delivery and hangs too; then 8 wait.
+	waitFor(t, 10*time.Second, "b holding one", func() bool { return rc.count() == 2 })
+	var list struct {
+		Webhooks []WebhookStatus
+	}
+	if code := b.api(t, "GET", "/api/webhooks", &list); code != 200 || len(list.Webhooks) != 1 {
+		t.Fatalf("GET /api/webhooks: %d %+v", code, list)
+	}
+	if s := list.Webhooks[0]; s.Store != "jetstream" || s.Queued != 8 || s.InFlight != 2 || s.ClusterError != "" {
+		t.Fatalf("b's view of the cluster: %+v, want 8 queued and 2 in flight", s)
+	}
+	var ds struct{ Deliveries []Delivery }
+	if code := b.api(t, "GET", "/api/webhooks/w/deliveries", &ds); code != 200 || len(ds.Deliveries) != 10 {
+		t.Fatalf("b lists %d deliveries (%d), want the 10 in the queue", len(ds.Deliveries), code)
+	}
+	count := map[Status]int{}
+	for _, d := range ds.Deliveries {
+		count[d.Status]++
+	}
+	if count[StatusQueued] != 8 || count[StatusInFlight] != 2 {
+		t.Fatalf("b lists %v, want 8 queued and 2 in flight", count)
+	}
+}
+
+// A delivery that takes longer than AckWait stays with the process sending
+// it: "in progress" acks renew the server's timer, so no other process
+// sends it too.
+func TestJetStreamLongDeliveryIsKept(t *testing.T) {
+	ns := jsServer(t)
+	var first, slowDone atomic.Bool
+	rc := newReceiver(t, "", func(received, int) int {
+		if first.CompareAndSwap(false, true) {
+			time.Sleep(3500 * time.Millisecond) // beyond AckWait (2s here)
+			slowDone.Store(true)
+		}
+		return http.StatusOK
+	})
+	w := fast(Webhook{Name: "w", URL: rc.url(), Events: []string{"Deployed"}, Timeout: 10 * time.Second})
+	a := jsNode(t, ns, "a", w)
+	jsNode(t, ns, "b", w)
+	a.publish(t, "Deployed", 0, 1)
+	// A request is recorded when answered: wait for the slow one.
+	waitFor(t, 10*time.Second, "the slow delivery answered", slowDone.Load)
+	time.Sleep(300 * time.Millisecond)
+	if n := rc.count(); n != 1 {
+		t.Fatalf("%d requests for one delivery: another process took it over while it was in progress", n)
+	}
+}
