@@ -13,6 +13,11 @@
 // dead-lettered and can be retried through the module's HTTP API with the
 // same delivery_id. Receivers written in Go check requests with [Verify].
 //
+// With [Config].JetStream (a NATS lattice) deliveries wait in a JetStream
+// work queue shared by every process instead: each event is delivered by
+// one process of the cluster, and one in progress on a process that dies
+// is sent by another ([JetStream]).
+//
 // With no webhooks configured the module starts nothing: no goroutine, no
 // HTTP client, no store, and no request is ever sent.
 package egress
@@ -621,9 +626,11 @@ func (m *Module) Status() []WebhookStatus {
 	return out
 }
 
-// Missed is the number of events the lattice dropped for egress before it
-// could queue them (it drains a large buffer at once, so this stays 0
-// unless the process is starved).
+// Missed is the number of events the lattice lost for egress before it
+// could queue them: dropped from its buffer (it drains a large buffer at
+// once, so this stays 0 unless the process is starved) or, on NATS, lost
+// on the way as the Bus counts them (publishes that failed while NATS was
+// away).
 func (m *Module) Missed() uint64 { return m.missed.Load() }
 
 func (h *hook) status() WebhookStatus {

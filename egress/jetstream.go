@@ -142,6 +142,19 @@ type jsBackend struct {
 // jsCallTimeout bounds one JetStream API call (info, get, publish ack).
 const jsCallTimeout = 5 * time.Second
 
+// stateTimeout bounds reading a webhook's cluster state (a status request
+// or a metrics scrape waits for it).
+const stateTimeout = time.Second
+
+// ErrClusterUnavailable is returned (HTTP 503) by what needs the cluster's
+// JetStream state while NATS is away or does not answer.
+var ErrClusterUnavailable = errors.New("egress: cluster unavailable")
+
+// unavailable wraps an error of a JetStream call as ErrClusterUnavailable.
+func unavailable(what string, err error) error {
+	return fmt.Errorf("%w: %s: %w", ErrClusterUnavailable, what, err)
+}
+
 // enqueueRetryFor is how long the queueing of a batch is retried (NATS
 // away, a publish not acknowledged) before its deliveries are dropped and
 // counted. The ingest goroutine waits meanwhile; the lattice subscription's
@@ -551,9 +564,14 @@ type clusterState struct {
 
 func (h *hook) clusterState() clusterState {
 	b := h.m.js
-	ctx, cancel := context.WithTimeout(context.Background(), jsCallTimeout)
-	defer cancel()
 	var s clusterState
+	if !b.cfg.Conn.IsConnected() {
+		s.err = fmt.Errorf("%w: NATS %s", ErrClusterUnavailable, b.cfg.Conn.Status())
+		return s
+	}
+	// Short: a scrape or a status request waits for it.
+	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
 	ci, err := h.cons.Info(ctx)
 	if err != nil {
 		s.err = err
@@ -592,6 +610,9 @@ func scan(ctx context.Context, s jetstream.Stream, subject string, limit int, fn
 // at most limit, oldest first).
 func (h *hook) clusterDeliveries(limit int) ([]*delivery, error) {
 	b := h.m.js
+	if !b.cfg.Conn.IsConnected() {
+		return nil, fmt.Errorf("%w: NATS %s", ErrClusterUnavailable, b.cfg.Conn.Status())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*jsCallTimeout)
 	defer cancel()
 	var out []*delivery
@@ -602,14 +623,14 @@ func (h *hook) clusterDeliveries(limit int) ([]*delivery, error) {
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading dead letters: %w", err)
+		return nil, unavailable("reading dead letters", err)
 	}
 	// A message the consumer has handed out and that is still in the work
 	// queue is in flight on some process (or waiting to be handed out
 	// again).
 	ci, err := h.cons.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the consumer: %w", err)
+		return nil, unavailable("reading the consumer", err)
 	}
 	err = scan(ctx, b.queue, b.queueSubject(h.cfg.Name), limit, func(m *jetstream.RawStreamMsg) {
 		d := &delivery{id: m.Header.Get(hdrDelivery), eventID: m.Header.Get(hdrEventID),
@@ -625,7 +646,7 @@ func (h *hook) clusterDeliveries(limit int) ([]*delivery, error) {
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading the queue: %w", err)
+		return nil, unavailable("reading the queue", err)
 	}
 	return out, nil
 }
@@ -638,6 +659,9 @@ func (h *hook) retryJS(id string) (Delivery, error) {
 	defer cancel()
 	if strings.ContainsAny(id, ".*> \t") || id == "" {
 		return Delivery{}, fmt.Errorf("%w: %q", ErrDeliveryNotFound, id)
+	}
+	if !b.cfg.Conn.IsConnected() {
+		return Delivery{}, fmt.Errorf("%w: NATS %s", ErrClusterUnavailable, b.cfg.Conn.Status())
 	}
 	m, err := b.dead.GetLastMsgForSubject(ctx, b.deadSubject(h.cfg.Name, id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -654,7 +678,7 @@ func (h *hook) retryJS(id string) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("%w: %q", ErrDeliveryNotFound, id)
 	}
 	if err != nil {
-		return Delivery{}, fmt.Errorf("egress: reading dead letter %s: %w", id, err)
+		return Delivery{}, unavailable("reading dead letter "+id, err)
 	}
 	var r record
 	if err := json.Unmarshal(m.Data, &r); err != nil {
@@ -666,7 +690,7 @@ func (h *hook) retryJS(id string) (Delivery, error) {
 		if fullOrTooBig(err) {
 			return Delivery{}, fmt.Errorf("%w: %v", ErrQueueFull, err)
 		}
-		return Delivery{}, fmt.Errorf("egress: queueing %s again: %w", id, err)
+		return Delivery{}, unavailable("queueing "+id+" again", err)
 	}
 	if err := b.dead.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		h.m.log.Warn("webhook: dead letter retried but not removed", "webhook", h.cfg.Name, "delivery_id", id, "error", err)
