@@ -40,8 +40,8 @@ const (
 // and secret everywhere): a delivery is sent by whichever process takes it.
 type JetStream struct {
 	// Conn is the NATS connection (the lattice's). Required; the module
-	// does not close it.
-	Conn *nats.Conn
+	// does not close it. Never encoded: its options hold credentials.
+	Conn *nats.Conn `json:"-" yaml:"-"`
 	// Prefix is the lattice's subject prefix, from which the names below
 	// derive. Zero: "axocoatl".
 	Prefix string

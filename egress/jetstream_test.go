@@ -81,9 +81,12 @@ func TestJetStreamSharedQueue(t *testing.T) {
 	if got := rc.count(); got != 2*n {
 		t.Fatalf("%d requests for %d events", got, 2*n)
 	}
-	sa, sb := a.status(t, "w"), b.status(t, "w")
-	if sa.Store != "jetstream" || sa.Delivered+sb.Delivered != 2*n {
-		t.Fatalf("status a %+v b %+v: want %d delivered between them", sa, sb, 2*n)
+	// The receiver answers before the sender counts: wait for the count.
+	waitFor(t, 5*time.Second, "every delivery counted", func() bool {
+		return a.status(t, "w").Delivered+b.status(t, "w").Delivered == 2*n
+	})
+	if sa, sb := a.status(t, "w"), b.status(t, "w"); sa.Store != "jetstream" || sa.Delivered == 0 || sb.Delivered == 0 {
+		t.Fatalf("status a %+v b %+v: want both to deliver", sa, sb)
 	}
 
 	a.publish(t, "Broken", 0, 1)
