@@ -38,6 +38,15 @@ const (
 //
 // Every process must configure the same webhooks (a name is the same URL
 // and secret everywhere): a delivery is sent by whichever process takes it.
+//
+// Bounds: a webhook's queue holds at most the largest QueueSize of the
+// webhooks (one per-subject limit per stream), for the whole cluster; a
+// delivery beyond it, or bigger than MaxMsgSize, is dropped and counted.
+// Dead letters: at most the sum of MaxDeadLetters, oldest discarded first.
+// Each process pulls only as many deliveries as it has free senders
+// (Concurrency); the server hands out at most 16×Concurrency per webhook
+// unacknowledged across the cluster. A delivery's MaxAttempts count starts
+// again on the process that takes it over.
 type JetStream struct {
 	// Conn is the NATS connection (the lattice's). Required; the module
 	// does not close it. Never encoded: its options hold credentials.
@@ -194,7 +203,8 @@ func openJetStream(ctx context.Context, cfg JetStream, hooks []*hook) (*jsBacken
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
 		// One subject per webhook: its queue is bounded on the server, so
-		// that the bound holds for the whole cluster.
+		// that the bound holds for the whole cluster. The limit is one per
+		// stream: the largest queue_size of the webhooks.
 		MaxMsgsPerSubject:    int64(maxQueue),
 		Discard:              jetstream.DiscardNew,
 		DiscardNewPerSubject: true,

@@ -4,12 +4,15 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
@@ -139,6 +142,19 @@ func TestJetStreamClusterStateAndBound(t *testing.T) {
 	if code := b.api(t, "GET", "/api/webhooks/w/deliveries", &ds); code != 200 || len(ds.Deliveries) != 10 {
 		t.Fatalf("b lists %d deliveries (%d), want the 10 in the queue", len(ds.Deliveries), code)
 	}
+	// The metrics say the same.
+	want := `
+# HELP axocoatl_webhook_in_flight Deliveries being sent or waiting between attempts.
+# TYPE axocoatl_webhook_in_flight gauge
+axocoatl_webhook_in_flight{webhook="w"} 2
+# HELP axocoatl_webhook_queue_depth Deliveries waiting for a sender.
+# TYPE axocoatl_webhook_queue_depth gauge
+axocoatl_webhook_queue_depth{webhook="w"} 8
+`
+	if err := promtest.CollectAndCompare(b.mod.Collector(), strings.NewReader(want),
+		"axocoatl_webhook_queue_depth", "axocoatl_webhook_in_flight"); err != nil {
+		t.Fatal(err)
+	}
 	count := map[Status]int{}
 	for _, d := range ds.Deliveries {
 		count[d.Status]++
@@ -170,5 +186,29 @@ func TestJetStreamLongDeliveryIsKept(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if n := rc.count(); n != 1 {
 		t.Fatalf("%d requests for one delivery: another process took it over while it was in progress", n)
+	}
+}
+
+// With no webhooks, egress on a NATS lattice creates nothing in JetStream
+// and takes no events.
+func TestJetStreamNoWebhooksNoStreams(t *testing.T) {
+	ns := jsServer(t)
+	h := jsNode(t, ns, "a")
+	h.publish(t, "Deployed", 0, 10)
+	nc, err := natsgo.Connect("", natsgo.InProcessServer(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := js.StreamNames(context.Background())
+	for name := range names.Name() {
+		t.Fatalf("stream %s created with no webhooks", name)
+	}
+	if h.mod.sub != nil {
+		t.Fatal("egress subscribed with no webhooks")
 	}
 }
