@@ -212,7 +212,7 @@ func openJetStream(ctx context.Context, cfg JetStream, hooks []*hook) (*jsBacken
 		Duplicates:           2 * time.Minute,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("egress: jetstream stream %s: %w", cfg.Stream, err)
+		return nil, fmt.Errorf("egress: jetstream stream %s: %w%s", cfg.Stream, err, jsHint(err))
 	}
 	b.dead, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              cfg.Stream + "_DEAD",
@@ -243,6 +243,15 @@ func openJetStream(ctx context.Context, cfg JetStream, hooks []*hook) (*jsBacken
 		h.cons = c
 	}
 	return b, nil
+}
+
+// jsHint says what to check when the server has no JetStream.
+func jsHint(err error) string {
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return " (webhooks on a NATS lattice need JetStream: start nats-server with -js)"
+	}
+	return ""
 }
 
 // errEnqueueDropped marks deliveries that can never be queued (too big,

@@ -212,3 +212,31 @@ func TestJetStreamNoWebhooksNoStreams(t *testing.T) {
 		t.Fatal("egress subscribed with no webhooks")
 	}
 }
+
+// A NATS server without JetStream is a clear error at start.
+func TestJetStreamNotEnabled(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{DontListen: true, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(5 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	nc, err := natsgo.Connect("", natsgo.InProcessServer(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	eng := axocoatl.New(axocoatl.Options{})
+	defer eng.Close(context.Background())
+	m, err := New(Config{Webhooks: []Webhook{{Name: "w", URL: "http://127.0.0.1:1/"}}, JetStream: &JetStream{Conn: nc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = eng.Use(context.Background(), m)
+	if err == nil || !strings.Contains(err.Error(), "AXOCOATL_EGRESS") || !strings.Contains(err.Error(), "nats-server with -js") {
+		t.Fatalf("start without JetStream: %v", err)
+	}
+}
