@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -732,6 +734,12 @@ func (m *Module) startJS(e *axocoatl.Engine, handler http.Handler) error {
 		return fmt.Errorf("egress: subscribe: %w", err)
 	}
 	m.js, m.sub = b, sub
+	if m.cfg.DataDir != "" {
+		if _, err := os.Stat(filepath.Join(m.cfg.DataDir, DBFile)); err == nil {
+			m.log.Warn("webhook deliveries stored in the data dir by a run on the memory lattice are not sent on NATS; "+
+				"run once with lattice.backend memory to send them", "file", filepath.Join(m.cfg.DataDir, DBFile))
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	for _, h := range m.hooks {
