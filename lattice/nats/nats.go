@@ -10,12 +10,14 @@
 // What a subscription's Missed counts on NATS, exactly:
 //   - events dropped because its buffer was full (as on every Bus);
 //   - for a subscription on the whole lattice (any filter but one exact
-//     type), events of any node, its own included, that it never received:
+//     type), events of any node, its own included (a Local one: of its own
+//     Bus only), that it never received:
 //     each Bus numbers its events (the SeqHeader), a failed publish
 //     included, and a gap in a node's numbers (this process disconnected
 //     while that node published, that node's publishes failing while it
 //     was cut off with its reconnect buffer full) is counted when the
-//     node's next event arrives. A node seen again with a lower number
+//     node's next event arrives, whatever the subscription's filter (the
+//     type of a lost event is unknown). A node seen again with a lower number
 //     restarted: that is no gap. At most MaxTrackedNodes nodes are followed
 //     per subscription; beyond, tracking starts over;
 //   - for a subscription on one exact type, the events of its own Bus of
