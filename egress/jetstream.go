@@ -296,6 +296,18 @@ func (h *hook) enqueue(ctx context.Context, ds []*delivery) (dropped int, lastEr
 	b := h.m.js
 	deadline := time.Now().Add(enqueueRetryFor)
 	for len(ds) > 0 {
+		// While NATS is away a publish would only fill the connection's
+		// reconnect buffer, which the lattice's own events need.
+		for !b.cfg.Conn.IsConnected() {
+			if time.Now().After(deadline) {
+				return dropped + len(ds), fmt.Errorf("NATS %s", b.cfg.Conn.Status())
+			}
+			select {
+			case <-ctx.Done():
+				return dropped + len(ds), ctx.Err()
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
 		type pending struct {
 			d  *delivery
 			f  jetstream.PubAckFuture
