@@ -416,6 +416,14 @@ func (h *hook) pull(ctx context.Context) {
 	}
 	var errLoggedAt time.Time
 	for {
+		if !h.m.js.cfg.Conn.IsConnected() { // nothing to pull from until it returns
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
+				continue
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
