@@ -163,7 +163,7 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 // watchNATS logs the connection's losses and returns (the URL redacted).
 func (c *Config) watchNATS(nb *latticenats.Bus, log *slog.Logger) {
 	nc := nb.Conn()
-	buf := c.Lattice.ReconnectBuffer
+	buf := c.Lattice.ReconnectBufferBytes
 	if buf == 0 {
 		buf = DefaultReconnectBuffer
 	}
@@ -256,7 +256,7 @@ func (l LatticeConfig) Open() (lattice.Bus, error) {
 	if u == "" {
 		u = DefaultNATSURL
 	}
-	buf := l.ReconnectBuffer
+	buf := l.ReconnectBufferBytes
 	if buf == 0 {
 		buf = DefaultReconnectBuffer
 	}

@@ -231,13 +231,13 @@ type LatticeConfig struct {
 	// produced an event). It must differ between daemons. Zero: the host
 	// name and a random suffix, new at each start.
 	Node string `yaml:"node"`
-	// ReconnectBuffer bounds, in bytes, what this daemon publishes while
-	// NATS is away: the client reconnects forever (every 2s, with jitter)
+	// ReconnectBufferBytes bounds, in bytes, what this daemon publishes while
+	// NATS is away: the client reconnects forever (every 1s, with jitter)
 	// and sends the buffer once back; a publish beyond it fails, is
 	// counted (lattice/nats Bus.Failed) and shows as missed to every
 	// subscriber (a WebSocket client's "lagged"). Zero: 8 MiB; -1: no
 	// buffer (every publish while disconnected fails).
-	ReconnectBuffer int `yaml:"reconnect_buffer"`
+	ReconnectBufferBytes int `yaml:"reconnect_buffer_bytes"`
 	// JetStream names what webhooks use on a NATS lattice.
 	JetStream JetStreamConfig `yaml:"jetstream"`
 }
@@ -258,7 +258,7 @@ type JetStreamConfig struct {
 	AckWait time.Duration `yaml:"ack_wait"`
 }
 
-// DefaultReconnectBuffer is lattice.reconnect_buffer's default: nats.go's.
+// DefaultReconnectBuffer is lattice.reconnect_buffer_bytes's default: nats.go's.
 const DefaultReconnectBuffer = 8 << 20
 
 // DefaultNATSURL is used when lattice.nats_url is empty.
@@ -287,8 +287,8 @@ func (l LatticeConfig) validate(d *yamlconf.Doc) []error {
 	if l.Node != "" && !nodeName.MatchString(l.Node) {
 		errs = append(errs, d.Errorf("lattice.node", "%q must be 1-64 letters, digits, _ and -", l.Node))
 	}
-	if l.ReconnectBuffer < -1 {
-		errs = append(errs, d.Errorf("lattice.reconnect_buffer", "must be a size in bytes, 0 for the default (8 MiB) or -1 for none"))
+	if l.ReconnectBufferBytes < -1 {
+		errs = append(errs, d.Errorf("lattice.reconnect_buffer_bytes", "must be a size in bytes, 0 for the default (8 MiB) or -1 for none"))
 	}
 	js := l.JetStream
 	if js.Stream != "" && !egress.ValidJetStreamName(js.Stream) {

@@ -45,7 +45,7 @@ func TestJetStreamKeysAreChecked(t *testing.T) {
 		{"lattice:\n  jetstream:\n    consumer: \"x y\"\n", "d.yaml:3: lattice.jetstream.consumer"},
 		{"lattice:\n  jetstream:\n    ack_wait: 10ms\n", "d.yaml:3: lattice.jetstream.ack_wait"},
 		{"lattice:\n  jetstream:\n    strem: X\n", "d.yaml:3: lattice.jetstream.strem: unknown key"},
-		{"lattice:\n  reconnect_buffer: -5\n", "d.yaml:2: lattice.reconnect_buffer"},
+		{"lattice:\n  reconnect_buffer_bytes: -5\n", "d.yaml:2: lattice.reconnect_buffer_bytes"},
 	} {
 		_, err := config.ParseWith(context.Background(), "d.yaml", []byte(tc.yaml), env(nil))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -143,7 +143,7 @@ lattice:
   backend: nats
   nats_url: nats://%s
   node: %s
-  reconnect_buffer: 16384
+  reconnect_buffer_bytes: 16KiB
   jetstream:
     ack_wait: 2s
 `, t.TempDir(), hr.srv.URL, addr, node)

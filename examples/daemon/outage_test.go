@@ -79,7 +79,7 @@ lattice:
   backend: nats
   nats_url: nats://%s
   node: %s
-  reconnect_buffer: 16384
+  reconnect_buffer_bytes: 16KiB
   jetstream:
     ack_wait: 2s
 `, t.TempDir(), hook.URL, addr, node), nil)
