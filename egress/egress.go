@@ -306,7 +306,7 @@ type hook struct {
 	recent     []*delivery          // delivered, a ring of recentDelivered
 	recentNext int
 	inFlight   int
-	counts     struct{ delivered, failed, deadLettered, dropped, evicted uint64 }
+	counts     struct{ delivered, failed, deadLettered, dropped, evicted, enqueued uint64 }
 	lastError  string
 	lastErrAt  time.Time
 	// Drops are logged at most once a second, with their count.
@@ -610,6 +610,10 @@ type WebhookStatus struct {
 	// DeadLetters are the cluster's (every process on the lattice, as
 	// the server counts them), the other counters this process's.
 	Store string `json:"store"`
+	// Enqueued counts the deliveries this process put in the JetStream
+	// queue (its own events), with the jetstream store; from then on they
+	// survive this process.
+	Enqueued uint64 `json:"enqueued,omitempty"`
 	// ClusterError says why the cluster's figures could not be read (NATS
 	// away); they are then this process's.
 	ClusterError string     `json:"cluster_error,omitempty"`
@@ -643,7 +647,7 @@ func (h *hook) status() WebhookStatus {
 	s := WebhookStatus{WebhookInfo: h.cfg.info(), Queued: len(h.ch), InFlight: h.inFlight,
 		Delivered: h.counts.delivered, Failed: h.counts.failed + h.counts.deadLettered,
 		DeadLettered: h.counts.deadLettered, Dropped: h.counts.dropped, DeadLetters: len(h.dead),
-		Evicted: h.counts.evicted, LastError: h.lastError, Store: h.m.storeKind()}
+		Evicted: h.counts.evicted, LastError: h.lastError, Store: h.m.storeKind(), Enqueued: h.counts.enqueued}
 	if h.m.js != nil {
 		if cs.err != nil {
 			s.ClusterError = cs.err.Error()

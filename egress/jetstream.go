@@ -38,6 +38,10 @@ const (
 // (at-least-once, with its delivery_id). Dead letters are kept in a second
 // stream that any process lists and retries.
 //
+// A delivery is durable once queued, a few milliseconds after its event
+// was published; a process killed in between loses the deliveries of the
+// events it had not queued yet (as with the bbolt store before its write).
+//
 // Every process must configure the same webhooks (a name is the same URL
 // and secret everywhere): a delivery is sent by whichever process takes it.
 //
@@ -380,6 +384,9 @@ func (h *hook) takeJS(ctx context.Context, batch []lattice.Event, now time.Time)
 		return
 	}
 	dropped, err := h.enqueue(ctx, ds)
+	h.mu.Lock()
+	h.counts.enqueued += uint64(len(ds) - dropped)
+	h.mu.Unlock()
 	if dropped > 0 && ctx.Err() == nil {
 		h.mu.Lock()
 		h.counts.dropped += uint64(dropped)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
@@ -40,7 +41,8 @@ const (
 
 // jsChild is one daemon: an Engine on the NATS lattice (with the options
 // config.Build uses: reconnect forever, a bounded buffer) and egress on
-// JetStream. It publishes its events, prints "published", and runs until
+// JetStream. It publishes its events, prints "published" once egress has
+// queued them all in JetStream, and runs until
 // killed, printing "stopped" if NATS closes its connection for good.
 func jsChild() int {
 	node := os.Getenv(jsChildEnv)
@@ -75,12 +77,41 @@ func jsChild() int {
 			return 1
 		}
 	}
+	// Durable from here: every delivery is in JetStream.
+	for m.Status()[0].Enqueued < uint64(n) {
+		time.Sleep(time.Millisecond)
+	}
 	fmt.Println("published", n)
 	closed := make(chan struct{})
 	bus.Conn().SetClosedHandler(func(*natsgo.Conn) { close(closed) })
 	<-closed
 	fmt.Println("stopped: NATS connection closed")
 	return 1
+}
+
+// consumerState describes the webhook's shared consumer, for a failure.
+func consumerState(t *testing.T, url string) string {
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		return err.Error()
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := js.Consumer(ctx, "AXOCOATL_EGRESS", "axocoatl_egress_w")
+	if err != nil {
+		return err.Error()
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("pending %d, ack pending %d, redelivered %d, waiting pulls %d, delivered %+v, ack floor %+v",
+		ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting, ci.Delivered, ci.AckFloor)
 }
 
 // daemonProc is a child daemon as the parent sees it.
@@ -246,7 +277,14 @@ func TestJetStreamClusterSurvivesKill(t *testing.T) {
 
 	cr.up.Store(true)
 	a2 := startDaemon(t, "a", natsURL, cr.url(), 0, 0) // A again: it publishes nothing, it delivers
-	waitFor(t, 45*time.Second, "every event accepted", func() bool { return len(cr.accepted()) == 2*half })
+	deadline := time.Now().Add(45 * time.Second)
+	for len(cr.accepted()) != 2*half {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events accepted after 45s; consumer: %s\nB: %s\nA again: %s", len(cr.accepted()), 2*half,
+				consumerState(t, natsURL), b.stderr.String(), a2.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	b.alive(t, "b")
 	a2.alive(t, "a")
 	by := cr.check(t, 2*half)
