@@ -115,7 +115,15 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	if err != nil {
 		return fail(fmt.Errorf("approval: %w", err))
 	}
-	if rt.Egress, err = egress.New(egress.Config{Webhooks: c.Webhooks, DataDir: c.Server.DataDir}); err == nil {
+	egCfg := egress.Config{Webhooks: c.Webhooks, DataDir: c.Server.DataDir}
+	if nb, ok := bus.(*latticenats.Bus); ok {
+		c.watchNATS(nb, log)
+		// On NATS, webhooks share one durable queue across the daemons.
+		js := c.Lattice.JetStream
+		egCfg.JetStream = &egress.JetStream{Conn: nb.Conn(), Prefix: nb.Prefix(), Stream: js.Stream,
+			Consumer: js.Consumer, AckWait: js.AckWait}
+	}
+	if rt.Egress, err = egress.New(egCfg); err == nil {
 		err = rt.Engine.Use(ctx, rt.Egress)
 	}
 	if err != nil {
@@ -185,6 +193,31 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	return rt, nil
 }
 
+// watchNATS logs the connection's losses and returns (the URL redacted).
+func (c *Config) watchNATS(nb *latticenats.Bus, log *slog.Logger) {
+	nc := nb.Conn()
+	buf := c.Lattice.ReconnectBufferBytes
+	if buf == 0 {
+		buf = DefaultReconnectBuffer
+	}
+	nc.SetDisconnectErrHandler(func(nc *natsgo.Conn, err error) {
+		msg := "connection closed"
+		if err != nil {
+			msg = httpguard.RedactURLs(err.Error())
+		}
+		log.Warn("NATS connection lost: reconnecting; events published meanwhile are buffered, beyond the buffer they fail and count as missed",
+			"reason", msg, "reconnect_buffer_bytes", buf, "failed_publishes", nb.Failed())
+	})
+	// Without a handler nats.go prints asynchronous errors (a write to a
+	// server that went away) on stderr, bypassing the daemon's logger.
+	nc.SetErrorHandler(func(_ *natsgo.Conn, _ *natsgo.Subscription, err error) {
+		log.Warn("NATS error", "error", httpguard.RedactURLs(err.Error()))
+	})
+	nc.SetReconnectHandler(func(nc *natsgo.Conn) {
+		log.Info("NATS connection back", "url", httpguard.RedactURLs(nc.ConnectedUrl()), "failed_publishes", nb.Failed())
+	})
+}
+
 // Route is one HTTP door of a module.
 type Route struct {
 	Method string
@@ -241,6 +274,10 @@ func (rt *Runtime) Close(ctx context.Context) error {
 // natsConnectTimeout bounds dialing NATS at boot.
 const natsConnectTimeout = 5 * time.Second
 
+// natsReconnectWait is the pause between reconnect attempts (nats.go adds
+// up to 100ms of jitter).
+const natsReconnectWait = time.Second
+
 // Open returns the NATS bus when the section asks for it (the caller closes
 // it); nil means the Engine's own in-memory bus.
 func (l LatticeConfig) Open() (lattice.Bus, error) {
@@ -251,8 +288,17 @@ func (l LatticeConfig) Open() (lattice.Bus, error) {
 	if u == "" {
 		u = DefaultNATSURL
 	}
-	bus, err := latticenats.Connect(u, latticenats.Options{Prefix: l.Prefix, Node: l.node()},
-		natsgo.Name("axocoatl"), natsgo.Timeout(natsConnectTimeout))
+	buf := l.ReconnectBufferBytes
+	if buf == 0 {
+		buf = DefaultReconnectBuffer
+	}
+	node := l.node()
+	// Once connected, the client never gives up: it reconnects forever and
+	// buffers publishes (within buf) meanwhile, so that losing NATS stops
+	// nothing and everything resumes when it returns.
+	bus, err := latticenats.Connect(u, latticenats.Options{Prefix: l.Prefix, Node: node},
+		natsgo.Name("axocoatl/"+node), natsgo.Timeout(natsConnectTimeout),
+		natsgo.MaxReconnects(-1), natsgo.ReconnectWait(natsReconnectWait), natsgo.ReconnectBufSize(buf))
 	if err != nil {
 		return nil, fmt.Errorf("NATS at %s: %w", httpguard.RedactURLs(u), err)
 	}

@@ -249,7 +249,35 @@ type LatticeConfig struct {
 	// produced an event). It must differ between daemons. Zero: the host
 	// name and a random suffix, new at each start.
 	Node string `yaml:"node"`
+	// ReconnectBufferBytes bounds, in bytes, what this daemon publishes while
+	// NATS is away: the client reconnects forever (every 1s, with jitter)
+	// and sends the buffer once back; a publish beyond it fails, is
+	// counted (lattice/nats Bus.Failed) and shows as missed to every
+	// subscriber (a WebSocket client's "lagged"). Zero: 8 MiB; -1: no
+	// buffer (every publish while disconnected fails).
+	ReconnectBufferBytes int `yaml:"reconnect_buffer_bytes"`
+	// JetStream names what webhooks use on a NATS lattice.
+	JetStream JetStreamConfig `yaml:"jetstream"`
 }
+
+// JetStreamConfig is `lattice.jetstream:`: where webhook deliveries wait
+// when the lattice is NATS (a work queue shared by every daemon on it, see
+// egress.JetStream). Created if missing.
+type JetStreamConfig struct {
+	// Stream of pending deliveries; dead letters go to Stream+"_DEAD".
+	// Zero: the prefix in upper case with "_EGRESS" (AXOCOATL_EGRESS).
+	Stream string `yaml:"stream"`
+	// Consumer prefixes the durable consumers, one per webhook
+	// (<consumer>_<webhook>), shared by every daemon. Zero: the prefix with
+	// "_egress" (axocoatl_egress).
+	Consumer string `yaml:"consumer"`
+	// AckWait: how long a delivery in progress on a daemon that went silent
+	// (killed, cut off) waits before another daemon takes it. Zero: 30s.
+	AckWait time.Duration `yaml:"ack_wait"`
+}
+
+// DefaultReconnectBuffer is lattice.reconnect_buffer_bytes's default: nats.go's.
+const DefaultReconnectBuffer = 8 << 20
 
 // DefaultNATSURL is used when lattice.nats_url is empty.
 const DefaultNATSURL = "nats://127.0.0.1:4222"
@@ -276,6 +304,19 @@ func (l LatticeConfig) validate(d *yamlconf.Doc) []error {
 	}
 	if l.Node != "" && !nodeName.MatchString(l.Node) {
 		errs = append(errs, d.Errorf("lattice.node", "%q must be 1-64 letters, digits, _ and -", l.Node))
+	}
+	if l.ReconnectBufferBytes < -1 {
+		errs = append(errs, d.Errorf("lattice.reconnect_buffer_bytes", "must be a size in bytes, 0 for the default (8 MiB) or -1 for none"))
+	}
+	js := l.JetStream
+	if js.Stream != "" && !egress.ValidJetStreamName(js.Stream) {
+		errs = append(errs, d.Errorf("lattice.jetstream.stream", "%q: want 1-200 characters without spaces, '.', '*', '>', '/' or '\\'", js.Stream))
+	}
+	if js.Consumer != "" && !egress.ValidJetStreamName(js.Consumer) {
+		errs = append(errs, d.Errorf("lattice.jetstream.consumer", "%q: want 1-200 characters without spaces, '.', '*', '>', '/' or '\\'", js.Consumer))
+	}
+	if js.AckWait < 0 || js.AckWait > 0 && js.AckWait < time.Second {
+		errs = append(errs, d.Errorf("lattice.jetstream.ack_wait", "must be at least 1s (zero: 30s)"))
 	}
 	return errs
 }

@@ -39,7 +39,8 @@ func newBenchReceiver(b *testing.B) *benchReceiver {
 }
 
 // BenchmarkDeliveries measures signed deliveries per second to a local
-// receiver at 32 in flight: "egress" publishes b.N events on the lattice
+// receiver at 32 in flight ("egress-jetstream": on a NATS lattice, through
+// JetStream): "egress" publishes b.N events on the lattice
 // and waits until the receiver has them all (durable store on, so each
 // event is written to bbolt before it is sent and removed after);
 // "egress-memory" is the same without a data dir; "nethttp" is a plain
@@ -120,4 +121,30 @@ func BenchmarkDeliveries(b *testing.B) {
 			}
 		})
 	}
+
+	// The same on a NATS lattice: each delivery queued in a JetStream work
+	// queue (file storage) with an acknowledged publish, pulled from the
+	// webhook's durable consumer, sent, and acked.
+	b.Run("egress-jetstream", func(b *testing.B) {
+		rc := newBenchReceiver(b)
+		rc.want.Store(int64(b.N))
+		h := jsNode(b, jsServer(b), "bench", Webhook{Name: "bench", URL: rc.srv.URL, Secret: "bench-secret",
+			Concurrency: concurrency, QueueSize: max(b.N, 1)})
+		b.ResetTimer()
+		for range b.N {
+			if err := h.eng.Publish(context.Background(), lattice.TaskCompleted, "bench", payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+		select {
+		case <-rc.done:
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("only %d of %d delivered", rc.n.Load(), b.N)
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+		if s := h.status(b, "bench"); s.Dropped != 0 || h.mod.Missed() != 0 {
+			b.Fatalf("dropped %d, missed %d", s.Dropped, h.mod.Missed())
+		}
+	})
 }

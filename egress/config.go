@@ -51,6 +51,11 @@ type Config struct {
 	// Zero: a transport like http.DefaultTransport that keeps as many idle
 	// connections per host as the webhook's concurrency.
 	Transport http.RoundTripper `yaml:"-"`
+	// JetStream, when set, keeps deliveries in NATS JetStream, shared with
+	// every process on the same NATS lattice ([JetStream]); DataDir is then
+	// not used. Set by the host (the daemon sets it when lattice.backend is
+	// nats). Zero: the bbolt file of DataDir, or memory.
+	JetStream *JetStream `yaml:"-"`
 }
 
 // Webhook is one entry of `webhooks:`.
@@ -227,6 +232,11 @@ func (c Config) Validate() error {
 	}
 	if err := ValidateNames(c.Webhooks); err != nil {
 		return fmt.Errorf("webhooks: %w", err)
+	}
+	if c.JetStream != nil {
+		if err := c.JetStream.Validate(); err != nil {
+			return fmt.Errorf("jetstream: %w", err)
+		}
 	}
 	return nil
 }

@@ -13,6 +13,11 @@
 // dead-lettered and can be retried through the module's HTTP API with the
 // same delivery_id. Receivers written in Go check requests with [Verify].
 //
+// With [Config].JetStream (a NATS lattice) deliveries wait in a JetStream
+// work queue shared by every process instead: each event is delivered by
+// one process of the cluster, and one in progress on a process that dies
+// is sent by another ([JetStream]).
+//
 // With no webhooks configured the module starts nothing: no goroutine, no
 // HTTP client, no store, and no request is ever sent.
 package egress
@@ -31,6 +36,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
@@ -76,6 +82,10 @@ type Module struct {
 
 	seq    atomic.Uint64 // the last store key handed out
 	missed atomic.Uint64 // events the lattice dropped before egress took them
+
+	// js is the JetStream backend when Config.JetStream is set; then store
+	// is a memStore and the hooks' queues (ch, dead) are not used.
+	js *jsBackend
 }
 
 // New validates cfg and returns the module. It starts nothing.
@@ -122,6 +132,9 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 		return nil
 	}
 	m.store = memStore{}
+	if m.cfg.JetStream != nil {
+		return m.startJS(e, h)
+	}
 	var bs *boltStore
 	if m.cfg.DataDir != "" {
 		var err error
@@ -202,7 +215,7 @@ func (m *Module) Stop(ctx context.Context) error {
 	for _, h := range m.hooks {
 		h.logDrops(true)
 		h.client.HTTPClient.CloseIdleConnections()
-		if _, ok := m.store.(memStore); ok {
+		if _, ok := m.store.(memStore); ok && m.js == nil {
 			if n := h.pending(); n > 0 {
 				m.log.Warn("webhook deliveries not sent are lost (no data dir)", "webhook", h.cfg.Name, "deliveries", n)
 			}
@@ -253,7 +266,11 @@ func (m *Module) ingest(ctx context.Context) {
 		}
 		now := time.Now()
 		for _, h := range m.hooks {
-			h.take(batch, now)
+			if m.js != nil {
+				h.takeJS(ctx, batch, now)
+			} else {
+				h.take(batch, now)
+			}
 		}
 		if n := m.sub.Missed(); n != lastMissed {
 			m.missed.Add(n - lastMissed)
@@ -276,6 +293,8 @@ type hook struct {
 	// ch holds the deliveries waiting for a sender, at most QueueSize
 	// (more only right after a restart that found more stored).
 	ch chan *delivery
+	// cons is the webhook's shared JetStream consumer (JetStream backend).
+	cons jetstream.Consumer
 
 	// pushMu serializes what adds to ch (ingest, retry through the API),
 	// so that the room counted is the room there is.
@@ -287,7 +306,7 @@ type hook struct {
 	recent     []*delivery          // delivered, a ring of recentDelivered
 	recentNext int
 	inFlight   int
-	counts     struct{ delivered, failed, deadLettered, dropped, evicted uint64 }
+	counts     struct{ delivered, failed, deadLettered, dropped, evicted, enqueued uint64 }
 	lastError  string
 	lastErrAt  time.Time
 	// Drops are logged at most once a second, with their count.
@@ -529,6 +548,9 @@ func (m *Module) Retry(webhook, id string) (Delivery, error) {
 	if !m.started || m.stopped {
 		return Delivery{}, errNotRunning
 	}
+	if m.js != nil {
+		return h.retryJS(id)
+	}
 	return h.retry(id)
 }
 
@@ -581,10 +603,22 @@ type WebhookStatus struct {
 	Dropped      uint64 `json:"dropped"` // queue full
 	// DeadLetters is how many failed and dead-lettered deliveries are kept
 	// (at most MaxDeadLetters); Evicted counts those discarded beyond it.
-	DeadLetters int        `json:"dead_letters"`
-	Evicted     uint64     `json:"evicted"`
-	LastError   string     `json:"last_error,omitempty"`
-	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+	DeadLetters int    `json:"dead_letters"`
+	Evicted     uint64 `json:"evicted"`
+	// Store is where deliveries wait: "memory", "bbolt" (a data dir) or
+	// "jetstream" (a NATS lattice). With jetstream, Queued, InFlight and
+	// DeadLetters are the cluster's (every process on the lattice, as
+	// the server counts them), the other counters this process's.
+	Store string `json:"store"`
+	// Enqueued counts the deliveries this process put in the JetStream
+	// queue (its own events), with the jetstream store; from then on they
+	// survive this process.
+	Enqueued uint64 `json:"enqueued,omitempty"`
+	// ClusterError says why the cluster's figures could not be read (NATS
+	// away); they are then this process's.
+	ClusterError string     `json:"cluster_error,omitempty"`
+	LastError    string     `json:"last_error,omitempty"`
+	LastErrorAt  *time.Time `json:"last_error_at,omitempty"`
 }
 
 // Status reports every webhook in config order.
@@ -596,23 +630,47 @@ func (m *Module) Status() []WebhookStatus {
 	return out
 }
 
-// Missed is the number of events the lattice dropped for egress before it
-// could queue them (it drains a large buffer at once, so this stays 0
-// unless the process is starved).
+// Missed is the number of events the lattice lost for egress before it
+// could queue them: dropped from its buffer (it drains a large buffer at
+// once, so this stays 0 unless the process is starved) or, on NATS, lost
+// on the way as the Bus counts them (publishes that failed while NATS was
+// away).
 func (m *Module) Missed() uint64 { return m.missed.Load() }
 
 func (h *hook) status() WebhookStatus {
+	var cs clusterState
+	if h.m.js != nil && h.cons != nil {
+		cs = h.clusterState() // outside mu: a network call
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := WebhookStatus{WebhookInfo: h.cfg.info(), Queued: len(h.ch), InFlight: h.inFlight,
 		Delivered: h.counts.delivered, Failed: h.counts.failed + h.counts.deadLettered,
 		DeadLettered: h.counts.deadLettered, Dropped: h.counts.dropped, DeadLetters: len(h.dead),
-		Evicted: h.counts.evicted, LastError: h.lastError}
+		Evicted: h.counts.evicted, LastError: h.lastError, Store: h.m.storeKind(), Enqueued: h.counts.enqueued}
+	if h.m.js != nil {
+		if cs.err != nil {
+			s.ClusterError = cs.err.Error()
+		} else if h.cons != nil {
+			s.Queued, s.InFlight, s.DeadLetters = cs.queued, cs.inFlight, cs.dead
+		}
+	}
 	if !h.lastErrAt.IsZero() {
 		t := h.lastErrAt
 		s.LastErrorAt = &t
 	}
 	return s
+}
+
+// storeKind names where deliveries wait (WebhookStatus.Store).
+func (m *Module) storeKind() string {
+	switch {
+	case m.js != nil || m.cfg.JetStream != nil:
+		return "jetstream"
+	case m.cfg.DataDir != "":
+		return "bbolt"
+	}
+	return "memory"
 }
 
 // Deliveries lists a webhook's recent deliveries with the given status
@@ -625,6 +683,13 @@ func (m *Module) Deliveries(webhook string, status Status, limit int) ([]Deliver
 	if limit <= 0 {
 		limit = 100
 	}
+	var stored []*delivery
+	if m.js != nil && h.cons != nil {
+		var err error
+		if stored, err = h.clusterDeliveries(limit); err != nil {
+			return nil, fmt.Errorf("egress: webhook %s: %w", webhook, err)
+		}
+	}
 	h.mu.Lock()
 	var all []*delivery
 	for _, d := range h.live {
@@ -632,6 +697,11 @@ func (m *Module) Deliveries(webhook string, status Status, limit int) ([]Deliver
 	}
 	all = append(all, h.dead...)
 	all = append(all, h.recent...)
+	for _, d := range stored {
+		if h.live[d.id] == nil { // in flight here: the live record says more
+			all = append(all, d)
+		}
+	}
 	var out []Delivery
 	for _, d := range all {
 		if status == "" || d.status == status {

@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(crashChildEnv) != "" {
 		os.Exit(crashChild())
 	}
+	if os.Getenv(jsChildEnv) != "" {
+		os.Exit(jsChild())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -97,6 +97,8 @@ func writeErr(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, "not_retryable", err.Error())
 	case errors.Is(err, ErrQueueFull):
 		writeError(w, http.StatusServiceUnavailable, "queue_full", err.Error())
+	case errors.Is(err, ErrClusterUnavailable):
+		writeError(w, http.StatusServiceUnavailable, "cluster_unavailable", err.Error())
 	case errors.Is(err, errNotRunning):
 		writeError(w, http.StatusServiceUnavailable, "not_running", err.Error())
 	default:

@@ -33,8 +33,11 @@ type Subscription interface {
 	// Events yields matching events in publish order. It is closed when the
 	// subscription or the bus is closed.
 	Events() <-chan Event
-	// Missed is the total number of events dropped because the buffer was
-	// full. It only grows; compare two readings to learn what a gap cost.
+	// Missed is the total number of events this subscriber did not get
+	// that the Bus knows of: dropped because the buffer was full, and on a
+	// Bus over a network those lost on the way as it documents (the NATS
+	// Bus: failed publishes and gaps in a node's numbering). It only grows;
+	// compare two readings to learn what a gap cost.
 	Missed() uint64
 	// Close unsubscribes. It is safe to call more than once.
 	Close() error

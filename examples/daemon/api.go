@@ -258,7 +258,9 @@ func (a *api) publishEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.d.engine.Bus().Publish(r.Context(), ev); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the event bus is closed")
+		// Closed, or NATS away with its reconnect buffer full: the event
+		// is lost and counted as missed; the reason carries no secret.
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the event bus cannot take the event: "+err.Error())
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": ev.ID, "type": ev.Type})

@@ -6,6 +6,26 @@
 // other processes can tap the lattice with a plain `nats sub 'axocoatl.>'`.
 // Delivery is at most once, as on the in-memory bus: each subscriber has a
 // bounded buffer and counts what it misses; no subscriber slows another.
+//
+// What a subscription's Missed counts on NATS, exactly:
+//   - events dropped because its buffer was full (as on every Bus);
+//   - for a subscription on the whole lattice (any filter but one exact
+//     type), events of any node, its own included (a Local one: of its own
+//     Bus only), that it never received:
+//     each Bus numbers its events (the SeqHeader), a failed publish
+//     included, and a gap in a node's numbers (this process disconnected
+//     while that node published, that node's publishes failing while it
+//     was cut off with its reconnect buffer full) is counted when the
+//     node's next event arrives, whatever the subscription's filter (the
+//     type of a lost event is unknown). A node seen again with a lower number
+//     restarted: that is no gap. At most MaxTrackedNodes nodes are followed
+//     per subscription; beyond, tracking starts over;
+//   - for a subscription on one exact type, the events of its own Bus of
+//     that type whose Publish failed (the connection closed, or lost with
+//     its reconnect buffer full).
+//
+// Events lost in a gap that no later event of that node reveals (its last
+// events before it stopped) are not counted.
 package nats
 
 import (
@@ -14,6 +34,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +61,14 @@ type Options struct {
 // NodeHeader is the NATS header that names the node an event came from.
 const NodeHeader = "Axocoatl-Node"
 
+// SeqHeader numbers a node's events, from 1 for each Bus, in publish
+// order: a subscriber that sees a gap knows how many it missed.
+const SeqHeader = "Axocoatl-Seq"
+
+// MaxTrackedNodes bounds the nodes whose numbering one subscription
+// follows (gap counting); beyond it the tracking is cleared.
+const MaxTrackedNodes = 4096
+
 // Bus is a lattice.Bus on a NATS connection.
 type Bus struct {
 	nc      *natsgo.Conn
@@ -50,6 +79,12 @@ type Bus struct {
 	mu     sync.Mutex
 	subs   map[*subscription]struct{}
 	closed atomic.Bool
+
+	// pubMu orders numbering and sending, so that a node's numbers reach
+	// the server in order.
+	pubMu  sync.Mutex
+	seq    uint64
+	failed atomic.Uint64
 }
 
 var _ lattice.Bus = (*Bus)(nil)
@@ -114,11 +149,33 @@ func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 		return fmt.Errorf("lattice/nats: encode %s: %w", ev.Type, err)
 	}
 	msg := &natsgo.Msg{Subject: b.subject(ev.Type), Data: data, Header: natsgo.Header{NodeHeader: []string{b.node}}}
-	if err := b.nc.PublishMsg(msg); err != nil {
+	b.pubMu.Lock()
+	// A failed publish keeps its number: the gap tells other nodes.
+	b.seq++
+	msg.Header[SeqHeader] = []string{strconv.FormatUint(b.seq, 10)}
+	err = b.nc.PublishMsg(msg)
+	b.pubMu.Unlock()
+	if err != nil {
+		// Nobody gets it, this node's subscribers included. Those on the
+		// whole lattice see the gap in the numbering; the others count it
+		// here.
+		b.failed.Add(1)
+		b.mu.Lock()
+		for s := range b.subs {
+			if !s.whole && s.filter.Match(ev.Type) {
+				s.missed.Add(1)
+			}
+		}
+		b.mu.Unlock()
 		return fmt.Errorf("lattice/nats: publish %s: %w", ev.Type, err)
 	}
 	return nil
 }
+
+// Failed is how many publishes failed after the event was valid: the
+// connection was closed, or lost with its reconnect buffer full. Each also
+// counts as missed for this Bus's subscriptions that match it.
+func (b *Bus) Failed() uint64 { return b.failed.Load() }
 
 type subscription struct {
 	bus    *Bus
@@ -126,6 +183,12 @@ type subscription struct {
 	ch     chan lattice.Event
 	missed atomic.Uint64
 	natsub *natsgo.Subscription
+	// whole: subscribed to every subject of the lattice, so each node's
+	// numbering is seen without holes but for losses.
+	whole bool
+	// last is each node's last number seen; only deliver (one goroutine
+	// per NATS subscription) touches it.
+	last map[string]uint64
 
 	mu     sync.Mutex // orders deliveries against close(ch)
 	closed bool
@@ -157,8 +220,12 @@ func (s *subscription) close() error {
 // deliver runs on the NATS client's dispatch goroutine; it never blocks.
 func (s *subscription) deliver(m *natsgo.Msg) {
 	var ev lattice.Event
-	if s.filter.Local && m.Header.Get(NodeHeader) != s.bus.node {
+	node := m.Header.Get(NodeHeader)
+	if s.filter.Local && node != s.bus.node {
 		return // another node's event
+	}
+	if s.whole {
+		s.countGap(node, m.Header.Get(SeqHeader))
 	}
 	if err := json.Unmarshal(m.Data, &ev); err != nil || !s.filter.Match(ev.Type) {
 		return // not an event of ours, or one a glob filter does not want
@@ -173,6 +240,23 @@ func (s *subscription) deliver(m *natsgo.Msg) {
 	default:
 		s.missed.Add(1)
 	}
+}
+
+// countGap counts the events of node that were numbered before n but
+// never arrived (this Bus's own included: a failed publish keeps its
+// number).
+func (s *subscription) countGap(node, seq string) {
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if node == "" || err != nil {
+		return // not numbered: an event from elsewhere
+	}
+	if s.last == nil || len(s.last) >= MaxTrackedNodes {
+		s.last = map[string]uint64{}
+	}
+	if last, ok := s.last[node]; ok && n > last+1 {
+		s.missed.Add(n - last - 1)
+	}
+	s.last[node] = n
 }
 
 // Subscribe implements lattice.Bus. A filter of one exact type subscribes to
@@ -191,6 +275,7 @@ func (b *Bus) Subscribe(filter lattice.Filter, buffer int) (lattice.Subscription
 	if len(filter.Types) == 1 && !hasGlob(filter.Types) {
 		subject = b.subject(filter.Types[0])
 	}
+	s.whole = subject == b.prefix+".>"
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed.Load() {
@@ -226,6 +311,10 @@ func hasGlob(types []string) bool {
 	return false
 }
 
+// closeFlushTimeout bounds Close's wait for the server to confirm what was
+// published.
+const closeFlushTimeout = 2 * time.Second
+
 // Close ends every subscription and refuses further publishes. It flushes
 // what was published, and closes the connection if Connect made it.
 func (b *Bus) Close() error {
@@ -237,8 +326,9 @@ func (b *Bus) Close() error {
 	b.subs = nil
 	b.mu.Unlock()
 	var errs []error
-	if !b.nc.IsClosed() {
-		if err := b.nc.Flush(); err != nil {
+	// While NATS is away there is nothing to flush to: do not wait for it.
+	if b.nc.IsConnected() {
+		if err := b.nc.FlushTimeout(closeFlushTimeout); err != nil && !errors.Is(err, natsgo.ErrConnectionClosed) {
 			errs = append(errs, err)
 		}
 	}
