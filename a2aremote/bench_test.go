@@ -41,6 +41,18 @@ func BenchmarkToolCallPaired(b *testing.B) {
 	}
 }
 
+// BenchmarkToolCallPairedEngine is BenchmarkToolCallPaired with a second
+// axocoatl Engine as the remote (our a2a module, A2A 1.0): the method the
+// module uses and a blocking SendMessage cost alike there.
+func BenchmarkToolCallPairedEngine(b *testing.B) {
+	for _, direct := range []string{"stream", "send"} {
+		b.Run("axocoatl-1.0/"+direct, func(b *testing.B) {
+			_, srv := serveEngine(b, answerModel{}, "")
+			pairedCall(b, srv.URL, direct)
+		})
+	}
+}
+
 func pairedCall(b *testing.B, url, mode string) {
 	ctx := context.Background()
 	e := axocoatl.New(axocoatl.Options{})
@@ -143,6 +155,10 @@ func artifactText(ev a2a.Event) string {
 		}
 	case *a2a.TaskArtifactUpdateEvent:
 		for _, p := range e.Artifact.Parts {
+			parts = append(parts, p.Text())
+		}
+	case *a2a.Message:
+		for _, p := range e.Parts {
 			parts = append(parts, p.Text())
 		}
 	}

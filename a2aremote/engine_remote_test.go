@@ -14,7 +14,16 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/lattice"
+	"github.com/axocoatl/axocoatl-go/secret"
 )
+
+// answerModel answers "remote answer to: <input>", as the reference
+// servers' agents do in the benchmarks.
+type answerModel struct{}
+
+func (answerModel) Generate(_ context.Context, req *agent.Request) (*agent.Response, error) {
+	return &agent.Response{Content: "remote answer to: " + req.Messages[len(req.Messages)-1].Content}, nil
+}
 
 // blockingModel answers "remote engine: <input>", or, for the input
 // "block", waits for its run to end, saying on started that it began.
@@ -32,9 +41,9 @@ func (m blockingModel) Generate(ctx context.Context, req *agent.Request) (*agent
 
 // serveEngine is a second axocoatl Engine serving agent "planner" over our
 // own a2a module (its card offers A2A 1.0 and 0.3), guarded by token.
-func serveEngine(t *testing.T, model agent.Model) (*axocoatl.Engine, *httptest.Server) {
+func serveEngine(t testing.TB, model agent.Model, token string) (*axocoatl.Engine, *httptest.Server) {
 	t.Helper()
-	eng := axocoatl.New(axocoatl.Options{HTTP: axocoatl.HTTPOptions{APIToken: token}})
+	eng := axocoatl.New(axocoatl.Options{HTTP: axocoatl.HTTPOptions{APIToken: secret.Secret(token)}})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -60,7 +69,7 @@ func serveEngine(t *testing.T, model agent.Model) (*axocoatl.Engine, *httptest.S
 // cancelled run cancels the remote run (its AgentFailed says canceled).
 func TestRemoteIsAnotherEngine(t *testing.T) {
 	model := blockingModel{started: make(chan struct{}, 1)}
-	remote, srv := serveEngine(t, model)
+	remote, srv := serveEngine(t, model, token)
 	s := newSetup(t, "a trip to Oaxaca", nil, remoteCfg(srv.URL))
 	s.ready(t)
 	if st := s.mod.Status(); len(st) != 1 || st[0].Generation != "1.0" {
