@@ -532,3 +532,29 @@ func TestCloseFinishesReadingStream(t *testing.T) {
 		t.Fatalf("stream end after Close: %#v", events[len(events)-1])
 	}
 }
+
+// A stream holds its working status only while the run is quick: a run
+// that lasts gets it within moments, before its end.
+func TestStreamSaysWorkingWhileRunning(t *testing.T) {
+	f := newFixture(t, a2a.Config{StreamKeepAlive: time.Hour})
+	c, _ := f.a2aClient(t, f.srv.URL, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	for ev, err := range c.SendStreamingMessage(ctx, userMessage("wait", map[string]any{"receiver_id": "slow"})) {
+		must(t, err)
+		n++
+		if n == 1 {
+			<-f.started
+			continue
+		}
+		st, ok := ev.(*a2apb.TaskStatusUpdateEvent)
+		if !ok || st.Status.State != a2apb.TaskStateWorking || st.Final {
+			t.Fatalf("second event of a running task: %#v, want working", ev)
+		}
+		break // the run is still blocked: working came before any end
+	}
+	if n != 2 {
+		t.Fatalf("stream gave %d events, want the task then working", n)
+	}
+}

@@ -302,7 +302,7 @@ func (h *Handler) answer(w http.ResponseWriter, req rpcRequest, result any, rerr
 	if isStreamMethod(req.Method) {
 		if rerr != nil {
 			s := newSSE(w)
-			s.send(req.ID, nil, rerr, req.gen)
+			s.send(req.ID, nil, rerr, req.gen, true)
 			return
 		}
 	}

@@ -14,12 +14,16 @@ import (
 
 // sse writes one JSON-RPC response per event as a single `data:` line.
 // After the first failed write (the client left) it writes nothing more.
-// mu serializes the event writer and the keep-alive goroutine.
+// mu serializes the event writer and the keep-alive goroutine. An event is
+// flushed at once, or held (unflushed) to go out with the next flush: a
+// quick run's working status and output then cost the client one read, not
+// three.
 type sse struct {
-	mu     sync.Mutex
-	w      http.ResponseWriter
-	rc     *http.ResponseController
-	failed bool
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	failed  bool
+	pending bool // written, not flushed
 }
 
 func newSSE(w http.ResponseWriter) *sse {
@@ -32,7 +36,7 @@ func newSSE(w http.ResponseWriter) *sse {
 }
 
 // send writes one JSON-RPC event of generation g: a result, or an error.
-func (s *sse) send(id json.RawMessage, result any, rerr *rpcError, g generation) {
+func (s *sse) send(id json.RawMessage, result any, rerr *rpcError, g generation, flush bool) {
 	if s.failed {
 		return
 	}
@@ -40,19 +44,19 @@ func (s *sse) send(id json.RawMessage, result any, rerr *rpcError, g generation)
 	if err != nil {
 		b, _ = encodeResponse(id, nil, rpcErr(codeInternalError, "encoding the event failed"), g)
 	}
-	s.data(b)
+	s.data(b, flush)
 }
 
 // data writes b (one line of JSON) as one SSE event.
-func (s *sse) data(b []byte) {
+func (s *sse) data(b []byte, flush bool) {
 	line := make([]byte, 0, len(b)+8)
 	line = append(line, "data: "...)
 	line = append(line, b...)
 	line = append(line, '\n', '\n')
-	s.write(line)
+	s.write(line, flush)
 }
 
-func (s *sse) write(b []byte) {
+func (s *sse) write(b []byte, flush bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failed {
@@ -62,10 +66,32 @@ func (s *sse) write(b []byte) {
 		s.failed = true
 		return
 	}
+	s.pending = true
+	if flush {
+		s.flushLocked()
+	}
+}
+
+// flush sends what was held.
+func (s *sse) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+}
+
+func (s *sse) flushLocked() {
+	if s.failed || !s.pending {
+		return
+	}
+	s.pending = false
 	if err := s.rc.Flush(); err != nil {
 		s.failed = true
 	}
 }
+
+// heldFor is how long a held event may wait for the next flush while its
+// run goes on.
+const heldFor = 5 * time.Millisecond
 
 // closeWriteGrace is how long a stream may still write once Close began:
 // enough for a reading client to get the final (canceled) event, bounded
@@ -83,24 +109,30 @@ func (s *sse) endOnClose(ctx context.Context) (stop func() bool) {
 	})
 }
 
-// keepAlive writes an SSE comment every interval while a run is silent, so
-// that proxies do not cut a long stream (clients skip comment lines). The
-// returned stop ends the goroutine before it returns.
+// keepAlive flushes what is held once the run has lasted heldFor, and
+// writes an SSE comment every interval (if positive) while the run is
+// silent, so that proxies do not cut a long stream (clients skip comment
+// lines). The returned stop ends the goroutine before it returns.
 func (s *sse) keepAlive(interval time.Duration) (stop func()) {
-	if interval <= 0 {
-		return func() {}
-	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
+		held := time.NewTimer(heldFor)
+		defer held.Stop()
+		var tick <-chan time.Time
+		if interval > 0 {
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			tick = t.C
+		}
 		for {
 			select {
 			case <-done:
 				return
-			case <-tick.C:
-				s.write([]byte(": keep-alive\n\n"))
+			case <-held.C:
+				s.flush()
+			case <-tick:
+				s.write([]byte(": keep-alive\n\n"), true)
 			}
 		}
 	})
@@ -117,16 +149,23 @@ type out struct {
 	rest bool
 }
 
-func (o *out) event(ev any) {
+// event sends ev at once.
+func (o *out) event(ev any) { o.write(ev, true) }
+
+// hold writes ev to go out with the next flush (an event, or keepAlive's
+// once the run has lasted heldFor).
+func (o *out) hold(ev any) { o.write(ev, false) }
+
+func (o *out) write(ev any, flush bool) {
 	if !o.rest {
-		o.s.send(o.id, ev, nil, o.g)
+		o.s.send(o.id, ev, nil, o.g, flush)
 		return
 	}
 	b, err := json.Marshal(ev)
 	if err != nil {
 		b = restErrorJSON(rpcErr(codeInternalError, "encoding the event failed"))
 	}
-	o.s.data(b)
+	o.s.data(b, flush)
 }
 
 // taskEvent is the task as the first event of a stream: no history, no
@@ -208,9 +247,9 @@ func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rp
 	}
 	o := open(t, nil)
 	defer o.s.endOnClose(h.ctx)()
-	o.event(o.taskEvent(t))
+	o.event(o.taskEvent(t)) // at once: the client learns the task's id
 	t.setWorking()
-	o.event(o.statusEvent(t, false))
+	o.hold(o.statusEvent(t, false))
 	stop := o.s.keepAlive(h.cfg.StreamKeepAlive)
 	h.execute(ctx, t)
 	stop()
@@ -256,7 +295,7 @@ func (h *Handler) sendEnd(o *out, t *task) {
 	if v.state == a2a.TaskStateCompleted {
 		chunks := chunk(v.output, maxChunk)
 		for i, c := range chunks {
-			o.event(o.artifactEvent(t, i, i == len(chunks)-1, c))
+			o.hold(o.artifactEvent(t, i, i == len(chunks)-1, c))
 		}
 	}
 	o.event(o.statusEvent(t, true))

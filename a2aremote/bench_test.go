@@ -31,7 +31,7 @@ import (
 // module uses, so that a cancelled run can cancel the remote task); "send"
 // is a blocking SendMessage, what the simplest client does.
 func BenchmarkToolCallPaired(b *testing.B) {
-	for _, g := range generations {
+	for _, g := range benchRemotes {
 		for _, direct := range []string{"stream", "send"} {
 			b.Run(g.name+"/"+direct, func(b *testing.B) {
 				peer := g.serve(b, answer)
@@ -41,17 +41,16 @@ func BenchmarkToolCallPaired(b *testing.B) {
 	}
 }
 
-// BenchmarkToolCallPairedEngine is BenchmarkToolCallPaired with a second
-// axocoatl Engine as the remote (our a2a module, A2A 1.0): the method the
-// module uses and a blocking SendMessage cost alike there.
-func BenchmarkToolCallPairedEngine(b *testing.B) {
-	for _, direct := range []string{"stream", "send"} {
-		b.Run("axocoatl-1.0/"+direct, func(b *testing.B) {
-			_, srv := serveEngine(b, answerModel{}, "")
-			pairedCall(b, srv.URL, direct)
-		})
-	}
-}
+// benchRemotes are the remotes of the benchmarks: the reference servers of
+// both generations, and a second axocoatl Engine (our a2a module, A2A 1.0).
+var benchRemotes = append(generations[:len(generations):len(generations)], struct {
+	name  string
+	gen   string
+	serve func(testing.TB, behaviour) *remotePeer
+}{"axocoatl-1.0", "1.0", func(t testing.TB, _ behaviour) *remotePeer {
+	_, srv := serveEngine(t, answerModel{}, "")
+	return &remotePeer{URL: srv.URL}
+}})
 
 func pairedCall(b *testing.B, url, mode string) {
 	ctx := context.Background()
@@ -180,7 +179,7 @@ func medianDur(ds []time.Duration) time.Duration {
 // method alone costs, the part of the tool's ratio to "send" that is not
 // the module's.
 func BenchmarkStreamVsSend(b *testing.B) {
-	for _, g := range generations {
+	for _, g := range benchRemotes {
 		b.Run(g.name, func(b *testing.B) {
 			peer := g.serve(b, answer)
 			ctx := context.Background()
