@@ -309,9 +309,13 @@ type remote struct {
 	firstAttempt chan struct{}
 	firstOnce    sync.Once
 
-	mu         sync.Mutex // guards the fields below; never held across a remote call
-	client     *a2aclient.Client
-	streaming  bool
+	mu        sync.Mutex // guards the fields below; never held across a remote call
+	client    *a2aclient.Client
+	streaming bool
+	// findable: the remote lists tasks by context (A2A 1.0 ListTasks),
+	// so a call can be a blocking SendMessage and still find its task to
+	// cancel it (see call).
+	findable   bool
 	generation string
 	lastErr    string
 	stopping   bool // Stop began: no new call starts
@@ -407,8 +411,9 @@ func (r *remote) resolveLoop(life context.Context) {
 }
 
 func (r *remote) up(ctx context.Context, card *a2a.AgentCard, c *a2aclient.Client, gen string) {
+	findable := gen == "1.0" && r.canFind(ctx, c)
 	r.mu.Lock()
-	r.client, r.generation, r.streaming, r.lastErr = c, gen, card.Capabilities.Streaming, ""
+	r.client, r.generation, r.streaming, r.findable, r.lastErr = c, gen, card.Capabilities.Streaming, findable, ""
 	r.mu.Unlock()
 	if err := r.eng.RegisterTool(r.tool(card)); err != nil {
 		r.log.Warn("a2a agent tool not registered", "agent", r.cfg.Name, "error", err)

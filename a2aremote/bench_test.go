@@ -48,7 +48,7 @@ var benchRemotes = append(generations[:len(generations):len(generations)], struc
 	gen   string
 	serve func(testing.TB, behaviour) *remotePeer
 }{"axocoatl-1.0", "1.0", func(t testing.TB, _ behaviour) *remotePeer {
-	_, srv := serveEngine(t, answerModel{}, "")
+	_, srv, _ := serveEngine(t, answerModel{}, "")
 	return &remotePeer{URL: srv.URL}
 }})
 

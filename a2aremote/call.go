@@ -56,7 +56,7 @@ func (r *remote) call(ctx context.Context, call axocoatl.ToolCall) (axocoatl.Too
 		return axocoatl.ToolResult{}, fmt.Errorf("a2a agent %s: %w", r.cfg.Name, err)
 	}
 	r.mu.Lock()
-	c, streaming, why, stopping := r.client, r.streaming, r.lastErr, r.stopping
+	c, streaming, findable, why, stopping := r.client, r.streaming, r.findable, r.lastErr, r.stopping
 	if c != nil && !stopping {
 		r.calls.Add(1) // under mu: Stop's Wait cannot miss it
 	}
@@ -88,9 +88,25 @@ func (r *remote) call(ctx context.Context, call axocoatl.ToolCall) (axocoatl.Too
 	var t taskState
 	t.limit = r.cfg.maxOutput()
 	var streamErr error
-	if streaming {
+	switch {
+	case findable:
+		// The cheapest call is a blocking SendMessage (a stream costs both
+		// sides more: 1.5x on our own server). Its task's id arrives only
+		// with the answer, so the message names a new context, by which
+		// a call that ends early finds the task to cancel.
+		req.Message.ContextID = a2a.NewContextID()
+		res, err := c.SendMessage(cctx, req)
+		if err != nil {
+			streamErr = err
+			if cctx.Err() != nil {
+				t.id = r.find(ctx, c, req.Message.ContextID)
+			}
+		} else {
+			t.apply(res)
+		}
+	case streaming:
 		streamErr = r.stream(cctx, c, req, &t)
-	} else {
+	default:
 		res, err := c.SendMessage(cctx, req)
 		if err != nil {
 			streamErr = err
@@ -210,6 +226,36 @@ func (r *remote) cancelRemote(ctx context.Context, c *a2aclient.Client, t taskSt
 		return
 	}
 	r.log.Info("a2a agent: remote task cancelled", "agent", r.cfg.Name, "task", t.id)
+}
+
+// canFind reports whether the remote lists tasks by context: a ListTasks
+// for a context nobody used answers, empty.
+func (r *remote) canFind(ctx context.Context, c *a2aclient.Client) bool {
+	lctx, cancel := context.WithTimeout(ctx, CancelTimeout)
+	defer cancel()
+	res, err := c.ListTasks(lctx, &a2a.ListTasksRequest{ContextID: a2a.NewContextID(), PageSize: 1})
+	if err != nil {
+		r.log.Debug("a2a agent does not list tasks by context: calls stream", "agent", r.cfg.Name, "error", r.red.error(err))
+		return false
+	}
+	return len(res.Tasks) == 0
+}
+
+// find looks up the running task of a call's context, for a call that
+// ended before its answer (the task may not exist yet at the remote: it is
+// looked for up to idGrace, as a stream is read to learn it).
+func (r *remote) find(ctx context.Context, c *a2aclient.Client, contextID string) a2a.TaskID {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), idGrace)
+	defer cancel()
+	for d := 10 * time.Millisecond; ; d = min(2*d, 200*time.Millisecond) {
+		res, err := c.ListTasks(fctx, &a2a.ListTasksRequest{ContextID: contextID, PageSize: 1})
+		if err == nil && len(res.Tasks) > 0 && !res.Tasks[0].Status.State.Terminal() {
+			return res.Tasks[0].ID
+		}
+		if err == nil && len(res.Tasks) > 0 || !sleep(fctx, d) {
+			return "" // over already, or not found in time
+		}
+	}
 }
 
 // poll follows a running task with GetTask until it ends or ctx does.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,8 +42,9 @@ func (m blockingModel) Generate(ctx context.Context, req *agent.Request) (*agent
 }
 
 // serveEngine is a second axocoatl Engine serving agent "planner" over our
-// own a2a module (its card offers A2A 1.0 and 0.3), guarded by token.
-func serveEngine(t testing.TB, model agent.Model, token string) (*axocoatl.Engine, *httptest.Server) {
+// own a2a module (its card offers A2A 1.0 and 0.3), guarded by token. It
+// counts the streams asked of it.
+func serveEngine(t testing.TB, model agent.Model, token string) (*axocoatl.Engine, *httptest.Server, *atomic.Int64) {
 	t.Helper()
 	eng := axocoatl.New(axocoatl.Options{HTTP: axocoatl.HTTPOptions{APIToken: secret.Secret(token)}})
 	t.Cleanup(func() {
@@ -59,17 +62,25 @@ func serveEngine(t testing.TB, model agent.Model, token string) (*axocoatl.Engin
 	if err := eng.Use(context.Background(), h); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	var streams atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			streams.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
-	return eng, srv
+	return eng, srv, &streams
 }
 
 // The remote is another axocoatl Engine: the call speaks A2A 1.0 (the
-// newest its card offers), the agent gets the remote agent's answer, and a
-// cancelled run cancels the remote run (its AgentFailed says canceled).
+// newest its card offers) with a blocking SendMessage (it lists tasks by
+// context, so no stream is needed to cancel), the agent gets the remote
+// agent's answer, and a cancelled call cancels the remote run (its
+// AgentFailed says canceled), the task found by its context.
 func TestRemoteIsAnotherEngine(t *testing.T) {
 	model := blockingModel{started: make(chan struct{}, 1)}
-	remote, srv := serveEngine(t, model, token)
+	remote, srv, streams := serveEngine(t, model, token)
 	s := newSetup(t, "a trip to Oaxaca", nil, remoteCfg(srv.URL))
 	s.ready(t)
 	if st := s.mod.Status(); len(st) != 1 || st[0].Generation != "1.0" {
@@ -122,5 +133,8 @@ func TestRemoteIsAnotherEngine(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("CallTool did not return after its context was cancelled")
+	}
+	if n := streams.Load(); n != 0 {
+		t.Fatalf("the remote was asked for %d streams, want blocking calls only", n)
 	}
 }
