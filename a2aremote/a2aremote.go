@@ -18,17 +18,20 @@
 // tool is registered again with the card's description. The card is read
 // once: a remote that moves its endpoint needs the module restarted.
 //
-// A call sends one message (streaming when the card says the agent streams,
-// so the remote task's id is known from its first event), waits for the
+// A call sends one message — a blocking SendMessage naming a new context
+// when the remote lists tasks by context (A2A 1.0 ListTasks, probed when
+// the card is read), so that a call ending early finds its task; else
+// streaming when the card says the agent streams, so the remote task's id
+// is known from its first event — waits for the
 // task's end within the agent's timeout, and gives the model the text of its
 // artifacts (else of its final message). A task that fails, is rejected or
 // cancelled, a transport error or the timeout is a failed tool call with
 // the reason. When the caller's context ends (its run was cancelled), the
 // timeout passes or the call fails otherwise while the remote task is still
 // running, the task is cancelled with CancelTask (bounded by
-// CancelTimeout). A remote that does not stream gets a blocking
-// SendMessage; cancelling it closes the request, and its task, whose id is
-// known only with the answer, is not sent a CancelTask.
+// CancelTimeout). A remote that does neither gets a blocking SendMessage;
+// cancelling it closes the request, and its task, whose id is known only
+// with the answer, is not sent a CancelTask.
 //
 // Bounds: max_response_bytes per HTTP response (a whole SSE stream
 // included), DefaultMaxCardBytes per card, max_output_bytes of text into
