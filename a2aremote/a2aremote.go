@@ -62,6 +62,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/scrub"
 	"github.com/axocoatl/axocoatl-go/internal/textsafe"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/axocoatl/axocoatl-go/secret"
@@ -256,14 +257,14 @@ func Check(ctx context.Context, ac AgentConfig, scrub []secret.Secret) (CardInfo
 	if err := ac.Validate(); err != nil {
 		return CardInfo{}, fmt.Errorf("a2a agent %s: %w", ac.Name, err)
 	}
-	red := newRedactor(ac, scrub)
+	red, _ := newRedactor(ac, scrub)
 	card, _, gen, err := resolve(ctx, ac, newHTTPClient(ac, nil))
 	if err != nil {
-		return CardInfo{}, fmt.Errorf("a2a agent %s: %w", ac.Name, red.error(err))
+		return CardInfo{}, fmt.Errorf("a2a agent %s: %w", ac.Name, red.Error(err))
 	}
 	info := CardInfo{Name: card.Name, Description: cleanText(card.Description), Generation: gen, Streaming: card.Capabilities.Streaming}
 	for _, iface := range card.SupportedInterfaces {
-		info.Interfaces = append(info.Interfaces, fmt.Sprintf("%s %s %s", iface.ProtocolBinding, iface.ProtocolVersion, red.string(redactURL(iface.URL))))
+		info.Interfaces = append(info.Interfaces, fmt.Sprintf("%s %s %s", iface.ProtocolBinding, iface.ProtocolVersion, red.String(redactURL(iface.URL))))
 		if h := hostOf(iface.URL); h != "" && !slices.Contains(info.Hosts, h) {
 			info.Hosts = append(info.Hosts, h)
 		}
@@ -300,7 +301,7 @@ type remote struct {
 	mcfg Config
 	eng  *axocoatl.Engine
 	log  *slog.Logger
-	red  *redactor
+	red  *scrub.Scrubber
 	hc   *http.Client
 	// life ends when the module stops: calls are cancelled with it.
 	life context.Context
@@ -325,9 +326,11 @@ type remote struct {
 }
 
 func newRemote(life context.Context, ac AgentConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger, base http.RoundTripper) *remote {
+	red, tooShort := newRedactor(ac, mcfg.Scrub)
+	warnTooShort(log, ac.Name, tooShort)
 	return &remote{
 		cfg: ac, mcfg: mcfg, eng: e, log: log, life: life,
-		red:          newRedactor(ac, mcfg.Scrub),
+		red:          red,
 		hc:           newHTTPClient(ac, base),
 		sem:          make(chan struct{}, ac.maxConcurrent()),
 		firstAttempt: make(chan struct{}),
@@ -428,7 +431,7 @@ func (r *remote) up(ctx context.Context, card *a2a.AgentCard, c *a2aclient.Clien
 // down records why the card is not read; a failure that repeats the last
 // one is logged at debug only.
 func (r *remote) down(ctx context.Context, err error, failures int) {
-	msg := r.red.error(err).Error()
+	msg := r.red.Error(err).Error()
 	r.mu.Lock()
 	repeat := failures > 0 && r.lastErr == msg
 	r.lastErr = msg

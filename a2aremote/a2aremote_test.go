@@ -549,3 +549,20 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// A configured header value too short to be scrubbed (under MinRedactLen)
+// is named in a warning, by its key only; a long one is not.
+func TestShortSecretWarned(t *testing.T) {
+	echo := serveV1(t, echoAuth)
+	cfg := remoteCfg(echo.URL)
+	cfg.Headers["X-Pin"] = "7q"
+	s := newSetup(t, "", nil, cfg)
+	s.ready(t)
+	logs := s.logs.String()
+	if !strings.Contains(logs, "too short to redact") || !strings.Contains(logs, "key=headers.X-Pin") {
+		t.Fatalf("no warning naming headers.X-Pin:\n%s", logs)
+	}
+	if strings.Contains(logs, "key=headers.Authorization") || strings.Contains(logs, "7q") {
+		t.Errorf("warned about the long value, or showed the short one:\n%s", logs)
+	}
+}

@@ -209,7 +209,7 @@ func (r *remote) ended(ctx, cctx context.Context, timeout time.Duration, what st
 		// errors.Is(err, context.Canceled).
 		return fmt.Errorf("a2a agent %s: call cancelled%s: %w", r.cfg.Name, where, ctx.Err())
 	}
-	return fmt.Errorf("a2a agent %s: %w", r.cfg.Name, r.red.error(err))
+	return fmt.Errorf("a2a agent %s: %w", r.cfg.Name, r.red.Error(err))
 }
 
 // cancelRemote cancels the task the call started, if it is known and not
@@ -222,7 +222,7 @@ func (r *remote) cancelRemote(ctx context.Context, c *a2aclient.Client, t taskSt
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CancelTimeout)
 	defer cancel()
 	if _, err := c.CancelTask(cctx, &a2a.CancelTaskRequest{ID: t.id}); err != nil {
-		r.log.Warn("a2a agent: cancelling the remote task failed", "agent", r.cfg.Name, "task", t.id, "error", r.red.error(err))
+		r.log.Warn("a2a agent: cancelling the remote task failed", "agent", r.cfg.Name, "task", t.id, "error", r.red.Error(err))
 		return
 	}
 	r.log.Info("a2a agent: remote task cancelled", "agent", r.cfg.Name, "task", t.id)
@@ -277,7 +277,7 @@ func (r *remote) poll(ctx context.Context, c *a2aclient.Client, t *taskState) er
 
 // result maps the task's end to what the model sees.
 func (r *remote) result(t taskState) (axocoatl.ToolResult, error) {
-	text := r.red.string(t.text())
+	text := r.red.String(t.text())
 	switch t.state {
 	case "", a2a.TaskStateCompleted: // "": the agent answered with a message
 		return axocoatl.ToolResult{Content: text}, nil

@@ -365,12 +365,12 @@ func BenchmarkScrubResult(b *testing.B) {
 	for i := range 7 {
 		scrub = append(scrub, secretT(strings.Repeat(string(rune('d'+i)), 24)))
 	}
-	r := newRedactor(ServerConfig{Name: "x", Command: "x", Env: env, InheritEnv: new(bool)}, scrub)
+	r, _ := newRedactor(ServerConfig{Name: "x", Command: "x", Env: env, InheritEnv: new(bool)}, scrub)
 	text := "Echo: hello from the model, the sum of 2 and 3 is 5."
 	structured := []byte(`{"sum":5,"note":"the sum of 2 and 3"}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if r.string(text) != text || len(r.bytes(structured)) != len(structured) {
+		if r.String(text) != text || len(r.Bytes(structured)) != len(structured) {
 			b.Fatal("changed")
 		}
 	}

@@ -180,9 +180,9 @@ func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *sl
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := newRedactor(cfg, scrub)
-	warnTooShort(log, cfg.Name, r)
-	log = r.logger(log)
+	r, tooShort := newRedactor(cfg, scrub)
+	warnTooShort(log, cfg.Name, tooShort)
+	log = r.Logger(log)
 	d := newDialer(cfg, log, r)
 	defer d.close()
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout())
@@ -190,7 +190,7 @@ func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *sl
 	c := mcp.NewClient(clientImpl, &mcp.ClientOptions{Logger: log, Capabilities: &mcp.ClientCapabilities{}})
 	cs, err := connect(ctx, c, d)
 	if err != nil {
-		return nil, fmt.Errorf("mcp server %s: %w: %w", cfg.Name, ErrConnect, r.error(err))
+		return nil, fmt.Errorf("mcp server %s: %w: %w", cfg.Name, ErrConnect, r.Error(err))
 	}
 	defer func() {
 		_ = cs.Close()
@@ -198,7 +198,7 @@ func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *sl
 	}()
 	tools, err := listTools(ctx, cs, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("mcp server %s: %w: listing tools: %w", cfg.Name, ErrConnect, r.error(err))
+		return nil, fmt.Errorf("mcp server %s: %w: listing tools: %w", cfg.Name, ErrConnect, r.Error(err))
 	}
 	names := make([]string, 0, len(tools))
 	for q := range qualifyAll(cfg.Name, toolNames(tools)) {

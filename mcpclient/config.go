@@ -294,9 +294,6 @@ func (c Config) withDefaults() Config {
 // in the path: /mcp/<key>/sse).
 func redactURL(raw string) string { return httpguard.RedactURL(raw) }
 
-// credentialLike reports whether a URL path segment may be a key.
-func credentialLike(seg string) bool { return httpguard.CredentialLike(seg) }
-
 // Target says where the server is, for logs and doctor: the command (no
 // args, no env) or the URL without userinfo, query or key-like path
 // segments.

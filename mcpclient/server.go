@@ -16,6 +16,7 @@ import (
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/scrub"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -33,7 +34,7 @@ type server struct {
 	mcfg   Config
 	eng    *axocoatl.Engine
 	log    *slog.Logger
-	redact *redactor
+	redact *scrub.Scrubber
 	dial   *dialer
 	client *mcp.Client
 
@@ -59,9 +60,9 @@ type server struct {
 }
 
 func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger, names *sync.Mutex) *server {
-	r := newRedactor(cfg, mcfg.Scrub)
-	warnTooShort(log, cfg.Name, r)
-	log = r.logger(log)
+	r, tooShort := newRedactor(cfg, mcfg.Scrub)
+	warnTooShort(log, cfg.Name, tooShort)
+	log = r.Logger(log)
 	s := &server{
 		calls:        newCalls(),
 		names:        names,
@@ -200,7 +201,7 @@ func (s *server) up(ctx context.Context, cs *mcp.ClientSession) {
 // A server that keeps failing the same way is reported once (warning and
 // McpServerDisconnected); later identical failures are logged at debug.
 func (s *server) down(ctx context.Context, err error, what string) {
-	err = s.redact.error(err)
+	err = s.redact.Error(err)
 	s.mu.Lock()
 	repeat := s.session == nil && s.lastErr == err.Error()
 	s.session = nil
@@ -256,9 +257,9 @@ func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 				return fmt.Errorf("listing tools: %w", err)
 			case err != nil:
 				missed++
-				s.log.Debug("mcp server check failed", "server", s.cfg.Name, "missed", missed, "error", s.redact.error(err))
+				s.log.Debug("mcp server check failed", "server", s.cfg.Name, "missed", missed, "error", s.redact.Error(err))
 				if missed >= 2 {
-					return fmt.Errorf("session ended: %d tool listings in a row unanswered within %s (the %s era has no ping): %w", missed, s.cfg.keepAlive()/2, protocolVersion(cs), s.redact.error(err))
+					return fmt.Errorf("session ended: %d tool listings in a row unanswered within %s (the %s era has no ping): %w", missed, s.cfg.keepAlive()/2, protocolVersion(cs), s.redact.Error(err))
 				}
 			default:
 				missed = 0
@@ -292,7 +293,7 @@ func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 			}
 			if err != nil {
 				if ctx.Err() == nil {
-					s.log.Warn("mcp server tool refresh failed", "server", s.cfg.Name, "error", s.redact.error(err))
+					s.log.Warn("mcp server tool refresh failed", "server", s.cfg.Name, "error", s.redact.Error(err))
 				}
 				continue
 			}
@@ -504,18 +505,18 @@ func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (a
 			case s.broken <- struct{}{}:
 			default:
 			}
-			return axocoatl.ToolResult{}, fmt.Errorf("%w: %s (tool %s): %w", ErrServerDown, s.cfg.Name, bare, s.redact.error(err))
+			return axocoatl.ToolResult{}, fmt.Errorf("%w: %s (tool %s): %w", ErrServerDown, s.cfg.Name, bare, s.redact.Error(err))
 		}
-		return axocoatl.ToolResult{}, fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, s.redact.error(err))
+		return axocoatl.ToolResult{}, fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, s.redact.Error(err))
 	}
 	// Every result, successful or failed, is scrubbed here, before the
 	// model, an event, a log or an answer sees it: a server may quote the
 	// credentials it was sent or could read (get-env of server-everything
 	// prints the whole inherited environment).
 	out := toResult(res)
-	out.Content = s.redact.string(out.Content)
+	out.Content = s.redact.String(out.Content)
 	if out.Structured != nil {
-		out.Structured = s.redact.bytes(out.Structured)
+		out.Structured = s.redact.Bytes(out.Structured)
 	}
 	return out, nil
 }
@@ -576,8 +577,8 @@ func sessionDead(err error) bool {
 
 // warnTooShort names the configured secrets too short to be scrubbed
 // (see MinRedactLen).
-func warnTooShort(log *slog.Logger, server string, r *redactor) {
-	for _, k := range r.tooShort {
+func warnTooShort(log *slog.Logger, server string, keys []string) {
+	for _, k := range keys {
 		log.Warn("mcp server secret too short to redact: it is not scrubbed from what the server says",
 			"server", server, "key", k, "min_length", MinRedactLen)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/axocoatl/axocoatl-go/internal/scrub"
 	"github.com/axocoatl/axocoatl-go/secret"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -29,7 +30,7 @@ import (
 type dialer struct {
 	cfg    ServerConfig
 	log    *slog.Logger
-	redact *redactor
+	redact *scrub.Scrubber
 	http   *http.Client // shared by the server's attempts; nil for stdio
 	// onListChanged, when set, is called for each list_changed
 	// notification of a stdio server, which the SDK then never sees.
@@ -42,7 +43,7 @@ type dialer struct {
 	isStdio bool
 }
 
-func newDialer(cfg ServerConfig, log *slog.Logger, r *redactor) *dialer {
+func newDialer(cfg ServerConfig, log *slog.Logger, r *scrub.Scrubber) *dialer {
 	d := &dialer{cfg: cfg, log: log, redact: r, isStdio: cfg.Dial == nil && cfg.Command != ""}
 	if cfg.URL != "" && cfg.Dial == nil {
 		base := http.DefaultTransport.(*http.Transport).Clone()
@@ -427,7 +428,7 @@ func (t *headerTransport) CloseIdleConnections() {
 type stderrTail struct {
 	server string
 	log    *slog.Logger
-	redact *redactor
+	redact *scrub.Scrubber
 
 	mu        sync.Mutex
 	buf       []byte // incomplete line
@@ -533,7 +534,7 @@ func (s *stderrTail) addLine(line []byte, debug bool) {
 // cutting: a cut through a secret would leave its head, which redaction
 // no longer recognizes.
 func (s *stderrTail) emit(raw []byte) string {
-	line := strings.TrimSpace(s.redact.string(string(raw)))
+	line := strings.TrimSpace(s.redact.String(string(raw)))
 	if len(line) > maxLoggedLine {
 		cut := maxLoggedLine
 		for cut > 0 && !utf8.RuneStart(line[cut]) {
@@ -591,86 +592,3 @@ func explains(line []byte) bool {
 	}
 	return false
 }
-
-// error redacts err's text while keeping it checkable with errors.Is.
-func (r *redactor) error(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if red := r.string(msg); red != msg {
-		return &redactedError{msg: red, err: err}
-	}
-	return err
-}
-
-// logger returns log with every record redacted: the go-sdk logs errors of
-// its own (keepalive failures quote Go's HTTP errors, which quote the whole
-// URL) that never pass through r.error.
-func (r *redactor) logger(log *slog.Logger) *slog.Logger {
-	if len(r.values) == 0 {
-		return log
-	}
-	return slog.New(&redactHandler{inner: log.Handler(), r: r})
-}
-
-// redactHandler redacts the message and every attribute of a record.
-type redactHandler struct {
-	inner slog.Handler
-	r     *redactor
-}
-
-func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return h.inner.Enabled(ctx, l)
-}
-
-func (h *redactHandler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, h.r.string(rec.Message), rec.PC)
-	rec.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(h.attr(a))
-		return true
-	})
-	return h.inner.Handle(ctx, out)
-}
-
-func (h *redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	red := make([]slog.Attr, len(attrs))
-	for i, a := range attrs {
-		red[i] = h.attr(a)
-	}
-	return &redactHandler{inner: h.inner.WithAttrs(red), r: h.r}
-}
-
-func (h *redactHandler) WithGroup(name string) slog.Handler {
-	return &redactHandler{inner: h.inner.WithGroup(name), r: h.r}
-}
-
-func (h *redactHandler) attr(a slog.Attr) slog.Attr {
-	v := a.Value.Resolve()
-	switch v.Kind() {
-	case slog.KindString:
-		return slog.String(a.Key, h.r.string(v.String()))
-	case slog.KindGroup:
-		g := v.Group()
-		red := make([]slog.Attr, len(g))
-		for i, ga := range g {
-			red[i] = h.attr(ga)
-		}
-		return slog.Attr{Key: a.Key, Value: slog.GroupValue(red...)}
-	case slog.KindAny:
-		// Errors and other values are printed by the handler: check their text.
-		s := fmt.Sprint(v.Any())
-		if red := h.r.string(s); red != s {
-			return slog.String(a.Key, red)
-		}
-	}
-	return slog.Attr{Key: a.Key, Value: v}
-}
-
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
