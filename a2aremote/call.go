@@ -235,7 +235,7 @@ func (r *remote) canFind(ctx context.Context, c *a2aclient.Client) bool {
 	defer cancel()
 	res, err := c.ListTasks(lctx, &a2a.ListTasksRequest{ContextID: a2a.NewContextID(), PageSize: 1})
 	if err != nil {
-		r.log.Debug("a2a agent does not list tasks by context: calls stream", "agent", r.cfg.Name, "error", r.red.error(err))
+		r.log.Debug("a2a agent does not list tasks by context: calls stream", "agent", r.cfg.Name, "error", r.red.Error(err))
 		return false
 	}
 	return len(res.Tasks) == 0
