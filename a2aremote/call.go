@@ -271,13 +271,18 @@ type artifactText struct {
 func (t *taskState) apply(ev a2a.Event) bool {
 	switch e := ev.(type) {
 	case *a2a.Message:
+		// A Message ends the exchange (a2a.proto; a2a-go/v2's servers treat
+		// it as final): it is the whole answer even when it names the task
+		// of its execution context, which the remote may never have
+		// created, so there is nothing to follow or cancel.
 		t.message = partsText(e.Parts)
 		if e.TaskID != "" && t.id == "" {
 			t.id = e.TaskID
 		}
-		if t.id == "" { // a reply with no task: the whole answer
-			t.done = true
+		if !t.state.Terminal() {
+			t.state = "" // answered by a message, see result
 		}
+		t.done = true
 	case *a2a.Task:
 		t.id = e.ID
 		t.artifacts = t.artifacts[:0]

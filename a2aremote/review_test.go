@@ -1,0 +1,61 @@
+package a2aremote_test
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+)
+
+// replier answers every message with one Message that names the task of
+// its execution context (a2a.NewMessageForTask, as many executors do) and
+// creates no task: the reference server returns that Message as the whole
+// answer, final in a stream as in a blocking reply.
+type replier struct{}
+
+func (replier) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("direct reply to: "+ec.Message.Parts[0].Text())), nil)
+	}
+}
+
+func (replier) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// A reply Message that carries a taskId is still the whole answer (a2a.proto:
+// a Message ends the exchange); the client must not go looking for a task
+// the remote never created.
+func TestMessageReplyWithTaskIDIsTheAnswer(t *testing.T) {
+	for _, streaming := range []bool{true, false} {
+		name := map[bool]string{true: "stream", false: "send"}[streaming]
+		t.Run(name, func(t *testing.T) {
+			p := newPeer(t, answer)
+			mux := http.NewServeMux()
+			srv := p.serve(t, mux)
+			mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(replier{})))
+			mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
+				Name: "Replier", Version: "1",
+				SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL+"/a2a", a2a.TransportProtocolJSONRPC)},
+				Capabilities:        a2a.AgentCapabilities{Streaming: streaming},
+			}))
+			s := newSetup(t, "hello", nil, remoteCfg(p.URL))
+			s.ready(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			res, err := s.eng.Execute(ctx, "caller", "go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "tool said: direct reply to: hello"; res.Output != want {
+				t.Fatalf("output = %q, want %q", res.Output, want)
+			}
+		})
+	}
+}
