@@ -258,9 +258,11 @@ func Check(ctx context.Context, ac AgentConfig, scrub []secret.Secret) (CardInfo
 	if err != nil {
 		return CardInfo{}, fmt.Errorf("a2a agent %s: %w", ac.Name, red.error(err))
 	}
-	info := CardInfo{Name: card.Name, Description: cleanText(card.Description), Generation: gen, Streaming: card.Capabilities.Streaming}
+	// doctor prints what the card says on the operator's terminal: its
+	// text is cleaned of control characters like the tool description.
+	info := CardInfo{Name: cleanText(card.Name), Description: cleanText(card.Description), Generation: gen, Streaming: card.Capabilities.Streaming}
 	for _, iface := range card.SupportedInterfaces {
-		info.Interfaces = append(info.Interfaces, fmt.Sprintf("%s %s %s", iface.ProtocolBinding, iface.ProtocolVersion, red.string(redactURL(iface.URL))))
+		info.Interfaces = append(info.Interfaces, cleanText(fmt.Sprintf("%s %s %s", iface.ProtocolBinding, iface.ProtocolVersion, red.string(redactURL(iface.URL)))))
 		if h := hostOf(iface.URL); h != "" && !slices.Contains(info.Hosts, h) {
 			info.Hosts = append(info.Hosts, h)
 		}
