@@ -1,6 +1,7 @@
 package a2aremote_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -84,5 +85,21 @@ func TestCheckCleansCardText(t *testing.T) {
 	all := info.Name + strings.Join(info.Interfaces, "|")
 	if strings.ContainsAny(all, "\x1b\x07\u202e") || info.Name != "Evil]0;pwned[2J" || len(info.Interfaces) != 2 {
 		t.Fatalf("Check = %+v: hidden or control characters left", info)
+	}
+}
+
+// The tool name a2a__<name> must stay within the 64 characters model APIs
+// accept for a tool name (the limit mcpclient.MaxToolNameLen keeps): a
+// longer one makes every request of an agent allowed that tool fail at the
+// provider, so the name is refused when the config is read.
+func TestNameKeepsToolNameWithin64(t *testing.T) {
+	ok := a2aremote.AgentConfig{Name: strings.Repeat("a", 59), URL: "https://planner.example.com"}
+	if err := ok.Validate(); err != nil || len(ok.ToolName()) != 64 {
+		t.Fatalf("59-character name: %v (tool name %d characters)", err, len(ok.ToolName()))
+	}
+	long := a2aremote.AgentConfig{Name: strings.Repeat("a", 60), URL: "https://planner.example.com"}
+	err := long.Validate()
+	if err == nil || !errors.Is(err, a2aremote.ErrInvalidConfig) || !strings.Contains(err.Error(), "at most 59 characters") {
+		t.Fatalf("60-character name: %v, want a config error saying at most 59 characters", err)
 	}
 }
