@@ -89,8 +89,10 @@ const producer = "a2aremote"
 // with Engine.Use.
 type Module struct {
 	cfg Config
-	// transport is the base RoundTripper of every agent's HTTP client.
-	transport http.RoundTripper
+	// transport is the base RoundTripper of every agent's HTTP client:
+	// the module's own, so that Stop can close its idle connections (and
+	// their goroutines) without touching other users of a shared one.
+	transport *http.Transport
 
 	mu      sync.Mutex
 	started bool
@@ -125,6 +127,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.started = true
 	life, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	m.transport = newTransport()
 	log := e.Logger()
 	for _, ac := range m.cfg.Agents {
 		r := newRemote(life, ac, m.cfg, e, log, m.transport)
@@ -132,6 +135,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 			cancel()
 			m.wg.Wait()
 			m.unregister()
+			m.transport.CloseIdleConnections()
 			return fmt.Errorf("a2a agent %s: %w", ac.Name, err)
 		}
 		m.agents = append(m.agents, r)
@@ -182,6 +186,7 @@ func (m *Module) Stop(ctx context.Context) error {
 		err = fmt.Errorf("a2aremote: stop: %w", ctx.Err())
 	}
 	m.unregister()
+	m.transport.CloseIdleConnections()
 	return err
 }
 
@@ -254,7 +259,9 @@ func Check(ctx context.Context, ac AgentConfig, scrub []secret.Secret) (CardInfo
 		return CardInfo{}, fmt.Errorf("a2a agent %s: %w", ac.Name, err)
 	}
 	red := newRedactor(ac, scrub)
-	card, _, gen, err := resolve(ctx, ac, newHTTPClient(ac, nil))
+	tr := newTransport()
+	defer tr.CloseIdleConnections()
+	card, _, gen, err := resolve(ctx, ac, newHTTPClient(ac, tr))
 	if err != nil {
 		return CardInfo{}, fmt.Errorf("a2a agent %s: %w", ac.Name, red.error(err))
 	}

@@ -3,8 +3,10 @@ package a2aremote_test
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 
 	"context"
 	"github.com/axocoatl/axocoatl-go/a2aremote"
@@ -101,5 +103,52 @@ func TestNameKeepsToolNameWithin64(t *testing.T) {
 	err := long.Validate()
 	if err == nil || !errors.Is(err, a2aremote.ErrInvalidConfig) || !strings.Contains(err.Error(), "at most 59 characters") {
 		t.Fatalf("60-character name: %v, want a config error saying at most 59 characters", err)
+	}
+}
+
+// Stop leaves no connection open to a remote: idle keep-alive connections
+// (two goroutines each in net/http) belong to the module and are closed
+// with it, not left in a transport shared with the rest of the process
+// until its idle timeout.
+func TestStopClosesIdleConnections(t *testing.T) {
+	p := newPeer(t, answer)
+	mux := http.NewServeMux()
+	var open atomic.Int64
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(v1Executor{p})))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
+		Name: "Planner", Version: "1",
+		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL+"/a2a", a2a.TransportProtocolJSONRPC)},
+		Capabilities:        a2a.AgentCapabilities{Streaming: true},
+	}))
+	s := newSetup(t, "hello", nil, remoteCfg(srv.URL))
+	s.ready(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := s.eng.Execute(ctx, "caller", "go"); err != nil {
+		t.Fatal(err)
+	}
+	if open.Load() == 0 {
+		t.Fatal("no connection to the remote after a call: the test cannot tell")
+	}
+	if err := s.mod.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for open.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := open.Load(); n > 0 {
+		t.Fatalf("%d connections to the remote still open after Stop", n)
 	}
 }
