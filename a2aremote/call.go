@@ -256,7 +256,7 @@ type taskState struct {
 	id        a2a.TaskID
 	state     a2a.TaskState
 	done      bool
-	artifacts []artifactText
+	artifacts []*artifactText // pointers: a Builder must not be copied once used
 	message   string // the reply message, or the last status message
 	limit     int
 	dropped   int // bytes of artifact text over limit
@@ -323,22 +323,22 @@ func (t *taskState) status(s a2a.TaskStatus) {
 
 func (t *taskState) addArtifact(a *a2a.Artifact, appendTo bool) {
 	var at *artifactText
-	for i := range t.artifacts {
-		if t.artifacts[i].id == a.ID {
-			at = &t.artifacts[i]
+	for _, x := range t.artifacts {
+		if x.id == a.ID {
+			at = x
 			break
 		}
 	}
 	if at == nil {
-		t.artifacts = append(t.artifacts, artifactText{id: a.ID})
-		at = &t.artifacts[len(t.artifacts)-1]
+		at = &artifactText{id: a.ID}
+		t.artifacts = append(t.artifacts, at)
 	} else if !appendTo {
 		at.text.Reset()
 	}
 	s := partsText(a.Parts)
 	used := 0
-	for i := range t.artifacts {
-		used += t.artifacts[i].text.Len()
+	for _, x := range t.artifacts {
+		used += x.text.Len()
 	}
 	if room := t.limit - used; len(s) > room {
 		t.dropped += len(s) - max(room, 0)
@@ -351,8 +351,8 @@ func (t *taskState) addArtifact(a *a2a.Artifact, appendTo bool) {
 // when max_output_bytes cut it.
 func (t *taskState) text() string {
 	var parts []string
-	for i := range t.artifacts {
-		if s := t.artifacts[i].text.String(); s != "" {
+	for _, x := range t.artifacts {
+		if s := x.text.String(); s != "" {
 			parts = append(parts, s)
 		}
 	}

@@ -152,3 +152,58 @@ func TestStopClosesIdleConnections(t *testing.T) {
 		t.Fatalf("%d connections to the remote still open after Stop", n)
 	}
 }
+
+// interleaver streams two artifacts in interleaved chunks, as a remote
+// that produces a report and its summary side by side does: A, B, then
+// more of A and B (append).
+type interleaver struct{}
+
+func (interleaver) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			return
+		}
+		a := a2a.NewArtifactEvent(ec, a2a.NewTextPart("A1"))
+		b := a2a.NewArtifactEvent(ec, a2a.NewTextPart("B1"))
+		for _, ev := range []a2a.Event{a, b,
+			a2a.NewArtifactUpdateEvent(ec, a.Artifact.ID, a2a.NewTextPart("A2")),
+			a2a.NewArtifactUpdateEvent(ec, b.Artifact.ID, a2a.NewTextPart("B2")),
+			a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil)} {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (interleaver) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// Interleaved artifact chunks are joined per artifact (and do not crash
+// the process: the per-artifact text builders must survive the slice
+// that holds them growing).
+func TestInterleavedArtifacts(t *testing.T) {
+	p := newPeer(t, answer)
+	mux := http.NewServeMux()
+	srv := p.serve(t, mux)
+	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(interleaver{})))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
+		Name: "Writer", Version: "1",
+		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL+"/a2a", a2a.TransportProtocolJSONRPC)},
+		Capabilities:        a2a.AgentCapabilities{Streaming: true},
+	}))
+	s := newSetup(t, "write", nil, remoteCfg(p.URL))
+	s.ready(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := s.eng.Execute(ctx, "caller", "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "tool said: A1A2\nB1B2"; res.Output != want {
+		t.Fatalf("output = %q, want %q", res.Output, want)
+	}
+}
