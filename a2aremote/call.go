@@ -257,7 +257,7 @@ type taskState struct {
 	state     a2a.TaskState
 	done      bool
 	artifacts []*artifactText // pointers: a Builder must not be copied once used
-	message   string // the reply message, or the last status message
+	message   string          // the reply message, or the last status message
 	limit     int
 	dropped   int // bytes of artifact text over limit
 }
