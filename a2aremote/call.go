@@ -257,7 +257,9 @@ type taskState struct {
 	state     a2a.TaskState
 	done      bool
 	artifacts []*artifactText // pointers: a Builder must not be copied once used
-	message   string          // the reply message, or the last status message
+	byID      map[a2a.ArtifactID]*artifactText
+	used      int    // bytes of artifact text kept
+	message   string // the reply message, or the last status message
 	limit     int
 	dropped   int // bytes of artifact text over limit
 }
@@ -285,7 +287,7 @@ func (t *taskState) apply(ev a2a.Event) bool {
 		t.done = true
 	case *a2a.Task:
 		t.id = e.ID
-		t.artifacts = t.artifacts[:0]
+		t.artifacts, t.byID, t.used = t.artifacts[:0], nil, 0
 		t.dropped = 0
 		for _, a := range e.Artifacts {
 			t.addArtifact(a, false)
@@ -322,29 +324,28 @@ func (t *taskState) status(s a2a.TaskStatus) {
 }
 
 func (t *taskState) addArtifact(a *a2a.Artifact, appendTo bool) {
-	var at *artifactText
-	for _, x := range t.artifacts {
-		if x.id == a.ID {
-			at = x
-			break
-		}
-	}
+	// Found by id in a map and the kept bytes counted as they come: a
+	// remote may send ~100,000 artifacts within max_response_bytes, and a
+	// walk over all of them per event cost minutes of CPU.
+	at := t.byID[a.ID]
 	if at == nil {
+		if t.byID == nil {
+			t.byID = make(map[a2a.ArtifactID]*artifactText)
+		}
 		at = &artifactText{id: a.ID}
+		t.byID[a.ID] = at
 		t.artifacts = append(t.artifacts, at)
 	} else if !appendTo {
+		t.used -= at.text.Len()
 		at.text.Reset()
 	}
 	s := partsText(a.Parts)
-	used := 0
-	for _, x := range t.artifacts {
-		used += x.text.Len()
-	}
-	if room := t.limit - used; len(s) > room {
+	if room := t.limit - t.used; len(s) > room {
 		t.dropped += len(s) - max(room, 0)
 		s = cut(s, max(room, 0))
 	}
 	at.text.WriteString(s)
+	t.used += len(s)
 }
 
 // text is the answer: the artifacts' text, else the message's, with a note
