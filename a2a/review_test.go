@@ -5,6 +5,7 @@ import (
 	"errors"
 	v1client "github.com/a2aproject/a2a-go/v2/a2aclient"
 	v1card "github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"net/http"
 	"strings"
 	"testing"
@@ -77,5 +78,20 @@ func TestV1UnsupportedVersionOnStream(t *testing.T) {
 	}
 	if got == nil || !errors.Is(got, v1.ErrVersionNotSupported) || !strings.Contains(got.Error(), "supported versions: 1.0, 0.3") {
 		t.Fatalf("stream with A2A-Version 9.9: %d events, error %v; want VersionNotSupported naming the versions", events, got)
+	}
+}
+
+// The REST binding's writes refuse a foreign browser Origin like JSON-RPC
+// does (a text/plain POST is a simple request: no preflight protects it).
+func TestRESTCrossOriginWritesRefused(t *testing.T) {
+	f := newFixture(t, a2a.Config{}, axocoatl.HTTPOptions{AllowedOrigins: []string{"https://app.example.com"}})
+	for _, path := range []string{"/a2a/message:send", "/a2a/message:stream", "/a2a/agents/assistant/message:send", "/a2a/tasks/x:cancel"} {
+		status, out := do(t, f, "POST", path, v1SendBody, "Content-Type", "text/plain", "Origin", "http://evil.example")
+		if status != http.StatusForbidden {
+			t.Fatalf("%s from a foreign origin: %d %s", path, status, out)
+		}
+	}
+	if status, out := do(t, f, "POST", "/a2a/message:send", v1SendBody, "Content-Type", "text/plain", "Origin", "https://app.example.com"); status != http.StatusOK {
+		t.Fatalf("allowed origin: %d %s", status, out)
 	}
 }
