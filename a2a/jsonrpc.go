@@ -253,7 +253,9 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 		rerr = verr
 	}
 	if rerr != nil {
-		writeRPCError(w, req.ID, rerr, g)
+		// answer: on a streaming method (a bad version, a bad envelope)
+		// the error is an SSE event, which is all a stream reader reads.
+		h.answer(w, req, nil, rerr)
 		return
 	}
 	pathAgent := agentID

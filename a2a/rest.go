@@ -196,10 +196,16 @@ func (h *Handler) restList(w http.ResponseWriter, r *http.Request, pathAgent str
 		}
 		q.IncludeArtifacts = b
 	}
-	if s := qv.Get("statusTimestampAfter"); s != "" {
+	// a2a.proto names the filter statusTimestampAfter; a2a-go/v2's REST
+	// client sends it as lastUpdatedAfter (the 0.3 name): both are read.
+	tsName := "statusTimestampAfter"
+	if qv.Get(tsName) == "" && qv.Get("lastUpdatedAfter") != "" {
+		tsName = "lastUpdatedAfter"
+	}
+	if s := qv.Get(tsName); s != "" {
 		ts, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			writeRESTError(w, rpcErr(codeInvalidParams, "statusTimestampAfter %q is not an RFC 3339 time", cut(s, 64)))
+			writeRESTError(w, rpcErr(codeInvalidParams, "%s %q is not an RFC 3339 time", tsName, cut(s, 64)))
 			return
 		}
 		q.StatusTimestampAfter = &ts

@@ -93,8 +93,10 @@ const producer = "a2aremote"
 // with Engine.Use.
 type Module struct {
 	cfg Config
-	// transport is the base RoundTripper of every agent's HTTP client.
-	transport http.RoundTripper
+	// transport is the base RoundTripper of every agent's HTTP client:
+	// the module's own, so that Stop can close its idle connections (and
+	// their goroutines) without touching other users of a shared one.
+	transport *http.Transport
 
 	mu      sync.Mutex
 	started bool
@@ -129,6 +131,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.started = true
 	life, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	m.transport = newTransport()
 	log := e.Logger()
 	for _, ac := range m.cfg.Agents {
 		r := newRemote(life, ac, m.cfg, e, log, m.transport)
@@ -136,6 +139,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 			cancel()
 			m.wg.Wait()
 			m.unregister()
+			m.transport.CloseIdleConnections()
 			return fmt.Errorf("a2a agent %s: %w", ac.Name, err)
 		}
 		m.agents = append(m.agents, r)
@@ -186,6 +190,7 @@ func (m *Module) Stop(ctx context.Context) error {
 		err = fmt.Errorf("a2aremote: stop: %w", ctx.Err())
 	}
 	m.unregister()
+	m.transport.CloseIdleConnections()
 	return err
 }
 
@@ -258,13 +263,17 @@ func Check(ctx context.Context, ac AgentConfig, scrub []secret.Secret) (CardInfo
 		return CardInfo{}, fmt.Errorf("a2a agent %s: %w", ac.Name, err)
 	}
 	red, _ := newRedactor(ac, scrub)
-	card, _, gen, err := resolve(ctx, ac, newHTTPClient(ac, nil))
+	tr := newTransport()
+	defer tr.CloseIdleConnections()
+	card, _, gen, err := resolve(ctx, ac, newHTTPClient(ac, tr))
 	if err != nil {
 		return CardInfo{}, fmt.Errorf("a2a agent %s: %w", ac.Name, red.Error(err))
 	}
-	info := CardInfo{Name: card.Name, Description: cleanText(card.Description), Generation: gen, Streaming: card.Capabilities.Streaming}
+	// doctor prints what the card says on the operator's terminal: its
+	// text is cleaned of control characters like the tool description.
+	info := CardInfo{Name: cleanText(card.Name), Description: cleanText(card.Description), Generation: gen, Streaming: card.Capabilities.Streaming}
 	for _, iface := range card.SupportedInterfaces {
-		info.Interfaces = append(info.Interfaces, fmt.Sprintf("%s %s %s", iface.ProtocolBinding, iface.ProtocolVersion, red.String(redactURL(iface.URL))))
+		info.Interfaces = append(info.Interfaces, cleanText(fmt.Sprintf("%s %s %s", iface.ProtocolBinding, iface.ProtocolVersion, red.String(redactURL(iface.URL)))))
 		if h := hostOf(iface.URL); h != "" && !slices.Contains(info.Hosts, h) {
 			info.Hosts = append(info.Hosts, h)
 		}

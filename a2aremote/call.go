@@ -302,7 +302,9 @@ type taskState struct {
 	id        a2a.TaskID
 	state     a2a.TaskState
 	done      bool
-	artifacts []artifactText
+	artifacts []*artifactText // pointers: a Builder must not be copied once used
+	byID      map[a2a.ArtifactID]*artifactText
+	used      int    // bytes of artifact text kept
 	message   string // the reply message, or the last status message
 	limit     int
 	dropped   int // bytes of artifact text over limit
@@ -317,16 +319,21 @@ type artifactText struct {
 func (t *taskState) apply(ev a2a.Event) bool {
 	switch e := ev.(type) {
 	case *a2a.Message:
+		// A Message ends the exchange (a2a.proto; a2a-go/v2's servers treat
+		// it as final): it is the whole answer even when it names the task
+		// of its execution context, which the remote may never have
+		// created, so there is nothing to follow or cancel.
 		t.message = partsText(e.Parts)
 		if e.TaskID != "" && t.id == "" {
 			t.id = e.TaskID
 		}
-		if t.id == "" { // a reply with no task: the whole answer
-			t.done = true
+		if !t.state.Terminal() {
+			t.state = "" // answered by a message, see result
 		}
+		t.done = true
 	case *a2a.Task:
 		t.id = e.ID
-		t.artifacts = t.artifacts[:0]
+		t.artifacts, t.byID, t.used = t.artifacts[:0], nil, 0
 		t.dropped = 0
 		for _, a := range e.Artifacts {
 			t.addArtifact(a, false)
@@ -363,37 +370,36 @@ func (t *taskState) status(s a2a.TaskStatus) {
 }
 
 func (t *taskState) addArtifact(a *a2a.Artifact, appendTo bool) {
-	var at *artifactText
-	for i := range t.artifacts {
-		if t.artifacts[i].id == a.ID {
-			at = &t.artifacts[i]
-			break
-		}
-	}
+	// Found by id in a map and the kept bytes counted as they come: a
+	// remote may send ~100,000 artifacts within max_response_bytes, and a
+	// walk over all of them per event cost minutes of CPU.
+	at := t.byID[a.ID]
 	if at == nil {
-		t.artifacts = append(t.artifacts, artifactText{id: a.ID})
-		at = &t.artifacts[len(t.artifacts)-1]
+		if t.byID == nil {
+			t.byID = make(map[a2a.ArtifactID]*artifactText)
+		}
+		at = &artifactText{id: a.ID}
+		t.byID[a.ID] = at
+		t.artifacts = append(t.artifacts, at)
 	} else if !appendTo {
+		t.used -= at.text.Len()
 		at.text.Reset()
 	}
 	s := partsText(a.Parts)
-	used := 0
-	for i := range t.artifacts {
-		used += t.artifacts[i].text.Len()
-	}
-	if room := t.limit - used; len(s) > room {
+	if room := t.limit - t.used; len(s) > room {
 		t.dropped += len(s) - max(room, 0)
 		s = cut(s, max(room, 0))
 	}
 	at.text.WriteString(s)
+	t.used += len(s)
 }
 
 // text is the answer: the artifacts' text, else the message's, with a note
 // when max_output_bytes cut it.
 func (t *taskState) text() string {
 	var parts []string
-	for i := range t.artifacts {
-		if s := t.artifacts[i].text.String(); s != "" {
+	for _, x := range t.artifacts {
+		if s := x.text.String(); s != "" {
 			parts = append(parts, s)
 		}
 	}

@@ -65,8 +65,9 @@ type Config struct {
 
 // AgentConfig is one entry of `a2a_agents:`.
 type AgentConfig struct {
-	// Name makes the tool name a2a__<name>: [a-z0-9_-]+, at most 64
-	// characters, unique. Required.
+	// Name makes the tool name a2a__<name>: [a-z0-9_-]+, at most 59
+	// characters (the tool name stays within MaxToolNameLen), unique.
+	// Required.
 	Name string `yaml:"name"`
 	// URL is the agent's base URL (its card is read at
 	// <url>/.well-known/agent-card.json) or, when the path ends in
@@ -97,6 +98,11 @@ func (a AgentConfig) ToolName() string { return ToolPrefix + a.Name }
 
 // ToolPrefix starts the name of every tool this module registers.
 const ToolPrefix = "a2a__"
+
+// MaxToolNameLen is the longest tool name: most model APIs reject longer
+// tool names (OpenAI's and Anthropic's limit), so a name has at most 59
+// characters.
+const MaxToolNameLen = 64
 
 func orDefault[T int | time.Duration](v, def T) T {
 	if v == 0 {
@@ -149,8 +155,9 @@ func (a AgentConfig) Validate() error {
 	if a.Name == "" {
 		return bad("name is required")
 	}
-	if !agent.ValidID(a.Name) {
-		return bad("name %q must match [a-z0-9_-]+ (at most 64 characters)", a.Name)
+	if !agent.ValidID(a.Name) || len(a.ToolName()) > MaxToolNameLen {
+		return bad("name %q must match [a-z0-9_-]+ and have at most %d characters (the tool name %s<name> must stay within the %d characters model APIs accept)",
+			cut(a.Name, 80), MaxToolNameLen-len(ToolPrefix), ToolPrefix, MaxToolNameLen)
 	}
 	if a.URL == "" {
 		return bad("url is required (the agent's base URL or its card's URL)")

@@ -26,9 +26,6 @@ var ErrResponseTooLarge = errors.New("a2a response over its bound")
 // each call's context carries the agent's timeout, and a streamed answer
 // may legitimately last that long.
 func newHTTPClient(a AgentConfig, base http.RoundTripper) *http.Client {
-	if base == nil {
-		base = http.DefaultTransport
-	}
 	h := make(http.Header, len(a.Headers))
 	for k, v := range a.Headers {
 		h.Set(k, v.Reveal())
@@ -39,6 +36,16 @@ func newHTTPClient(a AgentConfig, base http.RoundTripper) *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// newTransport is an http.Transport with the settings of
+// http.DefaultTransport, owned by its caller, who closes its idle
+// connections when done.
+func newTransport() *http.Transport {
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		return dt.Clone()
+	}
+	return &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true}
 }
 
 type roundTripper struct {
