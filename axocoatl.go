@@ -28,6 +28,12 @@ var (
 	ErrClosed        = errors.New("engine closed")
 	ErrToolNotFound  = errors.New("tool not found")
 	ErrToolDenied    = errors.New("tool not allowed for this agent")
+	// ErrToolPanicked: a tool (or an interceptor) panicked; the call failed
+	// and the stack is in the Engine's log.
+	ErrToolPanicked = errors.New("tool panicked (stack in the log)")
+	// ErrModelPanicked: the agent's model panicked; the run failed and the
+	// stack is in the Engine's log.
+	ErrModelPanicked = errors.New("model panicked (stack in the log)")
 	// ErrUnavailable: the agent runs on another daemon that cannot be
 	// reached now (the cluster's connection is down, the daemon left or is
 	// at its limit). Doors answer it with 503; it passes on its own.

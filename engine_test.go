@@ -532,3 +532,44 @@ func TestMaxRunsRefusesBeyond(t *testing.T) {
 		t.Fatalf("after the runs ended: %q, %v", res.Output, err)
 	}
 }
+
+// panicModel panics on every call, as a provider with a bug would.
+type panicModel struct{}
+
+func (panicModel) Generate(_ context.Context, req *agent.Request) (*agent.Response, error) {
+	return &agent.Response{Content: req.Messages[len(req.Messages)+1].Content}, nil // index out of range
+}
+
+// A tool or an interceptor that panics is a failed call (the model is
+// told, the run goes on); a model that panics is a failed run. The process
+// (this test) survives both, and the next run works.
+func TestPanicsAreContained(t *testing.T) {
+	e := newEngine(t)
+	must(t, e.RegisterTool(axocoatl.Tool{Name: "mcp__x__boom", Server: "x", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		panic("tool bug")
+	}}))
+	m := &scriptModel{turns: []agent.Response{{ToolCalls: []agent.ToolCall{call("1", "mcp__x__boom", `{}`)}}, {Content: "survived"}}}
+	must(t, e.AddAgent(agent.Spec{ID: "caller"}, m))
+	res, err := e.Execute(context.Background(), "caller", "go")
+	if err != nil || res.Output != "survived" {
+		t.Fatalf("run with a panicking tool: %q, %v", res.Output, err)
+	}
+	if last := m.reqs[len(m.reqs)-1].Messages; !strings.Contains(last[len(last)-1].Content, "tool panicked") {
+		t.Fatalf("the model was told %q, want the tool panicked", last[len(last)-1].Content)
+	}
+	remove := e.Intercept(func(context.Context, axocoatl.ToolCall, axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
+		panic("interceptor bug")
+	})
+	if _, err := e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__x__boom"}); !errors.Is(err, axocoatl.ErrToolPanicked) {
+		t.Fatalf("panicking interceptor: %v, want ErrToolPanicked", err)
+	}
+	remove()
+
+	must(t, e.AddAgent(agent.Spec{ID: "broken"}, panicModel{}))
+	if _, err := e.Execute(context.Background(), "broken", "go"); !errors.Is(err, axocoatl.ErrModelPanicked) {
+		t.Fatalf("panicking model: %v, want ErrModelPanicked", err)
+	}
+	if res, err := e.Execute(context.Background(), "caller", "again"); err != nil || res.Output != "done" {
+		t.Fatalf("a run after the panics: %q, %v", res.Output, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
@@ -90,7 +91,7 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	e.publishEvent(ctx, event(lattice.AgentActivated, req.AgentID, start, p.done()))
 
 	tools := &runToolbox{engine: e, spec: &a.spec, taskID: req.TaskID}
-	out, err := agent.Run(ctx, a.spec, a.model, tools, req.Input)
+	out, err := e.runContained(ctx, a, tools, req)
 	res.Duration = time.Since(start)
 	if err != nil {
 		err = e.runError(ctx, a.spec, err)
@@ -118,6 +119,19 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 		int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
 	e.publishEvent(ctx, event(lattice.TaskCompleted, req.AgentID, time.Now(), p.done()))
 	return res, nil
+}
+
+// runContained is agent.Run with a panic of the model (a provider, a
+// host's Model) turned into a failed run, the stack logged: one bad answer
+// must not end the process and every run in it.
+func (e *Engine) runContained(ctx context.Context, a *registeredAgent, tools agent.Toolbox, req Request) (out string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.log.Error("agent run panicked", "agent", req.AgentID, "task", req.TaskID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			out, err = "", ErrModelPanicked
+		}
+	}()
+	return agent.Run(ctx, a.spec, a.model, tools, req.Input)
 }
 
 // runError explains why a run's context ended, keeping the cause checkable.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -202,7 +203,7 @@ func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall) 
 	p.str("agent_id", call.AgentID).str("task_id", call.TaskID).str("tool", call.Tool)
 	called, p := p.split()
 	e.publishEvent(ctx, event(lattice.ToolCalled, call.AgentID, start, called))
-	res, err := invoke(ctx, chain[:len(chain):len(chain)], call, t.Call)
+	res, err := e.invokeContained(ctx, chain[:len(chain):len(chain)], call, t.Call)
 	if err != nil {
 		res = ToolResult{Content: err.Error(), IsError: true}
 	}
@@ -214,6 +215,19 @@ func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall) 
 	p.int("duration_ms", end.Sub(start).Milliseconds())
 	e.publishEvent(ctx, event(lattice.ToolResult, call.AgentID, end, p.done()))
 	return res, err
+}
+
+// invokeContained is invoke with a panic in the tool or an interceptor
+// turned into a failed call (the stack logged): tools come from modules,
+// SDKs and peers' data, and one bad one must not end the process.
+func (e *Engine) invokeContained(ctx context.Context, chain []Interceptor, call ToolCall, final ToolFunc) (res ToolResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.log.Error("tool call panicked", "tool", call.Tool, "agent", call.AgentID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			res, err = ToolResult{}, fmt.Errorf("%w: %s", ErrToolPanicked, call.Tool)
+		}
+	}()
+	return invoke(ctx, chain, call, final)
 }
 
 func invoke(ctx context.Context, chain []Interceptor, call ToolCall, final ToolFunc) (ToolResult, error) {
