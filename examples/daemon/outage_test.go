@@ -208,12 +208,15 @@ lattice:
 		mu.Lock()
 		got, lost := ticks, lagged
 		mu.Unlock()
-		if got+lost == total && lost > 0 {
+		// A gap counts lost events of every type: besides Ticks, each
+		// daemon publishes one ApprovalSync when its connection returns
+		// (the cluster module), which b may also have missed.
+		if got+lost >= total && got+lost <= total+2 && lost > 0 {
 			t.Logf("stream on b: %d events, %d lagged", got, lost)
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("stream on b: %d events + %d lagged, want %d (stream error %v)", got, lost, total, streamErr)
+			t.Fatalf("stream on b: %d events + %d lagged, want %d (up to 2 more: the ApprovalSyncs), with some lagged (stream error %v)", got, lost, total, streamErr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
