@@ -475,6 +475,10 @@ func errorKind(err error) string {
 	switch {
 	case errors.Is(err, axocoatl.ErrUnavailable):
 		return kindUnavailable
+	case errors.Is(err, axocoatl.ErrBusy):
+		// The executing Engine is at its MaxRuns: the caller's door
+		// answers 503 (retry later), not a failure of the agent.
+		return kindBusy
 	case errors.Is(err, axocoatl.ErrClosed):
 		return kindClosed
 	case errors.Is(err, axocoatl.ErrAgentNotFound):

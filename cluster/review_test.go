@@ -1,0 +1,108 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/cluster"
+	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
+)
+
+// A daemon whose Engine is at its MaxRuns refuses a task for another with
+// ErrBusy: the caller must see ErrUnavailable (a door's 503 "retry
+// later"), not a failure of the agent.
+func TestRemoteEngineBusyIsUnavailable(t *testing.T) {
+	ns := startNATS(t, -1)
+	bus, err := latticenats.Connect(ns.ClientURL(), latticenats.Options{Prefix: "ct", Node: "node-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := newBlocking()
+	ea := axocoatl.New(axocoatl.Options{Bus: bus, MaxRuns: 1})
+	if err := ea.AddAgent(agent.Spec{ID: "slow"}, slow); err != nil {
+		t.Fatal(err)
+	}
+	ma, err := cluster.New(fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ea.Use(context.Background(), ma); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = ea.Close(ctx)
+		_ = bus.Close()
+	})
+	b := newNode(t, ns.ClientURL(), "node-b", fast, nil)
+	eventually(t, "B lists slow", 5*time.Second, func() bool { return lists(b.e, "slow", "node-a") })
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := ea.Execute(context.Background(), "slow", "holds A's only run")
+		done <- err
+	}()
+	<-slow.started
+	_, err = b.e.Execute(context.Background(), "slow", "second")
+	if !errors.Is(err, axocoatl.ErrUnavailable) || !strings.Contains(err.Error(), "MaxRuns") {
+		t.Errorf("a task for a busy daemon: %v, want ErrUnavailable naming the bound", err)
+	}
+	close(slow.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A peer that lists one agent twice in its announcement gets it listed
+// once, with its node named once; a timeout_ms so large that it overflows
+// a Duration is no deadline at all, not one already past.
+func TestHostilePeerDuplicatesAndHugeTimeout(t *testing.T) {
+	ns := startNATS(t, -1)
+	a := newNode(t, ns.ClientURL(), "node-a", fast, map[string]agent.Model{"echo": provider.EchoModel{}})
+	peer, err := natsgo.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	if err := peer.Publish("ct-cluster.announce", []byte(`{"node":"dup","ttl_ms":5000,"agents":[{"id":"twice","running":2},{"id":"twice","running":3}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = peer.Flush()
+	eventually(t, "twice listed", 5*time.Second, func() bool { _, err := a.e.Agent("twice"); return err == nil })
+	if info, _ := a.e.Agent("twice"); info.Node != "dup" {
+		t.Errorf("an agent announced twice by one daemon is listed on %q, want \"dup\"", info.Node)
+	}
+	n := 0
+	for _, info := range a.e.Agents() {
+		if info.ID == "twice" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("twice listed %d times", n)
+	}
+
+	msg, err := peer.Request("ct-cluster.exec.echo", []byte(`{"task_id":"t-huge","agent_id":"echo","input":"hi","timeout_ms":9223372036854775807,"from":"x"}`), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Done         bool
+		Output, Kind string
+		Error        string
+	}
+	_ = json.Unmarshal(msg.Data, &r)
+	if !r.Done || r.Output != "hi" || r.Error != "" {
+		t.Errorf("a task with a huge timeout_ms: %s", msg.Data)
+	}
+}
