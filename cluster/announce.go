@@ -137,7 +137,16 @@ func (m *Module) onAnnounce(msg *natsgo.Msg) {
 	}
 	p.seen = time.Now()
 	p.ttl = min(max(time.Duration(a.TTLMS)*time.Millisecond, 2*m.cfg.HeartbeatInterval), maxPeerTTL)
-	agents := slices.DeleteFunc(a.Agents, func(w agentWire) bool { return !validSubjectToken(w.ID) || w.info("x").Validate() != nil })
+	// An id announced twice by one daemon counts once (the first): it
+	// would else be listed as hosted twice there, its Running summed.
+	ids := make(map[string]struct{}, len(a.Agents))
+	agents := slices.DeleteFunc(a.Agents, func(w agentWire) bool {
+		if _, dup := ids[w.ID]; dup || !validSubjectToken(w.ID) || w.info("x").Validate() != nil {
+			return true
+		}
+		ids[w.ID] = struct{}{}
+		return false
+	})
 	if !known || !slices.EqualFunc(agents, p.agents, sameAgent) {
 		p.agents = agents
 		m.reconcileLocked()
