@@ -51,6 +51,9 @@ type cancelMsg struct {
 	Deadline bool `json:"deadline,omitempty"`
 }
 
+// maxTimeout is the longest timeout_ms taken as a deadline.
+const maxTimeout = time.Duration(1<<63 - 1)
+
 // acceptAfter is how long a run goes before its daemon tells the caller
 // it took the task.
 const acceptAfter = 20 * time.Millisecond
@@ -266,7 +269,9 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 			cancel(nil)
 		}()
 		runCtx := context.Context(ctx)
-		if req.TimeoutMS > 0 {
+		// A timeout beyond what a Duration holds (only a peer's invention:
+		// a caller's deadline is at most ~292 years away) is no deadline.
+		if req.TimeoutMS > 0 && req.TimeoutMS <= int64(maxTimeout/time.Millisecond) {
 			var stop context.CancelFunc
 			runCtx, stop = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
 			defer stop()
