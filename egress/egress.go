@@ -78,7 +78,9 @@ type Module struct {
 	sub     lattice.Subscription
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	handler atomic.Pointer[http.Handler]
+	// ingestDone is closed when ingest returns (JetStream backend).
+	ingestDone chan struct{}
+	handler    atomic.Pointer[http.Handler]
 
 	seq    atomic.Uint64 // the last store key handed out
 	missed atomic.Uint64 // events the lattice dropped before egress took them
@@ -201,6 +203,23 @@ func (m *Module) Stop(ctx context.Context) error {
 	m.stopped = true
 	m.life.Unlock()
 
+	if m.js != nil {
+		// What this process received is queued before it stops: those
+		// deliveries exist nowhere else yet. The subscription drains (every
+		// event the server had sent reaches Events, then it closes) and
+		// ingest ends once it has queued the rest, within ctx.
+		if d, ok := m.sub.(interface{ Drain(context.Context) error }); ok {
+			if err := d.Drain(ctx); err != nil {
+				m.log.Warn("webhook: events received before the stop not all queued", "error", err)
+			}
+		} else {
+			_ = m.sub.Close()
+		}
+		select {
+		case <-m.ingestDone:
+		case <-ctx.Done():
+		}
+	}
 	m.cancel()
 	_ = m.sub.Close()
 	done := make(chan struct{})
