@@ -246,7 +246,7 @@ func (m *Module) reconcileLocked() {
 func (m *Module) localAgentsChanged() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.stopping {
+	if m.stopping || m.closing {
 		return
 	}
 	if err := m.serveLocalLocked(); err != nil {

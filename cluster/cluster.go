@@ -190,6 +190,7 @@ type Module struct {
 
 	mu         sync.Mutex
 	started    bool
+	closing    bool // the Engine is closing: no new task from the others
 	stopping   bool
 	connected  bool
 	subs       []*natsgo.Subscription
@@ -333,6 +334,28 @@ func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 	// The watch's calls run on its own goroutine and take m.mu then.
 	m.stopWatch = e.WatchAgents(m.localAgentsChanged)
 	return nil
+}
+
+var _ axocoatl.ClosingModule = (*Module)(nil)
+
+// Closing implements axocoatl.ClosingModule: while the Engine waits for its
+// runs in flight, this daemon takes no new task from the others (its
+// Engine would refuse it), so that a task for an agent another daemon
+// also hosts goes there. Its agents stay listed and the tasks it runs for
+// others finish and are answered; Stop then announces the departure.
+func (m *Module) Closing() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.started || m.stopping || m.closing {
+		return
+	}
+	m.closing = true
+	for _, s := range m.served {
+		// A task already on its way to this daemon is refused at once
+		// (drained), not left to the caller's accept timeout.
+		_ = s.Drain()
+	}
+	m.served = map[string]*natsgo.Subscription{}
 }
 
 // Stop implements axocoatl.Module: it stops serving, tells the others this

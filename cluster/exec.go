@@ -288,6 +288,9 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		r := execReply{Done: true, Output: res.Output, DurationMS: res.Duration.Milliseconds()}
 		if err != nil {
 			r.Output, r.Error, r.Kind = "", err.Error(), errorKind(err)
+			if r.Kind == kindClosed { // "engine closed" would read as the caller's
+				r.Error = fmt.Sprintf("agent %s: daemon %s is shutting down: %v", agentID, m.node, err)
+			}
 		}
 		b, _ := json.Marshal(r)
 		if limit := m.nc.MaxPayload(); int64(len(b)) > limit {

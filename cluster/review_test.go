@@ -106,3 +106,41 @@ func TestHostilePeerDuplicatesAndHugeTimeout(t *testing.T) {
 		t.Errorf("a task with a huge timeout_ms: %s", msg.Data)
 	}
 }
+
+// A daemon shutting down gracefully waits for its runs in flight; meanwhile
+// it must not take new tasks from the others (it would refuse them: 503)
+// while another daemon hosting the same agent can run them.
+func TestClosingDaemonTakesNoNewTasks(t *testing.T) {
+	ns := startNATS(t, -1)
+	slow := newBlocking()
+	a := newNode(t, ns.ClientURL(), "node-a", fast, map[string]agent.Model{"slow": slow, "echo": provider.EchoModel{}})
+	newNode(t, ns.ClientURL(), "node-c", fast, map[string]agent.Model{"echo": provider.EchoModel{}})
+	b := newNode(t, ns.ClientURL(), "node-b", fast, nil)
+	eventually(t, "B lists echo on A and C", 5*time.Second, func() bool { return lists(b.e, "echo", "node-a,node-c") })
+
+	running := make(chan error, 1)
+	go func() {
+		_, err := a.e.Execute(context.Background(), "slow", "keeps A draining")
+		running <- err
+	}()
+	<-slow.started
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		closed <- a.e.Close(ctx)
+	}()
+	time.Sleep(50 * time.Millisecond) // A is draining its run
+	for i := range 20 {
+		if _, err := b.e.Execute(context.Background(), "echo", "x"); err != nil {
+			t.Errorf("task %d sent while A drains: %v", i, err)
+		}
+	}
+	close(slow.release)
+	if err := <-running; err != nil {
+		t.Errorf("A's run in flight: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Error(err)
+	}
+}
