@@ -204,6 +204,8 @@ type Module struct {
 	localSig   string           // the local agents last announced
 	stopWatch  func()
 	dropped    uint64 // announcements dropped (bounds)
+	instance   string // this Module's announcements, among daemons of one name
+	twins      uint64 // announcements heard from another daemon of this name
 }
 
 type peer struct {
@@ -245,6 +247,7 @@ func New(cfg Config) (*Module, error) {
 		calls:      map[string]*call{},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.instance = lattice.NewID(time.Now())
 	return m, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/cluster"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 )
 
@@ -143,4 +145,21 @@ func TestClosingDaemonTakesNoNewTasks(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Error(err)
 	}
+}
+
+// Two daemons given one node name (a config copied without changing
+// lattice.node) cannot see each other's agents and take each other's
+// events for their own: each says so in its log, not silently.
+func TestSameNodeNameIsReported(t *testing.T) {
+	ns := startNATS(t, -1)
+	var logs [2]*testutil.SyncBuffer
+	for i := range logs {
+		logs[i] = &testutil.SyncBuffer{}
+		cfg := fast
+		cfg.Logger = slog.New(slog.NewTextHandler(logs[i], nil))
+		newNode(t, ns.ClientURL(), "twin", cfg, map[string]agent.Model{"echo": provider.EchoModel{}})
+	}
+	eventually(t, "both daemons report the shared name", 5*time.Second, func() bool {
+		return strings.Contains(logs[0].String(), "same node name") && strings.Contains(logs[1].String(), "same node name")
+	})
 }
