@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -132,6 +133,9 @@ func (j JetStream) Validate() error {
 		return bad("ack_wait must be at least 1s")
 	case j.MaxMsgSize < 0:
 		return bad("max_msg_size must not be negative")
+	case j.MaxMsgSize > math.MaxInt32:
+		// The stream's limit is an int32: more would wrap (negative: none).
+		return bad("max_msg_size %d is over %d bytes", j.MaxMsgSize, math.MaxInt32)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -22,4 +23,16 @@ func TestJetStreamGracefulStopQueuesWhatItReceived(t *testing.T) {
 	waitFor(t, 30*time.Second, "every event delivered", func() bool { return len(rc.accepted()) == n })
 	t.Logf("a delivered %d before it stopped", len(rc.accepted()))
 	_ = b
+}
+
+// A MaxMsgSize beyond the stream's int32 limit is refused, not wrapped
+// into a negative limit (none at all) on the server.
+func TestJetStreamMaxMsgSizeBound(t *testing.T) {
+	err := (JetStream{MaxMsgSize: 1 << 31}).Validate()
+	if err == nil || !strings.Contains(err.Error(), "max_msg_size") {
+		t.Fatalf("max_msg_size 2 GiB: %v", err)
+	}
+	if err := (JetStream{MaxMsgSize: 8 << 20}).Validate(); err != nil {
+		t.Fatal(err)
+	}
 }
