@@ -184,7 +184,7 @@ func (m *Module) onReply(msg *natsgo.Msg) {
 // must not start.
 func (m *Module) onCancel(msg *natsgo.Msg) {
 	var c cancelMsg
-	if json.Unmarshal(msg.Data, &c) != nil || c.TaskID == "" || len(c.TaskID) > maxTaskID {
+	if json.Unmarshal(msg.Data, &c) != nil || c.TaskID == "" || len(c.TaskID) > maxTaskID || !validNode(c.From) {
 		return
 	}
 	m.mu.Lock()
@@ -200,16 +200,22 @@ func (m *Module) onCancel(msg *natsgo.Msg) {
 		return
 	}
 	// Not running here: the task may still be on its way (cancel and
-	// request travel on different subjects). A few are remembered.
-	if _, ok := m.tombs[c.TaskID]; !ok {
-		m.tombs[c.TaskID] = struct{}{}
-		m.tombRing = append(m.tombRing, c.TaskID)
+	// request travel on different subjects). A few are remembered, by
+	// sender and id: a task id may be a client's choice, and another
+	// daemon's cancel must not stop this one's task.
+	key := tombKey(c.From, c.TaskID)
+	if _, ok := m.tombs[key]; !ok {
+		m.tombs[key] = struct{}{}
+		m.tombRing = append(m.tombRing, key)
 		if len(m.tombRing) > maxTombstones {
 			delete(m.tombs, m.tombRing[0])
 			m.tombRing = m.tombRing[1:]
 		}
 	}
 }
+
+// tombKey is a remembered cancel's key: the sender, then the task id.
+func tombKey(from, taskID string) string { return from + "\x00" + taskID }
 
 // onExec takes a task for one of this daemon's agents. It runs on the
 // subscription's dispatch goroutine and returns at once: the run has its
@@ -231,8 +237,8 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		return
 	}
 	m.mu.Lock()
-	if _, canceled := m.tombs[req.TaskID]; canceled {
-		delete(m.tombs, req.TaskID)
+	if _, canceled := m.tombs[tombKey(req.From, req.TaskID)]; canceled {
+		delete(m.tombs, tombKey(req.From, req.TaskID))
 		m.mu.Unlock()
 		reply(execReply{Done: true, Kind: kindCanceled, Error: fmt.Sprintf("agent %s: canceled before it started: %v", agentID, context.Canceled)})
 		return

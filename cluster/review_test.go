@@ -163,3 +163,28 @@ func TestSameNodeNameIsReported(t *testing.T) {
 		return strings.Contains(logs[0].String(), "same node name") && strings.Contains(logs[1].String(), "same node name")
 	})
 }
+
+// A cancel names the task and the daemon that sent it: one from another
+// daemon for a task id that is not running yet (task ids may come from
+// clients: A2A's /a2a/tasks "id") must not stop a later task of that id
+// sent by someone else.
+func TestEarlyCancelOnlyForItsSender(t *testing.T) {
+	ns := startNATS(t, -1)
+	newNode(t, ns.ClientURL(), "node-a", fast, map[string]agent.Model{"echo": provider.EchoModel{}})
+	b := newNode(t, ns.ClientURL(), "node-b", fast, nil)
+	eventually(t, "B lists echo", 5*time.Second, func() bool { return lists(b.e, "echo", "node-a") })
+	peer, err := natsgo.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	if err := peer.Publish("ct-cluster.cancel", []byte(`{"task_id":"client-chosen-1","from":"node-c"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = peer.Flush()
+	time.Sleep(100 * time.Millisecond) // A has heard it
+	res, err := b.e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "echo", Input: "mine", TaskID: "client-chosen-1"})
+	if err != nil || res.Output != "mine" {
+		t.Fatalf("B's task after C's cancel of the same id: %+v %v", res, err)
+	}
+}
