@@ -203,11 +203,12 @@ func (m *Module) Stop(ctx context.Context) error {
 	m.stopped = true
 	m.life.Unlock()
 
-	if m.js != nil {
+	if m.js != nil && m.js.cfg.Conn.IsConnected() {
 		// What this process received is queued before it stops: those
 		// deliveries exist nowhere else yet. The subscription drains (every
 		// event the server had sent reaches Events, then it closes) and
-		// ingest ends once it has queued the rest, within ctx.
+		// ingest ends once it has queued the rest, within ctx. (With NATS
+		// away nothing can be queued: the stop does not wait for it.)
 		if d, ok := m.sub.(interface{ Drain(context.Context) error }); ok {
 			if err := d.Drain(ctx); err != nil {
 				m.log.Warn("webhook: events received before the stop not all queued", "error", err)
