@@ -657,9 +657,20 @@ func (m *Module) Status() []WebhookStatus {
 // away).
 func (m *Module) Missed() uint64 { return m.missed.Load() }
 
+// jsState is the JetStream backend once started, else nil. Start sets it
+// (and each hook's cons before it) under life: a reader that may run while
+// the module starts (Status, Deliveries, a metrics scrape) reads it here,
+// never m.js or h.cons directly before it.
+func (m *Module) jsState() *jsBackend {
+	m.life.RLock()
+	defer m.life.RUnlock()
+	return m.js
+}
+
 func (h *hook) status() WebhookStatus {
 	var cs clusterState
-	if h.m.js != nil && h.cons != nil {
+	js := h.m.jsState()
+	if js != nil {
 		cs = h.clusterState() // outside mu: a network call
 	}
 	h.mu.Lock()
@@ -668,10 +679,10 @@ func (h *hook) status() WebhookStatus {
 		Delivered: h.counts.delivered, Failed: h.counts.failed + h.counts.deadLettered,
 		DeadLettered: h.counts.deadLettered, Dropped: h.counts.dropped, DeadLetters: len(h.dead),
 		Evicted: h.counts.evicted, LastError: h.lastError, Store: h.m.storeKind(), Enqueued: h.counts.enqueued}
-	if h.m.js != nil {
+	if js != nil {
 		if cs.err != nil {
 			s.ClusterError = cs.err.Error()
-		} else if h.cons != nil {
+		} else {
 			s.Queued, s.InFlight, s.DeadLetters = cs.queued, cs.inFlight, cs.dead
 		}
 	}
@@ -685,7 +696,7 @@ func (h *hook) status() WebhookStatus {
 // storeKind names where deliveries wait (WebhookStatus.Store).
 func (m *Module) storeKind() string {
 	switch {
-	case m.js != nil || m.cfg.JetStream != nil:
+	case m.cfg.JetStream != nil:
 		return "jetstream"
 	case m.cfg.DataDir != "":
 		return "bbolt"
@@ -704,7 +715,7 @@ func (m *Module) Deliveries(webhook string, status Status, limit int) ([]Deliver
 		limit = 100
 	}
 	var stored []*delivery
-	if m.js != nil && h.cons != nil {
+	if m.jsState() != nil {
 		var err error
 		if stored, err = h.clusterDeliveries(limit); err != nil {
 			return nil, fmt.Errorf("egress: webhook %s: %w", webhook, err)

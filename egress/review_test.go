@@ -1,10 +1,17 @@
 package egress
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 )
 
 // A graceful stop (a daemon's SIGTERM, Engine.Close) right after events
@@ -33,6 +40,56 @@ func TestJetStreamMaxMsgSizeBound(t *testing.T) {
 		t.Fatalf("max_msg_size 2 GiB: %v", err)
 	}
 	if err := (JetStream{MaxMsgSize: 8 << 20}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Status, Deliveries and a metrics scrape may come while the module starts
+// (a host registers the collector first): no data race on the JetStream
+// backend being set up.
+func TestJetStreamStatusWhileStarting(t *testing.T) {
+	ns := jsServer(t)
+	bus, err := latticenats.Connect("", latticenats.Options{Node: "s"}, natsgo.InProcessServer(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	eng := axocoatl.New(axocoatl.Options{Bus: bus})
+	rc := newReceiver(t, "js", func(received, int) int { return http.StatusOK })
+	m, err := New(Config{Webhooks: []Webhook{fast(Webhook{Name: "w", URL: rc.url(), Secret: "js"})},
+		JetStream: &JetStream{Conn: bus.Conn(), Prefix: bus.Prefix()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.Collector())
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = m.Status()
+			_, _ = m.Deliveries("w", "", 10)
+			_, _ = reg.Gather()
+		}
+	}()
+	if err := eng.Use(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	<-done
+	if s := m.Status()[0]; s.Store != "jetstream" || s.ClusterError != "" {
+		t.Fatalf("status %+v", s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := eng.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
