@@ -15,7 +15,10 @@
 //     agent's subject, taken by one member of a queue group of the daemons
 //     hosting that agent id. It is never retried by this package: a task
 //     whose daemon is lost fails with [axocoatl.ErrUnavailable] (it may have
-//     run there; at most once).
+//     run there; at most once). The daemon running a task repeats that it
+//     has it every heartbeat; a caller that hears nothing of it for
+//     expire_after (its own, or that daemon's if longer) fails the task and
+//     tells that daemon to stop it, whether or not it tracks that daemon.
 //   - Cancellation and deadlines cross: the caller's ctx deadline travels as
 //     a timeout, and a cancel (a client gone, tasks/cancel,
 //     notifications/cancelled) is sent to the executing daemon, which stops

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -27,8 +28,8 @@ type execRequest struct {
 }
 
 // execReply is one message back to the caller: Accepted (the daemon that
-// took the task, sent once the run has lasted acceptAfter), and Done with
-// the result.
+// took the task, sent once the run has lasted acceptAfter, then every
+// heartbeat interval while it runs), and Done with the result.
 type execReply struct {
 	Accepted   string `json:"accepted,omitempty"`
 	Done       bool   `json:"done,omitempty"`
@@ -115,7 +116,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 	}
 	accept := time.NewTimer(m.cfg.AcceptTimeout)
 	defer accept.Stop()
-	node := ""
+	node, accepted := "", false
 	for {
 		select {
 		case r := <-c.ch:
@@ -125,18 +126,20 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 			case r.lost != "":
 				return res, unavailable("agent %s: %s", req.AgentID, r.lost)
 			case r.Accepted != "":
-				accept.Stop()
+				// Accepted, then repeated every heartbeat of the daemon
+				// running it: silent for as long as its announcements may
+				// be, it is gone (or its answers are lost) whether or not
+				// this daemon tracks it.
 				node = r.Accepted
 				m.mu.Lock()
 				c.node = node
-				_, alive := m.peers[node]
-				m.mu.Unlock()
-				if !alive && node != m.node {
-					// Taken by a daemon this one does not list (it joined a
-					// moment ago, or is leaving): its departure would not be
-					// noticed; it is known soon enough in the first case.
-					m.log.Debug("task taken by a daemon not listed yet", "task", req.TaskID, "peer", node)
+				silence := m.cfg.ExpireAfter
+				if p, ok := m.peers[node]; ok {
+					silence = max(silence, p.ttl)
 				}
+				m.mu.Unlock()
+				accepted = true
+				accept.Reset(silence)
 			case r.Done:
 				res.Duration = time.Duration(r.DurationMS) * time.Millisecond
 				if r.Error == "" {
@@ -146,6 +149,12 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 				return res, &remoteError{kind: r.Kind, msg: r.Error}
 			}
 		case <-accept.C:
+			if accepted {
+				// As for a cancel: the run must not go on unheard of.
+				b, _ := json.Marshal(cancelMsg{TaskID: req.TaskID, From: m.node})
+				_ = m.nc.Publish(m.subj+".cancel", b)
+				return res, unavailable("agent %s: daemon %s stopped answering while running the task (it may have completed there)", req.AgentID, node)
+			}
 			return res, unavailable("agent %s: no daemon took the task within %s", req.AgentID, m.cfg.AcceptTimeout)
 		case <-ctx.Done():
 			// Tell whoever runs it to stop (or, if the task is still on its
@@ -262,12 +271,35 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 	// The caller learns who took the task (to fail it if this daemon
 	// leaves) only for a run that lasts: a quick one is answered before
 	// the acceptance would be, and saves a message.
-	accepted := time.AfterFunc(acceptAfter, func() { reply(execReply{Accepted: m.node}) })
+	// While the run lasts the acceptance is repeated every heartbeat: a
+	// keepalive, so that a caller that does not track this daemon (or
+	// whose answer NATS dropped) learns it is gone without waiting forever.
+	var (
+		keepMu   sync.Mutex
+		keepDone bool
+		keep     *time.Timer
+	)
+	keepMu.Lock()
+	keep = time.AfterFunc(acceptAfter, func() {
+		reply(execReply{Accepted: m.node})
+		keepMu.Lock()
+		if !keepDone {
+			keep.Reset(m.cfg.HeartbeatInterval)
+		}
+		keepMu.Unlock()
+	})
+	keepMu.Unlock()
+	stopKeep := func() {
+		keepMu.Lock()
+		keepDone = true
+		keep.Stop()
+		keepMu.Unlock()
+	}
 
 	go func() {
 		defer m.wg.Done()
 		defer func() { <-m.sem }()
-		defer accepted.Stop()
+		defer stopKeep()
 		defer func() {
 			m.mu.Lock()
 			delete(m.running, req.TaskID)

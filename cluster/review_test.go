@@ -188,3 +188,54 @@ func TestEarlyCancelOnlyForItsSender(t *testing.T) {
 		t.Fatalf("B's task after C's cancel of the same id: %+v %v", res, err)
 	}
 }
+
+// A task taken by a daemon this one does not track (over max_nodes here;
+// or one whose answer NATS dropped) must not wait forever when that daemon
+// dies: the run's keepalives stop and the caller fails the task with
+// ErrUnavailable within expire_after.
+func TestUntrackedExecutorDiesCallerFails(t *testing.T) {
+	ns := startNATS(t, -1)
+	cfgB := fast
+	cfgB.MaxNodes = 1
+	b := newNode(t, ns.ClientURL(), "node-b", cfgB, nil)
+	// A fake daemon fills B's one slot and lists "slow" without serving it.
+	fake, err := natsgo.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	announce := func() {
+		_ = fake.Publish("ct-cluster.announce", []byte(`{"node":"fake","ttl_ms":60000,"agents":[{"id":"slow"}]}`))
+		_ = fake.Flush()
+	}
+	announce()
+	eventually(t, "B lists slow on fake", 5*time.Second, func() bool { return lists(b.e, "slow", "fake") })
+	slow := newBlocking()
+	a := newNode(t, ns.ClientURL(), "node-a", fast, map[string]agent.Model{"slow": slow})
+	time.Sleep(200 * time.Millisecond)
+	if p := b.m.Peers(); len(p) != 1 || p[0] != "fake" {
+		t.Fatalf("B tracks %v", p)
+	}
+	done := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() {
+		_, err := b.e.Execute(ctx, "slow", "x")
+		done <- err
+	}()
+	<-slow.started
+	time.Sleep(100 * time.Millisecond) // accepted
+	// A dies: its connection goes without a word.
+	a.bus.Conn().Close()
+	t0 := time.Now()
+	select {
+	case err := <-done:
+		if !errors.Is(err, axocoatl.ErrUnavailable) {
+			t.Fatalf("after A died: %v, want ErrUnavailable", err)
+		}
+		t.Logf("failed %s after A died: %v", time.Since(t0).Round(time.Millisecond), err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the task still waits 5s after the daemon running it died")
+	}
+	close(slow.release)
+}
