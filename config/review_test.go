@@ -1,0 +1,45 @@
+package config_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/axocoatl/axocoatl-go/config"
+)
+
+// doctor checks what the daemon needs of NATS: with webhooks, JetStream
+// (the daemon refuses to start without it; doctor must not say ok).
+func TestDoctorChecksJetStreamForWebhooks(t *testing.T) {
+	for _, js := range []bool{false, true} {
+		ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, JetStream: js, StoreDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go ns.Start()
+		if !ns.ReadyForConnections(5 * time.Second) {
+			t.Fatal("nats-server not ready")
+		}
+		yaml := "agents:\n  - id: a\nlattice:\n  backend: nats\n  nats_url: " + ns.ClientURL() +
+			"\nwebhooks:\n  - name: w\n    url: http://127.0.0.1:1/hook\n    secret: s3cret-value\n"
+		cfg, err := config.Parse("inline.yaml", []byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		report := cfg.Doctor(context.Background())
+		var out bytes.Buffer
+		report.Print(&out)
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		if js && (report.Failed() || !strings.Contains(out.String(), "JetStream")) {
+			t.Errorf("JetStream on:\n%s", out.String())
+		}
+		if !js && (!report.Failed() || !strings.Contains(out.String(), "FAIL lattice") || !strings.Contains(out.String(), "-js")) {
+			t.Errorf("JetStream off, webhooks configured:\n%s", out.String())
+		}
+	}
+}
