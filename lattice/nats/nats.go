@@ -6,6 +6,8 @@
 // other processes can tap the lattice with a plain `nats sub 'axocoatl.>'`.
 // Delivery is at most once, as on the in-memory bus: each subscriber has a
 // bounded buffer and counts what it misses; no subscriber slows another.
+// A subscription also has Drain(ctx) error (beside Close): it ends the
+// subscription without dropping what the server already sent to it.
 //
 // What a subscription's Missed counts on NATS, exactly:
 //   - events dropped because its buffer was full (as on every Bus);
