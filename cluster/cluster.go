@@ -49,7 +49,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -286,8 +285,8 @@ func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 	switch {
 	case m.nc == nil:
 		return errors.New("cluster: no NATS connection: the Engine's bus is not lattice/nats and Config.Conn is nil")
-	case m.node == "" || strings.ContainsAny(m.node, " .*>"):
-		return fmt.Errorf("cluster: node name %q must be a non-empty NATS subject token", m.node)
+	case !validNode(m.node): // what the others accept in an announcement
+		return fmt.Errorf("cluster: node name %q must be 1-128 characters, none of space, tab, newline, '.', '*' or '>'", m.node)
 	case prefix == "":
 		prefix = "axocoatl"
 	}

@@ -239,3 +239,26 @@ func TestUntrackedExecutorDiesCallerFails(t *testing.T) {
 	}
 	close(slow.release)
 }
+
+// A node name the other daemons would drop (too long, or with characters
+// a subject token cannot hold) is refused at Start, not left to make this
+// daemon silently invisible.
+func TestNodeNameCheckedAtStart(t *testing.T) {
+	ns := startNATS(t, -1)
+	for _, name := range []string{strings.Repeat("n", 200), "tab\there"} {
+		nc, err := natsgo.Connect(ns.ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := axocoatl.New(axocoatl.Options{})
+		m, err := cluster.New(cluster.Config{Conn: nc, Node: name, Prefix: "ct"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Use(context.Background(), m); err == nil || !strings.Contains(err.Error(), "node name") {
+			t.Errorf("node %q: %v", name, err)
+		}
+		_ = e.Close(context.Background())
+		nc.Close()
+	}
+}
