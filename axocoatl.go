@@ -255,6 +255,16 @@ type Module interface {
 	Stop(ctx context.Context) error
 }
 
+// ClosingModule is a Module told when Close begins, before the Engine waits
+// for its runs in flight: from then on the Engine takes no new task, and a
+// module that brings work from outside stops taking it (a cluster module
+// lets the other daemons send their tasks elsewhere) while the runs drain.
+// Closing must return at once; Stop follows as for every Module.
+type ClosingModule interface {
+	Module
+	Closing()
+}
+
 // Use starts a module with the Engine; Close stops it (modules stop in
 // reverse order of Use).
 func (e *Engine) Use(ctx context.Context, m Module) error {
@@ -284,9 +294,9 @@ func (e *Engine) Use(ctx context.Context, m Module) error {
 	return nil
 }
 
-// Close shuts the Engine down: new tasks are refused, in-flight runs may
-// finish until ctx is done and are then cancelled, modules stop in reverse
-// order, and the Engine's own bus closes. Every goroutine the Engine started
+// Close shuts the Engine down: new tasks are refused (and every
+// ClosingModule told), in-flight runs may finish until ctx is done and are
+// then cancelled, modules stop in reverse order, and the Engine's own bus closes. Every goroutine the Engine started
 // has ended when Close returns.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
@@ -299,6 +309,11 @@ func (e *Engine) Close(ctx context.Context) error {
 	watchers := e.watchers
 	e.watchers = map[*agentWatcher]struct{}{}
 	e.mu.Unlock()
+	for i := len(modules) - 1; i >= 0; i-- {
+		if c, ok := modules[i].(ClosingModule); ok {
+			c.Closing()
+		}
+	}
 
 	drained := make(chan struct{})
 	go func() { e.runs.Wait(); close(drained) }()

@@ -15,11 +15,13 @@ import (
 // announcement is a daemon's heartbeat: who it is, the agents it serves,
 // how long to keep them listed without another word.
 type announcement struct {
-	Node    string      `json:"node"`
-	TTLMS   int64       `json:"ttl_ms"`
-	Hello   bool        `json:"hello,omitempty"`   // just joined (or back): everyone announce now
-	Leaving bool        `json:"leaving,omitempty"` // stopping: forget my agents now
-	Agents  []agentWire `json:"agents"`
+	Node string `json:"node"`
+	// Instance tells two daemons that (wrongly) share a node name apart.
+	Instance string      `json:"instance,omitempty"`
+	TTLMS    int64       `json:"ttl_ms"`
+	Hello    bool        `json:"hello,omitempty"`   // just joined (or back): everyone announce now
+	Leaving  bool        `json:"leaving,omitempty"` // stopping: forget my agents now
+	Agents   []agentWire `json:"agents"`
 }
 
 // agentWire is an agent as announced: what the listings show.
@@ -64,7 +66,7 @@ func (m *Module) localAgents() []axocoatl.AgentInfo {
 // it larger than MaxAnnounceBytes are left out (and logged once per
 // change).
 func (m *Module) announceLocked(hello, leaving bool) {
-	a := announcement{Node: m.node, TTLMS: m.cfg.ExpireAfter.Milliseconds(), Hello: hello, Leaving: leaving, Agents: []agentWire{}}
+	a := announcement{Node: m.node, Instance: m.instance, TTLMS: m.cfg.ExpireAfter.Milliseconds(), Hello: hello, Leaving: leaving, Agents: []agentWire{}}
 	if !leaving {
 		size := 128 + len(m.node)
 		for _, info := range m.localAgents() {
@@ -109,7 +111,19 @@ func (m *Module) onAnnounce(msg *natsgo.Msg) {
 		return
 	}
 	var a announcement
-	if json.Unmarshal(msg.Data, &a) != nil || a.Node == m.node || !validNode(a.Node) {
+	if json.Unmarshal(msg.Data, &a) != nil || !validNode(a.Node) {
+		return
+	}
+	if a.Node == m.node {
+		if a.Instance != "" && a.Instance != m.instance {
+			// Another daemon with this name: neither lists the other's
+			// agents, and each takes the other's events for its own
+			// (webhooks queued twice, metrics counted twice).
+			m.twins++
+			if m.twins == 1 || m.twins%100 == 0 {
+				m.log.Error("another daemon on this NATS uses the same node name: node names must differ (lattice.node)", "count", m.twins)
+			}
+		}
 		return
 	}
 	if a.Hello {
@@ -137,7 +151,16 @@ func (m *Module) onAnnounce(msg *natsgo.Msg) {
 	}
 	p.seen = time.Now()
 	p.ttl = min(max(time.Duration(a.TTLMS)*time.Millisecond, 2*m.cfg.HeartbeatInterval), maxPeerTTL)
-	agents := slices.DeleteFunc(a.Agents, func(w agentWire) bool { return !validSubjectToken(w.ID) || w.info("x").Validate() != nil })
+	// An id announced twice by one daemon counts once (the first): it
+	// would else be listed as hosted twice there, its Running summed.
+	ids := make(map[string]struct{}, len(a.Agents))
+	agents := slices.DeleteFunc(a.Agents, func(w agentWire) bool {
+		if _, dup := ids[w.ID]; dup || !validSubjectToken(w.ID) || w.info("x").Validate() != nil {
+			return true
+		}
+		ids[w.ID] = struct{}{}
+		return false
+	})
 	if !known || !slices.EqualFunc(agents, p.agents, sameAgent) {
 		p.agents = agents
 		m.reconcileLocked()
@@ -237,7 +260,7 @@ func (m *Module) reconcileLocked() {
 func (m *Module) localAgentsChanged() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.stopping {
+	if m.stopping || m.closing {
 		return
 	}
 	if err := m.serveLocalLocked(); err != nil {

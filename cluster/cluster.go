@@ -15,7 +15,10 @@
 //     agent's subject, taken by one member of a queue group of the daemons
 //     hosting that agent id. It is never retried by this package: a task
 //     whose daemon is lost fails with [axocoatl.ErrUnavailable] (it may have
-//     run there; at most once).
+//     run there; at most once). The daemon running a task repeats that it
+//     has it every heartbeat; a caller that hears nothing of it for
+//     expire_after (its own, or that daemon's if longer) fails the task and
+//     tells that daemon to stop it, whether or not it tracks that daemon.
 //   - Cancellation and deadlines cross: the caller's ctx deadline travels as
 //     a timeout, and a cancel (a client gone, tasks/cancel,
 //     notifications/cancelled) is sent to the executing daemon, which stops
@@ -46,7 +49,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -190,6 +192,7 @@ type Module struct {
 
 	mu         sync.Mutex
 	started    bool
+	closing    bool // the Engine is closing: no new task from the others
 	stopping   bool
 	connected  bool
 	subs       []*natsgo.Subscription
@@ -203,6 +206,8 @@ type Module struct {
 	localSig   string           // the local agents last announced
 	stopWatch  func()
 	dropped    uint64 // announcements dropped (bounds)
+	instance   string // this Module's announcements, among daemons of one name
+	twins      uint64 // announcements heard from another daemon of this name
 }
 
 type peer struct {
@@ -244,6 +249,7 @@ func New(cfg Config) (*Module, error) {
 		calls:      map[string]*call{},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.instance = lattice.NewID(time.Now())
 	return m, nil
 }
 
@@ -279,8 +285,8 @@ func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 	switch {
 	case m.nc == nil:
 		return errors.New("cluster: no NATS connection: the Engine's bus is not lattice/nats and Config.Conn is nil")
-	case m.node == "" || strings.ContainsAny(m.node, " .*>"):
-		return fmt.Errorf("cluster: node name %q must be a non-empty NATS subject token", m.node)
+	case !validNode(m.node): // what the others accept in an announcement
+		return fmt.Errorf("cluster: node name %q must be 1-128 characters, none of space, tab, newline, '.', '*' or '>'", m.node)
 	case prefix == "":
 		prefix = "axocoatl"
 	}
@@ -333,6 +339,28 @@ func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 	// The watch's calls run on its own goroutine and take m.mu then.
 	m.stopWatch = e.WatchAgents(m.localAgentsChanged)
 	return nil
+}
+
+var _ axocoatl.ClosingModule = (*Module)(nil)
+
+// Closing implements axocoatl.ClosingModule: while the Engine waits for its
+// runs in flight, this daemon takes no new task from the others (its
+// Engine would refuse it), so that a task for an agent another daemon
+// also hosts goes there. Its agents stay listed and the tasks it runs for
+// others finish and are answered; Stop then announces the departure.
+func (m *Module) Closing() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.started || m.stopping || m.closing {
+		return
+	}
+	m.closing = true
+	for _, s := range m.served {
+		// A task already on its way to this daemon is refused at once
+		// (drained), not left to the caller's accept timeout.
+		_ = s.Drain()
+	}
+	m.served = map[string]*natsgo.Subscription{}
 }
 
 // Stop implements axocoatl.Module: it stops serving, tells the others this
@@ -475,6 +503,10 @@ func errorKind(err error) string {
 	switch {
 	case errors.Is(err, axocoatl.ErrUnavailable):
 		return kindUnavailable
+	case errors.Is(err, axocoatl.ErrBusy):
+		// The executing Engine is at its MaxRuns: the caller's door
+		// answers 503 (retry later), not a failure of the agent.
+		return kindBusy
 	case errors.Is(err, axocoatl.ErrClosed):
 		return kindClosed
 	case errors.Is(err, axocoatl.ErrAgentNotFound):

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -27,8 +28,8 @@ type execRequest struct {
 }
 
 // execReply is one message back to the caller: Accepted (the daemon that
-// took the task, sent once the run has lasted acceptAfter), and Done with
-// the result.
+// took the task, sent once the run has lasted acceptAfter, then every
+// heartbeat interval while it runs), and Done with the result.
 type execReply struct {
 	Accepted   string `json:"accepted,omitempty"`
 	Done       bool   `json:"done,omitempty"`
@@ -50,6 +51,9 @@ type cancelMsg struct {
 	// would have on its own clock a moment later), not a cancel.
 	Deadline bool `json:"deadline,omitempty"`
 }
+
+// maxTimeout is the longest timeout_ms taken as a deadline.
+const maxTimeout = time.Duration(1<<63 - 1)
 
 // acceptAfter is how long a run goes before its daemon tells the caller
 // it took the task.
@@ -112,7 +116,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 	}
 	accept := time.NewTimer(m.cfg.AcceptTimeout)
 	defer accept.Stop()
-	node := ""
+	node, accepted := "", false
 	for {
 		select {
 		case r := <-c.ch:
@@ -122,18 +126,20 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 			case r.lost != "":
 				return res, unavailable("agent %s: %s", req.AgentID, r.lost)
 			case r.Accepted != "":
-				accept.Stop()
+				// Accepted, then repeated every heartbeat of the daemon
+				// running it: silent for as long as its announcements may
+				// be, it is gone (or its answers are lost) whether or not
+				// this daemon tracks it.
 				node = r.Accepted
 				m.mu.Lock()
 				c.node = node
-				_, alive := m.peers[node]
-				m.mu.Unlock()
-				if !alive && node != m.node {
-					// Taken by a daemon this one does not list (it joined a
-					// moment ago, or is leaving): its departure would not be
-					// noticed; it is known soon enough in the first case.
-					m.log.Debug("task taken by a daemon not listed yet", "task", req.TaskID, "peer", node)
+				silence := m.cfg.ExpireAfter
+				if p, ok := m.peers[node]; ok {
+					silence = max(silence, p.ttl)
 				}
+				m.mu.Unlock()
+				accepted = true
+				accept.Reset(silence)
 			case r.Done:
 				res.Duration = time.Duration(r.DurationMS) * time.Millisecond
 				if r.Error == "" {
@@ -143,6 +149,12 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 				return res, &remoteError{kind: r.Kind, msg: r.Error}
 			}
 		case <-accept.C:
+			if accepted {
+				// As for a cancel: the run must not go on unheard of.
+				b, _ := json.Marshal(cancelMsg{TaskID: req.TaskID, From: m.node})
+				_ = m.nc.Publish(m.subj+".cancel", b)
+				return res, unavailable("agent %s: daemon %s stopped answering while running the task (it may have completed there)", req.AgentID, node)
+			}
 			return res, unavailable("agent %s: no daemon took the task within %s", req.AgentID, m.cfg.AcceptTimeout)
 		case <-ctx.Done():
 			// Tell whoever runs it to stop (or, if the task is still on its
@@ -181,7 +193,7 @@ func (m *Module) onReply(msg *natsgo.Msg) {
 // must not start.
 func (m *Module) onCancel(msg *natsgo.Msg) {
 	var c cancelMsg
-	if json.Unmarshal(msg.Data, &c) != nil || c.TaskID == "" || len(c.TaskID) > maxTaskID {
+	if json.Unmarshal(msg.Data, &c) != nil || c.TaskID == "" || len(c.TaskID) > maxTaskID || !validNode(c.From) {
 		return
 	}
 	m.mu.Lock()
@@ -197,16 +209,22 @@ func (m *Module) onCancel(msg *natsgo.Msg) {
 		return
 	}
 	// Not running here: the task may still be on its way (cancel and
-	// request travel on different subjects). A few are remembered.
-	if _, ok := m.tombs[c.TaskID]; !ok {
-		m.tombs[c.TaskID] = struct{}{}
-		m.tombRing = append(m.tombRing, c.TaskID)
+	// request travel on different subjects). A few are remembered, by
+	// sender and id: a task id may be a client's choice, and another
+	// daemon's cancel must not stop this one's task.
+	key := tombKey(c.From, c.TaskID)
+	if _, ok := m.tombs[key]; !ok {
+		m.tombs[key] = struct{}{}
+		m.tombRing = append(m.tombRing, key)
 		if len(m.tombRing) > maxTombstones {
 			delete(m.tombs, m.tombRing[0])
 			m.tombRing = m.tombRing[1:]
 		}
 	}
 }
+
+// tombKey is a remembered cancel's key: the sender, then the task id.
+func tombKey(from, taskID string) string { return from + "\x00" + taskID }
 
 // onExec takes a task for one of this daemon's agents. It runs on the
 // subscription's dispatch goroutine and returns at once: the run has its
@@ -228,8 +246,8 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		return
 	}
 	m.mu.Lock()
-	if _, canceled := m.tombs[req.TaskID]; canceled {
-		delete(m.tombs, req.TaskID)
+	if _, canceled := m.tombs[tombKey(req.From, req.TaskID)]; canceled {
+		delete(m.tombs, tombKey(req.From, req.TaskID))
 		m.mu.Unlock()
 		reply(execReply{Done: true, Kind: kindCanceled, Error: fmt.Sprintf("agent %s: canceled before it started: %v", agentID, context.Canceled)})
 		return
@@ -253,12 +271,35 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 	// The caller learns who took the task (to fail it if this daemon
 	// leaves) only for a run that lasts: a quick one is answered before
 	// the acceptance would be, and saves a message.
-	accepted := time.AfterFunc(acceptAfter, func() { reply(execReply{Accepted: m.node}) })
+	// While the run lasts the acceptance is repeated every heartbeat: a
+	// keepalive, so that a caller that does not track this daemon (or
+	// whose answer NATS dropped) learns it is gone without waiting forever.
+	var (
+		keepMu   sync.Mutex
+		keepDone bool
+		keep     *time.Timer
+	)
+	keepMu.Lock()
+	keep = time.AfterFunc(acceptAfter, func() {
+		reply(execReply{Accepted: m.node})
+		keepMu.Lock()
+		if !keepDone {
+			keep.Reset(m.cfg.HeartbeatInterval)
+		}
+		keepMu.Unlock()
+	})
+	keepMu.Unlock()
+	stopKeep := func() {
+		keepMu.Lock()
+		keepDone = true
+		keep.Stop()
+		keepMu.Unlock()
+	}
 
 	go func() {
 		defer m.wg.Done()
 		defer func() { <-m.sem }()
-		defer accepted.Stop()
+		defer stopKeep()
 		defer func() {
 			m.mu.Lock()
 			delete(m.running, req.TaskID)
@@ -266,7 +307,9 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 			cancel(nil)
 		}()
 		runCtx := context.Context(ctx)
-		if req.TimeoutMS > 0 {
+		// A timeout beyond what a Duration holds (only a peer's invention:
+		// a caller's deadline is at most ~292 years away) is no deadline.
+		if req.TimeoutMS > 0 && req.TimeoutMS <= int64(maxTimeout/time.Millisecond) {
 			var stop context.CancelFunc
 			runCtx, stop = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
 			defer stop()
@@ -283,6 +326,9 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		r := execReply{Done: true, Output: res.Output, DurationMS: res.Duration.Milliseconds()}
 		if err != nil {
 			r.Output, r.Error, r.Kind = "", err.Error(), errorKind(err)
+			if r.Kind == kindClosed { // "engine closed" would read as the caller's
+				r.Error = fmt.Sprintf("agent %s: daemon %s is shutting down: %v", agentID, m.node, err)
+			}
 		}
 		b, _ := json.Marshal(r)
 		if limit := m.nc.MaxPayload(); int64(len(b)) > limit {

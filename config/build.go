@@ -360,7 +360,8 @@ type ToolInfo struct {
 	// tool and a remote A2A agent's (connected: its card was read), ""
 	// otherwise.
 	ServerState string `json:"server_state,omitempty"`
-	// Agents are the agents whose tools: allow-list admits the tool.
+	// Agents are this daemon's agents whose tools: allow-list admits the
+	// tool (another daemon's agents run there, with its tools).
 	Agents []string `json:"agents"`
 }
 
@@ -393,7 +394,8 @@ func (rt *Runtime) Tools() []ToolInfo {
 		}
 		info := ToolInfo{Name: t.Name, Description: t.Description, Server: t.Server, ServerState: state, Agents: []string{}}
 		for _, a := range agents {
-			if a.AllowsTool(t.Name) {
+			// Another daemon's agent runs there, with that daemon's tools.
+			if a.Node == "" && a.AllowsTool(t.Name) {
 				info.Agents = append(info.Agents, a.ID)
 			}
 		}

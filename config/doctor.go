@@ -11,11 +11,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/axocoatl/axocoatl-go/a2aremote"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
 
@@ -99,7 +102,7 @@ func (c *Config) Doctor(ctx context.Context) *Report {
 		r.ok("listen", c.Server.Addr+authNote(c))
 	}
 	checkProviders(ctx, c, r)
-	checkLattice(c, r)
+	checkLattice(ctx, c, r)
 	checkMCPServers(ctx, c, r)
 	checkA2AAgents(ctx, c, r)
 	for _, w := range (egress.Config{Webhooks: c.Webhooks}).Describe() {
@@ -186,7 +189,7 @@ func checkProviders(ctx context.Context, cfg *Config, r *Report) {
 }
 
 // checkLattice dials NATS when the lattice runs on it.
-func checkLattice(cfg *Config, r *Report) {
+func checkLattice(ctx context.Context, cfg *Config, r *Report) {
 	if cfg.Lattice.Backend != "nats" {
 		r.ok("lattice", "in-memory (this process only)")
 		return
@@ -205,8 +208,30 @@ func checkLattice(cfg *Config, r *Report) {
 		r.fail("lattice", err.Error())
 		return
 	}
-	bus.Close()
-	r.ok("lattice", "NATS at "+httpguard.RedactURLs(u)+" connected")
+	defer bus.Close()
+	if len(cfg.Webhooks) == 0 {
+		r.ok("lattice", "NATS at "+httpguard.RedactURLs(u)+" connected")
+		return
+	}
+	// Webhooks on a NATS lattice wait in JetStream: the daemon does not
+	// start without it.
+	nb, ok := bus.(*latticenats.Bus)
+	if !ok {
+		r.ok("lattice", "NATS at "+httpguard.RedactURLs(u)+" connected")
+		return
+	}
+	js, err := jetstream.New(nb.Conn())
+	if err == nil {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = js.AccountInfo(actx)
+		cancel()
+	}
+	if err != nil {
+		r.fail("lattice", fmt.Sprintf("NATS at %s connected, but its JetStream does not answer (%s): webhooks on a NATS lattice need JetStream: start nats-server with -js",
+			httpguard.RedactURLs(u), httpguard.RedactURLs(err.Error())))
+		return
+	}
+	r.ok("lattice", "NATS at "+httpguard.RedactURLs(u)+" connected, JetStream on (webhooks)")
 }
 
 // checkMCPServers connects to every MCP server at once, lists its tools and

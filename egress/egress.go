@@ -78,7 +78,9 @@ type Module struct {
 	sub     lattice.Subscription
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	handler atomic.Pointer[http.Handler]
+	// ingestDone is closed when ingest returns (JetStream backend).
+	ingestDone chan struct{}
+	handler    atomic.Pointer[http.Handler]
 
 	seq    atomic.Uint64 // the last store key handed out
 	missed atomic.Uint64 // events the lattice dropped before egress took them
@@ -201,6 +203,24 @@ func (m *Module) Stop(ctx context.Context) error {
 	m.stopped = true
 	m.life.Unlock()
 
+	if m.js != nil && m.js.cfg.Conn.IsConnected() {
+		// What this process received is queued before it stops: those
+		// deliveries exist nowhere else yet. The subscription drains (every
+		// event the server had sent reaches Events, then it closes) and
+		// ingest ends once it has queued the rest, within ctx. (With NATS
+		// away nothing can be queued: the stop does not wait for it.)
+		if d, ok := m.sub.(interface{ Drain(context.Context) error }); ok {
+			if err := d.Drain(ctx); err != nil {
+				m.log.Warn("webhook: events received before the stop not all queued", "error", err)
+			}
+		} else {
+			_ = m.sub.Close()
+		}
+		select {
+		case <-m.ingestDone:
+		case <-ctx.Done():
+		}
+	}
 	m.cancel()
 	_ = m.sub.Close()
 	done := make(chan struct{})
@@ -637,9 +657,20 @@ func (m *Module) Status() []WebhookStatus {
 // away).
 func (m *Module) Missed() uint64 { return m.missed.Load() }
 
+// jsState is the JetStream backend once started, else nil. Start sets it
+// (and each hook's cons before it) under life: a reader that may run while
+// the module starts (Status, Deliveries, a metrics scrape) reads it here,
+// never m.js or h.cons directly before it.
+func (m *Module) jsState() *jsBackend {
+	m.life.RLock()
+	defer m.life.RUnlock()
+	return m.js
+}
+
 func (h *hook) status() WebhookStatus {
 	var cs clusterState
-	if h.m.js != nil && h.cons != nil {
+	js := h.m.jsState()
+	if js != nil {
 		cs = h.clusterState() // outside mu: a network call
 	}
 	h.mu.Lock()
@@ -648,10 +679,10 @@ func (h *hook) status() WebhookStatus {
 		Delivered: h.counts.delivered, Failed: h.counts.failed + h.counts.deadLettered,
 		DeadLettered: h.counts.deadLettered, Dropped: h.counts.dropped, DeadLetters: len(h.dead),
 		Evicted: h.counts.evicted, LastError: h.lastError, Store: h.m.storeKind(), Enqueued: h.counts.enqueued}
-	if h.m.js != nil {
+	if js != nil {
 		if cs.err != nil {
 			s.ClusterError = cs.err.Error()
-		} else if h.cons != nil {
+		} else {
 			s.Queued, s.InFlight, s.DeadLetters = cs.queued, cs.inFlight, cs.dead
 		}
 	}
@@ -665,7 +696,7 @@ func (h *hook) status() WebhookStatus {
 // storeKind names where deliveries wait (WebhookStatus.Store).
 func (m *Module) storeKind() string {
 	switch {
-	case m.js != nil || m.cfg.JetStream != nil:
+	case m.cfg.JetStream != nil:
 		return "jetstream"
 	case m.cfg.DataDir != "":
 		return "bbolt"
@@ -684,7 +715,7 @@ func (m *Module) Deliveries(webhook string, status Status, limit int) ([]Deliver
 		limit = 100
 	}
 	var stored []*delivery
-	if m.js != nil && h.cons != nil {
+	if m.jsState() != nil {
 		var err error
 		if stored, err = h.clusterDeliveries(limit); err != nil {
 			return nil, fmt.Errorf("egress: webhook %s: %w", webhook, err)

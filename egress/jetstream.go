@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -132,6 +133,9 @@ func (j JetStream) Validate() error {
 		return bad("ack_wait must be at least 1s")
 	case j.MaxMsgSize < 0:
 		return bad("max_msg_size must not be negative")
+	case j.MaxMsgSize > math.MaxInt32:
+		// The stream's limit is an int32: more would wrap (negative: none).
+		return bad("max_msg_size %d is over %d bytes", j.MaxMsgSize, math.MaxInt32)
 	}
 	return nil
 }
@@ -387,7 +391,7 @@ func (h *hook) takeJS(ctx context.Context, batch []lattice.Event, now time.Time)
 	h.mu.Lock()
 	h.counts.enqueued += uint64(len(ds) - dropped)
 	h.mu.Unlock()
-	if dropped > 0 && ctx.Err() == nil {
+	if dropped > 0 { // a stop cut short included: these are lost
 		h.mu.Lock()
 		h.counts.dropped += uint64(dropped)
 		h.mu.Unlock()
@@ -776,7 +780,11 @@ func (m *Module) startJS(e *axocoatl.Engine, handler http.Handler) error {
 			"signed", info.Signed, "durable", "jetstream", "stream", b.cfg.Stream, "consumer", b.consumerName(h.cfg.Name))
 		m.wg.Go(func() { h.pull(ctx) })
 	}
-	m.wg.Go(func() { m.ingest(ctx) })
+	m.ingestDone = make(chan struct{})
+	m.wg.Go(func() {
+		defer close(m.ingestDone)
+		m.ingest(ctx)
+	})
 	m.started = true
 	m.handler.Store(&handler)
 	return nil

@@ -71,15 +71,16 @@ func (c *metrics) Collect(ch chan<- prometheus.Metric) {
 	c.dropped.Collect(ch)
 	c.missed.Collect(ch)
 	c.latency.Collect(ch)
+	js := c.m.jsState()
 	for _, h := range c.m.hooks {
 		var cs clusterState
-		if c.m.js != nil && h.cons != nil {
+		if js != nil {
 			cs = h.clusterState()
 		}
 		h.mu.Lock()
 		q, f, d := len(h.ch), h.inFlight, len(h.dead)
 		h.mu.Unlock()
-		if c.m.js != nil && cs.err == nil {
+		if js != nil && cs.err == nil {
 			q, f, d = cs.queued, cs.inFlight, cs.dead // the cluster's
 		}
 		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(q), h.cfg.Name)

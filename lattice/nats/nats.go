@@ -6,6 +6,8 @@
 // other processes can tap the lattice with a plain `nats sub 'axocoatl.>'`.
 // Delivery is at most once, as on the in-memory bus: each subscriber has a
 // bounded buffer and counts what it misses; no subscriber slows another.
+// A subscription also has Drain(ctx) error (beside Close): it ends the
+// subscription without dropping what the server already sent to it.
 //
 // What a subscription's Missed counts on NATS, exactly:
 //   - events dropped because its buffer was full (as on every Bus);
@@ -201,6 +203,35 @@ func (s *subscription) Close() error {
 	delete(s.bus.subs, s)
 	s.bus.mu.Unlock()
 	return s.close()
+}
+
+// Drain ends the subscription without losing what was already sent to
+// it: the server stops sending, every event it had sent before (this
+// Bus's own published earlier included) is handed to Events, and then
+// Events is closed. It returns when Events is closed, or closes it at
+// once when ctx ends first (what was still pending is then dropped). A
+// module that must act on every event it received until it stops (egress
+// queueing deliveries) drains instead of closing.
+func (s *subscription) Drain(ctx context.Context) error {
+	s.bus.mu.Lock()
+	delete(s.bus.subs, s)
+	s.bus.mu.Unlock()
+	// Registered before the drain starts: closed when it ends.
+	st := s.natsub.StatusChanged(natsgo.SubscriptionClosed)
+	var err error
+	if e := s.natsub.Drain(); e != nil && !errors.Is(e, natsgo.ErrConnectionClosed) && !errors.Is(e, natsgo.ErrBadSubscription) {
+		err = fmt.Errorf("lattice/nats: drain: %w", e)
+	} else if e == nil {
+		select {
+		case <-st:
+		case <-ctx.Done():
+			err = fmt.Errorf("lattice/nats: drain: %w", ctx.Err())
+		}
+	}
+	if e := s.close(); err == nil {
+		err = e
+	}
+	return err
 }
 
 func (s *subscription) close() error {

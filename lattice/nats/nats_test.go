@@ -260,3 +260,36 @@ func TestLocalSubscribersSeeTheirOwnNode(t *testing.T) {
 		}
 	}
 }
+
+// Drain hands over every event the server sent before it, this Bus's own
+// published just before included, then closes Events; Close would drop
+// what was still on its way.
+func TestDrainKeepsWhatWasSent(t *testing.T) {
+	ns := embedded(t)
+	b := connect(t, ns, "dr")
+	s, err := b.Subscribe(lattice.Filter{Local: true}, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	for i := range n {
+		publish(t, b, "Deployed", i)
+	}
+	d, ok := s.(interface{ Drain(context.Context) error })
+	if !ok {
+		t.Fatal("a lattice/nats subscription has no Drain")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for range s.Events() { // closed after the last
+		got++
+	}
+	if got != n || s.Missed() != 0 {
+		t.Fatalf("drained %d of %d events (missed %d)", got, n, s.Missed())
+	}
+	publish(t, b, "Deployed", n) // a publish after the drain is no one's
+}
