@@ -78,7 +78,14 @@ func check2026(t *testing.T, e *axocoatl.Engine, m *Module) {
 // replaced: that era has no ping, so the module's own check, a tools/list
 // every keep_alive, finds it out after two unanswered listings.
 func TestKeepAliveReplacesHung2026Server(t *testing.T) {
-	sc := helperServer("hung", "hang-after-discover")
+	t.Run("no ttl", func(t *testing.T) { testKeepAliveReplacesHung2026Server(t, "hang-after-discover") })
+	// The go-sdk serves a 2026-07-28 tools/list from its cache while the
+	// server's ttlMs lasts: the check must still reach the server.
+	t.Run("cacheable list", func(t *testing.T) { testKeepAliveReplacesHung2026Server(t, "hang-after-discover-ttl") })
+}
+
+func testKeepAliveReplacesHung2026Server(t *testing.T, mode string) {
+	sc := helperServer("hung", mode)
 	sc.KeepAlive = 200 * time.Millisecond
 	e, m := startModule(t, Config{Servers: []ServerConfig{sc}, MinBackoff: 50 * time.Millisecond}, nil)
 	sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{"McpServer*"}}, 16)

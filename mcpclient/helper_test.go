@@ -77,7 +77,10 @@ func runHelper(mode string) {
 	case "hang-after-init":
 		hangAfterInit()
 	case "hang-after-discover":
-		hangAfterDiscover()
+		hangAfterDiscover("")
+	case "hang-after-discover-ttl":
+		// Its one tools/list says the client may cache it for an hour.
+		hangAfterDiscover(`,"ttlMs":3600000`)
 	case "server-2026":
 		serveStdio2026()
 	case "ignore-stdin":
@@ -138,8 +141,8 @@ func hangAfterInit() {
 // hangAfterDiscover is hangAfterInit in the 2026-07-28 era: it answers
 // server/discover (that version only) and one tools/list, then nothing:
 // a hung server that never exits, and that no ping can reveal (that era
-// has none).
-func hangAfterDiscover() {
+// has none). ttl is added to its tools/list result.
+func hangAfterDiscover(ttl string) {
 	r := bufio.NewReader(os.Stdin)
 	listed := false
 	for {
@@ -159,7 +162,7 @@ func hangAfterDiscover() {
 		case "server/discover":
 			result = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`
 		case "tools/list":
-			result = `{"resultType":"complete","tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+			result = `{"resultType":"complete","tools":[{"name":"echo","inputSchema":{"type":"object"}}]` + ttl + `}`
 			listed = true
 		default:
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)

@@ -92,7 +92,23 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		// Runs on the session's reader: only signal the supervisor.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.signalRefresh() },
 	})
+	s.client.AddSendingMiddleware(noListCache)
 	return s
+}
+
+// noListCache keeps the go-sdk from caching tools/list results (the
+// 2026-07-28 era's ttlMs): the module lists tools only when it wants the
+// server's answer (on connect, after tools/list_changed, and as the health
+// check of a 2026-07-28 session, which a cached answer would pass however
+// hung the server is).
+func noListCache(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.ListToolsResult); ok && r != nil {
+			r.TTLMs = 0
+		}
+		return res, err
+	}
 }
 
 // signalRefresh asks the supervisor for a re-list; signals that arrive
