@@ -300,7 +300,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 		}
 		if r.Method == http.MethodPost {
 			s.posts.Add(1)
-			p, ok := s.precheckPOST(w, r)
+			p, ok := s.precheckPOST(w, r, era2026)
 			if !ok {
 				s.posts.Done()
 				return
