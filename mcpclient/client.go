@@ -188,7 +188,7 @@ func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *sl
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout())
 	defer cancel()
 	c := mcp.NewClient(clientImpl, &mcp.ClientOptions{Logger: log, Capabilities: &mcp.ClientCapabilities{}})
-	cs, err := connect(ctx, c, d)
+	cs, err := connect(ctx, c, d, nil)
 	if err != nil {
 		return nil, fmt.Errorf("mcp server %s: %w: %w", cfg.Name, ErrConnect, r.error(err))
 	}
@@ -211,7 +211,8 @@ func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *sl
 var clientImpl = &mcp.Implementation{Name: "axocoatl", Version: "0.1.0"}
 
 // connect makes a transport and initializes a session on it.
-func connect(ctx context.Context, c *mcp.Client, d *dialer) (*mcp.ClientSession, error) {
+// so picks the era (nil: server/discover first, then initialize).
+func connect(ctx context.Context, c *mcp.Client, d *dialer, so *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
 	t, err := d.transport(ctx)
 	if err != nil {
 		return nil, err
@@ -219,7 +220,7 @@ func connect(ctx context.Context, c *mcp.Client, d *dialer) (*mcp.ClientSession,
 	// A child that has not answered when ctx ends is killed at once, so a
 	// failed attempt never waits for the transport's gentle shutdown.
 	stop := context.AfterFunc(ctx, d.reap)
-	cs, err := c.Connect(ctx, t, nil)
+	cs, err := c.Connect(ctx, t, so)
 	stop()
 	if err != nil {
 		d.reap()

@@ -126,3 +126,23 @@ func testKeepAliveReplacesHung2026Server(t *testing.T, mode string) {
 	}
 	waitFor(t, 5*time.Second, func() bool { return !processGroupAlive(first) })
 }
+
+// A 2025-11-25 server that never answers server/discover (the go-sdk's
+// probe then waits for the whole handshake timeout, and falls back to
+// initialize only on an error) is still connected: after a handshake that
+// timed out, the next attempt starts with initialize.
+func TestLegacyServerIgnoringDiscover(t *testing.T) {
+	sc := helperServer("old", "legacy-ignores-unknown")
+	sc.Timeout = 500 * time.Millisecond
+	e, m := startModule(t, Config{Servers: []ServerConfig{sc}, MinBackoff: 50 * time.Millisecond}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	waitFor(t, 10*time.Second, func() bool { return m.Status()[0].Connected })
+	if st := m.Status()[0]; st.ProtocolVersion != "2025-11-25" {
+		t.Fatalf("status %+v, want connected at 2025-11-25", st)
+	}
+	res, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__old__echo", Arguments: json.RawMessage(`{"message":"still here"}`)})
+	if err != nil || res.IsError || res.Content != "Echo: still here" {
+		t.Fatalf("mcp__old__echo: %+v %v", res, err)
+	}
+}

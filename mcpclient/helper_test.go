@@ -83,6 +83,8 @@ func runHelper(mode string) {
 		hangAfterDiscover(`,"ttlMs":3600000`)
 	case "server-2026":
 		serveStdio2026()
+	case "legacy-ignores-unknown":
+		legacyIgnoresUnknown()
 	case "ignore-stdin":
 		// Never reads, never exits on EOF or SIGTERM: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM)
@@ -167,6 +169,47 @@ func hangAfterDiscover(ttl string) {
 		default:
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)
 			continue
+		}
+		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
+	}
+}
+
+// legacyIgnoresUnknown is a 2025-11-25 server written by hand that never
+// answers a request it does not know (server/discover included), as some
+// older servers do: initialize, tools/list, an echo tools/call and ping
+// only.
+func legacyIgnoresUnknown() {
+	r := bufio.NewReader(os.Stdin)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Arguments struct {
+					Message string `json:"message"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &msg) != nil || msg.ID == nil {
+			continue
+		}
+		var result string
+		switch msg.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"old","version":"1"}}`
+		case "tools/list":
+			result = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+		case "tools/call":
+			text, _ := json.Marshal("Echo: " + msg.Params.Arguments.Message)
+			result = `{"content":[{"type":"text","text":` + string(text) + `}]}`
+		case "ping":
+			result = `{}`
+		default:
+			continue // never answered
 		}
 		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
 	}

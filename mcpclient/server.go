@@ -43,6 +43,10 @@ type server struct {
 	firstAttempt chan struct{} // closed after the first connect attempt
 	firstOnce    sync.Once
 	refreshes    atomic.Int64 // tool lists re-read after list_changed
+	// legacy makes the next connect start with initialize (2025-11-25)
+	// instead of the server/discover probe; only run touches it (see
+	// connect).
+	legacy bool
 
 	// calls bounds the in-flight calls by the timeout and by the module's
 	// life (Stop cancels them: a session's Close waits for its calls).
@@ -183,11 +187,25 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // connect makes one bounded attempt: session plus first tool list.
+//
+// The go-sdk probes server/discover first and falls back to initialize
+// only when the server answers it with an error: a server of the older era
+// that never answers a method it does not know would time every attempt
+// out. So after a handshake that timed out, the next attempt starts with
+// initialize, and the one after that with the probe again (a server that
+// is merely slow to start connects either way).
 func (s *server) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
 	defer cancel()
-	cs, err := connect(ctx, s.client, s.dial)
+	var so *mcp.ClientSessionOptions
+	if s.legacy {
+		so = &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion}
+	}
+	cs, err := connect(ctx, s.client, s.dial, so)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			s.legacy = !s.legacy
+		}
 		return nil, err
 	}
 	tools, err := listTools(ctx, cs, s.cfg)
@@ -336,6 +354,9 @@ func protocolVersion(cs *mcp.ClientSession) string {
 	}
 	return ""
 }
+
+// legacyVersion is the newest MCP version of the handshake era.
+const legacyVersion = "2025-11-25"
 
 // statelessEra reports whether a protocol version is of the 2026-07-28 era
 // (no initialize, no sessions, no ping). Versions are dates: they compare
