@@ -34,7 +34,8 @@ import (
 // negotiated versions no longer allow), a line over MaxMessageBytes a -32600
 // too, as does a call whose numeric id is not a plain integer of at most
 // 2^53 in magnitude (the go-sdk would answer 1.5 as 1), a call with a
-// notifications/ method, a call reusing the id of one in flight, and an
+// notifications/ method, a call reusing the id of one in flight, a
+// subscriptions/listen beyond MaxStdioListens open (-32000), and an
 // initialize once the session has served a 2026-07-28 request (a session
 // is of one era); the session goes on in every case. The go-sdk's own reader would end
 // the session on such input, so lines are checked here before it sees them.
@@ -166,13 +167,17 @@ func newInflight() *inflight {
 
 func (f *inflight) busy() bool { return f.awaited > 0 || f.writing > 0 }
 
-// add notes id, which EOF waits for when await is set; it reports false
-// when id is in flight already.
-func (f *inflight) add(id jsonrpc.ID, await bool) bool {
+// add notes id, which EOF waits for when await is set; it reports
+// errInFlight when id is in flight already, errTooManyListens when id is a
+// listen (not awaited) and MaxStdioListens are open.
+func (f *inflight) add(id jsonrpc.ID, await bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.ids[id]; ok {
-		return false
+		return errInFlight
+	}
+	if !await && len(f.ids)-f.awaited >= MaxStdioListens {
+		return errTooManyListens
 	}
 	f.ids[id] = await
 	if await {
@@ -181,8 +186,18 @@ func (f *inflight) add(id jsonrpc.ID, await bool) bool {
 		}
 		f.awaited++
 	}
-	return true
+	return nil
 }
+
+var (
+	errInFlight       = errors.New("in flight")
+	errTooManyListens = errors.New("too many listens")
+)
+
+// MaxStdioListens bounds the 2026-07-28 subscriptions/listen requests open
+// at once on one stdio session (each holds a goroutine until its client
+// ends it; a client needs one): the next gets a -32000 error.
+const MaxStdioListens = 8
 
 // forgetLocked removes id from ids, reporting whether it was there.
 func (f *inflight) forgetLocked(id jsonrpc.ID) bool {
@@ -415,9 +430,12 @@ func track(pending *inflight, msg jsonrpc.Message, frame []byte) (forward bool, 
 	if req.IsCall() {
 		// A subscriptions/listen is answered only when the client ends
 		// it: EOF (the client is gone) does not wait for it.
-		if !pending.add(req.ID, req.Method != "subscriptions/listen") {
+		switch err := pending.add(req.ID, req.Method != "subscriptions/listen"); err {
+		case errInFlight:
 			id, _ := json.Marshal(req.ID.Raw())
 			return false, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: id " + string(id) + " is already used by a request in flight", id: requestID(frame)}
+		case errTooManyListens:
+			return false, &frameError{code: codeServerBusy, message: fmt.Sprintf("too many open subscriptions/listen requests (%d): end one first", MaxStdioListens), id: requestID(frame)}
 		}
 		return true, nil
 	}

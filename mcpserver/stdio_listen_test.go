@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -60,5 +61,34 @@ func TestStdioGoSDKListenThenClose(t *testing.T) {
 	cs.Close() // closes the server's stdin
 	if err, terr := recv(done, 5*time.Second); terr != nil || err != nil {
 		t.Fatalf("ServeStdio after EOF = %v (%v), want nil within 5s", err, terr)
+	}
+}
+
+// Each open subscriptions/listen holds a go-sdk goroutine until its client
+// ends it: a stdio client gets at most mcpserver.MaxStdioListens open at
+// once, the next one is refused with -32000, and ending one makes room.
+func TestStdioListensBounded(t *testing.T) {
+	f := newFixture(t, mcpserver.Config{})
+	r := startRaw(t, f)
+	listen := func(id int) {
+		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":%s}}`, id, metaFrame))
+	}
+	for id := 1; id <= mcpserver.MaxStdioListens; id++ {
+		listen(id)
+	}
+	listen(100)
+	r.wantError("100", -32000, "subscriptions/listen")
+	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	listen(102)
+	r.send(`{"jsonrpc":"2.0","id":103,"method":"tools/list","params":{"_meta":` + metaFrame + `}}`)
+	for {
+		m := r.reply()
+		if string(m.ID) == "1" { // the go-sdk's answer to the ended listen
+			continue
+		}
+		if string(m.ID) != "103" || m.Error != nil {
+			t.Fatalf("got %s, want the answer to 103 (and no error for listen 102, made room for)", m.raw)
+		}
+		break
 	}
 }
