@@ -3,6 +3,8 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -144,5 +146,27 @@ func TestLegacyServerIgnoringDiscover(t *testing.T) {
 	res, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__old__echo", Arguments: json.RawMessage(`{"message":"still here"}`)})
 	if err != nil || res.IsError || res.Content != "Echo: still here" {
 		t.Fatalf("mcp__old__echo: %+v %v", res, err)
+	}
+}
+
+// After an initialize that failed (a 2026-07-28-only server refuses it, or
+// was slow once), the next attempt probes server/discover again: a single
+// slow start must not pin a new-era server to the old era for good.
+func TestNextLegacy(t *testing.T) {
+	timeout := fmt.Errorf("no MCP handshake within 1s: %w", context.DeadlineExceeded)
+	refused := errors.New("unsupported protocol version")
+	for _, c := range []struct {
+		legacy bool
+		err    error
+		want   bool
+	}{
+		{false, timeout, true},  // the probe timed out: try initialize
+		{false, refused, false}, // an answer: the go-sdk fell back already
+		{true, timeout, false},  // initialize timed out too: probe again
+		{true, refused, false},  // initialize refused: a 2026-07-28-only server
+	} {
+		if got := nextLegacy(c.legacy, c.err); got != c.want {
+			t.Errorf("nextLegacy(%v, %v) = %v, want %v", c.legacy, c.err, got, c.want)
+		}
 	}
 }

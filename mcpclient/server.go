@@ -191,9 +191,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // The go-sdk probes server/discover first and falls back to initialize
 // only when the server answers it with an error: a server of the older era
 // that never answers a method it does not know would time every attempt
-// out. So after a handshake that timed out, the next attempt starts with
-// initialize, and the one after that with the probe again (a server that
-// is merely slow to start connects either way).
+// out. So after a probe that timed out, the next attempt starts with
+// initialize; after an initialize that failed in any way, with the probe
+// again (a server that speaks only 2026-07-28 refuses initialize, and one
+// that is merely slow to start connects either way).
 func (s *server) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
 	defer cancel()
@@ -203,9 +204,7 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	cs, err := connect(ctx, s.client, s.dial, so)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			s.legacy = !s.legacy
-		}
+		s.legacy = nextLegacy(s.legacy, err)
 		return nil, err
 	}
 	tools, err := listTools(ctx, cs, s.cfg)
@@ -353,6 +352,12 @@ func protocolVersion(cs *mcp.ClientSession) string {
 		return r.ProtocolVersion
 	}
 	return ""
+}
+
+// nextLegacy says whether the attempt after a failed connect starts with
+// initialize (see server.connect).
+func nextLegacy(legacy bool, err error) bool {
+	return !legacy && errors.Is(err, context.DeadlineExceeded)
 }
 
 // legacyVersion is the newest MCP version of the handshake era.
