@@ -170,7 +170,9 @@ func (m *Module) Status() []ServerStatus {
 
 // Check connects to one server, lists its tools and disconnects: the
 // `doctor` probe. It returns the qualified tool names, sorted. The whole
-// check is bounded by the server's timeout (and ctx). Errors name the
+// check is bounded by the server's timeout (and ctx), twice that for a
+// server that never answers server/discover: when that probe times out,
+// Check tries initialize once more, as the Module does. Errors name the
 // server and never contain env or header values, nor the host credentials
 // in scrub (see Config.Scrub).
 func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *slog.Logger) ([]string, error) {
@@ -185,10 +187,17 @@ func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *sl
 	log = r.logger(log)
 	d := newDialer(cfg, log, r)
 	defer d.close()
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout())
+	parent := ctx
+	ctx, cancel := context.WithTimeout(parent, cfg.timeout())
 	defer cancel()
 	c := mcp.NewClient(clientImpl, &mcp.ClientOptions{Logger: log, Capabilities: &mcp.ClientCapabilities{}})
 	cs, err := connect(ctx, c, d, nil)
+	if err != nil && nextLegacy(false, err) && parent.Err() == nil {
+		cancel()
+		ctx, cancel = context.WithTimeout(parent, cfg.timeout())
+		defer cancel()
+		cs, err = connect(ctx, c, d, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("mcp server %s: %w: %w", cfg.Name, ErrConnect, r.error(err))
 	}

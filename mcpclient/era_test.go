@@ -170,3 +170,14 @@ func TestNextLegacy(t *testing.T) {
 		}
 	}
 }
+
+// doctor's Check reaches such a server too: when the probe times out, it
+// tries initialize once.
+func TestCheckLegacyServerIgnoringDiscover(t *testing.T) {
+	sc := helperServer("old", "legacy-ignores-unknown")
+	sc.Timeout = 500 * time.Millisecond
+	names, err := Check(context.Background(), sc, nil, nil)
+	if err != nil || !slices.Equal(names, []string{"mcp__old__echo"}) {
+		t.Fatalf("Check = %v, %v; want [mcp__old__echo]", names, err)
+	}
+}
