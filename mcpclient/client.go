@@ -170,7 +170,9 @@ func (m *Module) Status() []ServerStatus {
 
 // Check connects to one server, lists its tools and disconnects: the
 // `doctor` probe. It returns the qualified tool names, sorted. The whole
-// check is bounded by the server's timeout (and ctx). Errors name the
+// check is bounded by the server's timeout (and ctx), twice that for a
+// server that never answers server/discover: when that probe times out,
+// Check tries initialize once more, as the Module does. Errors name the
 // server and never contain env or header values, nor the host credentials
 // in scrub (see Config.Scrub).
 func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *slog.Logger) ([]string, error) {
@@ -185,10 +187,17 @@ func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *sl
 	log = r.Logger(log)
 	d := newDialer(cfg, log, r)
 	defer d.close()
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout())
+	parent := ctx
+	ctx, cancel := context.WithTimeout(parent, cfg.timeout())
 	defer cancel()
 	c := mcp.NewClient(clientImpl, &mcp.ClientOptions{Logger: log, Capabilities: &mcp.ClientCapabilities{}})
-	cs, err := connect(ctx, c, d)
+	cs, err := connect(ctx, c, d, nil)
+	if err != nil && nextLegacy(false, err) && parent.Err() == nil {
+		cancel()
+		ctx, cancel = context.WithTimeout(parent, cfg.timeout())
+		defer cancel()
+		cs, err = connect(ctx, c, d, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("mcp server %s: %w: %w", cfg.Name, ErrConnect, r.Error(err))
 	}
@@ -211,7 +220,8 @@ func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *sl
 var clientImpl = &mcp.Implementation{Name: "axocoatl", Version: "0.1.0"}
 
 // connect makes a transport and initializes a session on it.
-func connect(ctx context.Context, c *mcp.Client, d *dialer) (*mcp.ClientSession, error) {
+// so picks the era (nil: server/discover first, then initialize).
+func connect(ctx context.Context, c *mcp.Client, d *dialer, so *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
 	t, err := d.transport(ctx)
 	if err != nil {
 		return nil, err
@@ -219,7 +229,7 @@ func connect(ctx context.Context, c *mcp.Client, d *dialer) (*mcp.ClientSession,
 	// A child that has not answered when ctx ends is killed at once, so a
 	// failed attempt never waits for the transport's gentle shutdown.
 	stop := context.AfterFunc(ctx, d.reap)
-	cs, err := c.Connect(ctx, t, nil)
+	cs, err := c.Connect(ctx, t, so)
 	stop()
 	if err != nil {
 		d.reap()

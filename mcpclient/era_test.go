@@ -3,6 +3,8 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -78,7 +80,14 @@ func check2026(t *testing.T, e *axocoatl.Engine, m *Module) {
 // replaced: that era has no ping, so the module's own check, a tools/list
 // every keep_alive, finds it out after two unanswered listings.
 func TestKeepAliveReplacesHung2026Server(t *testing.T) {
-	sc := helperServer("hung", "hang-after-discover")
+	t.Run("no ttl", func(t *testing.T) { testKeepAliveReplacesHung2026Server(t, "hang-after-discover") })
+	// The go-sdk serves a 2026-07-28 tools/list from its cache while the
+	// server's ttlMs lasts: the check must still reach the server.
+	t.Run("cacheable list", func(t *testing.T) { testKeepAliveReplacesHung2026Server(t, "hang-after-discover-ttl") })
+}
+
+func testKeepAliveReplacesHung2026Server(t *testing.T, mode string) {
+	sc := helperServer("hung", mode)
 	sc.KeepAlive = 200 * time.Millisecond
 	e, m := startModule(t, Config{Servers: []ServerConfig{sc}, MinBackoff: 50 * time.Millisecond}, nil)
 	sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{"McpServer*"}}, 16)
@@ -118,4 +127,57 @@ func TestKeepAliveReplacesHung2026Server(t *testing.T) {
 		t.Errorf("disconnect reason %q, want %q", reason, want)
 	}
 	waitFor(t, 5*time.Second, func() bool { return !processGroupAlive(first) })
+}
+
+// A 2025-11-25 server that never answers server/discover (the go-sdk's
+// probe then waits for the whole handshake timeout, and falls back to
+// initialize only on an error) is still connected: after a handshake that
+// timed out, the next attempt starts with initialize.
+func TestLegacyServerIgnoringDiscover(t *testing.T) {
+	sc := helperServer("old", "legacy-ignores-unknown")
+	sc.Timeout = 500 * time.Millisecond
+	e, m := startModule(t, Config{Servers: []ServerConfig{sc}, MinBackoff: 50 * time.Millisecond}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	waitFor(t, 10*time.Second, func() bool { return m.Status()[0].Connected })
+	if st := m.Status()[0]; st.ProtocolVersion != "2025-11-25" {
+		t.Fatalf("status %+v, want connected at 2025-11-25", st)
+	}
+	res, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__old__echo", Arguments: json.RawMessage(`{"message":"still here"}`)})
+	if err != nil || res.IsError || res.Content != "Echo: still here" {
+		t.Fatalf("mcp__old__echo: %+v %v", res, err)
+	}
+}
+
+// After an initialize that failed (a 2026-07-28-only server refuses it, or
+// was slow once), the next attempt probes server/discover again: a single
+// slow start must not pin a new-era server to the old era for good.
+func TestNextLegacy(t *testing.T) {
+	timeout := fmt.Errorf("no MCP handshake within 1s: %w", context.DeadlineExceeded)
+	refused := errors.New("unsupported protocol version")
+	for _, c := range []struct {
+		legacy bool
+		err    error
+		want   bool
+	}{
+		{false, timeout, true},  // the probe timed out: try initialize
+		{false, refused, false}, // an answer: the go-sdk fell back already
+		{true, timeout, false},  // initialize timed out too: probe again
+		{true, refused, false},  // initialize refused: a 2026-07-28-only server
+	} {
+		if got := nextLegacy(c.legacy, c.err); got != c.want {
+			t.Errorf("nextLegacy(%v, %v) = %v, want %v", c.legacy, c.err, got, c.want)
+		}
+	}
+}
+
+// doctor's Check reaches such a server too: when the probe times out, it
+// tries initialize once.
+func TestCheckLegacyServerIgnoringDiscover(t *testing.T) {
+	sc := helperServer("old", "legacy-ignores-unknown")
+	sc.Timeout = 500 * time.Millisecond
+	names, err := Check(context.Background(), sc, nil, nil)
+	if err != nil || !slices.Equal(names, []string{"mcp__old__echo"}) {
+		t.Fatalf("Check = %v, %v; want [mcp__old__echo]", names, err)
+	}
 }

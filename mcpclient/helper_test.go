@@ -77,9 +77,14 @@ func runHelper(mode string) {
 	case "hang-after-init":
 		hangAfterInit()
 	case "hang-after-discover":
-		hangAfterDiscover()
+		hangAfterDiscover("")
+	case "hang-after-discover-ttl":
+		// Its one tools/list says the client may cache it for an hour.
+		hangAfterDiscover(`,"ttlMs":3600000`)
 	case "server-2026":
 		serveStdio2026()
+	case "legacy-ignores-unknown":
+		legacyIgnoresUnknown()
 	case "ignore-stdin":
 		// Never reads, never exits on EOF or SIGTERM: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM)
@@ -138,8 +143,8 @@ func hangAfterInit() {
 // hangAfterDiscover is hangAfterInit in the 2026-07-28 era: it answers
 // server/discover (that version only) and one tools/list, then nothing:
 // a hung server that never exits, and that no ping can reveal (that era
-// has none).
-func hangAfterDiscover() {
+// has none). ttl is added to its tools/list result.
+func hangAfterDiscover(ttl string) {
 	r := bufio.NewReader(os.Stdin)
 	listed := false
 	for {
@@ -159,11 +164,52 @@ func hangAfterDiscover() {
 		case "server/discover":
 			result = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`
 		case "tools/list":
-			result = `{"resultType":"complete","tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+			result = `{"resultType":"complete","tools":[{"name":"echo","inputSchema":{"type":"object"}}]` + ttl + `}`
 			listed = true
 		default:
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)
 			continue
+		}
+		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
+	}
+}
+
+// legacyIgnoresUnknown is a 2025-11-25 server written by hand that never
+// answers a request it does not know (server/discover included), as some
+// older servers do: initialize, tools/list, an echo tools/call and ping
+// only.
+func legacyIgnoresUnknown() {
+	r := bufio.NewReader(os.Stdin)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Arguments struct {
+					Message string `json:"message"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &msg) != nil || msg.ID == nil {
+			continue
+		}
+		var result string
+		switch msg.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"old","version":"1"}}`
+		case "tools/list":
+			result = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+		case "tools/call":
+			text, _ := json.Marshal("Echo: " + msg.Params.Arguments.Message)
+			result = `{"content":[{"type":"text","text":` + string(text) + `}]}`
+		case "ping":
+			result = `{}`
+		default:
+			continue // never answered
 		}
 		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
 	}

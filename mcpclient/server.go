@@ -44,6 +44,10 @@ type server struct {
 	firstAttempt chan struct{} // closed after the first connect attempt
 	firstOnce    sync.Once
 	refreshes    atomic.Int64 // tool lists re-read after list_changed
+	// legacy makes the next connect start with initialize (2025-11-25)
+	// instead of the server/discover probe; only run touches it (see
+	// connect).
+	legacy bool
 
 	// calls bounds the in-flight calls by the timeout and by the module's
 	// life (Stop cancels them: a session's Close waits for its calls).
@@ -93,7 +97,23 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		// Runs on the session's reader: only signal the supervisor.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.signalRefresh() },
 	})
+	s.client.AddSendingMiddleware(noListCache)
 	return s
+}
+
+// noListCache keeps the go-sdk from caching tools/list results (the
+// 2026-07-28 era's ttlMs): the module lists tools only when it wants the
+// server's answer (on connect, after tools/list_changed, and as the health
+// check of a 2026-07-28 session, which a cached answer would pass however
+// hung the server is).
+func noListCache(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.ListToolsResult); ok && r != nil {
+			r.TTLMs = 0
+		}
+		return res, err
+	}
 }
 
 // signalRefresh asks the supervisor for a re-list; signals that arrive
@@ -168,11 +188,24 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // connect makes one bounded attempt: session plus first tool list.
+//
+// The go-sdk probes server/discover first and falls back to initialize
+// only when the server answers it with an error: a server of the older era
+// that never answers a method it does not know would time every attempt
+// out. So after a probe that timed out, the next attempt starts with
+// initialize; after an initialize that failed in any way, with the probe
+// again (a server that speaks only 2026-07-28 refuses initialize, and one
+// that is merely slow to start connects either way).
 func (s *server) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
 	defer cancel()
-	cs, err := connect(ctx, s.client, s.dial)
+	var so *mcp.ClientSessionOptions
+	if s.legacy {
+		so = &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion}
+	}
+	cs, err := connect(ctx, s.client, s.dial, so)
 	if err != nil {
+		s.legacy = nextLegacy(s.legacy, err)
 		return nil, err
 	}
 	tools, err := listTools(ctx, cs, s.cfg)
@@ -321,6 +354,15 @@ func protocolVersion(cs *mcp.ClientSession) string {
 	}
 	return ""
 }
+
+// nextLegacy says whether the attempt after a failed connect starts with
+// initialize (see server.connect).
+func nextLegacy(legacy bool, err error) bool {
+	return !legacy && errors.Is(err, context.DeadlineExceeded)
+}
+
+// legacyVersion is the newest MCP version of the handshake era.
+const legacyVersion = "2025-11-25"
 
 // statelessEra reports whether a protocol version is of the 2026-07-28 era
 // (no initialize, no sessions, no ping). Versions are dates: they compare

@@ -70,10 +70,11 @@ type post struct {
 // precheckPOST reads a POST body and answers what the go-sdk would answer
 // badly: malformed JSON (-32700), a non-JSON-RPC message (-32600), an
 // unknown method (-32601, or 202 for a notification), an initialize or a
-// subscriptions/listen over MaxSessions (503). It reports whether the
-// request should go on to the go-sdk (ok), with its body restored, and
-// what it is.
-func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) (p post, ok bool) {
+// subscriptions/listen over MaxSessions (503), a batch in the 2026-07-28
+// era (-32600; the go-sdk answers it in plain text). It reports whether
+// the request should go on to the go-sdk (ok), with its body restored,
+// and what it is.
+func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bool) (p post, ok bool) {
 	var buf bytes.Buffer
 	if r.ContentLength > 0 && r.ContentLength <= s.cfg.MaxMessageBytes {
 		buf.Grow(int(r.ContentLength) + 1) // +1: ReadFrom's probe for EOF
@@ -94,6 +95,10 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request) (p post, o
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' && era2026 {
+		writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Invalid Request: JSON-RPC batches are not supported in "+ProtocolVersion2026)
+		return post{}, false
+	}
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		// A batch (2025-03-26) is the go-sdk's business, but for
 		// initialize, which that version forbids in a batch: the go-sdk

@@ -122,7 +122,8 @@ type Config struct {
 	// sessions (each holds memory until DELETE or SessionTimeout) and
 	// 2026-07-28 subscriptions/listen streams (each holds a session while
 	// the client keeps it open). An initialize or a subscriptions/listen
-	// beyond it gets 503. Zero: 1000. Negative: no bound.
+	// beyond it gets 503. Zero: 1000. Negative: no bound. (A stdio
+	// session's listens have their own bound, [MaxStdioListens].)
 	MaxSessions int `yaml:"max_sessions"`
 	// Logger receives the server's logs. Zero: the Engine's logger.
 	Logger *slog.Logger `yaml:"-"`
@@ -300,7 +301,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 		}
 		if r.Method == http.MethodPost {
 			s.posts.Add(1)
-			p, ok := s.precheckPOST(w, r)
+			p, ok := s.precheckPOST(w, r, era2026)
 			if !ok {
 				s.posts.Done()
 				return

@@ -23,7 +23,8 @@ import (
 //
 // When in reaches EOF, the requests already read are answered (each run is
 // bounded by its agent's timeout; a request the client cancelled is not
-// waited for), then the session ends and ServeStdio returns nil. So
+// waited for, nor a 2026-07-28 subscriptions/listen, which lasts until its
+// client ends it), then the session ends and ServeStdio returns nil. So
 // `printf '<init>\n<call>\n' | axocoatl mcp serve` prints both answers.
 // It returns ctx.Err() when ctx ends first (calls in flight are cancelled)
 // and ErrClosed when the Server is closed.
@@ -33,7 +34,8 @@ import (
 // negotiated versions no longer allow), a line over MaxMessageBytes a -32600
 // too, as does a call whose numeric id is not a plain integer of at most
 // 2^53 in magnitude (the go-sdk would answer 1.5 as 1), a call with a
-// notifications/ method, a call reusing the id of one in flight, and an
+// notifications/ method, a call reusing the id of one in flight, a
+// subscriptions/listen beyond MaxStdioListens open (-32000), and an
 // initialize once the session has served a 2026-07-28 request (a session
 // is of one era); the session goes on in every case. The go-sdk's own reader would end
 // the session on such input, so lines are checked here before it sees them.
@@ -145,32 +147,68 @@ func (f *frameWriter) Close() error { return nil }
 
 // inflight is the set of requests read from stdin and not yet answered.
 type inflight struct {
-	mu  sync.Mutex
-	ids map[jsonrpc.ID]struct{}
+	mu sync.Mutex
+	// ids holds every request in flight (a reused id is refused); the
+	// value says whether EOF waits for its answer: not for a
+	// subscriptions/listen, which is answered only when the client ends it.
+	ids map[jsonrpc.ID]bool
+	// awaited counts the ids EOF waits for.
+	awaited int
 	// writing counts answers taken out of ids and not yet written.
 	writing int
-	idle    chan struct{} // closed while ids is empty and writing is 0
+	idle    chan struct{} // closed while awaited and writing are 0
 }
 
 func newInflight() *inflight {
 	idle := make(chan struct{})
 	close(idle)
-	return &inflight{ids: map[jsonrpc.ID]struct{}{}, idle: idle}
+	return &inflight{ids: map[jsonrpc.ID]bool{}, idle: idle}
 }
 
-func (f *inflight) busy() bool { return len(f.ids) > 0 || f.writing > 0 }
+func (f *inflight) busy() bool { return f.awaited > 0 || f.writing > 0 }
 
-// add notes id; it reports false when id is in flight already.
-func (f *inflight) add(id jsonrpc.ID) bool {
+// add notes id, which EOF waits for when await is set; it reports
+// errInFlight when id is in flight already, errTooManyListens when id is a
+// listen (not awaited) and MaxStdioListens are open.
+func (f *inflight) add(id jsonrpc.ID, await bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.ids[id]; ok {
+		return errInFlight
+	}
+	if !await && len(f.ids)-f.awaited >= MaxStdioListens {
+		return errTooManyListens
+	}
+	f.ids[id] = await
+	if await {
+		if !f.busy() {
+			f.idle = make(chan struct{})
+		}
+		f.awaited++
+	}
+	return nil
+}
+
+var (
+	errInFlight       = errors.New("in flight")
+	errTooManyListens = errors.New("too many listens")
+)
+
+// MaxStdioListens bounds the 2026-07-28 subscriptions/listen requests open
+// at once on one stdio session (each holds a goroutine until its client
+// ends it; a client needs one): the next gets a -32000 error.
+const MaxStdioListens = 8
+
+// forgetLocked removes id from ids, reporting whether it was there.
+func (f *inflight) forgetLocked(id jsonrpc.ID) bool {
+	await, ok := f.ids[id]
+	if !ok {
 		return false
 	}
-	if !f.busy() {
-		f.idle = make(chan struct{})
+	delete(f.ids, id)
+	if await {
+		f.awaited--
 	}
-	f.ids[id] = struct{}{}
 	return true
 }
 
@@ -178,11 +216,11 @@ func (f *inflight) add(id jsonrpc.ID) bool {
 func (f *inflight) done(id jsonrpc.ID) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.ids[id]; !ok {
+	wasBusy := f.busy()
+	if !f.forgetLocked(id) {
 		return false
 	}
-	delete(f.ids, id)
-	if !f.busy() {
+	if wasBusy && !f.busy() {
 		close(f.idle)
 	}
 	return true
@@ -193,10 +231,13 @@ func (f *inflight) done(id jsonrpc.ID) bool {
 func (f *inflight) answering(id jsonrpc.ID) (written func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.ids[id]; !ok {
+	wasBusy := f.busy()
+	if !f.forgetLocked(id) {
 		return func() {}
 	}
-	delete(f.ids, id)
+	if !wasBusy {
+		f.idle = make(chan struct{}) // a listen's answer: EOF waits for it to be written
+	}
 	f.writing++
 	return func() {
 		f.mu.Lock()
@@ -387,9 +428,14 @@ func track(pending *inflight, msg jsonrpc.Message, frame []byte) (forward bool, 
 		return true, nil
 	}
 	if req.IsCall() {
-		if !pending.add(req.ID) {
+		// A subscriptions/listen is answered only when the client ends
+		// it: EOF (the client is gone) does not wait for it.
+		switch err := pending.add(req.ID, req.Method != "subscriptions/listen"); err {
+		case errInFlight:
 			id, _ := json.Marshal(req.ID.Raw())
 			return false, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: id " + string(id) + " is already used by a request in flight", id: requestID(frame)}
+		case errTooManyListens:
+			return false, &frameError{code: codeServerBusy, message: fmt.Sprintf("too many open subscriptions/listen requests (%d): end one first", MaxStdioListens), id: requestID(frame)}
 		}
 		return true, nil
 	}
