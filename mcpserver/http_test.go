@@ -467,3 +467,48 @@ func TestHTTPStatelessRaw(t *testing.T) {
 		t.Errorf("tools/list at 2099-01-01: %d %s, want -32022 listing our versions", resp.StatusCode, body)
 	}
 }
+
+// Shutdown waits for the call in flight (it gets its answer) and refuses a
+// POST that arrives once it began (503: it would not be waited for).
+func TestHTTPShutdownWaitsAndRefusesNewCalls(t *testing.T) {
+	f := newFixture(t, mcpserver.Config{})
+	ts := serveHTTP(t, f)
+	post := func(body string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctxT(t), http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", mcpserver.ProtocolVersion2026)
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "agent_sleepy")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"agent_sleepy","arguments":{"input":"x"},"_meta":` + metaFrame + `}}`
+	inFlight := make(chan string, 1)
+	go func() { _, body := post(call); inFlight <- body }()
+	time.Sleep(100 * time.Millisecond) // the 300 ms call is under way
+	shut := make(chan error, 1)
+	go func() { shut <- f.srv.Shutdown(ctxT(t)) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, body := post(call)
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "shutting down") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a call after Shutdown began: %d %s, want 503 shutting down", code, body)
+		}
+	}
+	if body := <-inFlight; strings.Contains(body, `"isError":true`) || !strings.Contains(body, `"result"`) {
+		t.Fatalf("the call in flight during Shutdown: %s, want its answer", body)
+	}
+	if err := <-shut; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -205,6 +205,11 @@ type Server struct {
 	// posts counts HTTP POSTs being served (calls and their streams), so
 	// Shutdown can let them finish before it ends the sessions.
 	posts sync.WaitGroup
+	// postMu orders posts.Add against Shutdown's Wait (an Add from zero
+	// must not race a Wait): Shutdown sets draining under it, and a POST
+	// is counted only while draining is false.
+	postMu   sync.Mutex
+	draining bool
 	// listens counts the open 2026-07-28 subscriptions/listen streams,
 	// which MaxSessions bounds with the handshake era's sessions.
 	listens atomic.Int64
@@ -300,7 +305,10 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 			sdk = stateless
 		}
 		if r.Method == http.MethodPost {
-			s.posts.Add(1)
+			if !s.beginPost() {
+				writeHTTPError(w, http.StatusServiceUnavailable, "server shutting down")
+				return
+			}
 			p, ok := s.precheckPOST(w, r, era2026)
 			if !ok {
 				s.posts.Done()
@@ -326,6 +334,18 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	return nil
 }
 
+// beginPost counts a POST for Shutdown to wait for, unless Shutdown began
+// (then the POST is refused: it would not be waited for).
+func (s *Server) beginPost() bool {
+	s.postMu.Lock()
+	defer s.postMu.Unlock()
+	if s.draining {
+		return false
+	}
+	s.posts.Add(1)
+	return true
+}
+
 // Stop is Close.
 func (s *Server) Stop(context.Context) error { return s.Close() }
 
@@ -342,8 +362,12 @@ func (s *Server) MCP() *mcp.Server {
 // Shutdown lets the HTTP requests in flight (calls and their answers)
 // finish, within ctx, then ends every session — the GET streams that wait
 // for notifications included, which http.Server.Shutdown would otherwise
-// wait on for its whole grace period. Call it beside Server.Shutdown.
+// wait on for its whole grace period. A POST that arrives once Shutdown
+// began gets 503. Call it beside Server.Shutdown.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.postMu.Lock()
+	s.draining = true
+	s.postMu.Unlock()
 	done := make(chan struct{})
 	go func() { s.posts.Wait(); close(done) }()
 	select {
