@@ -559,6 +559,15 @@ func (c *Config) validate() error {
 	if len(c.Agents) == 0 {
 		errs = append(errs, d.Errorf("agents", "at least one agent is required"))
 	}
+	// Settings that only a NATS lattice reads are said to be ignored, so
+	// an operator does not believe a cluster is configured.
+	if c.Lattice.Backend != "nats" {
+		for _, key := range []string{"cluster", "lattice.jetstream", "lattice.reconnect_buffer_bytes", "lattice.node"} {
+			if d.Has(key) {
+				c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: %s is ignored: lattice.backend is not nats (this daemon runs alone)", d.Line(key), key))
+			}
+		}
+	}
 	// A provider an agent uses needs a key from the file or its variable
 	// (a server that may need none gets a warning), checked once per kind.
 	keyChecked := map[string]bool{}

@@ -262,3 +262,24 @@ agents:
 		t.Fatalf("unset variable: message %q does not name it", fe.Msg)
 	}
 }
+
+// Settings only a NATS lattice reads are warned about, with their line,
+// when the lattice is in memory; with NATS they are not.
+func TestClusterSettingsWithoutNATSWarned(t *testing.T) {
+	const text = "agents: [{id: a}]\ncluster: {heartbeat_interval: 2s}\nlattice:\n  jetstream: {stream: S}\n"
+	cfg, err := config.ParseWith(context.Background(), "c.yaml", []byte(text), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"line 2: cluster is ignored: lattice.backend is not nats (this daemon runs alone)",
+		"line 4: lattice.jetstream is ignored: lattice.backend is not nats (this daemon runs alone)",
+	}
+	if !slices.Equal(cfg.Warnings, want) {
+		t.Fatalf("warnings %q, want %q", cfg.Warnings, want)
+	}
+	cfg, err = config.ParseWith(context.Background(), "c.yaml", []byte(text+"  backend: nats\n"), env(nil))
+	if err != nil || len(cfg.Warnings) != 0 {
+		t.Fatalf("with NATS: warnings %q, err %v", cfg.Warnings, err)
+	}
+}

@@ -41,6 +41,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad origin pattern", "server:\n  allowed_origins: [\"ok.example\", \"[bad\"]\nagents:\n  - id: a\n", nil, `2: server.allowed_origins[1]: "[bad" must be an origin`},
 		{"bad lattice", "lattice:\n  backend: kafka\nagents:\n  - id: a\n", nil, `2: lattice.backend: "kafka" is unknown`},
 		{"bad lattice node", "lattice:\n  node: \"a.b\"\nagents:\n  - id: a\n", nil, `2: lattice.node: "a.b" must be 1-64 letters, digits, _ and -`},
+		{"bad size unit", "lattice:\n  reconnect_buffer_bytes: 10ZB\nagents:\n  - id: a\n", nil, "2: lattice.reconnect_buffer_bytes: expected a size in bytes (a number, or with a unit: 512KB, 8MiB; units B, KB, MB, GB, KiB, MiB, GiB), got a string `10ZB`"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeConfig(t, tc.text)

@@ -574,6 +574,10 @@ func (c *checker) decodeError(err error) error {
 		path := c.paths[[2]int{le.Mark.Line, le.Mark.Column}]
 		n := c.nodeAt(le.Mark.Line, le.Mark.Column)
 		msg := typeMessage(le.Message, n == nil || c.doc.expanded[n])
+		if strings.HasSuffix(path, "_bytes") {
+			// A size the unit pattern did not take: say what sizes look like.
+			msg = strings.Replace(msg, "expected a whole number", "expected a size in bytes (a number, or with a unit: 512KB, 8MiB; units B, KB, MB, GB, KiB, MiB, GiB)", 1)
+		}
 		errs = append(errs, &Error{File: c.doc.File, Line: le.Mark.Line, Key: path, Msg: msg})
 	}
 	return errors.Join(errs...)
