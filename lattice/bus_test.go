@@ -230,3 +230,43 @@ func TestMemoryLocalFilterSeesEverything(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// AppendJSON decodes to the same event as json.Marshal's encoding, for
+// ids, types and producers with quotes, control characters, invalid UTF-8
+// and non-ASCII text, and payloads with whitespace or none.
+func TestAppendJSONMatchesMarshal(t *testing.T) {
+	strs := []string{"", "plain", `q"uo\te`, "ctl\x00\x01\n\t\x1f", "bad\xff\xfeutf8", "ünïcødé ✓ 𝄞", "<html>&amp;", "\u2028\u2029"}
+	payloads := []string{"", `{}`, `{"a": 1, "b": [true, null, "x"]}`, "{\n  \"k\": \"v\"\n}"}
+	for _, s := range strs {
+		for _, p := range payloads {
+			ev := Event{ID: s, Type: "T" + s, ProducedBy: s + "p", Timestamp: -12345}
+			if p != "" {
+				ev.Payload = json.RawMessage(p)
+			}
+			got := ev.AppendJSON(nil)
+			if !json.Valid(got) {
+				t.Fatalf("AppendJSON(%q, %q) = %s: not valid JSON", s, p, got)
+			}
+			want, err := json.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a, b Event
+			if err := json.Unmarshal(got, &a); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(want, &b); err != nil {
+				t.Fatal(err)
+			}
+			if a.ID != b.ID || a.Type != b.Type || a.ProducedBy != b.ProducedBy || a.Timestamp != b.Timestamp {
+				t.Fatalf("AppendJSON decodes to %+v, json.Marshal to %+v", a, b)
+			}
+			var pa, pb any
+			_ = json.Unmarshal(a.Payload, &pa)
+			_ = json.Unmarshal(b.Payload, &pb)
+			if fmt.Sprint(pa) != fmt.Sprint(pb) {
+				t.Fatalf("payloads differ: %s vs %s", a.Payload, b.Payload)
+			}
+		}
+	}
+}
