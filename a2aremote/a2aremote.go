@@ -48,7 +48,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -62,6 +61,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/retry"
 	"github.com/axocoatl/axocoatl-go/internal/scrub"
 	"github.com/axocoatl/axocoatl-go/internal/textsafe"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -419,7 +419,7 @@ func (r *remote) resolveLoop(life context.Context) {
 		}
 		r.down(life, err, failures)
 		r.firstOnce.Do(func() { close(r.firstAttempt) })
-		if !sleep(life, backoff(r.mcfg, failures+1)) {
+		if !retry.Sleep(life, backoff(r.mcfg, failures+1)) {
 			return
 		}
 	}
@@ -477,23 +477,7 @@ func (r *remote) status() AgentStatus {
 // backoff is MinBackoff doubled per consecutive failure, capped at
 // MaxBackoff, with ±20% jitter.
 func backoff(c Config, failures int) time.Duration {
-	d, top := c.minBackoff(), c.maxBackoff()
-	for i := 1; i < failures && d < top; i++ {
-		d *= 2
-	}
-	d = min(d, top)
-	return d - d/5 + rand.N(2*d/5+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return retry.Backoff(c.minBackoff(), c.maxBackoff(), failures)
 }
 
 func redactURL(u string) string { return httpguard.RedactURL(u) }

@@ -13,6 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/retry"
 )
 
 // The causes a call's context ends with, besides its caller's.
@@ -252,7 +253,7 @@ func (r *remote) find(ctx context.Context, c *a2aclient.Client, contextID string
 		if err == nil && len(res.Tasks) > 0 && !res.Tasks[0].Status.State.Terminal() {
 			return res.Tasks[0].ID
 		}
-		if err == nil && len(res.Tasks) > 0 || !sleep(fctx, d) {
+		if err == nil && len(res.Tasks) > 0 || !retry.Sleep(fctx, d) {
 			return "" // over already, or not found in time
 		}
 	}
@@ -262,7 +263,7 @@ func (r *remote) find(ctx context.Context, c *a2aclient.Client, contextID string
 func (r *remote) poll(ctx context.Context, c *a2aclient.Client, t *taskState) error {
 	d := pollMin
 	for !t.done {
-		if !sleep(ctx, d) {
+		if !retry.Sleep(ctx, d) {
 			return ctx.Err()
 		}
 		d = min(2*d, pollMax)

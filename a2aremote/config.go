@@ -170,11 +170,8 @@ func (a AgentConfig) Validate() error {
 		return bad("url %q must be an absolute http or https URL", httpguard.RedactURL(a.URL))
 	}
 	for k, v := range a.Headers {
-		if !httpguard.ValidHeaderName(k) {
-			return bad("headers: invalid header name %q", k)
-		}
-		if strings.ContainsAny(v.Reveal(), "\r\n\x00") {
-			return bad("headers: value of %q contains a control character", k)
+		if p := httpguard.HeaderProblem(k, v.Reveal()); p != "" {
+			return bad("headers: %s", p)
 		}
 	}
 	if a.Timeout < 0 {

@@ -195,14 +195,13 @@ func (w Webhook) Validate() error {
 		return bad("secret: %v", err)
 	}
 	for k, v := range w.Headers {
-		if !httpguard.ValidHeaderName(k) {
-			return bad("headers: invalid header name %q", k)
-		}
+		// A reserved name is a valid one: checked first, the invalid-name
+		// message still comes first for a name that is not a field name.
 		if slices.Contains(reserved, http.CanonicalHeaderKey(k)) {
 			return bad("headers: %q is set by egress itself", k)
 		}
-		if strings.ContainsAny(v.Reveal(), "\r\n\x00") {
-			return bad("headers: value of %q contains a control character", k)
+		if p := httpguard.HeaderProblem(k, v.Reveal()); p != "" {
+			return bad("headers: %s", p)
 		}
 	}
 	switch {

@@ -217,12 +217,9 @@ func (s ServerConfig) Validate() error {
 			return bad("env: invalid variable name %q", k)
 		}
 	}
-	for k := range s.Headers {
-		if !httpguard.ValidHeaderName(k) {
-			return bad("headers: invalid header name %q", k)
-		}
-		if strings.ContainsAny(s.Headers[k].Reveal(), "\r\n\x00") {
-			return bad("headers: value of %q contains a control character", k)
+	for k, v := range s.Headers {
+		if p := httpguard.HeaderProblem(k, v.Reveal()); p != "" {
+			return bad("headers: %s", p)
 		}
 	}
 	if s.Timeout < 0 {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"sort"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/retry"
 	"github.com/axocoatl/axocoatl-go/internal/scrub"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -158,7 +158,7 @@ func (s *server) run(ctx context.Context) {
 			}
 			failures++
 		}
-		if !sleep(ctx, s.backoff(failures)) {
+		if !retry.Sleep(ctx, s.backoff(failures)) {
 			return
 		}
 	}
@@ -168,23 +168,7 @@ func (s *server) run(ctx context.Context) {
 // MaxBackoff, with ±20% jitter so that servers failing together (a network
 // outage) do not retry in lockstep.
 func (s *server) backoff(failures int) time.Duration {
-	d := s.mcfg.MinBackoff
-	for i := 1; i < failures && d < s.mcfg.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, s.mcfg.MaxBackoff)
-	return d - d/5 + rand.N(2*d/5+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return retry.Backoff(s.mcfg.MinBackoff, s.mcfg.MaxBackoff, failures)
 }
 
 // connect makes one bounded attempt: session plus first tool list.

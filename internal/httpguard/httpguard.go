@@ -439,6 +439,20 @@ func Bytes(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
+// HeaderProblem says what is wrong with a static header a config sets
+// (its name not an HTTP field name, or its value holding a CR, LF or NUL
+// that would split or cut the request), or "" when nothing is. The value
+// is never quoted: it may be a secret.
+func HeaderProblem(name, value string) string {
+	if !ValidHeaderName(name) {
+		return fmt.Sprintf("invalid header name %q", name)
+	}
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return fmt.Sprintf("value of %q contains a control character", name)
+	}
+	return ""
+}
+
 // ValidHeaderName reports whether k is an HTTP field name (RFC 9110 token
 // characters), for configs that set static headers.
 func ValidHeaderName(k string) bool {
