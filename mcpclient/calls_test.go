@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,5 +156,22 @@ func TestCallDeadlinesConcurrent(t *testing.T) {
 	defer c.mu.Unlock()
 	if len(c.pending) != 0 {
 		t.Fatalf("%d calls still pending", len(c.pending))
+	}
+}
+
+// A call written to a stdio child that just died fails with a broken pipe
+// (or a closed file): the session is dead, and the caller must be told the
+// server is down, as for any other end of its session.
+func TestBrokenPipeIsSessionDead(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf(`calling "tools/call": %w`, &os.PathError{Op: "write", Path: "|1", Err: syscall.EPIPE}),
+		fmt.Errorf("write: %w", os.ErrClosed),
+	} {
+		if !sessionDead(err) {
+			t.Errorf("sessionDead(%v) = false", err)
+		}
+	}
+	if sessionDead(errors.New("tool said no")) {
+		t.Error("a tool's own error taken for a dead session")
 	}
 }

@@ -9,9 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
@@ -597,8 +599,10 @@ func (s *server) status() ServerStatus {
 // or the HTTP server no longer accepts connections.
 func sessionDead(err error) bool {
 	var opErr *net.OpError
+	// EPIPE: a stdio child that died as the call was written to it.
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &opErr)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &opErr) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
 }
 
 // warnTooShort names the configured secrets too short to be scrubbed
