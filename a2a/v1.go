@@ -228,10 +228,9 @@ func (h *Handler) listTasksV1(q *v1.ListTasksRequest, pathAgent string) (*v1.Lis
 
 // stateV03 maps a 1.0 task state to the stored (0.3) one.
 func stateV03(s v1.TaskState) a2a.TaskState {
-	for _, st := range []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateCompleted,
-		a2a.TaskStateCanceled, a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired} {
-		if stateV1(st) == s {
-			return st
+	for _, p := range taskStates {
+		if p.v10 == s {
+			return p.v03
 		}
 	}
 	return a2a.TaskStateUnspecified

@@ -133,25 +133,28 @@ func isV03Method(m string) bool {
 	return false
 }
 
+// taskStates pairs each task state's 0.3 and 1.0 names, for both
+// directions of the mapping.
+var taskStates = [...]struct {
+	v03 a2a.TaskState
+	v10 v1.TaskState
+}{
+	{a2a.TaskStateSubmitted, v1.TaskStateSubmitted},
+	{a2a.TaskStateWorking, v1.TaskStateWorking},
+	{a2a.TaskStateCompleted, v1.TaskStateCompleted},
+	{a2a.TaskStateCanceled, v1.TaskStateCanceled},
+	{a2a.TaskStateFailed, v1.TaskStateFailed},
+	{a2a.TaskStateRejected, v1.TaskStateRejected},
+	{a2a.TaskStateInputRequired, v1.TaskStateInputRequired},
+	{a2a.TaskStateAuthRequired, v1.TaskStateAuthRequired},
+}
+
 // stateV1 maps a task state to its 1.0 name.
 func stateV1(s a2a.TaskState) v1.TaskState {
-	switch s {
-	case a2a.TaskStateSubmitted:
-		return v1.TaskStateSubmitted
-	case a2a.TaskStateWorking:
-		return v1.TaskStateWorking
-	case a2a.TaskStateCompleted:
-		return v1.TaskStateCompleted
-	case a2a.TaskStateCanceled:
-		return v1.TaskStateCanceled
-	case a2a.TaskStateFailed:
-		return v1.TaskStateFailed
-	case a2a.TaskStateRejected:
-		return v1.TaskStateRejected
-	case a2a.TaskStateInputRequired:
-		return v1.TaskStateInputRequired
-	case a2a.TaskStateAuthRequired:
-		return v1.TaskStateAuthRequired
+	for _, p := range taskStates {
+		if p.v03 == s {
+			return p.v10
+		}
 	}
 	return v1.TaskStateUnspecified
 }
