@@ -134,7 +134,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.transport = newTransport()
 	log := e.Logger()
 	for _, ac := range m.cfg.Agents {
-		r := newRemote(life, ac, m.cfg, e, log, m.transport)
+		r := newRemote(ac, m.cfg, e, log, m.transport)
 		if err := e.RegisterTool(r.tool(nil)); err != nil {
 			cancel()
 			m.wg.Wait()
@@ -171,6 +171,9 @@ func (m *Module) Stop(ctx context.Context) error {
 	for _, r := range m.agents {
 		r.mu.Lock()
 		r.stopping = true
+		for _, cancelCall := range r.inflight {
+			cancelCall(errStopping)
+		}
 		r.mu.Unlock()
 	}
 	cancel()
@@ -312,8 +315,6 @@ type remote struct {
 	log  *slog.Logger
 	red  *scrub.Scrubber
 	hc   *http.Client
-	// life ends when the module stops: calls are cancelled with it.
-	life context.Context
 	// sem bounds the calls in flight (max_concurrent).
 	sem chan struct{}
 	// calls counts calls in flight, for Stop to wait for their cancels.
@@ -332,17 +333,22 @@ type remote struct {
 	generation string
 	lastErr    string
 	stopping   bool // Stop began: no new call starts
+	// inflight holds the cancel of each call in progress, by a number of
+	// its own: Stop cancels them (with errStopping).
+	inflight map[uint64]context.CancelCauseFunc
+	lastCall uint64
 }
 
-func newRemote(life context.Context, ac AgentConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger, base http.RoundTripper) *remote {
+func newRemote(ac AgentConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger, base http.RoundTripper) *remote {
 	red, tooShort := newRedactor(ac, mcfg.Scrub)
 	warnTooShort(log, ac.Name, tooShort)
 	return &remote{
-		cfg: ac, mcfg: mcfg, eng: e, log: log, life: life,
+		cfg: ac, mcfg: mcfg, eng: e, log: log,
 		red:          red,
 		hc:           newHTTPClient(ac, base),
 		sem:          make(chan struct{}, ac.maxConcurrent()),
 		firstAttempt: make(chan struct{}),
+		inflight:     make(map[uint64]context.CancelCauseFunc),
 		lastErr:      "its card has not been read yet",
 	}
 }
