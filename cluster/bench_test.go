@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,4 +96,86 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRoundTripPaired measures the same three calls as
+// BenchmarkRoundTrip (local, nats, remote) in one loop, one of each per
+// iteration in rotating order, so that all three see the same moment of a
+// noisy machine; it reports each one's median and the goal's ratio
+// remote / (2 × local + nats), which must stay under 1.
+func BenchmarkRoundTripPaired(b *testing.B) {
+	ns := startNATS(b, -1)
+	url := ns.ClientURL()
+	a := newNode(b, url, "node-a", fast, map[string]agent.Model{"echo": provider.EchoModel{}})
+	c := newNode(b, url, "node-b", fast, nil)
+	_ = a.local.Close()
+	_ = c.local.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if info, err := c.e.Agent("echo"); err == nil && info.Node == "node-a" {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("node-b does not list node-a's echo")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx := context.Background()
+	srv, err := natsgo.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	cli, err := natsgo.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Close()
+	sub, err := srv.Subscribe("bench.rr", func(m *natsgo.Msg) { _ = m.Respond(m.Data) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	_ = srv.Flush()
+	payload := []byte("ping")
+
+	calls := []func(){
+		func() {
+			if _, err := a.e.Execute(ctx, "echo", "ping"); err != nil {
+				b.Fatal(err)
+			}
+		},
+		func() {
+			if _, err := cli.Request("bench.rr", payload, 5*time.Second); err != nil {
+				b.Fatal(err)
+			}
+		},
+		func() {
+			if res, err := c.e.Execute(ctx, "echo", "ping"); err != nil || res.Output != "ping" {
+				b.Fatal(res, err)
+			}
+		},
+	}
+	took := make([][]time.Duration, len(calls))
+	n := 0
+	for b.Loop() {
+		for k := range calls {
+			i := (k + n) % len(calls)
+			start := time.Now()
+			calls[i]()
+			took[i] = append(took[i], time.Since(start))
+		}
+		n++
+	}
+	local, nats, remote := median(took[0]), median(took[1]), median(took[2])
+	b.ReportMetric(float64(local.Nanoseconds()), "local-ns")
+	b.ReportMetric(float64(nats.Nanoseconds()), "nats-ns")
+	b.ReportMetric(float64(remote.Nanoseconds()), "remote-ns")
+	b.ReportMetric(float64(remote)/float64(2*local+nats), "remote/bound")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

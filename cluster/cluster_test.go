@@ -478,24 +478,28 @@ func TestHostilePeer(t *testing.T) {
 	}
 	defer peer.Close()
 
-	for _, body := range []string{`not json`, `{"task_id":"t1","agent_id":"other","input":"x"}`, `{"agent_id":"echo","input":"x"}`, `{"task_id":"t2","agent_id":"echo","timeout_ms":-5}`} {
-		msg, err := peer.Request("ct-cluster.exec.echo", []byte(body), 5*time.Second)
+	// Tasks without an id, with one over the bound, with a timeout that is
+	// negative or not a number: each answered as malformed.
+	for _, h := range []natsgo.Header{
+		{},
+		{"Axocoatl-From": {"x"}},
+		{"Axocoatl-Task": {strings.Repeat("t", 300)}},
+		{"Axocoatl-Task": {"t2"}, "Axocoatl-Timeout-Ms": {"-5"}},
+		{"Axocoatl-Task": {"t3"}, "Axocoatl-Timeout-Ms": {"soon"}},
+	} {
+		msg, err := peer.RequestMsg(&natsgo.Msg{Subject: "ct-cluster.exec.echo", Header: h, Data: []byte("x")}, 5*time.Second)
 		if err != nil {
-			t.Fatalf("%s: %v", body, err)
+			t.Fatalf("%v: %v", h, err)
 		}
-		var r struct {
-			Done        bool
-			Kind, Error string
-		}
-		_ = json.Unmarshal(msg.Data, &r)
-		if !r.Done || r.Kind != "failed" || r.Error != "cluster: malformed task request" {
-			t.Fatalf("%s → %s", body, msg.Data)
+		if msg.Header.Get("Axocoatl-Done") != "failed" || string(msg.Data) != "cluster: malformed task request" {
+			t.Fatalf("%v → %v %q", h, msg.Header, msg.Data)
 		}
 	}
 	// An unknown door is labelled remote.
-	msg, err := peer.Request("ct-cluster.exec.echo", []byte(`{"task_id":"t3","agent_id":"echo","input":"hi","source":"made-up-door","from":"evil"}`), 5*time.Second)
-	if err != nil || !strings.Contains(string(msg.Data), `"output":"hi"`) {
-		t.Fatalf("%v %s", err, msg.Data)
+	msg, err := peer.RequestMsg(&natsgo.Msg{Subject: "ct-cluster.exec.echo", Data: []byte("hi"), Header: natsgo.Header{
+		"Axocoatl-Task": {"t4"}, "Axocoatl-Source": {"made-up-door"}, "Axocoatl-From": {"evil"}}}, 5*time.Second)
+	if err != nil || msg.Header.Get("Axocoatl-Done") != "ok" || string(msg.Data) != "hi" {
+		t.Fatalf("%v %v %q", err, msg.Header, msg.Data)
 	}
 	if _, p := a.nextRun(t); p["source"] != "remote" {
 		t.Fatalf("source %v", p["source"])

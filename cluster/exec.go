@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,33 +15,79 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
-// execRequest is a task sent to the daemons hosting an agent.
-type execRequest struct {
-	TaskID  string `json:"task_id"`
-	AgentID string `json:"agent_id"`
-	Input   string `json:"input"`
-	Source  string `json:"source"`
-	From    string `json:"from"` // the calling daemon
-	// TimeoutMS is what was left of the caller's deadline when it sent
-	// the task (a duration, not a time: clocks of two hosts differ). Zero:
-	// no deadline but the agent's own timeout.
-	TimeoutMS int64 `json:"timeout_ms,omitempty"`
-}
+// A task travels as NATS headers and a body that is its input as is, and
+// so does its answer (the output, or the error's text): no JSON to write
+// and read on either side of the hot path. Subject: exec.<agent id>.
+//
+// A task's headers:
+const (
+	hdrTask   = "Axocoatl-Task" // the task id
+	hdrFrom   = "Axocoatl-From" // the calling daemon
+	hdrSource = "Axocoatl-Source"
+	// hdrTimeout is what was left of the caller's deadline when it sent
+	// the task, in milliseconds (a duration, not a time: clocks of two
+	// hosts differ). Absent: no deadline but the agent's own timeout.
+	hdrTimeout = "Axocoatl-Timeout-Ms"
+)
 
-// execReply is one message back to the caller: Accepted (the daemon that
-// took the task, sent once the run has lasted acceptAfter, then every
-// heartbeat interval while it runs), and Done with the result.
+// An answer's headers: Accepted (the daemon that took the task, sent once
+// the run has lasted acceptAfter, then every heartbeat interval while it
+// runs), or Done with "ok" or the error's kind, and the run's duration.
+const (
+	hdrAccepted = "Axocoatl-Accepted"
+	hdrDone     = "Axocoatl-Done"
+	hdrDuration = "Axocoatl-Duration-Ms"
+	doneOK      = "ok"
+)
+
+// execReply is one answer to a caller, as read from the wire (or made up
+// locally: noResponders, lost).
 type execReply struct {
-	Accepted   string `json:"accepted,omitempty"`
-	Done       bool   `json:"done,omitempty"`
-	Output     string `json:"output,omitempty"`
-	DurationMS int64  `json:"duration_ms,omitempty"`
-	Error      string `json:"error,omitempty"`
-	Kind       string `json:"kind,omitempty"`
+	Accepted   string
+	Done       bool
+	Output     string
+	DurationMS int64
+	Error      string
+	Kind       string
 
-	// Set locally, never on the wire.
 	noResponders bool
 	lost         string
+}
+
+// msg is r on the wire, to subject.
+func (r execReply) msg(subject string) *natsgo.Msg {
+	if r.Accepted != "" {
+		return &natsgo.Msg{Subject: subject, Header: natsgo.Header{hdrAccepted: {r.Accepted}}}
+	}
+	kind, body := doneOK, r.Output
+	if r.Error != "" {
+		kind, body = r.Kind, r.Error
+	}
+	return &natsgo.Msg{Subject: subject, Data: []byte(body), Header: natsgo.Header{
+		hdrDone: {kind}, hdrDuration: {strconv.FormatInt(r.DurationMS, 10)},
+	}}
+}
+
+// readReply reads an answer; ok false: not one.
+func readReply(m *natsgo.Msg) (r execReply, ok bool) {
+	if node := m.Header.Get(hdrAccepted); node != "" {
+		return execReply{Accepted: node}, true
+	}
+	kind := m.Header.Get(hdrDone)
+	if kind == "" {
+		return r, false
+	}
+	r.Done = true
+	r.DurationMS, _ = strconv.ParseInt(m.Header.Get(hdrDuration), 10, 64)
+	if kind == doneOK {
+		r.Output = string(m.Data)
+	} else {
+		r.Kind, r.Error = kind, string(m.Data)
+		if r.Error == "" {
+			r.Error = "the remote run failed (" + kind + ")"
+		}
+	}
+	return r, true
 }
 
 // cancelMsg stops a task wherever it runs.
@@ -85,16 +132,14 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("agent %s: %w", req.AgentID, err)
 	}
-	er := execRequest{TaskID: req.TaskID, AgentID: req.AgentID, Input: req.Input, Source: string(req.Source), From: m.node}
+	h := natsgo.Header{hdrTask: {req.TaskID}, hdrFrom: {m.node}, hdrSource: {string(req.Source)}}
 	if d, ok := ctx.Deadline(); ok {
-		er.TimeoutMS = max(time.Until(d).Milliseconds(), 1)
+		h[hdrTimeout] = []string{strconv.FormatInt(max(time.Until(d).Milliseconds(), 1), 10)}
 	}
-	data, err := json.Marshal(er)
-	if err != nil {
-		return res, fmt.Errorf("agent %s: %w", req.AgentID, err)
-	}
-	if limit := m.nc.MaxPayload(); int64(len(data)) > limit {
-		return res, fmt.Errorf("agent %s runs on another daemon: the task is %d bytes, over NATS max_payload (%d bytes)", req.AgentID, len(data), limit)
+	// The headers' size is bounded (ids of at most maxTaskID, node names);
+	// 1 KiB is room to spare for them.
+	if limit := m.nc.MaxPayload(); int64(len(req.Input))+1024 > limit {
+		return res, fmt.Errorf("agent %s runs on another daemon: the input is %d bytes, over NATS max_payload (%d bytes) less 1 KiB for the task's headers", req.AgentID, len(req.Input), limit)
 	}
 	token := itoa(m.seq.Add(1))
 	c := &call{ch: make(chan execReply, maxPendingCall)}
@@ -110,7 +155,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 		delete(m.calls, token)
 		m.mu.Unlock()
 	}()
-	msg := &natsgo.Msg{Subject: m.subj + ".exec." + req.AgentID, Reply: m.inbox + "." + token, Data: data}
+	msg := &natsgo.Msg{Subject: m.subj + ".exec." + req.AgentID, Reply: m.inbox + "." + token, Header: h, Data: []byte(req.Input)}
 	if err := m.nc.PublishMsg(msg); err != nil {
 		return res, unavailable("agent %s: sending the task over NATS: %v", req.AgentID, err)
 	}
@@ -180,13 +225,13 @@ func (m *Module) onReply(msg *natsgo.Msg) {
 	if c == nil {
 		return // the caller gave up
 	}
-	var r execReply
 	if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
-		r.noResponders = true
-	} else if json.Unmarshal(msg.Data, &r) != nil {
+		send(c, execReply{noResponders: true})
 		return
 	}
-	send(c, r)
+	if r, ok := readReply(msg); ok {
+		send(c, r)
+	}
 }
 
 // onCancel stops a task this daemon runs for another, or remembers that it
@@ -226,6 +271,29 @@ func (m *Module) onCancel(msg *natsgo.Msg) {
 // tombKey is a remembered cancel's key: the sender, then the task id.
 func tombKey(from, taskID string) string { return from + "\x00" + taskID }
 
+// task is a task as read from the wire.
+type task struct {
+	taskID, from, source, input string
+	timeoutMS                   int64 // 0: none
+}
+
+// readTask reads a task's headers and body; ok false: malformed.
+func readTask(m *natsgo.Msg) (t task, ok bool) {
+	t = task{taskID: m.Header.Get(hdrTask), from: m.Header.Get(hdrFrom), source: m.Header.Get(hdrSource)}
+	if t.taskID == "" || len(t.taskID) > maxTaskID {
+		return t, false
+	}
+	if v := m.Header.Get(hdrTimeout); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			return t, false
+		}
+		t.timeoutMS = ms
+	}
+	t.input = string(m.Data) // as the caller gave it, as a local run gets it
+	return t, true
+}
+
 // onExec takes a task for one of this daemon's agents. It runs on the
 // subscription's dispatch goroutine and returns at once: the run has its
 // own goroutine, bounded by MaxConcurrentRuns.
@@ -234,27 +302,26 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		return
 	}
 	reply := func(r execReply) {
-		b, _ := json.Marshal(r)
-		if err := m.nc.Publish(msg.Reply, b); err != nil {
+		if err := m.nc.PublishMsg(r.msg(msg.Reply)); err != nil {
 			m.log.Debug("reply not sent", "error", err)
 		}
 	}
-	var req execRequest
 	agentID := msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:]
-	if err := json.Unmarshal(msg.Data, &req); err != nil || req.AgentID != agentID || req.TaskID == "" || len(req.TaskID) > maxTaskID || req.TimeoutMS < 0 {
+	req, ok := readTask(msg)
+	if !ok {
 		reply(execReply{Done: true, Kind: kindFailed, Error: "cluster: malformed task request"})
 		return
 	}
 	m.mu.Lock()
-	if _, canceled := m.tombs[tombKey(req.From, req.TaskID)]; canceled {
-		delete(m.tombs, tombKey(req.From, req.TaskID))
+	if _, canceled := m.tombs[tombKey(req.from, req.taskID)]; canceled {
+		delete(m.tombs, tombKey(req.from, req.taskID))
 		m.mu.Unlock()
 		reply(execReply{Done: true, Kind: kindCanceled, Error: fmt.Sprintf("agent %s: canceled before it started: %v", agentID, context.Canceled)})
 		return
 	}
-	if _, dup := m.running[req.TaskID]; dup || m.stopping {
+	if _, dup := m.running[req.taskID]; dup || m.stopping {
 		m.mu.Unlock()
-		reply(execReply{Done: true, Kind: kindClosed, Error: fmt.Sprintf("daemon %s cannot take task %s now", m.node, req.TaskID)})
+		reply(execReply{Done: true, Kind: kindClosed, Error: fmt.Sprintf("daemon %s cannot take task %s now", m.node, req.taskID)})
 		return
 	}
 	select {
@@ -265,7 +332,7 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		return
 	}
 	ctx, cancel := context.WithCancelCause(m.ctx)
-	m.running[req.TaskID] = &served{from: req.From, cancel: cancel}
+	m.running[req.taskID] = &served{from: req.from, cancel: cancel}
 	m.wg.Add(1) // under m.mu, before Stop can wait
 	m.mu.Unlock()
 	// The caller learns who took the task (to fail it if this daemon
@@ -302,27 +369,27 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		defer stopKeep()
 		defer func() {
 			m.mu.Lock()
-			delete(m.running, req.TaskID)
+			delete(m.running, req.taskID)
 			m.mu.Unlock()
 			cancel(nil)
 		}()
 		runCtx := context.Context(ctx)
 		// A timeout beyond what a Duration holds (only a peer's invention:
 		// a caller's deadline is at most ~292 years away) is no deadline.
-		if req.TimeoutMS > 0 && req.TimeoutMS <= int64(maxTimeout/time.Millisecond) {
+		if req.timeoutMS > 0 && req.timeoutMS <= int64(maxTimeout/time.Millisecond) {
 			var stop context.CancelFunc
-			runCtx, stop = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
+			runCtx, stop = context.WithTimeout(ctx, time.Duration(req.timeoutMS)*time.Millisecond)
 			defer stop()
 		}
 		// The door the task came in by, if it is one of ours: the value
 		// labels metrics, so a peer must not invent new ones.
-		source := axocoatl.Source(req.Source)
+		source := axocoatl.Source(req.source)
 		switch source {
 		case axocoatl.SourceAPI, axocoatl.SourceA2A, axocoatl.SourceMCP, axocoatl.SourceLibrary:
 		default:
 			source = "remote"
 		}
-		res, err := m.eng.ExecuteRequest(runCtx, axocoatl.Request{AgentID: agentID, Input: req.Input, Source: source, TaskID: req.TaskID})
+		res, err := m.eng.ExecuteRequest(runCtx, axocoatl.Request{AgentID: agentID, Input: req.input, Source: source, TaskID: req.taskID})
 		r := execReply{Done: true, Output: res.Output, DurationMS: res.Duration.Milliseconds()}
 		if err != nil {
 			r.Output, r.Error, r.Kind = "", err.Error(), errorKind(err)
@@ -330,13 +397,12 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 				r.Error = fmt.Sprintf("agent %s: daemon %s is shutting down: %v", agentID, m.node, err)
 			}
 		}
-		b, _ := json.Marshal(r)
-		if limit := m.nc.MaxPayload(); int64(len(b)) > limit {
-			b, _ = json.Marshal(execReply{Done: true, Kind: kindFailed, DurationMS: r.DurationMS,
-				Error: fmt.Sprintf("agent %s: its answer of %d bytes is over NATS max_payload (%d bytes) and cannot be sent back", agentID, len(b), limit)})
+		if limit := m.nc.MaxPayload(); int64(len(r.Output)+len(r.Error))+1024 > limit {
+			r = execReply{Done: true, Kind: kindFailed, DurationMS: r.DurationMS,
+				Error: fmt.Sprintf("agent %s: its answer of %d bytes is over NATS max_payload (%d bytes) and cannot be sent back", agentID, len(r.Output)+len(r.Error), limit)}
 		}
-		if err := m.nc.Publish(msg.Reply, b); err != nil {
-			m.log.Warn("result not sent back", "agent", agentID, "task", req.TaskID, "to", req.From, "error", err)
+		if err := m.nc.PublishMsg(r.msg(msg.Reply)); err != nil {
+			m.log.Warn("result not sent back", "agent", agentID, "task", req.taskID, "to", req.from, "error", err)
 		}
 	}()
 }

@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -94,18 +93,13 @@ func TestHostilePeerDuplicatesAndHugeTimeout(t *testing.T) {
 		t.Errorf("twice listed %d times", n)
 	}
 
-	msg, err := peer.Request("ct-cluster.exec.echo", []byte(`{"task_id":"t-huge","agent_id":"echo","input":"hi","timeout_ms":9223372036854775807,"from":"x"}`), 5*time.Second)
+	msg, err := peer.RequestMsg(&natsgo.Msg{Subject: "ct-cluster.exec.echo", Data: []byte("hi"), Header: natsgo.Header{
+		"Axocoatl-Task": {"t-huge"}, "Axocoatl-From": {"x"}, "Axocoatl-Timeout-Ms": {"9223372036854775807"}}}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r struct {
-		Done         bool
-		Output, Kind string
-		Error        string
-	}
-	_ = json.Unmarshal(msg.Data, &r)
-	if !r.Done || r.Output != "hi" || r.Error != "" {
-		t.Errorf("a task with a huge timeout_ms: %s", msg.Data)
+	if msg.Header.Get("Axocoatl-Done") != "ok" || string(msg.Data) != "hi" {
+		t.Errorf("a task with a huge timeout: %v %q", msg.Header, msg.Data)
 	}
 }
 
