@@ -277,9 +277,8 @@ func (m *Module) serveLocalLocked() error {
 		if _, ok := m.served[a.ID]; ok || !validSubjectToken(a.ID) {
 			continue
 		}
-		// onExec returns at once; MaxConcurrentRuns bounds the work, NATS's
-		// default pending limits what waits for onExec.
-		s, err := m.nc.QueueSubscribe(m.subj+".exec."+a.ID, "exec", m.onExec)
+		// Delivered to the workers' queue by the NATS reader (see work).
+		s, err := m.nc.ChanQueueSubscribe(m.subj+".exec."+a.ID, "exec", m.tasks)
 		if err != nil {
 			return err
 		}

@@ -203,6 +203,9 @@ type Module struct {
 	tombs      map[string]struct{}
 	tombRing   []string
 	calls      map[string]*call // token → a task this daemon sent
+	tasks      chan *natsgo.Msg // this daemon's agents' tasks, for the workers
+	workers    int              // workers running (see work)
+	waiting    int              // workers waiting for a task
 	localSig   string           // the local agents last announced
 	stopWatch  func()
 	dropped    uint64 // announcements dropped (bounds)
@@ -247,6 +250,7 @@ func New(cfg Config) (*Module, error) {
 		running:    map[string]*served{},
 		tombs:      map[string]struct{}{},
 		calls:      map[string]*call{},
+		tasks:      make(chan *natsgo.Msg, taskQueue),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.instance = lattice.NewID(time.Now())
@@ -336,6 +340,7 @@ func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 	m.started = true
 	m.announceLocked(true, false)
 	m.wg.Go(m.loop)
+	m.spawnWorkerLocked()
 	// The watch's calls run on its own goroutine and take m.mu then.
 	m.stopWatch = e.WatchAgents(m.localAgentsChanged)
 	return nil

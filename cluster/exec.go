@@ -294,9 +294,53 @@ func readTask(m *natsgo.Msg) (t task, ok bool) {
 	return t, true
 }
 
-// onExec takes a task for one of this daemon's agents. It runs on the
-// subscription's dispatch goroutine and returns at once: the run has its
-// own goroutine, bounded by MaxConcurrentRuns.
+// taskQueue bounds the tasks waiting for a worker (beyond it NATS drops
+// them as a slow consumer's and their callers get "no daemon took the
+// task"). A worker refuses a task at once when the runs are at their
+// limit, so the queue holds only what arrives faster than that.
+const taskQueue = 64
+
+// work takes this daemon's tasks, which every local agent's exec
+// subscription puts straight on m.tasks from the NATS reader, and runs each
+// on its own goroutine: a task costs no hand-off from a dispatch goroutine
+// to a new one (a tenth of a cross-daemon round trip). One worker is kept
+// waiting while fewer than MaxConcurrentRuns+1 exist, so the next task is
+// taken at once, and the one beyond the runs' limit refuses it (busy); a
+// worker that finds two others waiting when its run ends exits.
+func (m *Module) work() {
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case msg := <-m.tasks:
+			m.mu.Lock()
+			m.waiting--
+			if m.waiting == 0 && m.workers <= m.cfg.MaxConcurrentRuns && !m.stopping {
+				m.spawnWorkerLocked()
+			}
+			m.mu.Unlock()
+			m.onExec(msg)
+			m.mu.Lock()
+			if m.waiting >= 2 {
+				m.workers--
+				m.mu.Unlock()
+				return
+			}
+			m.waiting++
+			m.mu.Unlock()
+		}
+	}
+}
+
+// spawnWorkerLocked starts a worker, counted as waiting.
+func (m *Module) spawnWorkerLocked() {
+	m.workers++
+	m.waiting++
+	m.wg.Go(m.work)
+}
+
+// onExec takes a task for one of this daemon's agents and runs it on the
+// calling worker; MaxConcurrentRuns bounds the runs.
 func (m *Module) onExec(msg *natsgo.Msg) {
 	if msg.Reply == "" {
 		return
@@ -363,7 +407,7 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		keepMu.Unlock()
 	}
 
-	go func() {
+	func() {
 		defer m.wg.Done()
 		defer func() { <-m.sem }()
 		defer stopKeep()
