@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -255,4 +257,74 @@ func TestNodeNameCheckedAtStart(t *testing.T) {
 		_ = e.Close(context.Background())
 		nc.Close()
 	}
+}
+
+// A peer floods a daemon with tasks for its agent, far more than its
+// task queue and runs: the daemon stays up, every task it took is
+// answered (run or refused busy), the others are dropped by NATS (their
+// sender would time out), its worker goroutines stay within
+// max_concurrent_runs + 1 and go back down, and a task from another daemon
+// runs afterwards.
+func TestTaskFlood(t *testing.T) {
+	ns := startNATS(t, -1)
+	cfg := fast
+	cfg.MaxConcurrentRuns = 4
+	a := newNode(t, ns.ClientURL(), "node-a", cfg, map[string]agent.Model{"echo": provider.EchoModel{}})
+	b := newNode(t, ns.ClientURL(), "node-b", fast, nil)
+	peer, err := natsgo.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	answers, err := peer.SubscribeSync("flood.answers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := answers.SetPendingLimits(-1, -1); err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	const n = 20_000
+	for i := range n {
+		msg := &natsgo.Msg{Subject: "ct-cluster.exec.echo", Reply: "flood.answers", Data: []byte("x"),
+			Header: natsgo.Header{"Axocoatl-Task": {"flood-" + strconv.Itoa(i)}, "Axocoatl-From": {"peer"}}}
+		if err := peer.PublishMsg(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := peer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	peak := 0
+	got, ok, busy := 0, 0, 0
+	for {
+		msg, err := answers.NextMsg(2 * time.Second)
+		if err != nil {
+			break // quiet for 2 s: the rest were dropped
+		}
+		peak = max(peak, runtime.NumGoroutine())
+		if msg.Header.Get("Axocoatl-Accepted") != "" {
+			continue // a run that lasted (the machine is busy): its answer follows
+		}
+		got++
+		switch msg.Header.Get("Axocoatl-Done") {
+		case "ok":
+			ok++
+		case "busy":
+			busy++
+		default:
+			t.Fatalf("answer %v %q", msg.Header, msg.Data)
+		}
+	}
+	t.Logf("%d tasks: %d answered (%d run, %d busy), peak goroutines %d (before %d)", n, got, ok, busy, peak, before)
+	if ok == 0 || got > n {
+		t.Fatalf("%d answered, %d run", got, ok)
+	}
+	if peak > before+cfg.MaxConcurrentRuns+1+20 {
+		t.Errorf("peak %d goroutines, %d before: workers beyond max_concurrent_runs+1", peak, before)
+	}
+	if res, err := b.e.Execute(context.Background(), "echo", "after the flood"); err != nil || res.Output != "after the flood" {
+		t.Fatalf("after the flood: %v %v", res, err)
+	}
+	_ = a
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -208,14 +209,44 @@ func (c *Config) watchNATS(nb *latticenats.Bus, log *slog.Logger) {
 		log.Warn("NATS connection lost: reconnecting; events published meanwhile are buffered, beyond the buffer they fail and count as missed",
 			"reason", msg, "reconnect_buffer_bytes", buf, "failed_publishes", nb.Failed())
 	})
-	// Without a handler nats.go prints asynchronous errors (a write to a
-	// server that went away) on stderr, bypassing the daemon's logger.
-	nc.SetErrorHandler(func(_ *natsgo.Conn, _ *natsgo.Subscription, err error) {
-		log.Warn("NATS error", "error", httpguard.RedactURLs(err.Error()))
-	})
+	nc.SetErrorHandler(natsErrorLogger(log, natsErrorEvery))
 	nc.SetReconnectHandler(func(nc *natsgo.Conn) {
 		log.Info("NATS connection back", "url", httpguard.RedactURLs(nc.ConnectedUrl()), "failed_publishes", nb.Failed())
 	})
+}
+
+// natsErrorEvery is the least time between two "NATS error" log lines.
+const natsErrorEvery = 10 * time.Second
+
+// natsErrorLogger logs NATS's asynchronous errors (without a handler
+// nats.go prints them, a write to a server that went away, on stderr,
+// bypassing the daemon's logger). A peer flooding a subscription makes
+// one slow-consumer error per burst: at most one line per every, which
+// counts the errors not logged since the last.
+func natsErrorLogger(log *slog.Logger, every time.Duration) natsgo.ErrHandler {
+	var (
+		mu         sync.Mutex
+		last       time.Time
+		suppressed int
+	)
+	return func(_ *natsgo.Conn, sub *natsgo.Subscription, err error) {
+		mu.Lock()
+		now := time.Now()
+		if now.Sub(last) < every {
+			suppressed++
+			mu.Unlock()
+			return
+		}
+		last = now
+		n := suppressed
+		suppressed = 0
+		mu.Unlock()
+		attrs := []any{"error", httpguard.RedactURLs(err.Error()), "not_logged_since_last", n}
+		if sub != nil {
+			attrs = append(attrs, "subject", sub.Subject)
+		}
+		log.Warn("NATS error", attrs...)
+	}
 }
 
 // Route is one HTTP door of a module.

@@ -1,0 +1,33 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+)
+
+// A flood of NATS errors (a peer making this daemon a slow consumer, burst
+// after burst) is one log line per interval, which counts the others.
+func TestNATSErrorsRateLimited(t *testing.T) {
+	var buf bytes.Buffer
+	h := natsErrorLogger(slog.New(slog.NewTextHandler(&buf, nil)), 200*time.Millisecond)
+	sub := &natsgo.Subscription{Subject: "ct-cluster.exec.echo"}
+	for range 1000 {
+		h(nil, sub, natsgo.ErrSlowConsumer)
+	}
+	if n := strings.Count(buf.String(), "NATS error"); n != 1 {
+		t.Fatalf("%d lines for 1000 errors in a burst:\n%s", n, buf.String())
+	}
+	time.Sleep(250 * time.Millisecond)
+	h(nil, nil, errors.New("write to nats://user:pw@host:4222 failed"))
+	out := buf.String()
+	if n := strings.Count(out, "NATS error"); n != 2 || !strings.Contains(out, "not_logged_since_last=999") ||
+		!strings.Contains(out, "subject=ct-cluster.exec.echo") || strings.Contains(out, "pw@") {
+		t.Fatalf("after the interval:\n%s", out)
+	}
+}
