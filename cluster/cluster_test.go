@@ -478,28 +478,32 @@ func TestHostilePeer(t *testing.T) {
 	}
 	defer peer.Close()
 
-	// Tasks without an id, with one over the bound, with a timeout that is
-	// negative or not a number: each answered as malformed.
-	for _, h := range []natsgo.Header{
+	// Bodies that are not a task, tasks without an id or with one over the
+	// bound: each answered as malformed.
+	for _, body := range [][]byte{
+		[]byte(`{"task_id":"t1","input":"x"}`), // the JSON of an older daemon
 		{},
-		{"Axocoatl-From": {"x"}},
-		{"Axocoatl-Task": {strings.Repeat("t", 300)}},
-		{"Axocoatl-Task": {"t2"}, "Axocoatl-Timeout-Ms": {"-5"}},
-		{"Axocoatl-Task": {"t3"}, "Axocoatl-Timeout-Ms": {"soon"}},
+		{0x01},
+		{0x01, 0x05, 't'},              // a length beyond the body
+		{0x01, 0xff, 0xff, 0xff, 0xff}, // a truncated length
+		cluster.TaskBody("", "x", "api", 0, "x"),
+		cluster.TaskBody(strings.Repeat("t", 300), "x", "api", 0, "x"),
 	} {
-		msg, err := peer.RequestMsg(&natsgo.Msg{Subject: "ct-cluster.exec.echo", Header: h, Data: []byte("x")}, 5*time.Second)
+		msg, err := peer.Request("ct-cluster.exec.echo", body, 5*time.Second)
 		if err != nil {
-			t.Fatalf("%v: %v", h, err)
+			t.Fatalf("%q: %v", body, err)
 		}
-		if msg.Header.Get("Axocoatl-Done") != "failed" || string(msg.Data) != "cluster: malformed task request" {
-			t.Fatalf("%v → %v %q", h, msg.Header, msg.Data)
+		if _, kind, text, ok := cluster.ReadAnswer(msg.Data); !ok || kind != "failed" || text != "cluster: malformed task request" {
+			t.Fatalf("%q → %q", body, msg.Data)
 		}
 	}
 	// An unknown door is labelled remote.
-	msg, err := peer.RequestMsg(&natsgo.Msg{Subject: "ct-cluster.exec.echo", Data: []byte("hi"), Header: natsgo.Header{
-		"Axocoatl-Task": {"t4"}, "Axocoatl-Source": {"made-up-door"}, "Axocoatl-From": {"evil"}}}, 5*time.Second)
-	if err != nil || msg.Header.Get("Axocoatl-Done") != "ok" || string(msg.Data) != "hi" {
-		t.Fatalf("%v %v %q", err, msg.Header, msg.Data)
+	msg, err := peer.Request("ct-cluster.exec.echo", cluster.TaskBody("t4", "evil", "made-up-door", 0, "hi"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, kind, text, ok := cluster.ReadAnswer(msg.Data); !ok || kind != "" || text != "hi" {
+		t.Fatalf("%q", msg.Data)
 	}
 	if _, p := a.nextRun(t); p["source"] != "remote" {
 		t.Fatalf("source %v", p["source"])

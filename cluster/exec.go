@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,33 +14,8 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
-// A task travels as NATS headers and a body that is its input as is, and
-// so does its answer (the output, or the error's text): no JSON to write
-// and read on either side of the hot path. Subject: exec.<agent id>.
-//
-// A task's headers:
-const (
-	hdrTask   = "Axocoatl-Task" // the task id
-	hdrFrom   = "Axocoatl-From" // the calling daemon
-	hdrSource = "Axocoatl-Source"
-	// hdrTimeout is what was left of the caller's deadline when it sent
-	// the task, in milliseconds (a duration, not a time: clocks of two
-	// hosts differ). Absent: no deadline but the agent's own timeout.
-	hdrTimeout = "Axocoatl-Timeout-Ms"
-)
-
-// An answer's headers: Accepted (the daemon that took the task, sent once
-// the run has lasted acceptAfter, then every heartbeat interval while it
-// runs), or Done with "ok" or the error's kind, and the run's duration.
-const (
-	hdrAccepted = "Axocoatl-Accepted"
-	hdrDone     = "Axocoatl-Done"
-	hdrDuration = "Axocoatl-Duration-Ms"
-	doneOK      = "ok"
-)
-
-// execReply is one answer to a caller, as read from the wire (or made up
-// locally: noResponders, lost).
+// execReply is one answer to a caller, as read from the wire (see
+// wire.go) or made up locally (noResponders, lost).
 type execReply struct {
 	Accepted   string
 	Done       bool
@@ -52,42 +26,6 @@ type execReply struct {
 
 	noResponders bool
 	lost         string
-}
-
-// msg is r on the wire, to subject.
-func (r execReply) msg(subject string) *natsgo.Msg {
-	if r.Accepted != "" {
-		return &natsgo.Msg{Subject: subject, Header: natsgo.Header{hdrAccepted: {r.Accepted}}}
-	}
-	kind, body := doneOK, r.Output
-	if r.Error != "" {
-		kind, body = r.Kind, r.Error
-	}
-	return &natsgo.Msg{Subject: subject, Data: []byte(body), Header: natsgo.Header{
-		hdrDone: {kind}, hdrDuration: {strconv.FormatInt(r.DurationMS, 10)},
-	}}
-}
-
-// readReply reads an answer; ok false: not one.
-func readReply(m *natsgo.Msg) (r execReply, ok bool) {
-	if node := m.Header.Get(hdrAccepted); node != "" {
-		return execReply{Accepted: node}, true
-	}
-	kind := m.Header.Get(hdrDone)
-	if kind == "" {
-		return r, false
-	}
-	r.Done = true
-	r.DurationMS, _ = strconv.ParseInt(m.Header.Get(hdrDuration), 10, 64)
-	if kind == doneOK {
-		r.Output = string(m.Data)
-	} else {
-		r.Kind, r.Error = kind, string(m.Data)
-		if r.Error == "" {
-			r.Error = "the remote run failed (" + kind + ")"
-		}
-	}
-	return r, true
 }
 
 // cancelMsg stops a task wherever it runs.
@@ -132,14 +70,13 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("agent %s: %w", req.AgentID, err)
 	}
-	h := natsgo.Header{hdrTask: {req.TaskID}, hdrFrom: {m.node}, hdrSource: {string(req.Source)}}
+	t := task{taskID: req.TaskID, from: m.node, source: string(req.Source), input: req.Input}
 	if d, ok := ctx.Deadline(); ok {
-		h[hdrTimeout] = []string{strconv.FormatInt(max(time.Until(d).Milliseconds(), 1), 10)}
+		t.timeoutMS = max(time.Until(d).Milliseconds(), 1)
 	}
-	// The headers' size is bounded (ids of at most maxTaskID, node names);
-	// 1 KiB is room to spare for them.
-	if limit := m.nc.MaxPayload(); int64(len(req.Input))+1024 > limit {
-		return res, fmt.Errorf("agent %s runs on another daemon: the input is %d bytes, over NATS max_payload (%d bytes) less 1 KiB for the task's headers", req.AgentID, len(req.Input), limit)
+	data := t.encode()
+	if limit := m.nc.MaxPayload(); int64(len(data)) > limit {
+		return res, fmt.Errorf("agent %s runs on another daemon: the task is %d bytes, over NATS max_payload (%d bytes)", req.AgentID, len(data), limit)
 	}
 	token := itoa(m.seq.Add(1))
 	c := &call{ch: make(chan execReply, maxPendingCall)}
@@ -155,7 +92,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 		delete(m.calls, token)
 		m.mu.Unlock()
 	}()
-	msg := &natsgo.Msg{Subject: m.subj + ".exec." + req.AgentID, Reply: m.inbox + "." + token, Header: h, Data: []byte(req.Input)}
+	msg := &natsgo.Msg{Subject: m.subj + ".exec." + req.AgentID, Reply: m.inbox + "." + token, Data: data}
 	if err := m.nc.PublishMsg(msg); err != nil {
 		return res, unavailable("agent %s: sending the task over NATS: %v", req.AgentID, err)
 	}
@@ -229,7 +166,7 @@ func (m *Module) onReply(msg *natsgo.Msg) {
 		send(c, execReply{noResponders: true})
 		return
 	}
-	if r, ok := readReply(msg); ok {
+	if r, ok := decodeReply(msg.Data); ok {
 		send(c, r)
 	}
 }
@@ -270,29 +207,6 @@ func (m *Module) onCancel(msg *natsgo.Msg) {
 
 // tombKey is a remembered cancel's key: the sender, then the task id.
 func tombKey(from, taskID string) string { return from + "\x00" + taskID }
-
-// task is a task as read from the wire.
-type task struct {
-	taskID, from, source, input string
-	timeoutMS                   int64 // 0: none
-}
-
-// readTask reads a task's headers and body; ok false: malformed.
-func readTask(m *natsgo.Msg) (t task, ok bool) {
-	t = task{taskID: m.Header.Get(hdrTask), from: m.Header.Get(hdrFrom), source: m.Header.Get(hdrSource)}
-	if t.taskID == "" || len(t.taskID) > maxTaskID {
-		return t, false
-	}
-	if v := m.Header.Get(hdrTimeout); v != "" {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 0 {
-			return t, false
-		}
-		t.timeoutMS = ms
-	}
-	t.input = string(m.Data) // as the caller gave it, as a local run gets it
-	return t, true
-}
 
 // taskQueue bounds the tasks waiting for a worker (beyond it NATS drops
 // them as a slow consumer's and their callers get "no daemon took the
@@ -346,12 +260,15 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		return
 	}
 	reply := func(r execReply) {
-		if err := m.nc.PublishMsg(r.msg(msg.Reply)); err != nil {
+		if err := m.nc.Publish(msg.Reply, r.encode()); err != nil {
 			m.log.Debug("reply not sent", "error", err)
 		}
 	}
 	agentID := msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:]
-	req, ok := readTask(msg)
+	req, ok := decodeTask(msg.Data)
+	if ok && (req.taskID == "" || len(req.taskID) > maxTaskID) {
+		ok = false
+	}
 	if !ok {
 		reply(execReply{Done: true, Kind: kindFailed, Error: "cluster: malformed task request"})
 		return
@@ -441,11 +358,12 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 				r.Error = fmt.Sprintf("agent %s: daemon %s is shutting down: %v", agentID, m.node, err)
 			}
 		}
-		if limit := m.nc.MaxPayload(); int64(len(r.Output)+len(r.Error))+1024 > limit {
-			r = execReply{Done: true, Kind: kindFailed, DurationMS: r.DurationMS,
-				Error: fmt.Sprintf("agent %s: its answer of %d bytes is over NATS max_payload (%d bytes) and cannot be sent back", agentID, len(r.Output)+len(r.Error), limit)}
+		data := r.encode()
+		if limit := m.nc.MaxPayload(); int64(len(data)) > limit {
+			data = execReply{Done: true, Kind: kindFailed, DurationMS: r.DurationMS,
+				Error: fmt.Sprintf("agent %s: its answer of %d bytes is over NATS max_payload (%d bytes) and cannot be sent back", agentID, len(data), limit)}.encode()
 		}
-		if err := m.nc.PublishMsg(r.msg(msg.Reply)); err != nil {
+		if err := m.nc.Publish(msg.Reply, data); err != nil {
 			m.log.Warn("result not sent back", "agent", agentID, "task", req.taskID, "to", req.from, "error", err)
 		}
 	}()

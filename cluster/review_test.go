@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -95,13 +96,12 @@ func TestHostilePeerDuplicatesAndHugeTimeout(t *testing.T) {
 		t.Errorf("twice listed %d times", n)
 	}
 
-	msg, err := peer.RequestMsg(&natsgo.Msg{Subject: "ct-cluster.exec.echo", Data: []byte("hi"), Header: natsgo.Header{
-		"Axocoatl-Task": {"t-huge"}, "Axocoatl-From": {"x"}, "Axocoatl-Timeout-Ms": {"9223372036854775807"}}}, 5*time.Second)
+	msg, err := peer.Request("ct-cluster.exec.echo", cluster.TaskBody("t-huge", "x", "api", math.MaxInt64, "hi"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg.Header.Get("Axocoatl-Done") != "ok" || string(msg.Data) != "hi" {
-		t.Errorf("a task with a huge timeout: %v %q", msg.Header, msg.Data)
+	if _, kind, text, ok := cluster.ReadAnswer(msg.Data); !ok || kind != "" || text != "hi" {
+		t.Errorf("a task with a huge timeout: %q", msg.Data)
 	}
 }
 
@@ -286,9 +286,8 @@ func TestTaskFlood(t *testing.T) {
 	before := runtime.NumGoroutine()
 	const n = 20_000
 	for i := range n {
-		msg := &natsgo.Msg{Subject: "ct-cluster.exec.echo", Reply: "flood.answers", Data: []byte("x"),
-			Header: natsgo.Header{"Axocoatl-Task": {"flood-" + strconv.Itoa(i)}, "Axocoatl-From": {"peer"}}}
-		if err := peer.PublishMsg(msg); err != nil {
+		body := cluster.TaskBody("flood-"+strconv.Itoa(i), "peer", "api", 0, "x")
+		if err := peer.PublishRequest("ct-cluster.exec.echo", "flood.answers", body); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -303,17 +302,21 @@ func TestTaskFlood(t *testing.T) {
 			break // quiet for 2 s: the rest were dropped
 		}
 		peak = max(peak, runtime.NumGoroutine())
-		if msg.Header.Get("Axocoatl-Accepted") != "" {
+		accepted, kind, _, valid := cluster.ReadAnswer(msg.Data)
+		if !valid {
+			t.Fatalf("answer %q", msg.Data)
+		}
+		if accepted != "" {
 			continue // a run that lasted (the machine is busy): its answer follows
 		}
 		got++
-		switch msg.Header.Get("Axocoatl-Done") {
-		case "ok":
+		switch kind {
+		case "":
 			ok++
 		case "busy":
 			busy++
 		default:
-			t.Fatalf("answer %v %q", msg.Header, msg.Data)
+			t.Fatalf("answer %q", msg.Data)
 		}
 	}
 	t.Logf("%d tasks: %d answered (%d run, %d busy), peak goroutines %d (before %d)", n, got, ok, busy, peak, before)

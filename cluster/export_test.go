@@ -1,0 +1,16 @@
+package cluster
+
+// TaskBody is a task's wire form, for tests that play a peer.
+func TaskBody(id, from, source string, timeoutMS int64, input string) []byte {
+	return task{taskID: id, from: from, source: source, timeoutMS: timeoutMS, input: input}.encode()
+}
+
+// ReadAnswer reads an answer's wire form: the daemon that accepted the task,
+// or the kind ("" for success) and text of its end.
+func ReadAnswer(b []byte) (accepted, kind, text string, ok bool) {
+	r, ok := decodeReply(b)
+	if r.Error != "" {
+		return r.Accepted, r.Kind, r.Error, ok
+	}
+	return r.Accepted, r.Kind, r.Output, ok
+}

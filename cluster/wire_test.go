@@ -1,0 +1,57 @@
+package cluster
+
+import (
+	"math"
+	"testing"
+)
+
+// A task and its answers read back as written, whatever their text.
+func TestWireRoundTrip(t *testing.T) {
+	for _, tk := range []task{
+		{taskID: "t1", from: "node-b", source: "api", input: "hello"},
+		{taskID: "t-ünï", from: "b", source: "", timeoutMS: 1500, input: ""},
+		{taskID: "x", from: "y", source: "mcp", timeoutMS: math.MaxInt64, input: "\x00\xff\n binary"},
+	} {
+		got, ok := decodeTask(tk.encode())
+		if !ok || got != tk {
+			t.Errorf("task %+v read back as %+v, %v", tk, got, ok)
+		}
+	}
+	for _, r := range []execReply{
+		{Accepted: "node-a"},
+		{Done: true, Output: "the answer", DurationMS: 12},
+		{Done: true, Output: ""},
+		{Done: true, Kind: kindBusy, Error: "daemon a is running its limit", DurationMS: 0},
+		{Done: true, Kind: kindCanceled, Error: "canceled", DurationMS: math.MaxInt64},
+	} {
+		got, ok := decodeReply(r.encode())
+		if !ok || got != r {
+			t.Errorf("answer %+v read back as %+v, %v", r, got, ok)
+		}
+	}
+	// An error without a kind is a failure, not a success.
+	if got, _ := decodeReply(execReply{Done: true, Error: "boom"}.encode()); got.Kind != kindFailed || got.Error != "boom" {
+		t.Errorf("kindless error read back as %+v", got)
+	}
+}
+
+// Whatever a peer sends, reading it neither panics nor reads past it, and
+// what reads as a task or an answer writes back to the same.
+func FuzzWire(f *testing.F) {
+	f.Add(task{taskID: "t", from: "f", source: "api", timeoutMS: 5, input: "in"}.encode())
+	f.Add(execReply{Done: true, Kind: kindFailed, Error: "e", DurationMS: 3}.encode())
+	f.Add(execReply{Accepted: "n"}.encode())
+	f.Add([]byte{0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if tk, ok := decodeTask(b); ok {
+			if again, ok := decodeTask(tk.encode()); !ok || again != tk {
+				t.Fatalf("task %+v does not read back (%+v)", tk, again)
+			}
+		}
+		if r, ok := decodeReply(b); ok {
+			if again, ok := decodeReply(r.encode()); !ok || again != r {
+				t.Fatalf("answer %+v does not read back (%+v)", r, again)
+			}
+		}
+	})
+}
