@@ -396,6 +396,9 @@ func (m *Module) Stop(ctx context.Context) error {
 	for _, c := range m.calls {
 		send(c, execReply{lost: "this daemon is leaving the cluster"})
 	}
+	for _, r := range m.running {
+		r.cancel(context.Canceled)
+	}
 	subs := m.subs
 	m.subs = nil
 	m.mu.Unlock()
@@ -487,6 +490,10 @@ func (m *Module) checkConn() {
 func (m *Module) Connected() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.connectedLocked()
+}
+
+func (m *Module) connectedLocked() bool {
 	return m.connected && m.nc.Status() == natsgo.CONNECTED
 }
 

@@ -64,9 +64,6 @@ func send(c *call, r execReply) {
 func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.Result, error) {
 	start := time.Now()
 	res := axocoatl.Result{TaskID: req.TaskID, AgentID: req.AgentID}
-	if !m.Connected() {
-		return res, unavailable("agent %s runs on another daemon and the NATS connection (%s) is down; retry when it is back", req.AgentID, m.url)
-	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("agent %s: %w", req.AgentID, err)
 	}
@@ -81,9 +78,13 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 	token := itoa(m.seq.Add(1))
 	c := &call{ch: make(chan execReply, maxPendingCall)}
 	m.mu.Lock()
-	if m.stopping {
+	switch {
+	case m.stopping:
 		m.mu.Unlock()
 		return res, unavailable("agent %s runs on another daemon and the cluster module is stopping", req.AgentID)
+	case !m.connectedLocked():
+		m.mu.Unlock()
+		return res, unavailable("agent %s runs on another daemon and the NATS connection (%s) is down; retry when it is back", req.AgentID, m.url)
 	}
 	m.calls[token] = c
 	m.mu.Unlock()
@@ -92,8 +93,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 		delete(m.calls, token)
 		m.mu.Unlock()
 	}()
-	msg := &natsgo.Msg{Subject: m.subj + ".exec." + req.AgentID, Reply: m.inbox + "." + token, Data: data}
-	if err := m.nc.PublishMsg(msg); err != nil {
+	if err := m.nc.PublishRequest(m.subj+".exec."+req.AgentID, m.inbox+"."+token, data); err != nil {
 		return res, unavailable("agent %s: sending the task over NATS: %v", req.AgentID, err)
 	}
 	accept := time.NewTimer(m.cfg.AcceptTimeout)
@@ -205,6 +205,17 @@ func (m *Module) onCancel(msg *natsgo.Msg) {
 	}
 }
 
+// takeTombLocked reports whether from cancelled taskID before it arrived,
+// forgetting the cancel.
+func (m *Module) takeTombLocked(from, taskID string) bool {
+	key := tombKey(from, taskID)
+	if _, ok := m.tombs[key]; !ok {
+		return false
+	}
+	delete(m.tombs, key)
+	return true
+}
+
 // tombKey is a remembered cancel's key: the sender, then the task id.
 func tombKey(from, taskID string) string { return from + "\x00" + taskID }
 
@@ -274,8 +285,7 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		return
 	}
 	m.mu.Lock()
-	if _, canceled := m.tombs[tombKey(req.from, req.taskID)]; canceled {
-		delete(m.tombs, tombKey(req.from, req.taskID))
+	if len(m.tombs) > 0 && m.takeTombLocked(req.from, req.taskID) {
 		m.mu.Unlock()
 		reply(execReply{Done: true, Kind: kindCanceled, Error: fmt.Sprintf("agent %s: canceled before it started: %v", agentID, context.Canceled)})
 		return
@@ -292,7 +302,9 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		reply(execReply{Done: true, Kind: kindBusy, Error: fmt.Sprintf("daemon %s is running its limit of %d tasks for other daemons (cluster.max_concurrent_runs)", m.node, m.cfg.MaxConcurrentRuns)})
 		return
 	}
-	ctx, cancel := context.WithCancelCause(m.ctx)
+	// Not a child of m.ctx (that costs a registration with it per task):
+	// Stop cancels what m.running holds.
+	ctx, cancel := context.WithCancelCause(context.Background())
 	m.running[req.taskID] = &served{from: req.from, cancel: cancel}
 	m.wg.Add(1) // under m.mu, before Stop can wait
 	m.mu.Unlock()
