@@ -230,8 +230,8 @@ type served struct {
 }
 
 type call struct {
-	ch   chan execReply
-	node string // the daemon that took it, once accepted
+	ch   chan *execReply // pointers: a call's buffer is 8 words, not 8 answers
+	node string          // the daemon that took it, once accepted
 }
 
 // New returns a Module; pass it to [axocoatl.Engine.Use].

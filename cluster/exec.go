@@ -52,7 +52,7 @@ var errCallerLeft = errors.New("the calling daemon left the cluster")
 // than a few in flight; extra ones are dropped).
 func send(c *call, r execReply) {
 	select {
-	case c.ch <- r:
+	case c.ch <- &r:
 	default:
 	}
 }
@@ -76,7 +76,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 		return res, fmt.Errorf("agent %s runs on another daemon: the task is %d bytes, over NATS max_payload (%d bytes)", req.AgentID, len(data), limit)
 	}
 	token := itoa(m.seq.Add(1))
-	c := &call{ch: make(chan execReply, maxPendingCall)}
+	c := &call{ch: make(chan *execReply, maxPendingCall)}
 	m.mu.Lock()
 	switch {
 	case m.stopping:
