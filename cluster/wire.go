@@ -44,26 +44,27 @@ func (t task) encode() []byte {
 }
 
 // decodeTask reads a task; ok false: malformed (or of another version).
+// Its strings share one copy of b.
 func decodeTask(b []byte) (t task, ok bool) {
 	if len(b) == 0 || b[0] != taskV1 {
 		return t, false
 	}
-	b = b[1:]
-	if t.taskID, b, ok = readStr(b); !ok {
+	s := string(b[1:])
+	if t.taskID, s, ok = readStr(s); !ok {
 		return t, false
 	}
-	if t.from, b, ok = readStr(b); !ok {
+	if t.from, s, ok = readStr(s); !ok {
 		return t, false
 	}
-	if t.source, b, ok = readStr(b); !ok {
+	if t.source, s, ok = readStr(s); !ok {
 		return t, false
 	}
-	ms, n := binary.Uvarint(b)
+	ms, n := uvarint(s)
 	if n <= 0 {
 		return t, false
 	}
 	t.timeoutMS = int64(min(ms, math.MaxInt64))
-	t.input = string(b[n:])
+	t.input = s[n:]
 	return t, true
 }
 
@@ -98,20 +99,21 @@ func decodeReply(b []byte) (r execReply, ok bool) {
 		}
 		return execReply{Accepted: string(b[1:])}, true
 	case answerDone:
-		ms, n := binary.Uvarint(b[1:])
+		s := string(b[1:]) // one copy, which kind and text share
+		ms, n := uvarint(s)
 		if n <= 0 {
 			return r, false
 		}
-		kind, rest, ok := readStr(b[1+n:])
+		kind, rest, ok := readStr(s[n:])
 		if !ok {
 			return r, false
 		}
 		r = execReply{Done: true, DurationMS: int64(min(ms, math.MaxInt64))}
 		if kind == "" {
-			r.Output = string(rest)
+			r.Output = rest
 			return r, true
 		}
-		r.Kind, r.Error = kind, string(rest)
+		r.Kind, r.Error = kind, rest
 		if r.Error == "" {
 			r.Error = "the remote run failed (" + kind + ")"
 		}
@@ -125,12 +127,34 @@ func appendStr(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// readStr reads a str field; ok false: truncated or too long.
-func readStr(b []byte) (s string, rest []byte, ok bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)-k) {
-		return "", nil, false
+// readStr reads a str field of s; ok false: truncated or too long.
+func readStr(s string) (str, rest string, ok bool) {
+	n, k := uvarint(s)
+	if k <= 0 || n > uint64(len(s)-k) {
+		return "", "", false
 	}
-	b = b[k:]
-	return string(b[:n]), b[n:], true
+	s = s[k:]
+	return s[:n], s[n:], true
+}
+
+// uvarint is binary.Uvarint of a string: the value and the bytes read
+// (0: too short, < 0: overflow).
+func uvarint(s string) (uint64, int) {
+	var x uint64
+	var shift uint
+	for i := 0; i < len(s); i++ {
+		if i == binary.MaxVarintLen64 {
+			return 0, -(i + 1) // overflow
+		}
+		c := s[i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				return 0, -(i + 1) // overflow
+			}
+			return x | uint64(c)<<shift, i + 1
+		}
+		x |= uint64(c&0x7f) << shift
+		shift += 7
+	}
+	return 0, 0
 }

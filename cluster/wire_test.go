@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/binary"
 	"math"
 	"testing"
 )
@@ -52,6 +53,22 @@ func FuzzWire(f *testing.F) {
 			if again, ok := decodeReply(r.encode()); !ok || again != r {
 				t.Fatalf("answer %+v does not read back (%+v)", r, again)
 			}
+		}
+	})
+}
+
+// uvarint reads what binary.Uvarint reads, the same way.
+func FuzzUvarint(f *testing.F) {
+	for _, v := range []uint64{0, 1, 127, 128, 1 << 35, math.MaxUint64} {
+		f.Add(binary.AppendUvarint(nil, v))
+	}
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02})
+	f.Add([]byte{0x80})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		wantV, wantN := binary.Uvarint(b)
+		gotV, gotN := uvarint(string(b))
+		if gotV != wantV || gotN != wantN {
+			t.Fatalf("%x: uvarint %d, %d; binary.Uvarint %d, %d", b, gotV, gotN, wantV, wantN)
 		}
 	})
 }
