@@ -219,6 +219,46 @@ func (m *Module) takeTombLocked(from, taskID string) bool {
 // tombKey is a remembered cancel's key: the sender, then the task id.
 func tombKey(from, taskID string) string { return from + "\x00" + taskID }
 
+// keepalive tells a run's caller that this daemon took the task: only for
+// a run that lasts (a quick one is answered before the acceptance would
+// be, and saves a message), after acceptAfter, then every heartbeat
+// interval while it runs, so that a caller that does not track this daemon
+// (or whose answer NATS dropped) learns it is gone without waiting
+// forever.
+type keepalive struct {
+	m     *Module
+	reply string // the caller's inbox
+	mu    sync.Mutex
+	done  bool
+	timer *time.Timer
+}
+
+func (m *Module) keepAlive(reply string) *keepalive {
+	k := &keepalive{m: m, reply: reply}
+	k.mu.Lock()
+	k.timer = time.AfterFunc(acceptAfter, k.fire)
+	k.mu.Unlock()
+	return k
+}
+
+func (k *keepalive) fire() {
+	if err := k.m.nc.Publish(k.reply, execReply{Accepted: k.m.node}.encode()); err != nil {
+		k.m.log.Debug("acceptance not sent", "error", err)
+	}
+	k.mu.Lock()
+	if !k.done {
+		k.timer.Reset(k.m.cfg.HeartbeatInterval)
+	}
+	k.mu.Unlock()
+}
+
+func (k *keepalive) stop() {
+	k.mu.Lock()
+	k.done = true
+	k.timer.Stop()
+	k.mu.Unlock()
+}
+
 // taskQueue bounds the tasks waiting for a worker (beyond it NATS drops
 // them as a slow consumer's and their callers get "no daemon took the
 // task"). A worker refuses a task at once when the runs are at their
@@ -308,38 +348,11 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 	m.running[req.taskID] = &served{from: req.from, cancel: cancel}
 	m.wg.Add(1) // under m.mu, before Stop can wait
 	m.mu.Unlock()
-	// The caller learns who took the task (to fail it if this daemon
-	// leaves) only for a run that lasts: a quick one is answered before
-	// the acceptance would be, and saves a message.
-	// While the run lasts the acceptance is repeated every heartbeat: a
-	// keepalive, so that a caller that does not track this daemon (or
-	// whose answer NATS dropped) learns it is gone without waiting forever.
-	var (
-		keepMu   sync.Mutex
-		keepDone bool
-		keep     *time.Timer
-	)
-	keepMu.Lock()
-	keep = time.AfterFunc(acceptAfter, func() {
-		reply(execReply{Accepted: m.node})
-		keepMu.Lock()
-		if !keepDone {
-			keep.Reset(m.cfg.HeartbeatInterval)
-		}
-		keepMu.Unlock()
-	})
-	keepMu.Unlock()
-	stopKeep := func() {
-		keepMu.Lock()
-		keepDone = true
-		keep.Stop()
-		keepMu.Unlock()
-	}
-
+	keep := m.keepAlive(msg.Reply)
 	func() {
 		defer m.wg.Done()
 		defer func() { <-m.sem }()
-		defer stopKeep()
+		defer keep.stop()
 		defer func() {
 			m.mu.Lock()
 			delete(m.running, req.taskID)
