@@ -167,10 +167,18 @@ func (e *Engine) notifyAgentsLocked() {
 // task ends with the caller's ctx or Engine.Close, as a local one does;
 // the agent's own timeout is the hosting daemon's to apply.
 func (e *Engine) executeRemote(ctx context.Context, r *remoteAgent, req Request) (Result, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(e.runCtx, cancel)
-	defer stop()
+	if ctx.Done() == nil {
+		// A caller's ctx that never ends (a library's Background): the
+		// Engine's alone ends the run, with the caller's values, and
+		// nothing to register with it.
+		ctx = valuesOf{Context: e.runCtx, values: ctx}
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(e.runCtx, cancel)
+		defer stop()
+	}
 	res, err := r.run(ctx, req)
 	res.TaskID, res.AgentID = req.TaskID, req.AgentID
 	if err != nil && e.runCtx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -178,3 +186,12 @@ func (e *Engine) executeRemote(ctx context.Context, r *remoteAgent, req Request)
 	}
 	return res, err
 }
+
+// valuesOf is a context that ends with Context and carries the values of
+// values.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (c valuesOf) Value(key any) any { return c.values.Value(key) }

@@ -116,3 +116,57 @@ func TestRemoteRunEndsWithClose(t *testing.T) {
 		t.Fatalf("remote run at Close: %v", err)
 	}
 }
+
+type ctxKey struct{}
+
+// A remote run's ctx carries the caller's values and ends with the caller's
+// ctx or with Close, whether or not the caller's ctx can end (one that
+// cannot is not registered with anything: see executeRemote); a context
+// derived from it ends with it too.
+func TestRemoteRunContext(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		cancelable bool
+	}{{"caller never ends", false}, {"caller cancels", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := axocoatl.New(axocoatl.Options{})
+			defer e.Close(context.Background())
+			started := make(chan any, 1)
+			if _, err := e.AddRemoteAgent(axocoatl.AgentInfo{Spec: agent.Spec{ID: "far"}, Node: "n"}, func(ctx context.Context, req axocoatl.Request) (axocoatl.Result, error) {
+				child, cancel := context.WithCancel(ctx)
+				defer cancel()
+				started <- ctx.Value(ctxKey{})
+				<-child.Done()
+				return axocoatl.Result{}, ctx.Err()
+			}); err != nil {
+				t.Fatal(err)
+			}
+			caller := context.WithValue(context.Background(), ctxKey{}, "trace-1")
+			cancelCaller := func() {}
+			if tc.cancelable {
+				caller, cancelCaller = context.WithCancel(caller)
+			}
+			defer cancelCaller()
+			done := make(chan error, 1)
+			go func() { _, err := e.Execute(caller, "far", "x"); done <- err }()
+			if v := <-started; v != "trace-1" {
+				t.Fatalf("the run sees value %v", v)
+			}
+			if tc.cancelable {
+				cancelCaller()
+				if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, axocoatl.ErrClosed) {
+					t.Fatalf("after the caller's cancel: %v", err)
+				}
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			if err := e.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; !errors.Is(err, axocoatl.ErrClosed) {
+				t.Fatalf("at Close: %v", err)
+			}
+		})
+	}
+}
