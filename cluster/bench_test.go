@@ -103,8 +103,18 @@ func BenchmarkRoundTrip(b *testing.B) {
 // iteration in rotating order, so that all three see the same moment of a
 // noisy machine; it reports each one's median and the goal's ratio
 // remote / (2 × local + nats), which must stay under 1, of the medians and
-// of the means.
-func BenchmarkRoundTripPaired(b *testing.B) {
+// of the means. The caller's ctx is Background, as a library's often is.
+func BenchmarkRoundTripPaired(b *testing.B) { pairedRoundTrip(b, context.Background()) }
+
+// BenchmarkRoundTripPairedDoor is BenchmarkRoundTripPaired with a caller's
+// ctx that can end, as the doors' (HTTP, A2A, MCP) are.
+func BenchmarkRoundTripPairedDoor(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pairedRoundTrip(b, ctx)
+}
+
+func pairedRoundTrip(b *testing.B, callerCtx context.Context) {
 	ns := startNATS(b, -1)
 	url := ns.ClientURL()
 	a := newNode(b, url, "node-a", fast, map[string]agent.Model{"echo": provider.EchoModel{}})
@@ -152,7 +162,7 @@ func BenchmarkRoundTripPaired(b *testing.B) {
 			}
 		},
 		func() {
-			if res, err := c.e.Execute(ctx, "echo", "ping"); err != nil || res.Output != "ping" {
+			if res, err := c.e.Execute(callerCtx, "echo", "ping"); err != nil || res.Output != "ping" {
 				b.Fatal(res, err)
 			}
 		},
