@@ -29,10 +29,12 @@ import (
 // reference server (A2A 1.0) and a2a-go v0.3's (A2A 0.3). Direct calls:
 // "stream" consumes SendStreamingMessage to the task's end (the method the
 // module uses, so that a cancelled run can cancel the remote task); "send"
-// is a blocking SendMessage, what the simplest client does.
+// is a blocking SendMessage, what the simplest client does; "send-ours"
+// is that call made with the module's own client (a2aclient with the
+// module's SendMessage), so its ratio is the tool path's cost alone.
 func BenchmarkToolCallPaired(b *testing.B) {
 	for _, g := range benchRemotes {
-		for _, direct := range []string{"stream", "send"} {
+		for _, direct := range []string{"stream", "send", "send-ours"} {
 			b.Run(g.name+"/"+direct, func(b *testing.B) {
 				peer := g.serve(b, answer)
 				pairedCall(b, peer.URL, direct)
@@ -81,6 +83,11 @@ func pairedCall(b *testing.B, url, mode string) {
 	}
 	hc := &http.Client{Transport: http.DefaultTransport}
 	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}))
+	if mode == "send-ours" {
+		// The module's own client (its SendMessage over 1.0 JSON-RPC): what
+		// the tool path adds to the very call it makes.
+		c, err = a2aremote.NewClient(ctx, card, hc)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,7 +109,7 @@ func pairedCall(b *testing.B, url, mode string) {
 		start := time.Now()
 		req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
 		var got string
-		if mode == "send" {
+		if mode != "stream" {
 			res, err := c.SendMessage(ctx, req)
 			if err != nil {
 				b.Fatal(err)
