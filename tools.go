@@ -51,12 +51,32 @@ type Tool struct {
 	// A2A agent); "" for native tools.
 	Server string
 	// Approval is the policy the tool's source asks gates to apply to its
-	// calls: "prompt", "allow" or "deny"; "" leaves it to the gate's own
-	// default. It is metadata for gates: the Engine itself does not act on it.
+	// calls: ApprovalPrompt, ApprovalAllow or ApprovalDeny; "" leaves it to
+	// the gate's own default. It is metadata for gates: the Engine itself
+	// does not act on it.
 	Approval string
 	Call     ToolFunc
 
 	fingerprint string // set by RegisterTool
+}
+
+// The policies a tool's source may ask for (Tool.Approval), and the
+// decisions a gate takes: the one vocabulary of the config's `approval:`
+// keys, the approval module and the tool sources.
+const (
+	ApprovalPrompt = "prompt" // ask a human
+	ApprovalAllow  = "allow"  // run the call
+	ApprovalDeny   = "deny"   // refuse the call
+)
+
+// ValidApproval reports whether s is a Tool.Approval: "" or one of
+// ApprovalPrompt, ApprovalAllow, ApprovalDeny.
+func ValidApproval(s string) bool {
+	switch s {
+	case "", ApprovalPrompt, ApprovalAllow, ApprovalDeny:
+		return true
+	}
+	return false
 }
 
 // Fingerprint identifies what the model and a human were shown of the tool:

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/secret"
@@ -40,9 +41,9 @@ const (
 
 // Approval decisions an agent's `approval:` may carry.
 const (
-	ApprovalPrompt = "prompt"
-	ApprovalAllow  = "allow"
-	ApprovalDeny   = "deny"
+	ApprovalPrompt = axocoatl.ApprovalPrompt
+	ApprovalAllow  = axocoatl.ApprovalAllow
+	ApprovalDeny   = axocoatl.ApprovalDeny
 )
 
 // Config configures the module. The zero value calls no remote agent.
@@ -180,9 +181,7 @@ func (a AgentConfig) Validate() error {
 	if a.MaxResponseBytes < 0 || a.MaxOutputBytes < 0 || a.MaxConcurrent < 0 {
 		return bad("max_response_bytes, max_output_bytes and max_concurrent must not be negative")
 	}
-	switch a.Approval {
-	case "", ApprovalPrompt, ApprovalAllow, ApprovalDeny:
-	default:
+	if !axocoatl.ValidApproval(a.Approval) {
 		return bad("approval %q must be prompt, allow or deny", a.Approval)
 	}
 	return nil

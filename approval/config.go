@@ -6,13 +6,15 @@ import (
 	"log/slog"
 	"path"
 	"time"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
 // Decisions: what the policy says about a call, and what a human answers.
 const (
-	Prompt = "prompt" // ask a human
-	Allow  = "allow"  // run the call
-	Deny   = "deny"   // refuse the call
+	Prompt = axocoatl.ApprovalPrompt // ask a human
+	Allow  = axocoatl.ApprovalAllow  // run the call
+	Deny   = axocoatl.ApprovalDeny   // refuse the call
 )
 
 // How long a verdict applies.
@@ -86,7 +88,7 @@ type configError string
 func (e configError) Error() string        { return string(e) }
 func (e configError) Is(target error) bool { return target == ErrInvalidConfig }
 
-func validDecision(d string) bool { return d == Prompt || d == Allow || d == Deny }
+func validDecision(d string) bool { return d != "" && axocoatl.ValidApproval(d) }
 
 // Validate checks the config. Its errors match ErrInvalidConfig and name the
 // key ("rules[2].decision: …").

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/secret"
@@ -41,9 +42,9 @@ const (
 
 // Approval decisions a server's `approval:` may carry.
 const (
-	ApprovalPrompt = "prompt"
-	ApprovalAllow  = "allow"
-	ApprovalDeny   = "deny"
+	ApprovalPrompt = axocoatl.ApprovalPrompt
+	ApprovalAllow  = axocoatl.ApprovalAllow
+	ApprovalDeny   = axocoatl.ApprovalDeny
 )
 
 // Config configures the module. The zero value connects to no server.
@@ -228,9 +229,7 @@ func (s ServerConfig) Validate() error {
 	if s.MaxTools < 0 || s.MaxListPages < 0 || s.MaxListBytes < 0 {
 		return bad("max_tools, max_list_pages and max_list_bytes must not be negative")
 	}
-	switch s.Approval {
-	case "", ApprovalPrompt, ApprovalAllow, ApprovalDeny:
-	default:
+	if !axocoatl.ValidApproval(s.Approval) {
 		return bad("approval %q must be prompt, allow or deny", s.Approval)
 	}
 	return nil
