@@ -14,8 +14,8 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
-// A remote that answers SendMessage with a JSON-RPC error of 200 KB (or a
-// failed HTTP status with a long reason) cannot hand the model more than
+// A remote that answers SendMessage with a JSON-RPC error of 200 KB cannot
+// hand the model more than
 // max_output_bytes of its text through the call's error: the error is cut
 // like an answer, with a note, and keeps its kind (errors.Is).
 func TestRemoteErrorTextBounded(t *testing.T) {
