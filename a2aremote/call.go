@@ -269,8 +269,29 @@ func (r *remote) ended(ctx, cctx context.Context, timeout time.Duration, what st
 		// errors.Is(err, context.Canceled).
 		return fmt.Errorf("a2a agent %s: call cancelled%s: %w", r.cfg.Name, where, ctx.Err())
 	}
-	return fmt.Errorf("a2a agent %s: %w", r.cfg.Name, r.red.Error(err))
+	return r.bound(fmt.Errorf("a2a agent %s: %w", r.cfg.Name, r.red.Error(err)))
 }
+
+// bound cuts the text of a call's error to max_output_bytes: a remote's
+// own words in it (a JSON-RPC error's message, an HTTP status line) reach
+// the model as its answer would, within the same bound. The error's kinds
+// stay checkable with errors.Is.
+func (r *remote) bound(err error) error {
+	msg, limit := err.Error(), r.cfg.maxOutput()
+	if len(msg) <= limit {
+		return err
+	}
+	kept := cut(msg, limit)
+	return &boundedError{msg: kept + fmt.Sprintf("\n[error cut: %d more bytes over max_output_bytes (%d)]", len(msg)-len(kept), limit), err: err}
+}
+
+type boundedError struct {
+	msg string
+	err error
+}
+
+func (e *boundedError) Error() string { return e.msg }
+func (e *boundedError) Unwrap() error { return e.err }
 
 // cancelRemote cancels the task the call started, if it is known and not
 // over, with a fresh context bounded by CancelTimeout (the call's own has

@@ -23,17 +23,21 @@ func TestSendTransportBadAnswers(t *testing.T) {
 		name, body string
 		status     int
 		want       string // in the error; "" = success
+		kind       error  // the A2A error kind, for JSON-RPC errors
 	}{
-		{"task", `{"jsonrpc":"2.0","id":"1","result":{"task":` + task + `}}`, 200, ""},
-		{"message", `{"jsonrpc":"2.0","id":"1","result":{"message":` + msg + `}}`, 200, ""},
-		{"rpc error", `{"jsonrpc":"2.0","id":"1","error":{"code":-32001,"message":"Task not found"}}`, 200, "JSON-RPC error -32001: Task not found"},
-		{"both", `{"jsonrpc":"2.0","id":"1","result":{"task":` + task + `,"message":` + msg + `}}`, 200, "exactly one of task and message"},
-		{"neither", `{"jsonrpc":"2.0","id":"1","result":{}}`, 200, "exactly one of task and message"},
-		{"no result", `{"jsonrpc":"2.0","id":"1"}`, 200, "neither a result nor an error"},
-		{"not json", `<html>oops</html>`, 200, "not a JSON-RPC response"},
-		{"truncated", `{"jsonrpc":"2.0","id":"1","result":{"task":{"id":"t1"`, 200, "not a JSON-RPC response"},
-		{"status", `{}`, http.StatusBadGateway, "unexpected HTTP status 502"},
-		{"too large", `{"jsonrpc":"2.0","id":"1","result":{"message":` + strings.Replace(msg, "hello", strings.Repeat("x", 2048), 1) + `}}`, 200, ErrResponseTooLarge.Error()},
+		{"task", `{"jsonrpc":"2.0","id":"1","result":{"task":` + task + `}}`, 200, "", nil},
+		{"message", `{"jsonrpc":"2.0","id":"1","result":{"message":` + msg + `}}`, 200, "", nil},
+		{"rpc error", `{"jsonrpc":"2.0","id":"1","error":{"code":-32001,"message":"no task t9"}}`, 200, "no task t9", a2a.ErrTaskNotFound},
+		{"rpc error version", `{"jsonrpc":"2.0","id":"1","error":{"code":-32009,"message":"1.0 only","data":{"not":"a list"}}}`, 200, "1.0 only", a2a.ErrVersionNotSupported},
+		{"rpc error no message", `{"jsonrpc":"2.0","id":"1","error":{"code":-32004}}`, 200, a2a.ErrUnsupportedOperation.Error(), a2a.ErrUnsupportedOperation},
+		{"rpc error other code", `{"jsonrpc":"2.0","id":"1","error":{"code":12,"message":"odd"}}`, 200, "odd", a2a.ErrInternalError},
+		{"both", `{"jsonrpc":"2.0","id":"1","result":{"task":` + task + `,"message":` + msg + `}}`, 200, "exactly one of task and message", nil},
+		{"neither", `{"jsonrpc":"2.0","id":"1","result":{}}`, 200, "exactly one of task and message", nil},
+		{"no result", `{"jsonrpc":"2.0","id":"1"}`, 200, "neither a result nor an error", nil},
+		{"not json", `<html>oops</html>`, 200, "not a JSON-RPC response", nil},
+		{"truncated", `{"jsonrpc":"2.0","id":"1","result":{"task":{"id":"t1"`, 200, "not a JSON-RPC response", nil},
+		{"status", `{}`, http.StatusBadGateway, "unexpected HTTP status 502", nil},
+		{"too large", `{"jsonrpc":"2.0","id":"1","result":{"message":` + strings.Replace(msg, "hello", strings.Repeat("x", 2048), 1) + `}}`, 200, ErrResponseTooLarge.Error(), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -64,6 +68,12 @@ func TestSendTransportBadAnswers(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, %v; want an error with %q", res, err, c.want)
+			}
+			if c.kind != nil {
+				var ae *a2a.Error
+				if !errors.Is(err, c.kind) || !errors.As(err, &ae) || err.Error() != c.want {
+					t.Errorf("%v (%T): want an *a2a.Error %q of kind %v, as a2aclient answers", err, err, c.want, c.kind)
+				}
 			}
 			if c.name == "too large" && !errors.Is(err, ErrResponseTooLarge) {
 				t.Errorf("%v is not ErrResponseTooLarge", err)

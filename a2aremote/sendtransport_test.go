@@ -3,6 +3,7 @@ package a2aremote_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -61,14 +62,17 @@ func TestSendTransportMatchesA2AClient(t *testing.T) {
 			if got != want {
 				t.Errorf("ours:\n%s\na2aclient's:\n%s", got, want)
 			}
-			// An unknown task: both fail.
-			if _, err := send(theirs, "no-such-task"); err == nil {
-				t.Fatal("a2aclient: a message to an unknown task succeeded")
+			// An unknown task: both fail with the same A2A error (its kind,
+			// checkable with errors.Is, and its text).
+			_, theirErr := send(theirs, "no-such-task")
+			var want2 *a2a.Error
+			if !errors.As(theirErr, &want2) {
+				t.Fatalf("a2aclient: a message to an unknown task: %v, want an *a2a.Error", theirErr)
 			}
-			if _, err := send(ours, "no-such-task"); err == nil {
-				t.Error("ours: a message to an unknown task succeeded")
-			} else {
-				t.Logf("unknown task: %v", err)
+			_, ourErr := send(ours, "no-such-task")
+			var got2 *a2a.Error
+			if !errors.As(ourErr, &got2) || !errors.Is(ourErr, want2.Err) || ourErr.Error() != theirErr.Error() {
+				t.Errorf("ours: a message to an unknown task: %v (%#v); a2aclient's: %v (kind %v)", ourErr, got2, theirErr, want2.Err)
 			}
 		})
 	}

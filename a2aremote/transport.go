@@ -221,8 +221,44 @@ type rpcError struct {
 	Message string `json:"message"`
 }
 
-func (e *rpcError) Error() string {
-	return fmt.Sprintf("the remote answered JSON-RPC error %d: %s", e.Code, e.Message)
+// a2aError is e as a2aclient returns it: an *a2a.Error of the A2A error
+// its code names (a2a.ErrInternalError for another code), checkable with
+// errors.Is (a2a.ErrTaskNotFound, a2a.ErrVersionNotSupported, …), whose
+// text is the remote's message (else the kind's). Its data (error
+// details) is not read: a2aclient fails the whole answer when it is not
+// the list A2A 1.0 says, and nothing here reads it.
+func (e *rpcError) a2aError() error {
+	kind, ok := rpcErrorKinds[e.Code]
+	if !ok {
+		kind = a2a.ErrInternalError
+	}
+	msg := e.Message
+	if msg == "" {
+		msg = kind.Error()
+	}
+	return a2a.NewError(kind, msg)
+}
+
+// rpcErrorKinds are the JSON-RPC error codes of A2A 1.0 (a2a-go/v2's
+// internal/jsonrpc, which a2aclient maps errors with).
+var rpcErrorKinds = map[int]error{
+	-32700: a2a.ErrParseError,
+	-32600: a2a.ErrInvalidRequest,
+	-32601: a2a.ErrMethodNotFound,
+	-32602: a2a.ErrInvalidParams,
+	-32603: a2a.ErrInternalError,
+	-32000: a2a.ErrServerError,
+	-32001: a2a.ErrTaskNotFound,
+	-32002: a2a.ErrTaskNotCancelable,
+	-32003: a2a.ErrPushNotificationNotSupported,
+	-32004: a2a.ErrUnsupportedOperation,
+	-32005: a2a.ErrUnsupportedContentType,
+	-32006: a2a.ErrInvalidAgentResponse,
+	-32007: a2a.ErrExtendedCardNotConfigured,
+	-32008: a2a.ErrExtensionSupportRequired,
+	-32009: a2a.ErrVersionNotSupported,
+	-31401: a2a.ErrUnauthenticated,
+	-31403: a2a.ErrUnauthorized,
 }
 
 // SendMessage implements a2aclient.Transport.
@@ -265,7 +301,7 @@ func (t *sendTransport) SendMessage(ctx context.Context, params a2aclient.Servic
 	}
 	switch r := answer.Result; {
 	case answer.Error != nil:
-		return nil, answer.Error
+		return nil, answer.Error.a2aError()
 	case r == nil:
 		return nil, errors.New("the answer has neither a result nor an error")
 	case (r.Task == nil) == (r.Message == nil):
