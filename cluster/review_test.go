@@ -2,12 +2,14 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"math"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,4 +332,40 @@ func TestTaskFlood(t *testing.T) {
 		t.Fatalf("after the flood: %v %v", res, err)
 	}
 	_ = a
+}
+
+// A daemon (or a peer posing as one) that answers a task with an absurd
+// duration_ms must not give the caller a negative or wrapped duration
+// (it reaches API answers and metrics): it is capped.
+func TestHostileAnswerDuration(t *testing.T) {
+	ns := startNATS(t, -1)
+	b := newNode(t, ns.ClientURL(), "node-b", fast, nil)
+	fake, err := natsgo.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	var ms atomic.Uint64
+	sub, err := fake.Subscribe("ct-cluster.exec.far", func(msg *natsgo.Msg) {
+		a := binary.AppendUvarint([]byte{'D'}, ms.Load())
+		a = binary.AppendUvarint(a, 0) // kind "": success
+		_ = msg.Respond(append(a, "ok"...))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	_ = fake.Publish("ct-cluster.announce", []byte(`{"node":"fake","ttl_ms":60000,"agents":[{"id":"far"}]}`))
+	_ = fake.Flush()
+	eventually(t, "B lists far on fake", 5*time.Second, func() bool { return lists(b.e, "far", "fake") })
+	for _, v := range []uint64{math.MaxInt64, 1 << 62, 9_300_000_000_000} {
+		ms.Store(v)
+		res, err := b.e.Execute(context.Background(), "far", "x")
+		if err != nil || res.Output != "ok" {
+			t.Fatalf("answer: %v %v", res, err)
+		}
+		if res.Duration < 0 {
+			t.Errorf("duration_ms %d read as %s", v, res.Duration)
+		}
+	}
 }
