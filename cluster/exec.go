@@ -267,7 +267,7 @@ const taskQueue = 64
 
 // work takes this daemon's tasks, which every local agent's exec
 // subscription puts straight on m.tasks from the NATS reader, and runs each
-// on its own goroutine: a task costs no hand-off from a dispatch goroutine
+// on the worker that took it: a task costs no hand-off from a dispatch goroutine
 // to a new one (a tenth of a cross-daemon round trip). One worker is kept
 // waiting while fewer than MaxConcurrentRuns+1 exist, so the next task is
 // taken at once, and the one beyond the runs' limit refuses it (busy); a
