@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"math"
@@ -368,4 +369,55 @@ func TestHostileAnswerDuration(t *testing.T) {
 			t.Errorf("duration_ms %d read as %s", v, res.Duration)
 		}
 	}
+}
+
+// A cluster in a rolling upgrade: daemons of the version before the task
+// frame (JSON tasks and answers) and of this one. Neither side can run the
+// other's task, and neither may leave it to the accept timeout with "no
+// daemon took the task": each answers at once, in the form the other
+// reads, that the daemons' versions differ (unavailable: another daemon
+// hosting the agent may take it).
+func TestOlderDaemonWire(t *testing.T) {
+	ns := startNATS(t, -1)
+	cfg := fast
+	cfg.AcceptTimeout = 3 * time.Second
+	a := newNode(t, ns.ClientURL(), "node-a", cfg, map[string]agent.Model{"echo": provider.EchoModel{}})
+	b := newNode(t, ns.ClientURL(), "node-b", cfg, nil)
+	old, err := natsgo.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+
+	// An older daemon sends A a task: it reads the answer as JSON.
+	msg, err := old.Request("ct-cluster.exec.echo", []byte(`{"task_id":"t1","agent_id":"echo","input":"x","source":"api","from":"old"}`), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Done        bool
+		Kind, Error string
+	}
+	if err := json.Unmarshal(msg.Data, &r); err != nil || !r.Done || r.Kind != "unavailable" || !strings.Contains(r.Error, "version") {
+		t.Fatalf("answer to an older daemon's task: %q (%v)", msg.Data, err)
+	}
+
+	// B sends a task to an older daemon, which answers in JSON that it
+	// cannot read it.
+	sub, err := old.Subscribe("ct-cluster.exec.far", func(msg *natsgo.Msg) {
+		_ = msg.Respond([]byte(`{"done":true,"error":"cluster: malformed task request","kind":"failed"}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	_ = old.Publish("ct-cluster.announce", []byte(`{"node":"old","ttl_ms":60000,"agents":[{"id":"far"}]}`))
+	_ = old.Flush()
+	eventually(t, "B lists far on old", 5*time.Second, func() bool { return lists(b.e, "far", "old") })
+	t0 := time.Now()
+	_, err = b.e.Execute(context.Background(), "far", "x")
+	if !errors.Is(err, axocoatl.ErrUnavailable) || !strings.Contains(err.Error(), "version") || time.Since(t0) > time.Second {
+		t.Fatalf("a task answered by an older daemon: %v after %s", err, time.Since(t0))
+	}
+	_ = a
 }
