@@ -297,7 +297,7 @@ func TestTaskFlood(t *testing.T) {
 	if err := peer.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	peak := 0
+	peak, peakWorkers := 0, 0
 	got, ok, busy := 0, 0, 0
 	for {
 		msg, err := answers.NextMsg(2 * time.Second)
@@ -305,6 +305,7 @@ func TestTaskFlood(t *testing.T) {
 			break // quiet for 2 s: the rest were dropped
 		}
 		peak = max(peak, runtime.NumGoroutine())
+		peakWorkers = max(peakWorkers, a.m.Workers())
 		accepted, kind, _, valid := cluster.ReadAnswer(msg.Data)
 		if !valid {
 			t.Fatalf("answer %q", msg.Data)
@@ -322,17 +323,24 @@ func TestTaskFlood(t *testing.T) {
 			t.Fatalf("answer %q", msg.Data)
 		}
 	}
-	t.Logf("%d tasks: %d answered (%d run, %d busy), peak goroutines %d (before %d)", n, got, ok, busy, peak, before)
+	t.Logf("%d tasks: %d answered (%d run, %d busy), peak goroutines %d (before %d), peak workers %d, now %d", n, got, ok, busy, peak, before, peakWorkers, a.m.Workers())
 	if ok == 0 || got > n {
 		t.Fatalf("%d answered, %d run", got, ok)
 	}
 	if peak > before+cfg.MaxConcurrentRuns+1+20 {
 		t.Errorf("peak %d goroutines, %d before: workers beyond max_concurrent_runs+1", peak, before)
 	}
+	if peakWorkers > cfg.MaxConcurrentRuns+1 {
+		t.Errorf("%d workers, max_concurrent_runs is %d", peakWorkers, cfg.MaxConcurrentRuns)
+	}
+	// Idle again, the workers go back to at most three waiting (one exits
+	// when it finds two others waiting).
+	if w := a.m.Workers(); w > 3 {
+		t.Errorf("%d workers left after the flood", w)
+	}
 	if res, err := b.e.Execute(context.Background(), "echo", "after the flood"); err != nil || res.Output != "after the flood" {
 		t.Fatalf("after the flood: %v %v", res, err)
 	}
-	_ = a
 }
 
 // A daemon (or a peer posing as one) that answers a task with an absurd
