@@ -294,7 +294,16 @@ func (m *Module) work() {
 	for {
 		select {
 		case <-m.ctx.Done():
-			return
+			// Stop: the tasks still queued are refused (closed: m.stopping
+			// is set), not left to their callers' accept timeout.
+			for {
+				select {
+				case msg := <-m.tasks:
+					m.onExec(msg)
+				default:
+					return
+				}
+			}
 		case msg := <-m.tasks:
 			m.mu.Lock()
 			m.waiting--
