@@ -195,3 +195,8 @@ type valuesOf struct {
 }
 
 func (c valuesOf) Value(key any) any { return c.values.Value(key) }
+
+// AfterFunc lets a context derived from c register with the Engine's as it
+// would with a cancelCtx: without it the context package starts a
+// goroutine per derived context to watch Done.
+func (c valuesOf) AfterFunc(f func()) (stop func() bool) { return context.AfterFunc(c.Context, f) }

@@ -3,6 +3,7 @@ package axocoatl_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -168,5 +169,36 @@ func TestRemoteRunContext(t *testing.T) {
 				t.Fatalf("at Close: %v", err)
 			}
 		})
+	}
+}
+
+// A context a remote run derives from its ctx (a timeout of its own) when
+// the caller's cannot end costs no goroutine watching the Engine's: the
+// run's ctx hands its AfterFunc on, as a cancelCtx would.
+func TestRemoteRunDerivedContextNoGoroutine(t *testing.T) {
+	e := axocoatl.New(axocoatl.Options{})
+	defer e.Close(context.Background())
+	const n = 50
+	extra := make(chan int, 1)
+	if _, err := e.AddRemoteAgent(axocoatl.AgentInfo{Spec: agent.Spec{ID: "far"}, Node: "n"}, func(ctx context.Context, req axocoatl.Request) (axocoatl.Result, error) {
+		before := runtime.NumGoroutine()
+		var cancels []context.CancelFunc
+		for range n {
+			_, cancel := context.WithTimeout(ctx, time.Hour)
+			cancels = append(cancels, cancel)
+		}
+		extra <- runtime.NumGoroutine() - before
+		for _, c := range cancels {
+			c()
+		}
+		return axocoatl.Result{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Execute(context.Background(), "far", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-extra; d >= n/2 {
+		t.Fatalf("%d contexts derived from a remote run's ctx started %d goroutines", n, d)
 	}
 }

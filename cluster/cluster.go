@@ -185,7 +185,8 @@ type Module struct {
 	kick   chan struct{} // an announcement is due now
 	status chan natsgo.Status
 
-	// ctx parents every run served here; Stop cancels it.
+	// ctx ends the loop and the workers; Stop cancels it. The runs served
+	// here are not its children: Stop cancels each in running.
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -481,7 +481,6 @@ func TestHostilePeer(t *testing.T) {
 	// Bodies that are not a task, tasks without an id or with one over the
 	// bound: each answered as malformed.
 	for _, body := range [][]byte{
-		[]byte(`{"task_id":"t1","input":"x"}`), // the JSON of an older daemon
 		{},
 		{0x01},
 		{0x01, 0x05, 't'},              // a length beyond the body

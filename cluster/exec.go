@@ -168,7 +168,25 @@ func (m *Module) onReply(msg *natsgo.Msg) {
 	}
 	if r, ok := decodeReply(msg.Data); ok {
 		send(c, r)
+	} else if len(msg.Data) > 0 && msg.Data[0] == '{' {
+		// A daemon of an older version (JSON answers) could not read the
+		// task; another hosting the agent may.
+		send(c, execReply{Done: true, Kind: kindUnavailable, Error: errOlderWire})
 	}
+}
+
+// The two sides of a cluster whose daemons run versions before and after
+// the task frame (wire.go): neither can run the other's tasks.
+const (
+	errNewerWire = "runs a newer axocoatl whose cluster tasks are not JSON and cannot take this daemon's: run one version across the cluster"
+	errOlderWire = "a daemon hosting this agent runs an older axocoatl (its cluster answers are JSON) and cannot read the task: run one version across the cluster"
+)
+
+// olderReply is an answer as daemons before the task frame read it.
+type olderReply struct {
+	Done  bool   `json:"done"`
+	Error string `json:"error"`
+	Kind  string `json:"kind"`
 }
 
 // onCancel stops a task this daemon runs for another, or remembers that it
@@ -267,7 +285,7 @@ const taskQueue = 64
 
 // work takes this daemon's tasks, which every local agent's exec
 // subscription puts straight on m.tasks from the NATS reader, and runs each
-// on its own goroutine: a task costs no hand-off from a dispatch goroutine
+// on the worker that took it: a task costs no hand-off from a dispatch goroutine
 // to a new one (a tenth of a cross-daemon round trip). One worker is kept
 // waiting while fewer than MaxConcurrentRuns+1 exist, so the next task is
 // taken at once, and the one beyond the runs' limit refuses it (busy); a
@@ -276,7 +294,16 @@ func (m *Module) work() {
 	for {
 		select {
 		case <-m.ctx.Done():
-			return
+			// Stop: the tasks still queued are refused (closed: m.stopping
+			// is set), not left to their callers' accept timeout.
+			for {
+				select {
+				case msg := <-m.tasks:
+					m.onExec(msg)
+				default:
+					return
+				}
+			}
 		case msg := <-m.tasks:
 			m.mu.Lock()
 			m.waiting--
@@ -321,6 +348,15 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		ok = false
 	}
 	if !ok {
+		if len(msg.Data) > 0 && msg.Data[0] == '{' {
+			// The JSON task of a daemon of an older version: answered in
+			// the JSON it reads, so that it learns why at once.
+			b, _ := json.Marshal(olderReply{Done: true, Kind: kindUnavailable, Error: fmt.Sprintf("agent %s: daemon %s %s", agentID, m.node, errNewerWire)})
+			if err := m.nc.Publish(msg.Reply, b); err != nil {
+				m.log.Debug("reply not sent", "error", err)
+			}
+			return
+		}
 		reply(execReply{Done: true, Kind: kindFailed, Error: "cluster: malformed task request"})
 		return
 	}

@@ -14,3 +14,10 @@ func ReadAnswer(b []byte) (accepted, kind, text string, ok bool) {
 	}
 	return r.Accepted, r.Kind, r.Output, ok
 }
+
+// Workers is how many task workers exist now.
+func (m *Module) Workers() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.workers
+}

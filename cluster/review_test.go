@@ -2,12 +2,15 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"math"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,7 +297,7 @@ func TestTaskFlood(t *testing.T) {
 	if err := peer.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	peak := 0
+	peak, peakWorkers := 0, 0
 	got, ok, busy := 0, 0, 0
 	for {
 		msg, err := answers.NextMsg(2 * time.Second)
@@ -302,6 +305,7 @@ func TestTaskFlood(t *testing.T) {
 			break // quiet for 2 s: the rest were dropped
 		}
 		peak = max(peak, runtime.NumGoroutine())
+		peakWorkers = max(peakWorkers, a.m.Workers())
 		accepted, kind, _, valid := cluster.ReadAnswer(msg.Data)
 		if !valid {
 			t.Fatalf("answer %q", msg.Data)
@@ -319,15 +323,109 @@ func TestTaskFlood(t *testing.T) {
 			t.Fatalf("answer %q", msg.Data)
 		}
 	}
-	t.Logf("%d tasks: %d answered (%d run, %d busy), peak goroutines %d (before %d)", n, got, ok, busy, peak, before)
+	t.Logf("%d tasks: %d answered (%d run, %d busy), peak goroutines %d (before %d), peak workers %d, now %d", n, got, ok, busy, peak, before, peakWorkers, a.m.Workers())
 	if ok == 0 || got > n {
 		t.Fatalf("%d answered, %d run", got, ok)
 	}
 	if peak > before+cfg.MaxConcurrentRuns+1+20 {
 		t.Errorf("peak %d goroutines, %d before: workers beyond max_concurrent_runs+1", peak, before)
 	}
+	if peakWorkers > cfg.MaxConcurrentRuns+1 {
+		t.Errorf("%d workers, max_concurrent_runs is %d", peakWorkers, cfg.MaxConcurrentRuns)
+	}
+	// Idle again, the workers go back to at most three waiting (one exits
+	// when it finds two others waiting).
+	if w := a.m.Workers(); w > 3 {
+		t.Errorf("%d workers left after the flood", w)
+	}
 	if res, err := b.e.Execute(context.Background(), "echo", "after the flood"); err != nil || res.Output != "after the flood" {
 		t.Fatalf("after the flood: %v %v", res, err)
+	}
+}
+
+// A daemon (or a peer posing as one) that answers a task with an absurd
+// duration_ms must not give the caller a negative or wrapped duration
+// (it reaches API answers and metrics): it is capped.
+func TestHostileAnswerDuration(t *testing.T) {
+	ns := startNATS(t, -1)
+	b := newNode(t, ns.ClientURL(), "node-b", fast, nil)
+	fake, err := natsgo.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	var ms atomic.Uint64
+	sub, err := fake.Subscribe("ct-cluster.exec.far", func(msg *natsgo.Msg) {
+		a := binary.AppendUvarint([]byte{'D'}, ms.Load())
+		a = binary.AppendUvarint(a, 0) // kind "": success
+		_ = msg.Respond(append(a, "ok"...))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	_ = fake.Publish("ct-cluster.announce", []byte(`{"node":"fake","ttl_ms":60000,"agents":[{"id":"far"}]}`))
+	_ = fake.Flush()
+	eventually(t, "B lists far on fake", 5*time.Second, func() bool { return lists(b.e, "far", "fake") })
+	for _, v := range []uint64{math.MaxInt64, 1 << 62, 9_300_000_000_000} {
+		ms.Store(v)
+		res, err := b.e.Execute(context.Background(), "far", "x")
+		if err != nil || res.Output != "ok" {
+			t.Fatalf("answer: %v %v", res, err)
+		}
+		if res.Duration < 0 {
+			t.Errorf("duration_ms %d read as %s", v, res.Duration)
+		}
+	}
+}
+
+// A cluster in a rolling upgrade: daemons of the version before the task
+// frame (JSON tasks and answers) and of this one. Neither side can run the
+// other's task, and neither may leave it to the accept timeout with "no
+// daemon took the task": each answers at once, in the form the other
+// reads, that the daemons' versions differ (unavailable: another daemon
+// hosting the agent may take it).
+func TestOlderDaemonWire(t *testing.T) {
+	ns := startNATS(t, -1)
+	cfg := fast
+	cfg.AcceptTimeout = 3 * time.Second
+	a := newNode(t, ns.ClientURL(), "node-a", cfg, map[string]agent.Model{"echo": provider.EchoModel{}})
+	b := newNode(t, ns.ClientURL(), "node-b", cfg, nil)
+	old, err := natsgo.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+
+	// An older daemon sends A a task: it reads the answer as JSON.
+	msg, err := old.Request("ct-cluster.exec.echo", []byte(`{"task_id":"t1","agent_id":"echo","input":"x","source":"api","from":"old"}`), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Done        bool
+		Kind, Error string
+	}
+	if err := json.Unmarshal(msg.Data, &r); err != nil || !r.Done || r.Kind != "unavailable" || !strings.Contains(r.Error, "version") {
+		t.Fatalf("answer to an older daemon's task: %q (%v)", msg.Data, err)
+	}
+
+	// B sends a task to an older daemon, which answers in JSON that it
+	// cannot read it.
+	sub, err := old.Subscribe("ct-cluster.exec.far", func(msg *natsgo.Msg) {
+		_ = msg.Respond([]byte(`{"done":true,"error":"cluster: malformed task request","kind":"failed"}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	_ = old.Publish("ct-cluster.announce", []byte(`{"node":"old","ttl_ms":60000,"agents":[{"id":"far"}]}`))
+	_ = old.Flush()
+	eventually(t, "B lists far on old", 5*time.Second, func() bool { return lists(b.e, "far", "old") })
+	t0 := time.Now()
+	_, err = b.e.Execute(context.Background(), "far", "x")
+	if !errors.Is(err, axocoatl.ErrUnavailable) || !strings.Contains(err.Error(), "version") || time.Since(t0) > time.Second {
+		t.Fatalf("a task answered by an older daemon: %v after %s", err, time.Since(t0))
 	}
 	_ = a
 }

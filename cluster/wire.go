@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/binary"
 	"math"
+	"time"
 )
 
 // The wire form of a task (the body of a message on exec.<agent id>) and of
@@ -108,7 +109,8 @@ func decodeReply(b []byte) (r execReply, ok bool) {
 		if !ok {
 			return r, false
 		}
-		r = execReply{Done: true, DurationMS: int64(min(ms, math.MaxInt64))}
+		// What a Duration holds: a peer's invention must not wrap.
+		r = execReply{Done: true, DurationMS: int64(min(ms, uint64(maxTimeout/time.Millisecond)))}
 		if kind == "" {
 			r.Output = rest
 			return r, true

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"testing"
+	"time"
 )
 
 // A task and its answers read back as written, whatever their text.
@@ -23,12 +24,16 @@ func TestWireRoundTrip(t *testing.T) {
 		{Done: true, Output: "the answer", DurationMS: 12},
 		{Done: true, Output: ""},
 		{Done: true, Kind: kindBusy, Error: "daemon a is running its limit", DurationMS: 0},
-		{Done: true, Kind: kindCanceled, Error: "canceled", DurationMS: math.MaxInt64},
+		{Done: true, Kind: kindCanceled, Error: "canceled", DurationMS: int64(maxTimeout / time.Millisecond)},
 	} {
 		got, ok := decodeReply(r.encode())
 		if !ok || got != r {
 			t.Errorf("answer %+v read back as %+v, %v", r, got, ok)
 		}
+	}
+	// A duration beyond what a Duration holds (a peer's invention) is capped.
+	if got, _ := decodeReply(execReply{Done: true, DurationMS: math.MaxInt64}.encode()); got.DurationMS != int64(maxTimeout/time.Millisecond) {
+		t.Errorf("duration_ms MaxInt64 read back as %d", got.DurationMS)
 	}
 	// An error without a kind is a failure, not a success.
 	if got, _ := decodeReply(execReply{Done: true, Error: "boom"}.encode()); got.Kind != kindFailed || got.Error != "boom" {

@@ -215,31 +215,53 @@ func (c *Config) watchNATS(nb *latticenats.Bus, log *slog.Logger) {
 	})
 }
 
-// natsErrorEvery is the least time between two "NATS error" log lines.
+// natsErrorEvery is the least time between two "NATS error" log lines of
+// one error.
 const natsErrorEvery = 10 * time.Second
+
+// natsErrorKinds bounds the errors rate-limited each on its own; the ones
+// beyond share one limit.
+const natsErrorKinds = 16
 
 // natsErrorLogger logs NATS's asynchronous errors (without a handler
 // nats.go prints them, a write to a server that went away, on stderr,
 // bypassing the daemon's logger). A peer flooding a subscription makes
-// one slow-consumer error per burst: at most one line per every, which
-// counts the errors not logged since the last.
+// one slow-consumer error per burst: each error (by its text) is logged
+// at most once per every, its line counting the same errors not logged
+// since its last; a flood of one error does not hide another (a
+// permissions violation).
 func natsErrorLogger(log *slog.Logger, every time.Duration) natsgo.ErrHandler {
-	var (
-		mu         sync.Mutex
+	type limit struct {
 		last       time.Time
 		suppressed int
+	}
+	var (
+		mu     sync.Mutex
+		limits = map[string]*limit{}
 	)
 	return func(_ *natsgo.Conn, sub *natsgo.Subscription, err error) {
+		text := err.Error()
 		mu.Lock()
+		l := limits[text]
+		if l == nil {
+			if len(limits) >= natsErrorKinds {
+				text = "" // the others
+				l = limits[text]
+			}
+			if l == nil {
+				l = &limit{}
+				limits[text] = l
+			}
+		}
 		now := time.Now()
-		if now.Sub(last) < every {
-			suppressed++
+		if !l.last.IsZero() && now.Sub(l.last) < every {
+			l.suppressed++
 			mu.Unlock()
 			return
 		}
-		last = now
-		n := suppressed
-		suppressed = 0
+		l.last = now
+		n := l.suppressed
+		l.suppressed = 0
 		mu.Unlock()
 		attrs := []any{"error", httpguard.RedactURLs(err.Error()), "not_logged_since_last", n}
 		if sub != nil {

@@ -24,10 +24,38 @@ func TestNATSErrorsRateLimited(t *testing.T) {
 		t.Fatalf("%d lines for 1000 errors in a burst:\n%s", n, buf.String())
 	}
 	time.Sleep(250 * time.Millisecond)
+	h(nil, sub, natsgo.ErrSlowConsumer)
 	h(nil, nil, errors.New("write to nats://user:pw@host:4222 failed"))
 	out := buf.String()
-	if n := strings.Count(out, "NATS error"); n != 2 || !strings.Contains(out, "not_logged_since_last=999") ||
+	if n := strings.Count(out, "NATS error"); n != 3 || !strings.Contains(out, "not_logged_since_last=999") ||
 		!strings.Contains(out, "subject=ct-cluster.exec.echo") || strings.Contains(out, "pw@") {
 		t.Fatalf("after the interval:\n%s", out)
+	}
+}
+
+// A flood of one error (slow consumer) does not hide another: a
+// permissions violation right after it is logged at once (an operator
+// restricting who may publish under the cluster's subjects needs to see
+// it), and each error's count is its own.
+func TestNATSErrorFloodHidesNoOtherError(t *testing.T) {
+	var buf bytes.Buffer
+	h := natsErrorLogger(slog.New(slog.NewTextHandler(&buf, nil)), time.Hour)
+	sub := &natsgo.Subscription{Subject: "ct-cluster.exec.echo"}
+	for range 100 {
+		h(nil, sub, natsgo.ErrSlowConsumer)
+	}
+	h(nil, nil, errors.New(`nats: permissions violation for publish to "ct-cluster.exec.echo"`))
+	out := buf.String()
+	if n := strings.Count(out, "NATS error"); n != 2 || !strings.Contains(out, "permissions violation") {
+		t.Fatalf("a permissions violation after a slow-consumer flood:\n%s", out)
+	}
+	// Many distinct errors stay bounded: at most one line each for the
+	// first few kinds, then one for all the others together.
+	buf.Reset()
+	for i := range 1000 {
+		h(nil, nil, errors.New("nats: odd error "+strings.Repeat("x", i%500)))
+	}
+	if n := strings.Count(buf.String(), "NATS error"); n > natsErrorKinds+1 {
+		t.Fatalf("%d lines for 500 distinct errors", n)
 	}
 }
