@@ -213,6 +213,18 @@ type Server struct {
 	// listens counts the open 2026-07-28 subscriptions/listen streams,
 	// which MaxSessions bounds with the handshake era's sessions.
 	listens atomic.Int64
+	// streams holds the cancel of every long-lived HTTP request (a GET
+	// stream, a subscriptions/listen): Close ends them, including one that
+	// arrived while Close was closing the sessions (its session did not
+	// exist yet), which would otherwise stay open for the HTTP server's
+	// whole grace period.
+	streamMu   sync.Mutex
+	streams    map[uint64]context.CancelFunc
+	lastStream uint64
+	// openStreams counts the registered streams' handlers, for Close to
+	// wait until they are out of the go-sdk: closing a session that is
+	// still being connected races inside it.
+	openStreams sync.WaitGroup
 }
 
 // ErrNotStarted is returned by ServeStdio before the Server is started.
@@ -304,6 +316,15 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 		if era2026 {
 			sdk = stateless
 		}
+		if r.Method == http.MethodGet {
+			ctx, end, ok := s.openStream(r.Context())
+			if !ok {
+				writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
+				return
+			}
+			defer end()
+			r = r.WithContext(ctx)
+		}
 		if r.Method == http.MethodPost {
 			if !s.beginPost() {
 				writeHTTPError(w, http.StatusServiceUnavailable, "server shutting down")
@@ -322,6 +343,13 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 				// client wants: Shutdown does not wait for it (Close
 				// ends it).
 				s.posts.Done()
+				ctx, end, ok := s.openStream(r.Context())
+				if !ok {
+					writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
+					return
+				}
+				defer end()
+				r = r.WithContext(ctx)
 				s.listens.Add(1)
 				defer s.listens.Add(-1)
 			} else {
@@ -333,6 +361,35 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	s.started.Store(true)
 	return nil
 }
+
+// openStream registers a long-lived request for Close to end; ok false:
+// Close began.
+func (s *Server) openStream(parent context.Context) (ctx context.Context, end func(), ok bool) {
+	s.streamMu.Lock()
+	defer s.streamMu.Unlock()
+	if s.closed.Load() {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithCancel(parent)
+	s.lastStream++
+	id := s.lastStream
+	if s.streams == nil {
+		s.streams = map[uint64]context.CancelFunc{}
+	}
+	s.streams[id] = cancel
+	s.openStreams.Add(1) // under streamMu while not closed: Close's Wait comes after
+	return ctx, func() {
+		s.streamMu.Lock()
+		delete(s.streams, id)
+		s.streamMu.Unlock()
+		cancel()
+		s.openStreams.Done()
+	}, true
+}
+
+// streamsEndWithin bounds how long Close waits for the streams it ended to
+// leave their handlers (they return as soon as their context ends).
+const streamsEndWithin = 5 * time.Second
 
 // beginPost counts a POST for Shutdown to wait for, unless Shutdown began
 // (then the POST is refused: it would not be waited for).
@@ -384,6 +441,18 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed.Store(true)
 	s.mu.Unlock()
+	// After closed is set: a stream that registers from now on is refused.
+	s.streamMu.Lock()
+	for _, cancel := range s.streams {
+		cancel()
+	}
+	s.streamMu.Unlock()
+	ended := make(chan struct{})
+	go func() { s.openStreams.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(streamsEndWithin):
+	}
 	if !s.started.Load() {
 		return nil
 	}
