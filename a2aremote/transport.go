@@ -15,7 +15,6 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
-	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"golang.org/x/mod/semver"
 )
 
@@ -104,7 +103,7 @@ func (b *limitedBody) Close() error { return b.rc.Close() }
 // fetchCard reads and parses the agent card at cardURL with hc. The body
 // is bounded by DefaultMaxCardBytes. Both generations parse: a 1.0 card
 // by its supportedInterfaces, a 0.3 card by url, preferredTransport and
-// additionalInterfaces (a2av0's parser reads either).
+// additionalInterfaces (parseCard, card03.go).
 func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a.AgentCard, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cardURL, nil)
 	if err != nil {
@@ -126,7 +125,7 @@ func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a.Agent
 	if len(body) > DefaultMaxCardBytes {
 		return nil, fmt.Errorf("agent card: %w: more than %d bytes", ErrResponseTooLarge, DefaultMaxCardBytes)
 	}
-	card, err := a2av0.NewAgentCardParser()(body)
+	card, err := parseCard(body)
 	if err != nil {
 		return nil, fmt.Errorf("agent card is not JSON of an A2A card: %w", err)
 	}
@@ -155,7 +154,7 @@ func Generation(card *a2a.AgentCard) string {
 		}
 		v := string(iface.ProtocolVersion)
 		if v == "" {
-			v = string(a2av0.Version)
+			v = string(version03)
 		}
 		var g string
 		switch semver.Major("v" + strings.TrimPrefix(v, "v")) {
@@ -174,19 +173,18 @@ func Generation(card *a2a.AgentCard) string {
 }
 
 // newClient builds the a2aclient for card: JSON-RPC and HTTP+JSON, in
-// 1.0 and in 0.3 (a2av0), all over hc; the factory picks the newest
+// 1.0 and in 0.3 (v03.go), all over hc; the factory picks the newest
 // version the card offers. 1.0 JSON-RPC is a2aclient's transport with
 // SendMessage of our own (sendTransport).
 func newClient(ctx context.Context, card *a2a.AgentCard, hc *http.Client) (*a2aclient.Client, error) {
-	return a2aclient.NewFromCard(ctx, card,
+	opts := append([]a2aclient.FactoryOption{
 		a2aclient.WithTransport(a2a.TransportProtocolJSONRPC, a2aclient.TransportFactoryFn(
 			func(_ context.Context, _ *a2a.AgentCard, iface *a2a.AgentInterface) (a2aclient.Transport, error) {
 				return newSendTransport(iface.URL, hc), nil
 			})),
 		a2aclient.WithRESTTransport(hc),
-		a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}),
-		a2av0.WithRESTTransport(a2av0.RESTTransportConfig{Client: hc}),
-	)
+	}, withTransports03(hc)...)
+	return a2aclient.NewFromCard(ctx, card, opts...)
 }
 
 // sendTransport is a2aclient's A2A 1.0 JSON-RPC transport with a

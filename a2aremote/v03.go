@@ -1,0 +1,809 @@
+package a2aremote
+
+// A2A 0.3 transports: JSON-RPC and HTTP+JSON, as a2a-go/v2's
+// a2acompat/a2av0 speaks them (its client half, ported: the package itself
+// would bring the 0.3 SDK's servers, gRPC and protobuf into every binary
+// that uses this module; bench/README.md, Build). The 0.3 JSON-RPC wire
+// types are the 0.3 SDK's a2a package, the 0.3 HTTP+JSON ones a2a-go/v2's
+// a2apb/v0/pbjson (plain structs, the ones a2av0 uses); neither pulls gRPC.
+// The conversions to the 1.0 types are a2av0's (conversions.go of v2.4.0,
+// Copyright 2026 The A2A Authors, Apache License 2.0).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"maps"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2apb/v0/pbjson"
+)
+
+// version03 is the protocol version of A2A 0.3 interfaces (a2av0.Version).
+const version03 a2a.ProtocolVersion = "0.3"
+
+// restPrefix03 is the path prefix of every 0.3 HTTP+JSON endpoint
+// (a2av0.RESTPathPrefix).
+const restPrefix03 = "/v1"
+
+// withTransports03 registers the 0.3 JSON-RPC and HTTP+JSON transports
+// over hc with a2aclient's factory.
+func withTransports03(hc *http.Client) []a2aclient.FactoryOption {
+	limit := int64(DefaultMaxResponseBytes)
+	if rt, ok := hc.Transport.(*roundTripper); ok {
+		limit = rt.limit
+	}
+	return []a2aclient.FactoryOption{
+		a2aclient.WithCompatTransport(version03, a2a.TransportProtocolJSONRPC, a2aclient.TransportFactoryFn(
+			func(_ context.Context, _ *a2a.AgentCard, iface *a2a.AgentInterface) (a2aclient.Transport, error) {
+				return &jsonrpc03{url: iface.URL, hc: hc, lineLimit: limit}, nil
+			})),
+		a2aclient.WithCompatTransport(version03, a2a.TransportProtocolHTTPJSON, a2aclient.TransportFactoryFn(
+			func(_ context.Context, _ *a2a.AgentCard, iface *a2a.AgentInterface) (a2aclient.Transport, error) {
+				u, err := url.Parse(iface.URL)
+				if err != nil {
+					return nil, fmt.Errorf("0.3 HTTP+JSON interface URL: %w", err)
+				}
+				return &rest03{base: u, hc: hc, lineLimit: limit}, nil
+			})),
+	}
+}
+
+// unsupported03 is the part of a2aclient.Transport this module never
+// calls on a 0.3 remote (push configs, resubscription, the extended
+// card): each answers a2a.ErrUnsupportedOperation.
+type unsupported03 struct{}
+
+func (unsupported03) ListTasks(context.Context, a2aclient.ServiceParams, *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	return nil, a2a.ErrUnsupportedOperation // 0.3 has no tasks/list (a2av0 answers the same)
+}
+
+func (unsupported03) SubscribeToTask(context.Context, a2aclient.ServiceParams, *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+	return errorStream(a2a.ErrUnsupportedOperation)
+}
+
+func (unsupported03) GetTaskPushConfig(context.Context, a2aclient.ServiceParams, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
+	return nil, a2a.ErrUnsupportedOperation
+}
+
+func (unsupported03) ListTaskPushConfigs(context.Context, a2aclient.ServiceParams, *a2a.ListTaskPushConfigRequest) ([]*a2a.PushConfig, error) {
+	return nil, a2a.ErrUnsupportedOperation
+}
+
+func (unsupported03) CreateTaskPushConfig(context.Context, a2aclient.ServiceParams, *a2a.PushConfig) (*a2a.PushConfig, error) {
+	return nil, a2a.ErrUnsupportedOperation
+}
+
+func (unsupported03) DeleteTaskPushConfig(context.Context, a2aclient.ServiceParams, *a2a.DeleteTaskPushConfigRequest) error {
+	return a2a.ErrUnsupportedOperation
+}
+
+func (unsupported03) GetExtendedAgentCard(context.Context, a2aclient.ServiceParams, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	return nil, a2a.ErrUnsupportedOperation
+}
+
+func (unsupported03) Destroy() error { return nil }
+
+func errorStream(err error) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
+}
+
+// addHeaders03 adds the call's service parameters as 0.3 servers expect
+// them: lower-case names, A2A-Extensions as X-A2A-Extensions
+// (a2av0.FromServiceParams).
+func addHeaders03(h http.Header, params a2aclient.ServiceParams) {
+	ext := strings.ToLower(a2a.SvcParamExtensions)
+	for k, vs := range params {
+		lk := strings.ToLower(k)
+		if lk == ext {
+			lk = "x-" + lk
+		}
+		for _, v := range vs {
+			h.Add(lk, v)
+		}
+	}
+}
+
+// sseData yields the data of each event of an SSE stream (its data:
+// lines joined by newlines), as a2a-go's internal/sse does. A line longer
+// than limit bytes ends the stream with ErrResponseTooLarge (the body as
+// a whole is bounded by max_response_bytes too).
+func sseData(body io.Reader, limit int64) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		sc := bufio.NewScanner(body)
+		sc.Buffer(make([]byte, 0, 4096), int(min(limit, int64(1<<31-1))))
+		var event bytes.Buffer
+		flush := func() bool {
+			if event.Len() == 0 {
+				return true
+			}
+			data := bytes.Clone(event.Bytes())
+			event.Reset()
+			return yield(data, nil)
+		}
+		for sc.Scan() {
+			line := sc.Bytes()
+			if len(line) == 0 {
+				if !flush() {
+					return
+				}
+				continue
+			}
+			data, ok := bytes.CutPrefix(line, []byte("data:"))
+			if !ok {
+				continue // id:, event:, retry: and comments
+			}
+			data = bytes.TrimPrefix(data, []byte(" "))
+			if event.Len() > 0 {
+				event.WriteByte('\n')
+			}
+			if int64(event.Len()+len(data)) > limit {
+				yield(nil, fmt.Errorf("%w: an SSE event of more than %d bytes", ErrResponseTooLarge, limit))
+				return
+			}
+			event.Write(data)
+		}
+		if err := sc.Err(); err != nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				err = fmt.Errorf("%w: an SSE line of more than %d bytes", ErrResponseTooLarge, limit)
+			}
+			yield(nil, fmt.Errorf("reading the event stream: %w", err))
+			return
+		}
+		flush()
+	}
+}
+
+// jsonrpc03 is the A2A 0.3 JSON-RPC transport: message/send,
+// message/stream (SSE), tasks/get and tasks/cancel.
+type jsonrpc03 struct {
+	unsupported03
+	url       string
+	hc        *http.Client
+	lineLimit int64
+	ids       atomic.Uint64
+}
+
+// post sends the JSON-RPC request of method with params and returns the
+// HTTP response (status 200), whose body the caller closes.
+func (t *jsonrpc03) post(ctx context.Context, method string, sp a2aclient.ServiceParams, params any, stream bool) (*http.Response, error) {
+	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: strconv.FormatUint(t.ids.Add(1), 10), Method: method, Params: params})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the request: %w", err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if stream {
+		hr.Header.Set("Accept", "text/event-stream")
+	}
+	addHeaders03(hr.Header, sp)
+	resp, err := t.hc.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("unexpected HTTP status %s", resp.Status)
+	}
+	return resp, nil
+}
+
+// rpcAnswer03 is a JSON-RPC response of A2A 0.3.
+type rpcAnswer03 struct {
+	Result json.RawMessage `json:"result"`
+	Error  *rpcError       `json:"error"`
+}
+
+func (a *rpcAnswer03) result() (json.RawMessage, error) {
+	switch {
+	case a.Error != nil:
+		return nil, a.Error.a2aError()
+	case len(a.Result) == 0 || string(a.Result) == "null":
+		return nil, errors.New("the answer has neither a result nor an error")
+	}
+	return a.Result, nil
+}
+
+// call sends a request and returns its result.
+func (t *jsonrpc03) call(ctx context.Context, method string, sp a2aclient.ServiceParams, params any) (json.RawMessage, error) {
+	resp, err := t.post(ctx, method, sp, params, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body) // bounded by max_response_bytes (limitedBody)
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	var answer rpcAnswer03
+	if err := json.Unmarshal(data, &answer); err != nil {
+		return nil, fmt.Errorf("the answer is not a JSON-RPC response: %w", err)
+	}
+	return answer.result()
+}
+
+// event03 reads a 0.3 event (its kind names it) as the 1.0 event.
+func event03(data json.RawMessage) (a2a.Event, error) {
+	ev, err := a2a03.UnmarshalEventJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("the result is not an A2A 0.3 event: %w", err)
+	}
+	return toV1Event(ev)
+}
+
+// task03 reads a 0.3 task as the 1.0 task.
+func task03(data json.RawMessage) (*a2a.Task, error) {
+	var t a2a03.Task
+	if err := json.Unmarshal(data, &t); err != nil {
+		return nil, fmt.Errorf("the result is not an A2A 0.3 task: %w", err)
+	}
+	return toV1Task(&t)
+}
+
+// SendMessage implements a2aclient.Transport (message/send).
+func (t *jsonrpc03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	result, err := t.call(ctx, "message/send", sp, fromV1SendMessageRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	ev, err := event03(result)
+	if err != nil {
+		return nil, err
+	}
+	switch e := ev.(type) {
+	case *a2a.Task:
+		return e, nil
+	case *a2a.Message:
+		return e, nil
+	default:
+		return nil, fmt.Errorf("the result violates A2A: want a task or a message, got %T", ev)
+	}
+}
+
+// SendStreamingMessage implements a2aclient.Transport (message/stream).
+func (t *jsonrpc03) SendStreamingMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		resp, err := t.post(ctx, "message/stream", sp, fromV1SendMessageRequest(req), true)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer resp.Body.Close()
+		for data, err := range sseData(resp.Body, t.lineLimit) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			var answer rpcAnswer03
+			if err := json.Unmarshal(data, &answer); err != nil {
+				yield(nil, fmt.Errorf("an event of the stream is not a JSON-RPC response: %w", err))
+				return
+			}
+			result, err := answer.result()
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			ev, err := event03(result)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+}
+
+// GetTask implements a2aclient.Transport (tasks/get).
+func (t *jsonrpc03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+	result, err := t.call(ctx, "tasks/get", sp, &a2a03.TaskQueryParams{ID: a2a03.TaskID(req.ID), HistoryLength: req.HistoryLength})
+	if err != nil {
+		return nil, err
+	}
+	return task03(result)
+}
+
+// CancelTask implements a2aclient.Transport (tasks/cancel).
+func (t *jsonrpc03) CancelTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	result, err := t.call(ctx, "tasks/cancel", sp, &a2a03.TaskIDParams{ID: a2a03.TaskID(req.ID), Metadata: req.Metadata})
+	if err != nil {
+		return nil, err
+	}
+	return task03(result)
+}
+
+// rest03 is the A2A 0.3 HTTP+JSON transport: POST /v1/message:send,
+// /v1/message:stream (SSE), GET /v1/tasks/{id}, POST
+// /v1/tasks/{id}:cancel, with the proto-JSON bodies of A2A 0.3.
+type rest03 struct {
+	unsupported03
+	base      *url.URL
+	hc        *http.Client
+	lineLimit int64
+}
+
+// do sends a request to path (under /v1) and returns the response (status
+// 200 or 204), whose body the caller closes.
+func (t *rest03) do(ctx context.Context, method, path string, query url.Values, sp a2aclient.ServiceParams, body []byte, stream bool) (*http.Response, error) {
+	u := t.base.JoinPath(restPrefix03 + path)
+	if len(query) > 0 {
+		u.RawQuery = query.Encode()
+	}
+	var br io.Reader
+	if len(body) > 0 {
+		br = bytes.NewReader(body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, method, u.String(), br)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > 0 {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if stream {
+		hr.Header.Set("Accept", "text/event-stream")
+	} else {
+		hr.Header.Set("Accept", "application/json")
+	}
+	addHeaders03(hr.Header, sp)
+	resp, err := t.hc.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
+		defer resp.Body.Close()
+		return nil, restError03(resp)
+	}
+	return resp, nil
+}
+
+// read sends a request and returns the answer's body.
+func (t *rest03) read(ctx context.Context, method, path string, query url.Values, sp a2aclient.ServiceParams, body []byte) ([]byte, error) {
+	resp, err := t.do(ctx, method, path, query, sp, body, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body) // bounded by max_response_bytes (limitedBody)
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	return data, nil
+}
+
+// SendMessage implements a2aclient.Transport.
+func (t *rest03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	body, err := pbjson.ToProtoSendMessageRequest(req)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the request: %w", err)
+	}
+	data, err := t.read(ctx, http.MethodPost, "/message:send", nil, sp, body)
+	if err != nil {
+		return nil, err
+	}
+	res, err := pbjson.FromProtoSendMessageResponse(data)
+	if err != nil {
+		return nil, fmt.Errorf("the answer is not an A2A 0.3 SendMessageResponse: %w", err)
+	}
+	return res, nil
+}
+
+// SendStreamingMessage implements a2aclient.Transport.
+func (t *rest03) SendStreamingMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	body, err := pbjson.ToProtoSendMessageRequest(req)
+	if err != nil {
+		return errorStream(fmt.Errorf("encoding the request: %w", err))
+	}
+	return func(yield func(a2a.Event, error) bool) {
+		resp, err := t.do(ctx, http.MethodPost, "/message:stream", nil, sp, body, true)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer resp.Body.Close()
+		for data, err := range sseData(resp.Body, t.lineLimit) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if err := streamError03(data); err != nil {
+				yield(nil, err)
+				return
+			}
+			ev, err := pbjson.FromProtoStreamEvent(data)
+			if err != nil {
+				yield(nil, fmt.Errorf("an event of the stream is not an A2A 0.3 StreamResponse: %w", err))
+				return
+			}
+			if ev == nil {
+				// pbjson answers nil for a StreamResponse naming no event.
+				yield(nil, errors.New("an event of the stream names no event"))
+				return
+			}
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+}
+
+// GetTask implements a2aclient.Transport.
+func (t *rest03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+	q := url.Values{}
+	if req.HistoryLength != nil {
+		q.Set("historyLength", strconv.Itoa(*req.HistoryLength))
+	}
+	data, err := t.read(ctx, http.MethodGet, "/tasks/"+string(req.ID), q, sp, nil)
+	if err != nil {
+		return nil, err
+	}
+	return restTask03(data)
+}
+
+// CancelTask implements a2aclient.Transport.
+func (t *rest03) CancelTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	data, err := t.read(ctx, http.MethodPost, "/tasks/"+string(req.ID)+":cancel", nil, sp, nil)
+	if err != nil {
+		return nil, err
+	}
+	return restTask03(data)
+}
+
+func restTask03(data []byte) (*a2a.Task, error) {
+	task, err := pbjson.FromProtoTask(data)
+	if err != nil {
+		return nil, fmt.Errorf("the answer is not an A2A 0.3 task: %w", err)
+	}
+	return task, nil
+}
+
+// restErrorBody03 is a google.rpc.Status, the error of 0.3 HTTP+JSON.
+type restErrorBody03 struct {
+	Code    int               `json:"code"`
+	Status  string            `json:"status"`
+	Message string            `json:"message"`
+	Details []json.RawMessage `json:"details"`
+}
+
+// a2aError is the A2A error the body names by the reason of its
+// ErrorInfo detail of domain a2a.ProtocolDomain (a2a.ErrInternalError
+// without one), with the remote's message, as a2a-go's internal/rest
+// reads it. Other details are not read.
+func (b *restErrorBody03) a2aError() error {
+	kind := a2a.ErrInternalError
+	for _, raw := range b.Details {
+		var info struct {
+			Type   string `json:"@type"`
+			Reason string `json:"reason"`
+			Domain string `json:"domain"`
+		}
+		if json.Unmarshal(raw, &info) != nil || info.Type != "type.googleapis.com/google.rpc.ErrorInfo" || info.Domain != a2a.ProtocolDomain {
+			continue
+		}
+		for _, e := range rpcErrorKinds {
+			if a2a.ErrorReason(e) == info.Reason {
+				kind = e
+				break
+			}
+		}
+	}
+	msg := b.Message
+	if msg == "" {
+		msg = kind.Error()
+	}
+	return a2a.NewError(kind, msg)
+}
+
+// restError03 is the error of a 0.3 HTTP+JSON answer whose status is not
+// 200: the A2A error its JSON body names, else a2a.ErrServerError with
+// the status.
+func restError03(resp *http.Response) error {
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return fmt.Errorf("%w: HTTP status %s", a2a.ErrServerError, resp.Status)
+	}
+	var body struct {
+		Error restErrorBody03 `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil { // bounded by max_response_bytes
+		return fmt.Errorf("HTTP status %s with an error body that is not JSON: %w: %w", resp.Status, err, a2a.ErrParseError)
+	}
+	return body.Error.a2aError()
+}
+
+// streamError03 is the error an event of a 0.3 HTTP+JSON stream carries
+// (an "error" member), nil when it carries none.
+func streamError03(data []byte) error {
+	var raw struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &raw) != nil || len(raw.Error) == 0 || string(raw.Error) == "null" {
+		return nil
+	}
+	var body restErrorBody03
+	if err := json.Unmarshal(raw.Error, &body); err != nil {
+		return fmt.Errorf("the stream's error event is malformed: %w: %w", err, a2a.ErrInternalError)
+	}
+	return body.a2aError()
+}
+
+// Conversions between the 0.3 types (the 0.3 SDK's a2a package) and the
+// 1.0 ones, as a2av0 converts them.
+
+var v1ToTaskState03 = map[a2a.TaskState]a2a03.TaskState{
+	a2a.TaskStateAuthRequired:  a2a03.TaskStateAuthRequired,
+	a2a.TaskStateCanceled:      a2a03.TaskStateCanceled,
+	a2a.TaskStateCompleted:     a2a03.TaskStateCompleted,
+	a2a.TaskStateFailed:        a2a03.TaskStateFailed,
+	a2a.TaskStateInputRequired: a2a03.TaskStateInputRequired,
+	a2a.TaskStateRejected:      a2a03.TaskStateRejected,
+	a2a.TaskStateSubmitted:     a2a03.TaskStateSubmitted,
+	a2a.TaskStateWorking:       a2a03.TaskStateWorking,
+}
+
+func toV1TaskState(s a2a03.TaskState) a2a.TaskState {
+	for v1, v03 := range v1ToTaskState03 {
+		if v03 == s {
+			return v1
+		}
+	}
+	return a2a.TaskStateUnspecified
+}
+
+func toV1Role(r a2a03.MessageRole) a2a.MessageRole {
+	switch r {
+	case a2a03.MessageRoleAgent:
+		return a2a.MessageRoleAgent
+	case a2a03.MessageRoleUser:
+		return a2a.MessageRoleUser
+	}
+	return a2a.MessageRoleUnspecified
+}
+
+func fromV1Role(r a2a.MessageRole) a2a03.MessageRole {
+	switch r {
+	case a2a.MessageRoleAgent:
+		return a2a03.MessageRoleAgent
+	case a2a.MessageRoleUser:
+		return a2a03.MessageRoleUser
+	}
+	return a2a03.MessageRoleUnspecified
+}
+
+func toV1Event(ev a2a03.Event) (a2a.Event, error) {
+	switch v := ev.(type) {
+	case *a2a03.Message:
+		return toV1Message(v), nil
+	case *a2a03.Task:
+		return toV1Task(v)
+	case *a2a03.TaskStatusUpdateEvent:
+		return &a2a.TaskStatusUpdateEvent{
+			ContextID: v.ContextID,
+			Status:    toV1Status(v.Status),
+			TaskID:    a2a.TaskID(v.TaskID),
+			Metadata:  v.Metadata,
+		}, nil
+	case *a2a03.TaskArtifactUpdateEvent:
+		return &a2a.TaskArtifactUpdateEvent{
+			Append:    v.Append,
+			Artifact:  toV1Artifact(v.Artifact),
+			ContextID: v.ContextID,
+			LastChunk: v.LastChunk,
+			TaskID:    a2a.TaskID(v.TaskID),
+			Metadata:  v.Metadata,
+		}, nil
+	default:
+		return nil, fmt.Errorf("unknown A2A 0.3 event %T", ev)
+	}
+}
+
+func toV1Status(s a2a03.TaskStatus) a2a.TaskStatus {
+	return a2a.TaskStatus{Message: toV1Message(s.Message), State: toV1TaskState(s.State), Timestamp: s.Timestamp}
+}
+
+func toV1Task(t *a2a03.Task) (*a2a.Task, error) {
+	if t == nil {
+		return nil, errors.New("the result is a null task")
+	}
+	res := &a2a.Task{
+		ID:        a2a.TaskID(t.ID),
+		ContextID: t.ContextID,
+		Metadata:  t.Metadata,
+		Status:    toV1Status(t.Status),
+	}
+	if len(t.Artifacts) > 0 {
+		res.Artifacts = make([]*a2a.Artifact, len(t.Artifacts))
+		for i, a := range t.Artifacts {
+			res.Artifacts[i] = toV1Artifact(a)
+		}
+	}
+	if len(t.History) > 0 {
+		res.History = make([]*a2a.Message, len(t.History))
+		for i, m := range t.History {
+			res.History[i] = toV1Message(m)
+		}
+	}
+	return res, nil
+}
+
+func toV1Message(m *a2a03.Message) *a2a.Message {
+	if m == nil {
+		return nil
+	}
+	var refs []a2a.TaskID
+	if m.ReferenceTasks != nil {
+		refs = make([]a2a.TaskID, len(m.ReferenceTasks))
+		for i, id := range m.ReferenceTasks {
+			refs[i] = a2a.TaskID(id)
+		}
+	}
+	return &a2a.Message{
+		ID:             m.ID,
+		ContextID:      m.ContextID,
+		Extensions:     m.Extensions,
+		Metadata:       m.Metadata,
+		Parts:          toV1Parts(m.Parts),
+		ReferenceTasks: refs,
+		Role:           toV1Role(m.Role),
+		TaskID:         a2a.TaskID(m.TaskID),
+	}
+}
+
+func toV1Artifact(a *a2a03.Artifact) *a2a.Artifact {
+	if a == nil {
+		return nil
+	}
+	return &a2a.Artifact{
+		ID:          a2a.ArtifactID(a.ID),
+		Description: a.Description,
+		Extensions:  a.Extensions,
+		Metadata:    a.Metadata,
+		Name:        a.Name,
+		Parts:       toV1Parts(a.Parts),
+	}
+}
+
+func toV1Parts(parts a2a03.ContentParts) a2a.ContentParts {
+	if len(parts) == 0 {
+		return nil
+	}
+	res := make(a2a.ContentParts, len(parts))
+	for i, p := range parts {
+		res[i] = toV1Part(p)
+	}
+	return res
+}
+
+// toV1Part is a2av0.ToV1Part: file bytes that are not base64 are kept as
+// they are (a2av0 logs a warning), a part of an unknown kind becomes data.
+func toV1Part(p a2a03.Part) *a2a.Part {
+	switch c := p.(type) {
+	case a2a03.TextPart:
+		return &a2a.Part{Content: a2a.Text(c.Text), Metadata: c.Metadata}
+	case a2a03.DataPart:
+		var val any = c.Data
+		metadata := maps.Clone(c.Metadata)
+		if compat, ok := metadata["data_part_compat"].(bool); ok && compat {
+			val = c.Data["value"]
+			delete(metadata, "data_part_compat")
+		}
+		return &a2a.Part{Content: a2a.Data{Value: val}, Metadata: metadata}
+	case a2a03.FilePart:
+		switch f := c.File.(type) {
+		case a2a03.FileBytes:
+			b, err := base64.StdEncoding.DecodeString(f.Bytes)
+			if err != nil {
+				b = []byte(f.Bytes)
+			}
+			return &a2a.Part{Content: a2a.Raw(b), Metadata: c.Metadata, MediaType: f.MimeType, Filename: f.Name}
+		case a2a03.FileURI:
+			return &a2a.Part{Content: a2a.URL(f.URI), Metadata: c.Metadata, MediaType: f.MimeType, Filename: f.Name}
+		default:
+			return &a2a.Part{Content: a2a.Data{Value: f}, Metadata: c.Metadata}
+		}
+	case nil:
+		return nil
+	default:
+		return &a2a.Part{Content: a2a.Data{Value: c}, Metadata: p.Meta()}
+	}
+}
+
+func fromV1Message(m *a2a.Message) *a2a03.Message {
+	if m == nil {
+		return nil
+	}
+	var refs []a2a03.TaskID
+	if m.ReferenceTasks != nil {
+		refs = make([]a2a03.TaskID, len(m.ReferenceTasks))
+		for i, id := range m.ReferenceTasks {
+			refs[i] = a2a03.TaskID(id)
+		}
+	}
+	var parts a2a03.ContentParts
+	if len(m.Parts) > 0 {
+		parts = make(a2a03.ContentParts, len(m.Parts))
+		for i, p := range m.Parts {
+			parts[i] = fromV1Part(p)
+		}
+	}
+	return &a2a03.Message{
+		ID:             m.ID,
+		ContextID:      m.ContextID,
+		Extensions:     m.Extensions,
+		Metadata:       m.Metadata,
+		Parts:          parts,
+		ReferenceTasks: refs,
+		Role:           fromV1Role(m.Role),
+		TaskID:         a2a03.TaskID(m.TaskID),
+	}
+}
+
+// fromV1Part is a2av0.FromV1Part: data that is not an object travels
+// wrapped as {"value": …} with metadata data_part_compat, which
+// toV1Part unwraps.
+func fromV1Part(p *a2a.Part) a2a03.Part {
+	switch c := p.Content.(type) {
+	case a2a.Text:
+		return a2a03.TextPart{Text: string(c), Metadata: p.Metadata}
+	case a2a.Data:
+		val := c.Value
+		metadata := maps.Clone(p.Metadata)
+		obj, ok := val.(map[string]any)
+		if !ok {
+			obj = map[string]any{"value": val}
+			if metadata == nil {
+				metadata = make(map[string]any)
+			}
+			metadata["data_part_compat"] = true
+		}
+		return a2a03.DataPart{Data: obj, Metadata: metadata}
+	case a2a.Raw:
+		return a2a03.FilePart{
+			File:     a2a03.FileBytes{FileMeta: a2a03.FileMeta{MimeType: p.MediaType, Name: p.Filename}, Bytes: base64.StdEncoding.EncodeToString(c)},
+			Metadata: p.Metadata,
+		}
+	case a2a.URL:
+		return a2a03.FilePart{
+			File:     a2a03.FileURI{FileMeta: a2a03.FileMeta{MimeType: p.MediaType, Name: p.Filename}, URI: string(c)},
+			Metadata: p.Metadata,
+		}
+	default:
+		return a2a03.DataPart{Data: map[string]any{"value": p}, Metadata: p.Metadata}
+	}
+}
+
+func fromV1SendMessageRequest(req *a2a.SendMessageRequest) *a2a03.MessageSendParams {
+	res := &a2a03.MessageSendParams{Message: fromV1Message(req.Message), Metadata: req.Metadata}
+	if c := req.Config; c != nil {
+		blocking := !c.ReturnImmediately
+		res.Config = &a2a03.MessageSendConfig{
+			AcceptedOutputModes: c.AcceptedOutputModes,
+			HistoryLength:       c.HistoryLength,
+			Blocking:            &blocking,
+		}
+		if pc := c.PushConfig; pc != nil {
+			res.Config.PushConfig = &a2a03.PushConfig{ID: pc.ID, Token: pc.Token, URL: pc.URL}
+			if pc.Auth != nil {
+				res.Config.PushConfig.Auth = &a2a03.PushAuthInfo{Credentials: pc.Auth.Credentials, Schemes: []string{pc.Auth.Scheme}}
+			}
+		}
+	}
+	return res
+}
