@@ -525,7 +525,11 @@ func TestCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if info.Generation != g.gen || info.Name != "Planner" || !info.Streaming || len(info.Interfaces) != 1 || !strings.HasPrefix(info.Interfaces[0], "JSONRPC ") {
+			binding := "JSONRPC "
+			if strings.HasSuffix(g.name, "-rest") {
+				binding = "HTTP+JSON "
+			}
+			if info.Generation != g.gen || info.Name != "Planner" || !info.Streaming || len(info.Interfaces) != 1 || !strings.HasPrefix(info.Interfaces[0], binding) {
 				t.Fatalf("Check = %+v, want generation %s", info, g.gen)
 			}
 		})

@@ -82,7 +82,7 @@ func pairedCall(b *testing.B, url, mode string) {
 		b.Fatal(err)
 	}
 	hc := &http.Client{Transport: http.DefaultTransport}
-	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}))
+	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}), a2av0.WithRESTTransport(a2av0.RESTTransportConfig{Client: hc}))
 	if mode == "send-ours" {
 		// The module's own client (its SendMessage over 1.0 JSON-RPC): what
 		// the tool path adds to the very call it makes.
@@ -195,7 +195,7 @@ func BenchmarkStreamVsSend(b *testing.B) {
 				b.Fatal(err)
 			}
 			hc := &http.Client{Transport: http.DefaultTransport}
-			c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}))
+			c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}), a2av0.WithRESTTransport(a2av0.RESTTransportConfig{Client: hc}))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -19,6 +19,7 @@ import (
 	a2asrv03 "github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"go.uber.org/goleak"
 
@@ -175,6 +176,25 @@ func serveV03(t testing.TB, do behaviour) *remotePeer {
 	return p
 }
 
+// serveV03REST serves p over A2A 0.3 HTTP+JSON (the /v1 REST routes with
+// proto-JSON bodies) with a2a-go/v2's a2av0.NewRESTHandler in front of its
+// reference request handler (a2a-go v0.3 itself has no REST server), and
+// a 0.3 card whose preferredTransport is HTTP+JSON.
+func serveV03REST(t testing.TB, do behaviour) *remotePeer {
+	p := newPeer(t, do)
+	mux := http.NewServeMux()
+	srv := p.serve(t, mux)
+	mux.Handle("/rest/", http.StripPrefix("/rest", a2av0.NewRESTHandler(a2asrv.NewHandler(v1Executor{p}))))
+	mux.Handle(a2asrv03.WellKnownAgentCardPath, a2asrv03.NewStaticAgentCardHandler(&a2av03.AgentCard{
+		Name: "Planner", Description: "Plans trips (A2A 0.3, HTTP+JSON).", Version: "1", ProtocolVersion: "0.3.0",
+		URL: srv.URL + "/rest", PreferredTransport: a2av03.TransportProtocolHTTPJSON,
+		Capabilities:      a2av03.AgentCapabilities{Streaming: true},
+		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+		Skills: []a2av03.AgentSkill{{ID: "plan", Name: "plan", Description: "makes a plan", Tags: []string{"plan"}}},
+	}))
+	return p
+}
+
 type v03Executor struct{ p *remotePeer }
 
 func (x v03Executor) Execute(ctx context.Context, rc *a2asrv03.RequestContext, q eventqueue.Queue) error {
@@ -231,6 +251,7 @@ var generations = []struct {
 }{
 	{"a2a-1.0", "1.0", serveV1},
 	{"a2a-0.3", "0.3", serveV03},
+	{"a2a-0.3-rest", "0.3", serveV03REST},
 }
 
 // toolModel is an OpenAI-wire model that calls tool with {"input": input}
