@@ -42,24 +42,31 @@ const restPrefix03 = "/v1"
 // withTransports03 registers the 0.3 JSON-RPC and HTTP+JSON transports
 // over hc with a2aclient's factory.
 func withTransports03(hc *http.Client) []a2aclient.FactoryOption {
+	var opts []a2aclient.FactoryOption
+	for _, b := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON} {
+		opts = append(opts, a2aclient.WithCompatTransport(version03, b, a2aclient.TransportFactoryFn(
+			func(_ context.Context, _ *a2a.AgentCard, iface *a2a.AgentInterface) (a2aclient.Transport, error) {
+				return newTransport03(b, iface.URL, hc)
+			})))
+	}
+	return opts
+}
+
+// newTransport03 is the 0.3 transport of binding at u over hc. An SSE
+// line may be as long as hc's response bound (max_response_bytes).
+func newTransport03(binding a2a.TransportProtocol, u string, hc *http.Client) (a2aclient.Transport, error) {
 	limit := int64(DefaultMaxResponseBytes)
 	if rt, ok := hc.Transport.(*roundTripper); ok {
 		limit = rt.limit
 	}
-	return []a2aclient.FactoryOption{
-		a2aclient.WithCompatTransport(version03, a2a.TransportProtocolJSONRPC, a2aclient.TransportFactoryFn(
-			func(_ context.Context, _ *a2a.AgentCard, iface *a2a.AgentInterface) (a2aclient.Transport, error) {
-				return &jsonrpc03{url: iface.URL, hc: hc, lineLimit: limit}, nil
-			})),
-		a2aclient.WithCompatTransport(version03, a2a.TransportProtocolHTTPJSON, a2aclient.TransportFactoryFn(
-			func(_ context.Context, _ *a2a.AgentCard, iface *a2a.AgentInterface) (a2aclient.Transport, error) {
-				u, err := url.Parse(iface.URL)
-				if err != nil {
-					return nil, fmt.Errorf("0.3 HTTP+JSON interface URL: %w", err)
-				}
-				return &rest03{base: u, hc: hc, lineLimit: limit}, nil
-			})),
+	if binding == a2a.TransportProtocolJSONRPC {
+		return &jsonrpc03{url: u, hc: hc, lineLimit: limit}, nil
 	}
+	base, err := url.Parse(u)
+	if err != nil {
+		return nil, fmt.Errorf("0.3 HTTP+JSON interface URL: %w", err)
+	}
+	return &rest03{base: base, hc: hc, lineLimit: limit}, nil
 }
 
 // unsupported03 is the part of a2aclient.Transport this module never
@@ -431,11 +438,6 @@ func (t *rest03) SendStreamingMessage(ctx context.Context, sp a2aclient.ServiceP
 			ev, err := pbjson.FromProtoStreamEvent(data)
 			if err != nil {
 				yield(nil, fmt.Errorf("an event of the stream is not an A2A 0.3 StreamResponse: %w", err))
-				return
-			}
-			if ev == nil {
-				// pbjson answers nil for a StreamResponse naming no event.
-				yield(nil, errors.New("an event of the stream names no event"))
 				return
 			}
 			if !yield(ev, nil) {
