@@ -1,14 +1,22 @@
 package a2aremote_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"iter"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,6 +203,122 @@ func serveV03REST(t testing.TB, do behaviour) *remotePeer {
 	return p
 }
 
+// Pinned npm packages of serveA2AJS03 (.ci/run warms npm's cache with them).
+const (
+	a2aJSPackage   = "@a2a-js/sdk@1.3.0"
+	expressPackage = "express@5.1.0" // @a2a-js/sdk's peer dependency for its express handlers
+)
+
+// serveA2AJS03 serves p over A2A 0.3 HTTP+JSON with @a2a-js/sdk 1.3.0
+// (restHandler with legacyCompat, testdata/a2ajs03_server.mjs under node):
+// a 0.3 REST implementation independent of a2a-go's. A Go reverse proxy in
+// front of it records headers, requests and connections as p.serve does
+// for the Go peers, and serves a 0.3 card naming it.
+func serveA2AJS03(t testing.TB, do behaviour) *remotePeer {
+	sdk := testutil.NodeModules(t, a2aJSPackage)
+	express := testutil.NodeModules(t, expressPackage)
+	// One node_modules of both installs: with --preserve-symlinks the SDK
+	// resolves express from here, not from beside its real path.
+	dir := t.TempDir()
+	modules := filepath.Join(dir, "node_modules")
+	if err := os.Mkdir(modules, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{sdk, express} {
+		entries, err := os.ReadDir(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if err := os.Symlink(filepath.Join(from, e.Name()), filepath.Join(modules, e.Name())); err != nil && !errors.Is(err, fs.ErrExist) {
+				t.Fatal(err)
+			}
+		}
+	}
+	script, err := os.ReadFile("testdata/a2ajs03_server.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "server.mjs"), script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mode := map[behaviour]string{answer: "answer", fail: "fail", block: "block"}[do]
+	if mode == "" {
+		t.Fatalf("serveA2AJS03 has no behaviour %d", do)
+	}
+	cmd := exec.Command("node", "--preserve-symlinks", "--preserve-symlinks-main", filepath.Join(dir, "server.mjs"), mode)
+	cmd.Dir = dir
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := newPeer(t, do)
+	lines := bufio.NewScanner(stdout)
+	var base string
+	if lines.Scan() {
+		var hello struct{ URL string }
+		if json.Unmarshal(lines.Bytes(), &hello) == nil {
+			base = hello.URL
+		}
+	}
+	read := make(chan struct{})
+	go func() { // ends when node's stdout closes
+		defer close(read)
+		for lines.Scan() {
+			kind, id, _ := strings.Cut(lines.Text(), " ")
+			ch := map[string]chan string{"started": p.started, "cancel": p.cancels}[kind]
+			if ch != nil {
+				select {
+				case ch <- id:
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		stdin.Close() // the script's signal to stop
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		<-read
+	})
+	if base == "" {
+		t.Fatalf("node did not print its URL: %s", stderr.String())
+	}
+	target, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1 // SSE events as they come
+	mux := http.NewServeMux()
+	srv := p.serve(t, mux)
+	mux.Handle("/v1/", proxy)
+	mux.Handle(a2asrv03.WellKnownAgentCardPath, a2asrv03.NewStaticAgentCardHandler(&a2av03.AgentCard{
+		Name: "Planner", Description: "Plans trips (A2A 0.3 HTTP+JSON, @a2a-js/sdk).", Version: "1", ProtocolVersion: "0.3.0",
+		URL: srv.URL, PreferredTransport: a2av03.TransportProtocolHTTPJSON,
+		Capabilities:      a2av03.AgentCapabilities{Streaming: true},
+		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+		Skills: []a2av03.AgentSkill{{ID: "plan", Name: "plan", Description: "makes a plan", Tags: []string{"plan"}}},
+	}))
+	return p
+}
+
 type v03Executor struct{ p *remotePeer }
 
 func (x v03Executor) Execute(ctx context.Context, rc *a2asrv03.RequestContext, q eventqueue.Queue) error {
@@ -252,6 +376,7 @@ var generations = []struct {
 	{"a2a-1.0", "1.0", serveV1},
 	{"a2a-0.3", "0.3", serveV03},
 	{"a2a-0.3-rest", "0.3", serveV03REST},
+	{"a2ajs-0.3-rest", "0.3", serveA2AJS03},
 }
 
 // toolModel is an OpenAI-wire model that calls tool with {"input": input}

@@ -516,18 +516,29 @@ func (b *restErrorBody03) a2aError() error {
 
 // restError03 is the error of a 0.3 HTTP+JSON answer whose status is not
 // 200: the A2A error its JSON body names, else a2a.ErrServerError with
-// the status.
+// the status. The body is a google.rpc.Status under "error" (a2a-go's
+// servers, read as a2av0 reads it) or, from @a2a-js/sdk's 0.3 layer, a
+// JSON-RPC error object {"code": -32001, "message": …} (which a2av0 reads
+// as an internal error without its message).
 func restError03(resp *http.Response) error {
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		return fmt.Errorf("%w: HTTP status %s", a2a.ErrServerError, resp.Status)
 	}
 	var body struct {
-		Error restErrorBody03 `json:"error"`
+		Error   *restErrorBody03 `json:"error"`
+		Code    int              `json:"code"`
+		Message string           `json:"message"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil { // bounded by max_response_bytes
 		return fmt.Errorf("HTTP status %s with an error body that is not JSON: %w: %w", resp.Status, err, a2a.ErrParseError)
 	}
-	return body.Error.a2aError()
+	switch {
+	case body.Error != nil:
+		return body.Error.a2aError()
+	case body.Code != 0 || body.Message != "":
+		return (&rpcError{Code: body.Code, Message: body.Message}).a2aError()
+	}
+	return fmt.Errorf("%w: HTTP status %s", a2a.ErrServerError, resp.Status)
 }
 
 // streamError03 is the error an event of a 0.3 HTTP+JSON stream carries

@@ -267,6 +267,8 @@ func TestTransports03Answers(t *testing.T) {
 		{"rest send not json", "HTTP+JSON", "send", 200, "application/json", `oops`, "not an A2A 0.3 SendMessageResponse", nil, ""},
 		{"rest error", "HTTP+JSON", "send", 404, "application/json", `{"error":{"code":404,"status":"NOT_FOUND","message":"no task t9","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org"}]}}`, "no task t9", a2a.ErrTaskNotFound, ""},
 		{"rest error other domain", "HTTP+JSON", "send", 400, "application/json", `{"error":{"code":400,"message":"odd","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"else.example"}]}}`, "odd", a2a.ErrInternalError, ""},
+		{"rest error a2a-js", "HTTP+JSON", "get", 404, "application/json; charset=utf-8", `{"code":-32001,"message":"Task not found: t1"}`, "Task not found: t1", a2a.ErrTaskNotFound, ""},
+		{"rest error empty", "HTTP+JSON", "get", 500, "application/json", `{}`, "HTTP status 500", a2a.ErrServerError, ""},
 		{"rest error html", "HTTP+JSON", "send", 502, "text/html", `<html>`, "HTTP status 502", a2a.ErrServerError, ""},
 		{"rest error bad json", "HTTP+JSON", "send", 500, "application/json", `{"error":`, "error body that is not JSON", a2a.ErrParseError, ""},
 		{"rest too large", "HTTP+JSON", "send", 200, "application/json", `{"message":{"messageId":"m1","role":"ROLE_AGENT","content":[{"text":"` + big + `"}]}}`, "more than 2048 bytes", ErrResponseTooLarge, ""},
