@@ -14,6 +14,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/a2aremote"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -568,5 +572,54 @@ func TestShortSecretWarned(t *testing.T) {
 	}
 	if strings.Contains(logs, "key=headers.Authorization") || strings.Contains(logs, "7q") {
 		t.Errorf("warned about the long value, or showed the short one:\n%s", logs)
+	}
+}
+
+// The module's client calls each method it uses on a 0.3 remote of every
+// server (a2a-go v0.3 JSON-RPC, a2av0's HTTP+JSON, @a2a-js/sdk's
+// HTTP+JSON): a blocking SendMessage (what a remote whose card says it does
+// not stream is sent; @a2a-js/sdk answers it with 201 Created), GetTask of
+// that task, GetTask of an unknown task (ErrTaskNotFound), CancelTask of a
+// finished task (an A2A error, not a success) and ListTasks (no 0.3
+// method: ErrUnsupportedOperation).
+func TestClientMethods03(t *testing.T) {
+	for _, g := range generations {
+		if g.gen != "0.3" {
+			continue
+		}
+		t.Run(g.name, func(t *testing.T) {
+			peer := g.serve(t, answer)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			card, err := (&agentcard.Resolver{Client: http.DefaultClient, CardParser: a2av0.NewAgentCardParser()}).Resolve(ctx, peer.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := a2aremote.NewClient(ctx, card, &http.Client{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			task, ok := res.(*a2a.Task)
+			if !ok || task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != "remote answer to: hello" {
+				t.Fatalf("SendMessage = %#v, want the completed task with its artifact", res)
+			}
+			got, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
+			if err != nil || got.ID != task.ID || got.Status.State != a2a.TaskStateCompleted || len(got.Artifacts) != 1 || got.Artifacts[0].Parts[0].Text() != "remote answer to: hello" {
+				t.Fatalf("GetTask = %+v, %v", got, err)
+			}
+			if _, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: "no-such-task"}); !errors.Is(err, a2a.ErrTaskNotFound) {
+				t.Fatalf("GetTask of an unknown task = %v, want ErrTaskNotFound", err)
+			}
+			if _, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err == nil || !errors.As(err, new(*a2a.Error)) {
+				t.Fatalf("CancelTask of a completed task = %v, want an A2A error", err)
+			}
+			if _, err := c.ListTasks(ctx, &a2a.ListTasksRequest{}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+				t.Fatalf("ListTasks = %v, want ErrUnsupportedOperation", err)
+			}
+		})
 	}
 }

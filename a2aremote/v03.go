@@ -20,6 +20,7 @@ import (
 	"io"
 	"iter"
 	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -347,8 +348,8 @@ type rest03 struct {
 	lineLimit int64
 }
 
-// do sends a request to path (under /v1) and returns the response (status
-// 200 or 204), whose body the caller closes.
+// do sends a request to path (under /v1) and returns the response (a 2xx
+// status), whose body the caller closes.
 func (t *rest03) do(ctx context.Context, method, path string, query url.Values, sp a2aclient.ServiceParams, body []byte, stream bool) (*http.Response, error) {
 	u := t.base.JoinPath(restPrefix03 + path)
 	if len(query) > 0 {
@@ -375,7 +376,9 @@ func (t *rest03) do(ctx context.Context, method, path string, query url.Values, 
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// Any 2xx: @a2a-js/sdk answers message:send with 201 Created
+		// (a2av0 takes only 200 and 204, and fails on it).
 		defer resp.Body.Close()
 		return nil, restError03(resp)
 	}
@@ -521,7 +524,9 @@ func (b *restErrorBody03) a2aError() error {
 // JSON-RPC error object {"code": -32001, "message": …} (which a2av0 reads
 // as an internal error without its message).
 func restError03(resp *http.Response) error {
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+	// a2av0's own server sends application/problem+json (which a2av0's
+	// client, reading only application/json, takes for a bare server error).
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" && !strings.HasSuffix(mt, "+json") {
 		return fmt.Errorf("%w: HTTP status %s", a2a.ErrServerError, resp.Status)
 	}
 	var body struct {

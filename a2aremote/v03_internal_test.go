@@ -268,6 +268,8 @@ func TestTransports03Answers(t *testing.T) {
 		{"rest error", "HTTP+JSON", "send", 404, "application/json", `{"error":{"code":404,"status":"NOT_FOUND","message":"no task t9","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org"}]}}`, "no task t9", a2a.ErrTaskNotFound, ""},
 		{"rest error other domain", "HTTP+JSON", "send", 400, "application/json", `{"error":{"code":400,"message":"odd","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"else.example"}]}}`, "odd", a2a.ErrInternalError, ""},
 		{"rest error a2a-js", "HTTP+JSON", "get", 404, "application/json; charset=utf-8", `{"code":-32001,"message":"Task not found: t1"}`, "Task not found: t1", a2a.ErrTaskNotFound, ""},
+		{"rest error problem+json", "HTTP+JSON", "cancel", 400, "application/problem+json", `{"error":{"code":400,"status":"FAILED_PRECONDITION","message":"cannot cancel: task t1 is completed","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_CANCELABLE","domain":"a2a-protocol.org"}]}}`, "cannot cancel: task t1 is completed", a2a.ErrTaskNotCancelable, ""},
+		{"rest send 201", "HTTP+JSON", "send", 201, "application/json", `{"task":` + taskPB + `}`, "task t1 TASK_STATE_COMPLETED", nil, ""},
 		{"rest error empty", "HTTP+JSON", "get", 500, "application/json", `{}`, "HTTP status 500", a2a.ErrServerError, ""},
 		{"rest error html", "HTTP+JSON", "send", 502, "text/html", `<html>`, "HTTP status 502", a2a.ErrServerError, ""},
 		{"rest error bad json", "HTTP+JSON", "send", 500, "application/json", `{"error":`, "error body that is not JSON", a2a.ErrParseError, ""},
