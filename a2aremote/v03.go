@@ -456,7 +456,11 @@ func (t *rest03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req *a
 	if req.HistoryLength != nil {
 		q.Set("historyLength", strconv.Itoa(*req.HistoryLength))
 	}
-	data, err := t.read(ctx, http.MethodGet, "/tasks/"+string(req.ID), q, sp, nil)
+	path, err := taskPath03(req.ID)
+	if err != nil {
+		return nil, err
+	}
+	data, err := t.read(ctx, http.MethodGet, path, q, sp, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -465,11 +469,29 @@ func (t *rest03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req *a
 
 // CancelTask implements a2aclient.Transport.
 func (t *rest03) CancelTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
-	data, err := t.read(ctx, http.MethodPost, "/tasks/"+string(req.ID)+":cancel", nil, sp, nil)
+	path, err := taskPath03(req.ID)
+	if err != nil {
+		return nil, err
+	}
+	data, err := t.read(ctx, http.MethodPost, path+":cancel", nil, sp, nil)
 	if err != nil {
 		return nil, err
 	}
 	return restTask03(data)
+}
+
+// taskPath03 is the path of task id (under /v1): the id, which the remote
+// chose, escaped as one path segment. Unescaped (a2av0 joins it as it is),
+// "../../x" named another path of the host, which the module's headers
+// went to, and "%zz" the interface's base URL; "", "." and ".." cannot be
+// a segment of their own.
+func taskPath03(id a2a.TaskID) (string, error) {
+	switch id {
+	case "", ".", "..":
+		return "", fmt.Errorf("task id %q cannot name a task in an HTTP+JSON path: %w", id, a2a.ErrInvalidParams)
+	}
+	// JoinPath (rest03.do) takes it as escaped and keeps the escapes.
+	return "/tasks/" + url.PathEscape(string(id)), nil
 }
 
 func restTask03(data []byte) (*a2a.Task, error) {

@@ -1,0 +1,75 @@
+package a2aremote
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// A task id is the remote's word (call.go takes it from the answer) and
+// reaches the 0.3 HTTP+JSON path of GetTask and CancelTask: it must stay
+// one path segment. Unescaped, "../../admin" was resolved by JoinPath to
+// another path of the host (the module's headers go with it), '?' and '#'
+// cut the path, and "%zz" made JoinPath drop the whole path (the request
+// went to the interface's base URL).
+func TestREST03TaskIDIsOnePathSegment(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.RequestURI)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}`))
+	}))
+	defer srv.Close()
+	tr := transport03(t, a2a.TransportProtocolHTTPJSON, srv)
+	ctx := context.Background()
+	cases := map[string]string{
+		"../../admin": "..%2F..%2Fadmin",
+		"a/b":         "a%2Fb",
+		"x?y=1#z":     "x%3Fy=1%23z",
+		"a b":         "a%20b",
+		"%zz":         "%25zz",
+		"t1":          "t1",
+		"ünï":         "%C3%BCn%C3%AF",
+	}
+	for id, esc := range cases {
+		mu.Lock()
+		got = got[:0]
+		mu.Unlock()
+		if _, err := tr.GetTask(ctx, nil, &a2a.GetTaskRequest{ID: a2a.TaskID(id)}); err != nil {
+			t.Errorf("GetTask %q: %v", id, err)
+		}
+		if _, err := tr.CancelTask(ctx, nil, &a2a.CancelTaskRequest{ID: a2a.TaskID(id)}); err != nil {
+			t.Errorf("CancelTask %q: %v", id, err)
+		}
+		mu.Lock()
+		want := []string{"GET /v1/tasks/" + esc, "POST /v1/tasks/" + esc + ":cancel"}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("task id %q: requests %q, want %q", id, got, want)
+		}
+		mu.Unlock()
+	}
+	mu.Lock()
+	got = got[:0]
+	mu.Unlock()
+	for _, id := range []string{"", ".", ".."} {
+		if _, err := tr.GetTask(ctx, nil, &a2a.GetTaskRequest{ID: a2a.TaskID(id)}); err == nil || !strings.Contains(err.Error(), "task id") {
+			t.Errorf("GetTask %q: %v, want an error naming the task id", id, err)
+		}
+		if _, err := tr.CancelTask(ctx, nil, &a2a.CancelTaskRequest{ID: a2a.TaskID(id)}); err == nil || !strings.Contains(err.Error(), "task id") {
+			t.Errorf("CancelTask %q: %v, want an error naming the task id", id, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 0 {
+		t.Errorf("requests for an id that is no path segment: %q", got)
+	}
+}
