@@ -417,7 +417,9 @@ func (t *taskState) apply(ev a2a.Event) bool {
 		t.artifacts, t.byID, t.used = t.artifacts[:0], nil, 0
 		t.dropped = 0
 		for _, a := range e.Artifacts {
-			t.addArtifact(a, false)
+			if a != nil { // "artifacts":[null] is valid JSON of every generation
+				t.addArtifact(a, false)
+			}
 		}
 		t.status(e.Status)
 	case *a2a.TaskStatusUpdateEvent:
