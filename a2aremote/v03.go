@@ -293,22 +293,24 @@ func (t *jsonrpc03) SendStreamingMessage(ctx context.Context, sp a2aclient.Servi
 			return
 		}
 		defer resp.Body.Close()
+		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+			// Not a stream but one JSON-RPC response: @a2a-js/sdk answers
+			// so when the call fails before the first event (its
+			// "pre-stream error", status 200).
+			data, err := io.ReadAll(resp.Body) // bounded by max_response_bytes (limitedBody)
+			if err != nil {
+				yield(nil, fmt.Errorf("reading the answer: %w", err))
+				return
+			}
+			yield(streamEvent03(data, "the answer"))
+			return
+		}
 		for data, err := range sseData(resp.Body, t.lineLimit) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			var answer rpcAnswer03
-			if err := json.Unmarshal(data, &answer); err != nil {
-				yield(nil, fmt.Errorf("an event of the stream is not a JSON-RPC response: %w", err))
-				return
-			}
-			result, err := answer.result()
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			ev, err := event03(result)
+			ev, err := streamEvent03(data, "an event of the stream")
 			if err != nil {
 				yield(nil, err)
 				return
@@ -318,6 +320,20 @@ func (t *jsonrpc03) SendStreamingMessage(ctx context.Context, sp a2aclient.Servi
 			}
 		}
 	}
+}
+
+// streamEvent03 reads what, a JSON-RPC response of message/stream, as
+// the 1.0 event of its result or the A2A error of its error.
+func streamEvent03(data []byte, what string) (a2a.Event, error) {
+	var answer rpcAnswer03
+	if err := json.Unmarshal(data, &answer); err != nil {
+		return nil, fmt.Errorf("%s is not a JSON-RPC response: %w", what, err)
+	}
+	result, err := answer.result()
+	if err != nil {
+		return nil, err
+	}
+	return event03(result)
 }
 
 // GetTask implements a2aclient.Transport (tasks/get).
