@@ -104,3 +104,19 @@ func TestJSONRPC03StreamAnsweredWithJSON(t *testing.T) {
 		}
 	}
 }
+
+// @a2a-js/sdk's 0.3 HTTP+JSON layer ends a stream that fails after its
+// first event with "event: error" and a JSON-RPC error object as data
+// ({"code": -32001, "message": …}, its toLegacyHTTPError), not a
+// google.rpc.Status under "error": it was read as a malformed
+// StreamResponse, losing the error's kind and message.
+func TestREST03StreamErrorEventOfA2AJS(t *testing.T) {
+	body := "data: {\"task\":{\"id\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}\n\n" +
+		"event: error\ndata: {\"code\":-32001,\"message\":\"Task not found: t1\"}\n\n"
+	srv := httptest.NewServer(&answer03{status: http.StatusOK, contentType: "text/event-stream", body: body})
+	defer srv.Close()
+	got, err := call03(transport03(t, a2a.TransportProtocolHTTPJSON, srv), "stream")
+	if got != "task t1 TASK_STATE_WORKING" || !errors.Is(err, a2a.ErrTaskNotFound) || !strings.Contains(fmt.Sprint(err), "Task not found: t1") {
+		t.Fatalf("got %q, %v; want the task, then a2a.ErrTaskNotFound with the remote's message", got, err)
+	}
+}

@@ -584,14 +584,29 @@ func restError03(resp *http.Response) error {
 	return fmt.Errorf("%w: HTTP status %s", a2a.ErrServerError, resp.Status)
 }
 
-// streamError03 is the error an event of a 0.3 HTTP+JSON stream carries
-// (an "error" member), nil when it carries none.
+// streamError03 is the error an event of a 0.3 HTTP+JSON stream carries,
+// nil when it carries none: a google.rpc.Status under "error" (a2a-go's
+// servers) or, from @a2a-js/sdk's 0.3 layer (its "event: error"), a bare
+// JSON-RPC error object {"code": -32001, "message": …}. A StreamResponse
+// has neither "error" nor "code".
 func streamError03(data []byte) error {
 	var raw struct {
-		Error json.RawMessage `json:"error"`
+		Error   json.RawMessage `json:"error"`
+		Code    json.RawMessage `json:"code"` // raw: a StreamResponse's "message" is an object
+		Message json.RawMessage `json:"message"`
 	}
-	if json.Unmarshal(data, &raw) != nil || len(raw.Error) == 0 || string(raw.Error) == "null" {
+	if json.Unmarshal(data, &raw) != nil {
 		return nil
+	}
+	if len(raw.Error) == 0 || string(raw.Error) == "null" {
+		if len(raw.Code) == 0 {
+			return nil
+		}
+		var e rpcError
+		if err := json.Unmarshal(data, &e); err != nil {
+			return fmt.Errorf("the stream's error event is malformed: %w: %w", err, a2a.ErrInternalError)
+		}
+		return e.a2aError()
 	}
 	var body restErrorBody03
 	if err := json.Unmarshal(raw.Error, &body); err != nil {
