@@ -120,3 +120,25 @@ func TestREST03StreamErrorEventOfA2AJS(t *testing.T) {
 		t.Fatalf("got %q, %v; want the task, then a2a.ErrTaskNotFound with the remote's message", got, err)
 	}
 }
+
+// @a2a-js/sdk's JSON-RPC handler answers an internal error with status
+// 500 and the JSON-RPC response ({"error": {"code": -32603, "message":
+// …}}): the 0.3 transport said only "unexpected HTTP status 500",
+// dropping the remote's message, on every method including message/stream.
+func TestJSONRPC03ErrorStatusWithJSONRPCBody(t *testing.T) {
+	body := `{"jsonrpc":"2.0","id":"1","error":{"code":-32603,"message":"executor exploded"}}`
+	for _, kind := range []string{"send", "stream", "get", "cancel"} {
+		srv := httptest.NewServer(&answer03{status: http.StatusInternalServerError, contentType: "application/json", body: body})
+		_, err := call03(transport03(t, a2a.TransportProtocolJSONRPC, srv), kind)
+		srv.Close()
+		if !errors.Is(err, a2a.ErrInternalError) || !strings.Contains(fmt.Sprint(err), "executor exploded") || !strings.Contains(fmt.Sprint(err), "500") {
+			t.Errorf("%s: %v; want a2a.ErrInternalError with the status and the remote's message", kind, err)
+		}
+	}
+	// A body that is no JSON-RPC error keeps the status error.
+	srv := httptest.NewServer(&answer03{status: http.StatusBadGateway, contentType: "application/json", body: `{"oops":1}`})
+	defer srv.Close()
+	if _, err := call03(transport03(t, a2a.TransportProtocolJSONRPC, srv), "send"); err == nil || !strings.Contains(err.Error(), "unexpected HTTP status 502") {
+		t.Errorf("502 with other JSON: %v", err)
+	}
+}

@@ -206,10 +206,25 @@ func (t *jsonrpc03) post(ctx context.Context, method string, sp a2aclient.Servic
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("unexpected HTTP status %s", resp.Status)
+		defer resp.Body.Close()
+		return nil, rpcStatusError03(resp)
 	}
 	return resp, nil
+}
+
+// rpcStatusError03 is the error of a JSON-RPC answer whose status is not
+// 200: the A2A error of the JSON-RPC response in its body (@a2a-js/sdk
+// answers an internal error so, with status 500), else the status alone.
+func rpcStatusError03(resp *http.Response) error {
+	statusErr := fmt.Errorf("unexpected HTTP status %s", resp.Status)
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+		return statusErr
+	}
+	var answer rpcAnswer03
+	if json.NewDecoder(resp.Body).Decode(&answer) != nil || answer.Error == nil { // bounded by max_response_bytes
+		return statusErr
+	}
+	return fmt.Errorf("%w: %w", statusErr, answer.Error.a2aError())
 }
 
 // rpcAnswer03 is a JSON-RPC response of A2A 0.3.
