@@ -614,6 +614,13 @@ func TestClientMethods03(t *testing.T) {
 			if _, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: "no-such-task"}); !errors.Is(err, a2a.ErrTaskNotFound) {
 				t.Fatalf("GetTask of an unknown task = %v, want ErrTaskNotFound", err)
 			}
+			// A task id is the remote's word: whatever it holds, the server
+			// reads it as one id (over HTTP+JSON, one path segment).
+			for _, id := range []string{"a/b", "../../" + string(task.ID), "x?historyLength=1#f", "a b:c"} {
+				if _, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: a2a.TaskID(id)}); !errors.Is(err, a2a.ErrTaskNotFound) {
+					t.Fatalf("GetTask of task id %q = %v, want ErrTaskNotFound", id, err)
+				}
+			}
 			if _, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err == nil || !errors.As(err, new(*a2a.Error)) {
 				t.Fatalf("CancelTask of a completed task = %v, want an A2A error", err)
 			}
