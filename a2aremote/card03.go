@@ -3,7 +3,8 @@
 // parsing half; Copyright 2026 The A2A Authors, Apache License 2.0): the
 // package a2av0 would bring the 0.3 SDK's servers and with them gRPC and
 // protobuf into every binary that uses this module. TestCardParserMatchesA2AV0
-// holds the two parsers to the same output.
+// holds the two parsers to the same output, except for a 0.3 url without
+// preferredTransport (JSON-RPC's here, dropped by a2av0).
 
 package a2aremote
 
@@ -16,7 +17,8 @@ import (
 
 // parseCard reads an agent card of A2A 1.0 (supportedInterfaces) or 0.3
 // (url, preferredTransport, additionalInterfaces, protocol version 0.3),
-// as a2av0.NewAgentCardParser does.
+// as a2av0.NewAgentCardParser does, except that a 0.3 url without
+// preferredTransport is JSON-RPC's, as the 0.3 spec says.
 func parseCard(b []byte) (*a2a.AgentCard, error) {
 	var compatCard agentCardCompat
 	if err := json.Unmarshal(b, &compatCard); err != nil {
@@ -130,8 +132,14 @@ func mapFromCompatInterfaces(card agentCardCompat) []*a2a.AgentInterface {
 		version = card.ProtocolVersion
 	}
 	out := make([]*a2a.AgentInterface, 0, 1+len(card.AdditionalInterfaces))
-	if len(card.URL) > 0 && card.PreferredTransport != "" {
-		out = append(out, &a2a.AgentInterface{URL: card.URL, ProtocolBinding: card.PreferredTransport, ProtocolVersion: version})
+	if len(card.URL) > 0 {
+		// preferredTransport "defaults to 'JSONRPC'" (0.3); a2av0 drops
+		// the url without it, leaving a card of only a url uncallable.
+		binding := card.PreferredTransport
+		if binding == "" {
+			binding = a2a.TransportProtocolJSONRPC
+		}
+		out = append(out, &a2a.AgentInterface{URL: card.URL, ProtocolBinding: binding, ProtocolVersion: version})
 	}
 	for _, r := range card.AdditionalInterfaces {
 		if r.URL == card.URL {

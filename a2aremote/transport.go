@@ -130,7 +130,7 @@ func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a.Agent
 		return nil, fmt.Errorf("agent card is not JSON of an A2A card: %w", err)
 	}
 	if len(card.SupportedInterfaces) == 0 {
-		return nil, errors.New("agent card names no interface (neither supportedInterfaces nor url with preferredTransport)")
+		return nil, errors.New("agent card names no interface (neither supportedInterfaces nor url)")
 	}
 	for _, iface := range card.SupportedInterfaces {
 		u, err := url.Parse(iface.URL)

@@ -74,7 +74,6 @@ func TestCardParserMatchesA2AV0(t *testing.T) {
 		{"0.3 full", string(full), 3},
 		{"0.3 http+json preferred", `{"name":"n","description":"d","version":"1","protocolVersion":"0.3.0","url":"http://h/rest","preferredTransport":"HTTP+JSON","additionalInterfaces":[{"transport":"JSONRPC","url":"http://h/rpc"}],"capabilities":{"streaming":false},"skills":[]}`, 2},
 		{"0.3 no protocolVersion", `{"name":"n","url":"http://h/rpc","preferredTransport":"JSONRPC"}`, 1},
-		{"0.3 url without preferredTransport", `{"name":"n","url":"http://h/rpc","additionalInterfaces":[{"transport":"HTTP+JSON","url":"http://h/rest"}]}`, 1},
 		{"0.3 security scheme in 1.0 shape", `{"name":"n","url":"http://h/rpc","preferredTransport":"JSONRPC","securitySchemes":{"k":{"apiKeySecurityScheme":{"location":"header","name":"K"}}}}`, 1},
 		{"1.0", string(v1), 2},
 		{"no interface", `{"name":"x","description":"y","version":"1"}`, 0},
@@ -98,6 +97,28 @@ func TestCardParserMatchesA2AV0(t *testing.T) {
 				t.Fatalf("interfaces = %+v, want %d", ours.SupportedInterfaces, c.ifaces)
 			}
 		})
+	}
+	// Where parseCard differs from a2av0 on purpose: a 0.3 card's
+	// preferredTransport "defaults to 'JSONRPC'" when absent (the 0.3
+	// spec, a2a-go v0.3's AgentCard.PreferredTransport); a2av0 drops the
+	// url's interface, which left a card of only a url (as 0.2-era agents
+	// write them) with no interface at all, so the agent could not be called.
+	for body, want := range map[string]string{
+		`{"name":"n","url":"http://h/rpc"}`: "JSONRPC http://h/rpc 0.3",
+		`{"name":"n","url":"http://h/rpc","protocolVersion":"0.2.5","additionalInterfaces":[{"transport":"HTTP+JSON","url":"http://h/rest"}]}`: "JSONRPC http://h/rpc 0.2.5, HTTP+JSON http://h/rest 0.2.5",
+		`{"name":"n","url":"http://h/rpc","additionalInterfaces":[{"transport":"JSONRPC","url":"http://h/rpc"}]}`:                              "JSONRPC http://h/rpc 0.3",
+	} {
+		card, err := parseCard([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, i := range card.SupportedInterfaces {
+			got = append(got, fmt.Sprintf("%s %s %s", i.ProtocolBinding, i.URL, i.ProtocolVersion))
+		}
+		if strings.Join(got, ", ") != want {
+			t.Errorf("%s: interfaces %q, want %q", body, got, want)
+		}
 	}
 	// The full card: what the module reads of it.
 	card, _ := parseCard(full)
