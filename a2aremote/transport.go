@@ -133,6 +133,9 @@ func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a.Agent
 		return nil, errors.New("agent card names no interface (neither supportedInterfaces nor url)")
 	}
 	for _, iface := range card.SupportedInterfaces {
+		if iface == nil { // "supportedInterfaces":[null]
+			return nil, errors.New("agent card names a null interface")
+		}
 		u, err := url.Parse(iface.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("agent card: interface URL %q is not an absolute http or https URL", iface.URL)
