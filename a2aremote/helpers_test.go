@@ -309,6 +309,7 @@ func serveA2AJS03(t testing.TB, do behaviour) *remotePeer {
 	mux := http.NewServeMux()
 	srv := p.serve(t, mux)
 	mux.Handle("/v1/", proxy)
+	mux.Handle("/rpc", proxy) // 0.3 JSON-RPC, which the card below does not name
 	mux.Handle(a2asrv03.WellKnownAgentCardPath, a2asrv03.NewStaticAgentCardHandler(&a2av03.AgentCard{
 		Name: "Planner", Description: "Plans trips (A2A 0.3 HTTP+JSON, @a2a-js/sdk).", Version: "1", ProtocolVersion: "0.3.0",
 		URL: srv.URL, PreferredTransport: a2av03.TransportProtocolHTTPJSON,

@@ -79,7 +79,7 @@ func TestREST03TaskIDIsOnePathSegment(t *testing.T) {
 // @a2a-js/sdk's JSON-RPC handler (0.3 and 1.0, dist/server/express
 // index.js: "Pre-stream error") answers a message/stream that fails
 // before its first event with one JSON-RPC response, status 200,
-// application/json, not SSE. The stream read no data: line from it and
+// application/a2a+json, not SSE. The stream read no data: line from it and
 // ended empty: the remote's error was lost and the call said only that
 // the answer ended before the task did.
 func TestJSONRPC03StreamAnsweredWithJSON(t *testing.T) {
@@ -90,7 +90,7 @@ func TestJSONRPC03StreamAnsweredWithJSON(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":"1","error":{"code":-32001,"message":"Task not found: t9"}}`, "Task not found: t9", a2a.ErrTaskNotFound},
 		{`{"jsonrpc":"2.0","id":"1","result":{"kind":"task","id":"t1","contextId":"c1","status":{"state":"completed"}}}`, "task t1 TASK_STATE_COMPLETED", nil},
 	} {
-		srv := httptest.NewServer(&answer03{status: http.StatusOK, contentType: "application/json; charset=utf-8", body: c.body})
+		srv := httptest.NewServer(&answer03{status: http.StatusOK, contentType: "application/a2a+json; charset=utf-8", body: c.body})
 		got, err := call03(transport03(t, a2a.TransportProtocolJSONRPC, srv), "stream")
 		srv.Close()
 		if c.kind != nil {

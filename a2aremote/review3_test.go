@@ -3,13 +3,18 @@ package a2aremote_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/a2aremote"
 )
 
 // A 0.3 remote whose task lists a null artifact ("artifacts":[null, …],
@@ -48,5 +53,42 @@ func TestNullArtifactIsSkipped(t *testing.T) {
 				t.Fatalf("answer %q, want the non-null artifact's text", res.Content)
 			}
 		})
+	}
+}
+
+// @a2a-js/sdk's 0.3 JSON-RPC layer answers a message/stream that fails
+// before its first event (here: a message to a task it does not know)
+// with one JSON-RPC error response, status 200, application/json; the
+// call gets that error (ErrTaskNotFound with the remote's message), where
+// the stream used to end empty. message/send and tasks/get of the same
+// layer answer as a2a-go's.
+func TestA2AJS03JSONRPCErrors(t *testing.T) {
+	peer := serveA2AJS03(t, answer)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	card := &a2a.AgentCard{Name: "Planner", Version: "1", Capabilities: a2a.AgentCapabilities{Streaming: true},
+		SupportedInterfaces: []*a2a.AgentInterface{{URL: peer.URL + "/rpc", ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: "0.3"}}}
+	c, err := a2aremote.NewClient(ctx, card, &http.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))})
+	if task, ok := res.(*a2a.Task); err != nil || !ok || task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("SendMessage = %#v, %v; want the completed task", res, err)
+	}
+	if _, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: "no-such-task"}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("GetTask of an unknown task = %v, want ErrTaskNotFound", err)
+	}
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))
+	msg.TaskID = "no-such-task"
+	var events int
+	for _, err = range c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}) {
+		if err != nil {
+			break
+		}
+		events++
+	}
+	if events != 0 || !errors.Is(err, a2a.ErrTaskNotFound) || !strings.Contains(err.Error(), "no-such-task") {
+		t.Fatalf("a stream to an unknown task: %d events, error %v; want ErrTaskNotFound naming the task", events, err)
 	}
 }

@@ -217,7 +217,7 @@ func (t *jsonrpc03) post(ctx context.Context, method string, sp a2aclient.Servic
 // answers an internal error so, with status 500), else the status alone.
 func rpcStatusError03(resp *http.Response) error {
 	statusErr := fmt.Errorf("unexpected HTTP status %s", resp.Status)
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+	if !jsonBody(resp) {
 		return statusErr
 	}
 	var answer rpcAnswer03
@@ -308,10 +308,10 @@ func (t *jsonrpc03) SendStreamingMessage(ctx context.Context, sp a2aclient.Servi
 			return
 		}
 		defer resp.Body.Close()
-		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+		if jsonBody(resp) {
 			// Not a stream but one JSON-RPC response: @a2a-js/sdk answers
-			// so when the call fails before the first event (its
-			// "pre-stream error", status 200).
+			// so (as application/a2a+json) when the call fails before the
+			// first event (its "pre-stream error", status 200).
 			data, err := io.ReadAll(resp.Body) // bounded by max_response_bytes (limitedBody)
 			if err != nil {
 				yield(nil, fmt.Errorf("reading the answer: %w", err))
@@ -579,7 +579,7 @@ func (b *restErrorBody03) a2aError() error {
 func restError03(resp *http.Response) error {
 	// a2av0's own server sends application/problem+json (which a2av0's
 	// client, reading only application/json, takes for a bare server error).
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+	if !jsonBody(resp) {
 		return fmt.Errorf("%w: HTTP status %s", a2a.ErrServerError, resp.Status)
 	}
 	var body struct {
@@ -597,6 +597,14 @@ func restError03(resp *http.Response) error {
 		return (&rpcError{Code: body.Code, Message: body.Message}).a2aError()
 	}
 	return fmt.Errorf("%w: HTTP status %s", a2a.ErrServerError, resp.Status)
+}
+
+// jsonBody reports whether resp's body is JSON by its media type:
+// application/json or any +json (@a2a-js/sdk sends application/a2a+json,
+// a2av0's server application/problem+json).
+func jsonBody(resp *http.Response) bool {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
 }
 
 // streamError03 is the error an event of a 0.3 HTTP+JSON stream carries,

@@ -8,13 +8,14 @@
 // BEHAVIOUR: answer  an artifact "remote answer to: <input>", then completed
 //            fail    failed, with the status message "the remote refuses: <input>"
 //            block   working, then waits until cancelled
+// It also serves 0.3 JSON-RPC at /rpc (jsonRpcHandler with legacyCompat).
 // It listens on 127.0.0.1 (a free port), prints {"url": BASE} on one line
 // and serves until its stdin closes; it prints "started <task id>" when a
 // blocked task begins to wait and "cancel <task id>" when a cancellation
 // arrives.
 import express from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
-import { restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 
 const behaviour = process.argv[2] ?? 'answer';
 const COMPLETED = 3, FAILED = 4, CANCELED = 5, WORKING = 2, SUBMITTED = 1, AGENT = 2;
@@ -68,7 +69,10 @@ const server = app.listen(0, '127.0.0.1', () => {
   const base = `http://127.0.0.1:${server.address().port}`;
   const card = {
     name: 'Planner', description: 'Plans trips (A2A 0.3 HTTP+JSON, @a2a-js/sdk).', version: '1',
-    supportedInterfaces: [{ url: base, protocolBinding: 'HTTP+JSON', protocolVersion: '0.3', tenant: '' }],
+    supportedInterfaces: [
+      { url: base, protocolBinding: 'HTTP+JSON', protocolVersion: '0.3', tenant: '' },
+      { url: base + '/rpc', protocolBinding: 'JSONRPC', protocolVersion: '0.3', tenant: '' },
+    ],
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
     defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'],
     skills: [{ id: 'plan', name: 'plan', description: 'makes a plan', tags: ['plan'], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
@@ -76,6 +80,7 @@ const server = app.listen(0, '127.0.0.1', () => {
   };
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
   app.use(restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
+  app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
   console.log(JSON.stringify({ url: base }));
 });
 process.stdin.resume();
