@@ -168,3 +168,22 @@ func TestHostileCardNulls(t *testing.T) {
 		}
 	}
 }
+
+// sseData's line bound holds below 4 KiB too: bufio.Scanner takes the
+// larger of its buffer's capacity (4096) and the limit as its bound, so a
+// 4,000-byte comment line passed a limit of 100.
+func TestSSEDataLineBoundBelowBuffer(t *testing.T) {
+	body := ": " + strings.Repeat("c", 4000) + "\n\ndata: x\n\n"
+	var got []string
+	var err error
+	for data, e := range sseData(strings.NewReader(body), 100) {
+		if e != nil {
+			err = e
+			break
+		}
+		got = append(got, string(data))
+	}
+	if !errors.Is(err, ErrResponseTooLarge) || len(got) != 0 {
+		t.Fatalf("events %q, error %v; want ErrResponseTooLarge at the 4,002-byte line", got, err)
+	}
+}

@@ -132,7 +132,8 @@ func addHeaders03(h http.Header, params a2aclient.ServiceParams) {
 func sseData(body io.Reader, limit int64) iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
 		sc := bufio.NewScanner(body)
-		sc.Buffer(make([]byte, 0, 4096), int(min(limit, int64(1<<31-1))))
+		// The buffer's capacity is a bound too (Scanner takes the larger).
+		sc.Buffer(make([]byte, 0, min(4096, limit)), int(min(limit, int64(1<<31-1))))
 		var event bytes.Buffer
 		flush := func() bool {
 			if event.Len() == 0 {
