@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
@@ -185,5 +186,60 @@ func TestSSEDataLineBoundBelowBuffer(t *testing.T) {
 	}
 	if !errors.Is(err, ErrResponseTooLarge) || len(got) != 0 {
 		t.Fatalf("events %q, error %v; want ErrResponseTooLarge at the 4,002-byte line", got, err)
+	}
+}
+
+// A stream that never ends is ended by the caller's context: the
+// iteration returns promptly with the context's error and the remote sees
+// the request end (the body is closed), over both 0.3 bindings.
+func TestStream03EndsWithContext(t *testing.T) {
+	for _, c := range []struct {
+		binding a2a.TransportProtocol
+		event   string
+	}{
+		{a2a.TransportProtocolJSONRPC, `{"jsonrpc":"2.0","id":"1","result":{"kind":"status-update","taskId":"t1","contextId":"c1","status":{"state":"working"},"final":false}}`},
+		{a2a.TransportProtocolHTTPJSON, `{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}`},
+	} {
+		ended := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer close(ended)
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = fmt.Fprintf(w, "data: %s\n\n", c.event)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}))
+		tr := transport03(t, c.binding, srv)
+		ctx, cancel := context.WithCancel(context.Background())
+		var events int
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for ev, e := range tr.SendStreamingMessage(ctx, nil, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("x"))}) {
+				if e != nil {
+					err = e
+					continue
+				}
+				if ev != nil {
+					events++
+					cancel()
+				}
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the stream did not end 5 s after its context", c.binding)
+		}
+		select {
+		case <-ended:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the remote did not see the request end", c.binding)
+		}
+		srv.Close()
+		cancel()
+		if events != 1 || !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: %d events, error %v; want 1, then context.Canceled", c.binding, events, err)
+		}
 	}
 }
