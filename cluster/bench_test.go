@@ -26,24 +26,7 @@ import (
 //
 // The goal of issue 14: remote < 2 × local + nats.
 func BenchmarkRoundTrip(b *testing.B) {
-	ns := startNATS(b, -1)
-	url := ns.ClientURL()
-	a := newNode(b, url, "node-a", fast, map[string]agent.Model{"echo": provider.EchoModel{}})
-	c := newNode(b, url, "node-b", fast, nil)
-	// The tests' own subscriptions (what each node ran) are not part of
-	// what is measured.
-	_ = a.local.Close()
-	_ = c.local.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if info, err := c.e.Agent("echo"); err == nil && info.Node == "node-a" {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("node-b does not list node-a's echo")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	url, a, c := twoNodes(b)
 	ctx := context.Background()
 
 	b.Run("inproc", func(b *testing.B) {
@@ -66,22 +49,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 	})
 	b.Run("nats", func(b *testing.B) {
-		srv, err := natsgo.Connect(url)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer srv.Close()
-		cli, err := natsgo.Connect(url)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cli.Close()
-		sub, err := srv.Subscribe("bench.rr", func(m *natsgo.Msg) { _ = m.Respond(m.Data) })
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer sub.Unsubscribe()
-		_ = srv.Flush()
+		cli := natsEcho(b, url)
 		payload := []byte(`{"task_id":"01a22d2d-240e-7000-8ee1-f0dc4363b0bb","agent_id":"echo","input":"ping","source":"library","from":"node-b"}`)
 		for b.Loop() {
 			if _, err := cli.Request("bench.rr", payload, 5*time.Second); err != nil {
@@ -115,39 +83,9 @@ func BenchmarkRoundTripPairedDoor(b *testing.B) {
 }
 
 func pairedRoundTrip(b *testing.B, callerCtx context.Context) {
-	ns := startNATS(b, -1)
-	url := ns.ClientURL()
-	a := newNode(b, url, "node-a", fast, map[string]agent.Model{"echo": provider.EchoModel{}})
-	c := newNode(b, url, "node-b", fast, nil)
-	_ = a.local.Close()
-	_ = c.local.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if info, err := c.e.Agent("echo"); err == nil && info.Node == "node-a" {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("node-b does not list node-a's echo")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	url, a, c := twoNodes(b)
 	ctx := context.Background()
-	srv, err := natsgo.Connect(url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	cli, err := natsgo.Connect(url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cli.Close()
-	sub, err := srv.Subscribe("bench.rr", func(m *natsgo.Msg) { _ = m.Respond(m.Data) })
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	_ = srv.Flush()
+	cli := natsEcho(b, url)
 	payload := []byte("ping")
 
 	calls := []func(){
@@ -199,4 +137,48 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// twoNodes starts a nats-server and two daemons on it: node-a hosts the
+// echo agent, node-b lists it. The tests' own subscriptions (what each node
+// ran) are closed: they are not part of what is measured.
+func twoNodes(b *testing.B) (url string, a, c *node) {
+	ns := startNATS(b, -1)
+	url = ns.ClientURL()
+	a = newNode(b, url, "node-a", fast, map[string]agent.Model{"echo": provider.EchoModel{}})
+	c = newNode(b, url, "node-b", fast, nil)
+	_ = a.local.Close()
+	_ = c.local.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if info, err := c.e.Agent("echo"); err == nil && info.Node == "node-a" {
+			return url, a, c
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("node-b does not list node-a's echo")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// natsEcho is a connection whose requests on bench.rr another connection
+// answers at once with their data: one plain NATS request/reply.
+func natsEcho(b *testing.B, url string) *natsgo.Conn {
+	srv, err := natsgo.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Close)
+	cli, err := natsgo.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cli.Close)
+	if _, err := srv.Subscribe("bench.rr", func(m *natsgo.Msg) { _ = m.Respond(m.Data) }); err != nil {
+		b.Fatal(err)
+	}
+	if err := srv.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	return cli
 }
