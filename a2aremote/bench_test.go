@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/a2aremote"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
 // BenchmarkToolCallPaired makes the same request to the same remote agent
@@ -96,19 +96,12 @@ func pairedCall(b *testing.B, url, mode string) {
 
 	call := axocoatl.ToolCall{AgentID: "bench", Tool: "a2a__remote", Arguments: json.RawMessage(`{"input":"hi"}`)}
 	const want = "remote answer to: hi"
-	var engineCalls, directCalls []time.Duration
-	var engineTime, directTime time.Duration
 	viaEngine := func() {
-		start := time.Now()
 		if res, err := e.CallTool(ctx, call); err != nil || res.Content != want {
 			b.Fatal(res, err)
 		}
-		d := time.Since(start)
-		engineTime += d
-		engineCalls = append(engineCalls, d)
 	}
 	viaClient := func() {
-		start := time.Now()
 		req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
 		var got string
 		if mode != "stream" {
@@ -130,25 +123,8 @@ func pairedCall(b *testing.B, url, mode string) {
 		if got != want {
 			b.Fatalf("direct call answered %q", got)
 		}
-		d := time.Since(start)
-		directTime += d
-		directCalls = append(directCalls, d)
 	}
-	n := 0
-	for b.Loop() {
-		if n%2 == 0 {
-			viaEngine()
-			viaClient()
-		} else {
-			viaClient()
-			viaEngine()
-		}
-		n++
-	}
-	b.ReportMetric(float64(engineTime.Nanoseconds())/float64(n), "engine-ns/call")
-	b.ReportMetric(float64(directTime.Nanoseconds())/float64(n), "direct-ns/call")
-	b.ReportMetric(float64(engineTime)/float64(directTime), "engine/direct")
-	b.ReportMetric(float64(medianDur(engineCalls))/float64(medianDur(directCalls)), "median-engine/direct")
+	testutil.Paired(b, viaEngine, viaClient)
 }
 
 // artifactText is the text of the artifacts an event carries.
@@ -171,15 +147,6 @@ func artifactText(ev a2a.Event) string {
 		}
 	}
 	return strings.Join(parts, "")
-}
-
-func medianDur(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // BenchmarkStreamVsSend pairs the two direct a2aclient calls with no
@@ -231,7 +198,7 @@ func BenchmarkStreamVsSend(b *testing.B) {
 				}
 				n++
 			}
-			b.ReportMetric(float64(medianDur(streamCalls))/float64(medianDur(sendCalls)), "median-stream/send")
+			b.ReportMetric(float64(testutil.Median(streamCalls))/float64(testutil.Median(sendCalls)), "median-stream/send")
 		})
 	}
 }

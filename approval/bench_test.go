@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
-	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/approval"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
 // benchRules are 100 rules; the last allows the benchmark's tool, so each
@@ -102,17 +102,8 @@ func BenchmarkGateToolCallPaired(b *testing.B) {
 	b.ReportMetric(float64(gateTime.Nanoseconds())/float64(n), "gate-ns/call")
 	b.ReportMetric(float64(plainTime.Nanoseconds())/float64(n), "none-ns/call")
 	b.ReportMetric(float64(gateTime)/float64(plainTime), "gate/none")
-	b.ReportMetric(float64(median(gateCalls))/float64(median(plainCalls)), "median-gate/none")
+	b.ReportMetric(float64(testutil.Median(gateCalls))/float64(testutil.Median(plainCalls)), "median-gate/none")
 	b.ReportMetric(float64(gateCPU)/float64(plainCPU), "caller-cpu-gate/none")
-}
-
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // BenchmarkGateOverhead is the Engine's own cost per call (as mcpclient's

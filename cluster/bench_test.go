@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
 // BenchmarkRoundTrip compares, one after the other in one process, on one
@@ -116,7 +116,7 @@ func pairedRoundTrip(b *testing.B, callerCtx context.Context) {
 		}
 		n++
 	}
-	local, nats, remote := median(took[0]), median(took[1]), median(took[2])
+	local, nats, remote := testutil.Median(took[0]), testutil.Median(took[1]), testutil.Median(took[2])
 	b.ReportMetric(float64(local.Nanoseconds()), "local-ns")
 	b.ReportMetric(float64(nats.Nanoseconds()), "nats-ns")
 	b.ReportMetric(float64(remote.Nanoseconds()), "remote-ns")
@@ -131,12 +131,6 @@ func mean(ds []time.Duration) time.Duration {
 		sum += d
 	}
 	return sum / time.Duration(len(ds))
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // twoNodes starts a nats-server and two daemons on it: node-a hosts the

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"testing"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -163,16 +163,11 @@ func pairedOn(b *testing.B, e *axocoatl.Engine, server string, cs *mcp.ClientSes
 	args := json.RawMessage(`{"message":"hi"}`)
 	call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__" + server + "__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
 	viaEngine := func() {
-		start := time.Now()
 		if res, err := e.CallTool(ctx, call); err != nil || res.Content != "Echo: hi" {
 			b.Fatal(res, err)
 		}
-		d := time.Since(start)
-		engineTime += d
-		engineCalls = append(engineCalls, d)
 	}
 	direct := func() {
-		start := time.Now()
 		ctx := ctx
 		if bounded {
 			var cancel context.CancelFunc
@@ -185,46 +180,9 @@ func pairedOn(b *testing.B, e *axocoatl.Engine, server string, cs *mcp.ClientSes
 		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args}); err != nil || res.Content[0].(*mcp.TextContent).Text != "Echo: hi" {
 			b.Fatal(res, err)
 		}
-		d := time.Since(start)
-		directTime += d
-		directCalls = append(directCalls, d)
 	}
-	engineTime, directTime = 0, 0
-	engineCalls, directCalls = nil, nil
-	n := 0
-	for b.Loop() {
-		if n%2 == 0 {
-			viaEngine()
-			direct()
-		} else {
-			direct()
-			viaEngine()
-		}
-		n++
-	}
-	b.ReportMetric(float64(engineTime.Nanoseconds())/float64(n), "engine-ns/call")
-	b.ReportMetric(float64(directTime.Nanoseconds())/float64(n), "direct-ns/call")
-	b.ReportMetric(float64(engineTime)/float64(directTime), "engine/direct")
-	// Per-call medians shrug off GC pauses and scheduler hiccups that land
-	// on one side, which dominate the totals on a loaded machine.
-	me, md := medianDur(engineCalls), medianDur(directCalls)
-	b.ReportMetric(float64(me)/float64(md), "median-engine/direct")
+	testutil.Paired(b, viaEngine, direct)
 }
-
-func medianDur(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// The paired loop's accumulators (benchmarks of one binary run one at a time).
-var (
-	engineTime, directTime   time.Duration
-	engineCalls, directCalls []time.Duration
-)
 
 // BenchmarkEngineOverhead is the Engine's own cost per call (allow-list,
 // interceptor, events, routing) with a tool that returns at once.
