@@ -105,6 +105,27 @@ func (p *remotePeer) serve(t testing.TB, mux *http.ServeMux) *httptest.Server {
 func (p *remotePeer) lastAuth() string    { s, _ := p.auth.Load().(string); return s }
 func (p *remotePeer) lastVersion() string { s, _ := p.version.Load().(string); return s }
 
+// serveCard1 serves, on mux, a minimal A2A 1.0 card named name whose one
+// interface is JSON-RPC at base+"/a2a".
+func serveCard1(mux *http.ServeMux, base, name string, streaming bool) {
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
+		Name: name, Version: "1",
+		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(base+"/a2a", a2a.TransportProtocolJSONRPC)},
+		Capabilities:        a2a.AgentCapabilities{Streaming: streaming},
+	}))
+}
+
+// serveExecutor serves exec with a2a-go/v2's reference server under a
+// minimal card (serveCard1).
+func serveExecutor(t testing.TB, exec a2asrv.AgentExecutor, name string, streaming bool) *remotePeer {
+	p := newPeer(t, answer)
+	mux := http.NewServeMux()
+	srv := p.serve(t, mux)
+	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(exec)))
+	serveCard1(mux, srv.URL, name, streaming)
+	return p
+}
+
 // serveV1 serves p over A2A 1.0 with a2a-go/v2's reference server
 // (a2asrv.NewHandler + NewJSONRPCHandler) and a 1.0 card.
 func serveV1(t testing.TB, do behaviour) *remotePeer {

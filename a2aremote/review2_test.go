@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
@@ -27,10 +26,7 @@ func TestRemoteErrorTextBounded(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": "1", "error": map[string]any{"code": -32001, "message": long}})
 	})
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
-		Name: "Loud", Version: "1",
-		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL+"/a2a", a2a.TransportProtocolJSONRPC)},
-	}))
+	serveCard1(mux, srv.URL, "Loud", false)
 	cfg := remoteCfg(p.URL)
 	cfg.MaxOutputBytes = 1001
 	s := newSetup(t, "", nil, cfg)

@@ -44,15 +44,7 @@ func TestMessageReplyWithTaskIDIsTheAnswer(t *testing.T) {
 	for _, streaming := range []bool{true, false} {
 		name := map[bool]string{true: "stream", false: "send"}[streaming]
 		t.Run(name, func(t *testing.T) {
-			p := newPeer(t, answer)
-			mux := http.NewServeMux()
-			srv := p.serve(t, mux)
-			mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(replier{})))
-			mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
-				Name: "Replier", Version: "1",
-				SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL+"/a2a", a2a.TransportProtocolJSONRPC)},
-				Capabilities:        a2a.AgentCapabilities{Streaming: streaming},
-			}))
+			p := serveExecutor(t, replier{}, "Replier", streaming)
 			s := newSetup(t, "hello", nil, remoteCfg(p.URL))
 			s.ready(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -126,11 +118,7 @@ func TestStopClosesIdleConnections(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(v1Executor{p})))
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
-		Name: "Planner", Version: "1",
-		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL+"/a2a", a2a.TransportProtocolJSONRPC)},
-		Capabilities:        a2a.AgentCapabilities{Streaming: true},
-	}))
+	serveCard1(mux, srv.URL, "Planner", true)
 	s := newSetup(t, "hello", nil, remoteCfg(srv.URL))
 	s.ready(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -186,15 +174,7 @@ func (interleaver) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Se
 // the process: the per-artifact text builders must survive the slice
 // that holds them growing).
 func TestInterleavedArtifacts(t *testing.T) {
-	p := newPeer(t, answer)
-	mux := http.NewServeMux()
-	srv := p.serve(t, mux)
-	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(interleaver{})))
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
-		Name: "Writer", Version: "1",
-		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL+"/a2a", a2a.TransportProtocolJSONRPC)},
-		Capabilities:        a2a.AgentCapabilities{Streaming: true},
-	}))
+	p := serveExecutor(t, interleaver{}, "Writer", true)
 	s := newSetup(t, "write", nil, remoteCfg(p.URL))
 	s.ready(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
