@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/jsonio"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -107,6 +108,6 @@ func (e *Engine) CheckHTTP(w http.ResponseWriter, r *http.Request, public bool) 
 		w.Header().Set("Retry-After", code)
 		code = "too_many_requests"
 	}
-	httpguard.WriteError(w, status, code, msg)
+	jsonio.WriteError(w, status, code, msg)
 	return false
 }

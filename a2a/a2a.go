@@ -41,7 +41,7 @@ import (
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/mount"
 )
 
 // Defaults for the zero fields of Config.
@@ -403,5 +403,5 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 
 // baseURL is the absolute URL endpoints are advertised under.
 func (h *Handler) baseURL(r *http.Request) string {
-	return httpguard.BaseURL(h.eng.HTTP().PublicURL, r)
+	return mount.BaseURL(h.eng.HTTP().PublicURL, r)
 }

@@ -60,7 +60,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/internal/retry"
 	"github.com/axocoatl/axocoatl-go/internal/scrub"
 	"github.com/axocoatl/axocoatl-go/internal/textsafe"
@@ -486,7 +486,7 @@ func backoff(c Config, failures int) time.Duration {
 	return retry.Backoff(c.minBackoff(), c.maxBackoff(), failures)
 }
 
-func redactURL(u string) string { return httpguard.RedactURL(u) }
+func redactURL(u string) string { return redact.URL(u) }
 
 // hostOf is the host[:port] of an absolute URL, "" when it has none.
 func hostOf(raw string) string {

@@ -9,7 +9,8 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/httpheader"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -165,13 +166,13 @@ func (a AgentConfig) Validate() error {
 	}
 	u, err := url.Parse(a.URL)
 	if err != nil {
-		return bad("url: cannot parse %q", httpguard.RedactURL(a.URL))
+		return bad("url: cannot parse %q", redact.URL(a.URL))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad("url %q must be an absolute http or https URL", httpguard.RedactURL(a.URL))
+		return bad("url %q must be an absolute http or https URL", redact.URL(a.URL))
 	}
 	for k, v := range a.Headers {
-		if p := httpguard.HeaderProblem(k, v.Reveal()); p != "" {
+		if p := httpheader.Problem(k, v.Reveal()); p != "" {
 			return bad("headers: %s", p)
 		}
 	}
@@ -219,4 +220,4 @@ func ValidateNames(agents []AgentConfig) error {
 
 // Target is the agent's URL as logs and doctor show it: no userinfo, no
 // query, key-like path segments masked.
-func (a AgentConfig) Target() string { return httpguard.RedactURL(a.URL) }
+func (a AgentConfig) Target() string { return redact.URL(a.URL) }

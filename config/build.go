@@ -22,7 +22,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/egress"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
@@ -204,14 +204,14 @@ func (c *Config) watchNATS(nb *latticenats.Bus, log *slog.Logger) {
 	nc.SetDisconnectErrHandler(func(nc *natsgo.Conn, err error) {
 		msg := "connection closed"
 		if err != nil {
-			msg = httpguard.RedactURLs(err.Error())
+			msg = redact.URLs(err.Error())
 		}
 		log.Warn("NATS connection lost: reconnecting; events published meanwhile are buffered, beyond the buffer they fail and count as missed",
 			"reason", msg, "reconnect_buffer_bytes", buf, "failed_publishes", nb.Failed())
 	})
 	nc.SetErrorHandler(natsErrorLogger(log, natsErrorEvery))
 	nc.SetReconnectHandler(func(nc *natsgo.Conn) {
-		log.Info("NATS connection back", "url", httpguard.RedactURLs(nc.ConnectedUrl()), "failed_publishes", nb.Failed())
+		log.Info("NATS connection back", "url", redact.URLs(nc.ConnectedUrl()), "failed_publishes", nb.Failed())
 	})
 }
 
@@ -263,7 +263,7 @@ func natsErrorLogger(log *slog.Logger, every time.Duration) natsgo.ErrHandler {
 		n := l.suppressed
 		l.suppressed = 0
 		mu.Unlock()
-		attrs := []any{"error", httpguard.RedactURLs(err.Error()), "not_logged_since_last", n}
+		attrs := []any{"error", redact.URLs(err.Error()), "not_logged_since_last", n}
 		if sub != nil {
 			attrs = append(attrs, "subject", sub.Subject)
 		}
@@ -353,7 +353,7 @@ func (l LatticeConfig) Open() (lattice.Bus, error) {
 		natsgo.Name("axocoatl/"+node), natsgo.Timeout(natsConnectTimeout),
 		natsgo.MaxReconnects(-1), natsgo.ReconnectWait(natsReconnectWait), natsgo.ReconnectBufSize(buf))
 	if err != nil {
-		return nil, fmt.Errorf("NATS at %s: %w", httpguard.RedactURLs(u), err)
+		return nil, fmt.Errorf("NATS at %s: %w", redact.URLs(u), err)
 	}
 	return bus, nil
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/egress"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
@@ -210,14 +210,14 @@ func checkLattice(ctx context.Context, cfg *Config, r *Report) {
 	}
 	defer bus.Close()
 	if len(cfg.Webhooks) == 0 {
-		r.ok("lattice", "NATS at "+httpguard.RedactURLs(u)+" connected")
+		r.ok("lattice", "NATS at "+redact.URLs(u)+" connected")
 		return
 	}
 	// Webhooks on a NATS lattice wait in JetStream: the daemon does not
 	// start without it.
 	nb, ok := bus.(*latticenats.Bus)
 	if !ok {
-		r.ok("lattice", "NATS at "+httpguard.RedactURLs(u)+" connected")
+		r.ok("lattice", "NATS at "+redact.URLs(u)+" connected")
 		return
 	}
 	js, err := jetstream.New(nb.Conn())
@@ -228,10 +228,10 @@ func checkLattice(ctx context.Context, cfg *Config, r *Report) {
 	}
 	if err != nil {
 		r.fail("lattice", fmt.Sprintf("NATS at %s connected, but its JetStream does not answer (%s): webhooks on a NATS lattice need JetStream: start nats-server with -js",
-			httpguard.RedactURLs(u), httpguard.RedactURLs(err.Error())))
+			redact.URLs(u), redact.URLs(err.Error())))
 		return
 	}
-	r.ok("lattice", "NATS at "+httpguard.RedactURLs(u)+" connected, JetStream on (webhooks)")
+	r.ok("lattice", "NATS at "+redact.URLs(u)+" connected, JetStream on (webhooks)")
 }
 
 // checkMCPServers connects to every MCP server at once, lists its tools and

@@ -15,7 +15,8 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/axocoatl/axocoatl-go/agent"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/httpheader"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -200,7 +201,7 @@ func (w Webhook) Validate() error {
 		if slices.Contains(reserved, http.CanonicalHeaderKey(k)) {
 			return bad("headers: %q is set by egress itself", k)
 		}
-		if p := httpguard.HeaderProblem(k, v.Reveal()); p != "" {
+		if p := httpheader.Problem(k, v.Reveal()); p != "" {
 			return bad("headers: %s", p)
 		}
 	}
@@ -366,4 +367,4 @@ func (w Webhook) info() WebhookInfo {
 
 // displayURL is how a webhook's URL is shown: the one redaction every
 // package uses (userinfo, query and key-like path segments hidden).
-func displayURL(raw string) string { return httpguard.RedactURL(raw) }
+func displayURL(raw string) string { return redact.URL(raw) }

@@ -10,7 +10,8 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/httpheader"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/secret"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -219,7 +220,7 @@ func (s ServerConfig) Validate() error {
 		}
 	}
 	for k, v := range s.Headers {
-		if p := httpguard.HeaderProblem(k, v.Reveal()); p != "" {
+		if p := httpheader.Problem(k, v.Reveal()); p != "" {
 			return bad("headers: %s", p)
 		}
 	}
@@ -288,7 +289,7 @@ func (c Config) withDefaults() Config {
 // redactURL is the one URL redaction every package uses: userinfo, query
 // and key-like path segments hidden (hosted MCP servers put the account key
 // in the path: /mcp/<key>/sse).
-func redactURL(raw string) string { return httpguard.RedactURL(raw) }
+func redactURL(raw string) string { return redact.URL(raw) }
 
 // Target says where the server is, for logs and doctor: the command (no
 // args, no env) or the URL without userinfo, query or key-like path

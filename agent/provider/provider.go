@@ -39,7 +39,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -133,7 +133,7 @@ func (c Config) Validate() error {
 // RedactURL hides the credentials a URL may carry: its userinfo (a token is
 // often the whole of it, https://TOKEN@host) and its query (?api_key=…).
 // Providers quote base URLs in errors with it.
-func RedactURL(raw string) string { return httpguard.RedactURL(raw) }
+func RedactURL(raw string) string { return redact.URL(raw) }
 
 // Known reports whether kind names a provider.
 func Known(kind string) bool {

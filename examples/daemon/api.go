@@ -16,7 +16,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/approval"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/jsonio"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
@@ -33,7 +33,7 @@ type errorDetail struct {
 }
 
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) bool {
-	return httpguard.DecodeJSON(w, r, dst)
+	return jsonio.DecodeJSON(w, r, dst)
 }
 
 // api holds the daemon's own HTTP handlers.

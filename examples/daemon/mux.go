@@ -10,6 +10,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/jsonio"
 )
 
 // mux is the daemon's router. Every route is mounted as public (no token:
@@ -78,10 +79,10 @@ func (m *mux) mount(rt route, h http.Handler) (err error) {
 	return nil
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) { httpguard.WriteJSON(w, status, v) }
+func writeJSON(w http.ResponseWriter, status int, v any) { jsonio.WriteJSON(w, status, v) }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	httpguard.WriteError(w, status, code, msg)
+	jsonio.WriteError(w, status, code, msg)
 }
 
-func quote(s string) string { return httpguard.Quote(s) }
+func quote(s string) string { return jsonio.Quote(s) }

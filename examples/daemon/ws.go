@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/jsonio"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -273,7 +274,7 @@ func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, re
 		}
 		var f clientFrame
 		if err := json.Unmarshal(data, &f); err != nil {
-			reply("bad_request", httpguard.JSONProblem(err, "frame"))
+			reply("bad_request", jsonio.JSONProblem(err, "frame"))
 			continue
 		}
 		switch f.Cmd {

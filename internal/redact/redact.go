@@ -1,54 +1,19 @@
-package httpguard
+// Package redact is how URLs are shown in logs, errors and doctor output:
+// without the parts that carry credentials.
+package redact
 
 import (
-	"net/http"
 	"net/url"
 	"strings"
 	"unicode"
 )
 
-// BaseURL is the absolute URL a handler mounted under a path prefix is
-// reached at: the public URL (else scheme://Host of the request) followed by
-// the prefix the host's mux stripped (http.StripPrefix leaves RequestURI
-// whole, so the prefix is what RequestURI has before the path the handler
-// sees). Cards and other absolute URLs are built on it.
-func BaseURL(publicURL string, r *http.Request) string {
-	base := strings.TrimRight(publicURL, "/")
-	if base == "" {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		base = scheme + "://" + r.Host
-	}
-	return base + MountPrefix(r)
-}
-
-// MountPrefix is the path prefix stripped before r reached the handler, ""
-// when none was.
-func MountPrefix(r *http.Request) string {
-	full := r.RequestURI
-	if i := strings.IndexByte(full, '?'); i >= 0 {
-		full = full[:i]
-	}
-	if strings.HasPrefix(full, "http://") || strings.HasPrefix(full, "https://") {
-		if u, err := url.Parse(full); err == nil {
-			full = u.EscapedPath()
-		}
-	}
-	seen := r.URL.EscapedPath()
-	if seen == "" || !strings.HasSuffix(full, seen) {
-		return ""
-	}
-	return strings.TrimRight(full[:len(full)-len(seen)], "/")
-}
-
-// RedactURL is how every URL is shown in logs, errors and doctor output:
+// URL is how every URL is shown in logs, errors and doctor output:
 // scheme, host and path, with userinfo, query and fragment hidden (they
 // often carry credentials: https://TOKEN@host, ?api_key=…) and path
 // segments that look like keys masked (hosted MCP servers put the account
 // key in the path: /mcp/<key>/sse).
-func RedactURL(raw string) string {
+func URL(raw string) string {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
 		return "[unparsable URL]"
@@ -77,12 +42,12 @@ func RedactURL(raw string) string {
 	return out
 }
 
-// RedactURLs applies RedactURL to each URL of a comma-separated list (NATS
+// URLs applies URL to each URL of a comma-separated list (NATS
 // server lists).
-func RedactURLs(list string) string {
+func URLs(list string) string {
 	parts := strings.Split(list, ",")
 	for i, p := range parts {
-		parts[i] = RedactURL(p)
+		parts[i] = URL(p)
 	}
 	return strings.Join(parts, ",")
 }

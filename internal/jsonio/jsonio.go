@@ -1,8 +1,12 @@
-package httpguard
+// Package jsonio is the JSON I/O of every HTTP door: the error shape
+// {"error":{"code","message"}}, answers, bounded request bodies read into
+// a struct with errors in the client's terms.
+package jsonio
 
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -80,4 +84,54 @@ func jsonKind(t reflect.Type) string {
 		return "an array"
 	}
 	return "an object"
+}
+
+// ErrorBody is the JSON error shape of every HTTP door.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the inside of ErrorBody.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// WriteError answers {"error":{"code","message"}} with status.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	WriteJSON(w, status, ErrorBody{ErrorDetail{Code: code, Message: msg}})
+}
+
+var (
+	jsonContentType = []string{"application/json"}
+	noStore         = []string{"no-store"}
+)
+
+// WriteJSON answers v as JSON with status, not to be cached.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Cache-Control"] = noStore
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Quote quotes s for an error message, cut to 64 bytes.
+func Quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Bytes formats a byte count for messages: "1 MiB", "512 KiB", "100 bytes".
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
