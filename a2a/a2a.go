@@ -238,45 +238,78 @@ func Paths() []string {
 	return []string{PathAxocoatlCard, PathTasks, PathAgentCard, PathJSONRPC, PathJSONRPC + "/", PathAgentPrefix}
 }
 
-// Route is one door ServeHTTP answers: a method and a path pattern in
-// http.ServeMux syntax ({id} is one segment). Public routes (the cards)
-// need no token.
-type Route struct {
-	Method  string
-	Pattern string
-	Public  bool
+// Routes lists every method and pattern ServeHTTP answers, from the list
+// Start builds the Handler's routes from, for hosts that mount each route
+// on their own router. Patterns are in http.ServeMux syntax, literal but
+// for {name} segments; the A2A 1.0 REST verbs contain a literal colon
+// (/a2a/message:send), which routers that read ":name" as a parameter
+// cannot express. The cards are public.
+func (h *Handler) Routes() []axocoatl.Route {
+	var out []axocoatl.Route
+	for _, d := range h.table() {
+		out = append(out, d.Route)
+	}
+	return out
 }
 
-// Routes lists every method and pattern ServeHTTP answers, for hosts that
-// mount each route on their own router. Patterns are literal but for
-// {name} segments; the A2A 1.0 REST verbs contain a literal colon
-// (/a2a/message:send), which routers that read ":name" as a parameter must
-// keep literal or route to the Handler by prefix.
-func Routes() []Route {
-	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
-	rs := []Route{
-		{get, PathAxocoatlCard, true},
-		{get, PathAgentCard, true},
-		{get, PathAgentPrefix + "{id}" + PathAgentCard, true},
-		{post, PathTasks, false},
-		{post, PathJSONRPC, false},
-		{post, PathAgentPrefix + "{id}", false},
+// door is one route of the Handler with its handler and, for protocols
+// that answer an oversized body in their own shape, its TooLarge.
+type door struct {
+	axocoatl.Route
+	tooLarge http.HandlerFunc
+	serve    http.Handler
+}
+
+// table is the one list of the Handler's routes.
+func (h *Handler) table() []door {
+	get, post := http.MethodGet, http.MethodPost
+	limit := h.cfg.MaxBodyBytes
+	public := func(pattern string, fn http.HandlerFunc) door {
+		return door{axocoatl.Route{Method: get, Pattern: pattern, Scope: axocoatl.ScopePublic}, nil, fn}
 	}
-	for _, base := range []string{PathJSONRPC, PathAgentPrefix + "{id}"} {
-		rs = append(rs,
-			Route{post, base + "/message:send", false},
-			Route{post, base + "/message:stream", false},
-			Route{get, base + "/tasks", false},
-			Route{get, base + "/tasks/{task}", false},
-			Route{post, base + "/tasks/{task}", false},
-			Route{get, base + "/extendedAgentCard", false},
-			Route{get, base + "/tasks/{task}/pushNotificationConfigs", false},
-			Route{post, base + "/tasks/{task}/pushNotificationConfigs", false},
-			Route{get, base + "/tasks/{task}/pushNotificationConfigs/{config}", false},
-			Route{del, base + "/tasks/{task}/pushNotificationConfigs/{config}", false},
-		)
+	rpcTooLarge := func(w http.ResponseWriter, r *http.Request) {
+		g, _ := negotiate(r.Header.Get(HeaderVersion))
+		writeRPCError(w, nullID, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", limit), g)
 	}
-	return rs
+	rpc := func(pattern string, fn http.HandlerFunc) door {
+		return door{axocoatl.Route{Method: post, Pattern: pattern, MaxBodyBytes: limit}, rpcTooLarge, fn}
+	}
+	ds := []door{
+		public(PathAxocoatlCard, h.serveAxocoatlCard),
+		public(PathAgentCard, func(w http.ResponseWriter, r *http.Request) { h.serveAgentCard(w, r, "") }),
+		public(PathAgentPrefix+"{id}"+PathAgentCard, func(w http.ResponseWriter, r *http.Request) {
+			h.serveAgentCard(w, r, r.PathValue("id"))
+		}),
+		{axocoatl.Route{Method: post, Pattern: PathTasks, MaxBodyBytes: limit}, nil, http.HandlerFunc(h.serveTasks)},
+		rpc(PathJSONRPC, func(w http.ResponseWriter, r *http.Request) { h.serveJSONRPC(w, r, "") }),
+		rpc(PathAgentPrefix+"{id}", func(w http.ResponseWriter, r *http.Request) { h.serveJSONRPC(w, r, r.PathValue("id")) }),
+	}
+	restTooLarge := func(w http.ResponseWriter, r *http.Request) {
+		writeRESTError(w, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", limit))
+	}
+	// rest checks the version and resolves the per-agent {id} of the path
+	// (perAgent) before fn.
+	rest := func(perAgent bool) func(method, pattern string, fn func(http.ResponseWriter, *http.Request, string)) door {
+		return func(method, pattern string, fn func(http.ResponseWriter, *http.Request, string)) door {
+			return door{axocoatl.Route{Method: method, Pattern: pattern, MaxBodyBytes: limit}, restTooLarge, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if rerr := restVersion(r); rerr != nil {
+					writeRESTError(w, rerr)
+					return
+				}
+				var agentID string
+				if perAgent {
+					agentID = r.PathValue("id")
+					if _, err := h.eng.Agent(agentID); err != nil {
+						writeRESTError(w, rpcErr(codeInvalidParams, "no agent %q at this endpoint", agentID))
+						return
+					}
+				}
+				fn(w, r, agentID)
+			})}
+		}
+	}
+	ds = append(ds, h.restDoors(PathJSONRPC, rest(false))...)
+	return append(ds, h.restDoors(PathAgentPrefix+"{id}", rest(true))...)
 }
 
 // Name, Start and Stop make the Handler an axocoatl.Module.
@@ -301,56 +334,15 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	if h.bodyTimeout == 0 {
 		h.bodyTimeout = 30 * time.Second
 	}
-	public := axocoatl.HTTPRoute{Public: true}
-	private := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes}
-	rpc := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes, TooLarge: func(w http.ResponseWriter, r *http.Request) {
-		g, _ := negotiate(r.Header.Get(HeaderVersion))
-		writeRPCError(w, nullID, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes), g)
-	}}
-	restRoute := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes, TooLarge: func(w http.ResponseWriter, r *http.Request) {
-		writeRESTError(w, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes))
-	}}
-	// rest guards a REST handler, checks the version and resolves the
-	// per-agent {id} of the path (perAgent).
-	rest := func(perAgent bool) func(func(http.ResponseWriter, *http.Request, string)) http.Handler {
-		return func(fn func(http.ResponseWriter, *http.Request, string)) http.Handler {
-			return e.GuardHTTP(restRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if rerr := restVersion(r); rerr != nil {
-					writeRESTError(w, rerr)
-					return
-				}
-				var agentID string
-				if perAgent {
-					agentID = r.PathValue("id")
-					if _, err := h.eng.Agent(agentID); err != nil {
-						writeRESTError(w, rpcErr(codeInvalidParams, "no agent %q at this endpoint", agentID))
-						return
-					}
-				}
-				fn(w, r, agentID)
-			}))
-		}
-	}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+PathAxocoatlCard, e.GuardHTTP(public, http.HandlerFunc(h.serveAxocoatlCard)))
-	mux.Handle("POST "+PathTasks, e.GuardHTTP(private, http.HandlerFunc(h.serveTasks)))
-	mux.Handle("GET "+PathAgentCard, e.GuardHTTP(public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.serveAgentCard(w, r, "")
-	})))
-	mux.Handle("POST "+PathJSONRPC, e.GuardHTTP(rpc, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.serveJSONRPC(w, r, "")
-	})))
-	mux.Handle("GET "+PathAgentPrefix+"{id}"+PathAgentCard, e.GuardHTTP(public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.serveAgentCard(w, r, r.PathValue("id"))
-	})))
-	mux.Handle("POST "+PathAgentPrefix+"{id}", e.GuardHTTP(rpc, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.serveJSONRPC(w, r, r.PathValue("id"))
-	})))
-	h.restRoutes(mux, PathJSONRPC, rest(false))
-	h.restRoutes(mux, PathAgentPrefix+"{id}", rest(true))
-	// Unknown routes are behind the token too: a router that sends a
-	// pattern's whole family here (the daemon's message:verb) answers a
-	// caller without the token 401, like every route it knows.
+	for _, d := range h.table() {
+		mux.Handle(d.Method+" "+d.Pattern, e.GuardHTTP(axocoatl.HTTPRoute{
+			Public: d.Scope == axocoatl.ScopePublic, MaxBodyBytes: d.MaxBodyBytes, TooLarge: d.tooLarge}, d.serve))
+	}
+	private := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes}
+	// Unknown routes are behind the token too: a host that mounts the
+	// Handler by prefix (Paths) answers a caller without the token 401,
+	// like every route it knows.
 	mux.Handle("/", e.GuardHTTP(private, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, "not_found", "no such A2A route")
 	})))

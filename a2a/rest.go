@@ -28,24 +28,27 @@ import (
 // with the HTTP status of the a2a.proto mapping; clients type them by the
 // ErrorInfo reason.
 
-// restRoutes registers the REST binding under base ("/a2a", or the
-// per-agent pattern with {id}); route wraps each handler in the guard.
-func (h *Handler) restRoutes(mux *http.ServeMux, base string, route func(func(http.ResponseWriter, *http.Request, string)) http.Handler) {
-	mux.Handle("POST "+base+"/message:send", route(h.restSend))
-	mux.Handle("POST "+base+"/message:stream", route(h.restStream))
-	mux.Handle("GET "+base+"/tasks", route(h.restList))
-	mux.Handle("GET "+base+"/tasks/{task}", route(h.restTask))
-	mux.Handle("POST "+base+"/tasks/{task}", route(h.restTask))
-	push := route(func(w http.ResponseWriter, r *http.Request, _ string) {
+// restDoors are the REST binding's routes under base ("/a2a", or the
+// per-agent pattern with {id}); route makes each a door.
+func (h *Handler) restDoors(base string, route func(method, pattern string, fn func(http.ResponseWriter, *http.Request, string)) door) []door {
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	push := func(w http.ResponseWriter, r *http.Request, _ string) {
 		writeRESTError(w, rpcErr(codePushNotSupported, "this agent sends no push notifications; poll GetTask or stream"))
-	})
-	mux.Handle("GET "+base+"/tasks/{task}/pushNotificationConfigs", push)
-	mux.Handle("POST "+base+"/tasks/{task}/pushNotificationConfigs", push)
-	mux.Handle("GET "+base+"/tasks/{task}/pushNotificationConfigs/{config}", push)
-	mux.Handle("DELETE "+base+"/tasks/{task}/pushNotificationConfigs/{config}", push)
-	mux.Handle("GET "+base+"/extendedAgentCard", route(func(w http.ResponseWriter, r *http.Request, _ string) {
-		writeRESTError(w, rpcErr(codeExtendedCardNotConfig, "this agent has no extended card"))
-	}))
+	}
+	return []door{
+		route(post, base+"/message:send", h.restSend),
+		route(post, base+"/message:stream", h.restStream),
+		route(get, base+"/tasks", h.restList),
+		route(get, base+"/tasks/{task}", h.restTask),
+		route(post, base+"/tasks/{task}", h.restTask),
+		route(get, base+"/tasks/{task}/pushNotificationConfigs", push),
+		route(post, base+"/tasks/{task}/pushNotificationConfigs", push),
+		route(get, base+"/tasks/{task}/pushNotificationConfigs/{config}", push),
+		route(del, base+"/tasks/{task}/pushNotificationConfigs/{config}", push),
+		route(get, base+"/extendedAgentCard", func(w http.ResponseWriter, r *http.Request, _ string) {
+			writeRESTError(w, rpcErr(codeExtendedCardNotConfig, "this agent has no extended card"))
+		}),
+	}
 }
 
 // restVersion accepts no header or 1.0.

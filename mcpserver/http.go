@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
 // ServeHTTP serves MCP streamable HTTP (POST, GET and DELETE on one path):
@@ -34,6 +36,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.http.ServeHTTP(w, r)
+}
+
+// Path is where hosts composing the modules' routes (config.Runtime.Routes,
+// the daemon) serve the Server; the Server answers on any path it is
+// mounted at.
+const Path = "/mcp"
+
+// Routes are the Server's doors at [Path]: POST, GET and DELETE of
+// streamable HTTP, bounded by MaxMessageBytes.
+func (s *Server) Routes() []axocoatl.Route {
+	limit := s.cfg.MaxMessageBytes
+	if limit == 0 {
+		limit = DefaultMaxMessageBytes
+	}
+	var out []axocoatl.Route
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		out = append(out, axocoatl.Route{Method: m, Pattern: Path, MaxBodyBytes: limit})
+	}
+	return out
 }
 
 // sdkMethods are the methods the go-sdk server (v1.8.0) receives. On HTTP

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/axocoatl/axocoatl-go/httpapi"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -114,7 +115,7 @@ func bareHandler() http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(executeResponse{TaskID: lattice.NewID(time.Now()), AgentID: r.PathValue("id"), Status: "completed", Output: in.Input})
+		json.NewEncoder(w).Encode(httpapi.ExecuteResponse{TaskID: lattice.NewID(time.Now()), AgentID: r.PathValue("id"), Status: "completed", Output: in.Input})
 	})
 	return mux
 }

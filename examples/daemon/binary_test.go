@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/axocoatl/axocoatl-go/httpapi"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
@@ -106,7 +107,7 @@ func TestBinary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res executeResponse
+		var res httpapi.ExecuteResponse
 		json.NewDecoder(resp.Body).Decode(&res)
 		resp.Body.Close()
 		if resp.StatusCode != 200 || res.Output != "hello from the test" || res.Status != "completed" || res.AgentID != "assistant" {

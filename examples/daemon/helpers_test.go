@@ -78,19 +78,18 @@ func bootDefault(tb testing.TB) *daemon {
 func defaultHandler(tb testing.TB) http.Handler {
 	tb.Helper()
 	d := bootDefault(tb)
-	m, stop, _, err := newHandler(d)
+	h, err := d.rt.Handler()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { stop(context.Background()); d.close(context.Background()) })
-	return m
+	tb.Cleanup(func() { d.close(context.Background()) })
+	return h
 }
 
 // testDaemon is a daemon served in-process on a free port.
 type testDaemon struct {
 	url    string
 	d      *daemon
-	m      *mux
 	stderr *testutil.SyncBuffer
 	cancel context.CancelFunc
 	done   chan int
@@ -117,7 +116,7 @@ func startDaemonAt(t *testing.T, addr, configText string, env map[string]string)
 	c := &cli{
 		stdin: strings.NewReader(""), stdout: io.Discard, stderr: td.stderr, lookup: mapEnv(env),
 		hooks: serveHooks{
-			booted: func(d *daemon, m *mux) { td.d, td.m = d, m },
+			booted: func(d *daemon) { td.d = d },
 			listening: func(addr net.Addr) {
 				td.url = "http://" + addr.String()
 				close(booted)
@@ -232,6 +231,17 @@ type frame struct {
 		Payload    json.RawMessage `json:"payload"`
 	} `json:"event"`
 	Error *errorDetail `json:"error"`
+}
+
+// errorBody is the API's error shape.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	TaskID  string `json:"task_id,omitempty"`
 }
 
 func readFrame(t *testing.T, ctx context.Context, conn *websocket.Conn) frame {

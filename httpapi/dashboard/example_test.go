@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
-	"github.com/axocoatl/axocoatl-go/examples/daemon/dashboard"
+	"github.com/axocoatl/axocoatl-go/httpapi/dashboard"
 )
 
 // The page mounts at the root of the host that serves the API it reads.

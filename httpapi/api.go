@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"context"
@@ -7,18 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"sync/atomic"
-	"time"
 	"unicode/utf8"
-
-	"github.com/julienschmidt/httprouter"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
-	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/internal/jsonio"
 	"github.com/axocoatl/axocoatl-go/lattice"
-	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
 
 // errorBody is the contract's error shape: {"error":{"code","message"}}.
@@ -36,51 +30,52 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) bool {
 	return jsonio.DecodeJSON(w, r, dst)
 }
 
-// api holds the daemon's own HTTP handlers.
-type api struct {
-	d       *daemon
-	ready   *atomic.Bool
-	timeout time.Duration // per request
+func writeJSON(w http.ResponseWriter, status int, v any) { jsonio.WriteJSON(w, status, v) }
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	jsonio.WriteError(w, status, code, msg)
 }
 
-func (a *api) mount(m *mux) error {
-	health := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	return errors.Join(
-		m.public(http.MethodGet, "/health", health),
-		m.public(http.MethodHead, "/health", health),
-		m.public(http.MethodGet, "/health/live", health),
-		m.public(http.MethodHead, "/health/live", health),
-		m.public(http.MethodGet, "/health/ready", http.HandlerFunc(a.healthReady)),
-		m.public(http.MethodHead, "/health/ready", http.HandlerFunc(a.healthReady)),
-		m.private(http.MethodGet, "/api/agents", http.HandlerFunc(a.listAgents)),
-		m.private(http.MethodGet, "/api/agents/:id", http.HandlerFunc(a.getAgent)),
-		m.private(http.MethodPost, "/api/agents/:id/execute", http.HandlerFunc(a.execute)),
-		m.private(http.MethodPost, "/api/events", http.HandlerFunc(a.publishEvent)),
-		m.private(http.MethodGet, "/api/tools", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, http.StatusOK, map[string]any{"tools": a.d.rt.Tools()})
-		})),
-	)
+func (m *Module) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// healthReady is 200 once the agents are booted and every MCP server's
-// first connect attempt has ended (a request before that would run without
-// its tools); the body lists each server's state.
-func (a *api) healthReady(w http.ResponseWriter, _ *http.Request) {
+// healthReady is 200 once the module is started and Config.Ready says the
+// host is (a request before that would run without its MCP servers'
+// tools), 503 from Shutdown on; the body lists each MCP server's state.
+func (m *Module) healthReady(w http.ResponseWriter, _ *http.Request) {
 	status, code := "ready", http.StatusOK
-	if !a.ready.Load() || !a.d.rt.MCPReady() {
+	if !m.ready.Load() || m.cfg.Ready != nil && !m.cfg.Ready() {
 		status, code = "not_ready", http.StatusServiceUnavailable
 	}
-	servers := a.d.rt.MCPStatus()
-	if servers == nil {
-		servers = []mcpclient.ServerStatus{}
+	var servers any = []any{}
+	if m.cfg.MCPServers != nil {
+		servers = m.cfg.MCPServers()
 	}
-	writeJSON(w, code, map[string]any{"status": status, "agents": len(a.d.engine.Agents()), "mcp_servers": servers})
+	writeJSON(w, code, map[string]any{"status": status, "agents": len(m.eng.Agents()), "mcp_servers": servers})
 }
 
-// agentView is an agent as the API shows it.
-type agentView struct {
+func (m *Module) listTools(w http.ResponseWriter, _ *http.Request) {
+	if m.cfg.Tools != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"tools": m.cfg.Tools()})
+		return
+	}
+	type tool struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Server      string `json:"server,omitempty"`
+	}
+	out := []tool{}
+	for _, t := range m.eng.Tools() {
+		out = append(out, tool{t.Name, t.Description, t.Server})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
+}
+
+func (m *Module) serveMetrics(w http.ResponseWriter, r *http.Request) { m.met.handler.ServeHTTP(w, r) }
+
+// AgentView is an agent as GET /api/agents shows it.
+type AgentView struct {
 	ID            string   `json:"id"`
 	Name          string   `json:"name"`
 	Description   string   `json:"description"`
@@ -94,26 +89,26 @@ type agentView struct {
 	Node          string   `json:"node,omitempty"` // the daemon it runs on; omitted: this one
 }
 
-func viewOf(a axocoatl.AgentInfo) agentView {
-	return agentView{
+func viewOf(a axocoatl.AgentInfo) AgentView {
+	return AgentView{
 		ID: a.ID, Name: a.Name, Description: a.Description, Provider: a.Provider, Model: a.Model,
 		Status: a.Status(), Running: a.Running, Tools: a.Tools,
 		MaxIterations: a.MaxIterations, TimeoutSecs: a.Timeout.Seconds(), Node: a.Node,
 	}
 }
 
-func (a *api) listAgents(w http.ResponseWriter, _ *http.Request) {
-	infos := a.d.engine.Agents()
-	out := make([]agentView, len(infos))
+func (m *Module) listAgents(w http.ResponseWriter, _ *http.Request) {
+	infos := m.eng.Agents()
+	out := make([]AgentView, len(infos))
 	for i, info := range infos {
 		out[i] = viewOf(info)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
 }
 
-func (a *api) getAgent(w http.ResponseWriter, r *http.Request) {
-	id := httprouter.ParamsFromContext(r.Context()).ByName("id")
-	info, err := a.d.engine.Agent(id)
+func (m *Module) getAgent(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	info, err := m.eng.Agent(id)
 	if err != nil {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("agent %q not found", id))
 		return
@@ -125,16 +120,17 @@ type executeRequest struct {
 	Input *string `json:"input"`
 }
 
-type executeResponse struct {
+// ExecuteResponse is the answer of POST /api/agents/{id}/execute.
+type ExecuteResponse struct {
 	TaskID  string `json:"task_id"`
 	AgentID string `json:"agent_id"`
 	Status  string `json:"status"`
 	Output  string `json:"output"`
 }
 
-func (a *api) execute(w http.ResponseWriter, r *http.Request) {
-	id := httprouter.ParamsFromContext(r.Context()).ByName("id")
-	info, err := a.d.engine.Agent(id)
+func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	info, err := m.eng.Agent(id)
 	if err != nil {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("agent %q not found", id))
 		return
@@ -148,21 +144,21 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	if a.timeout < info.Timeout {
+	if m.cfg.RequestTimeout < info.Timeout {
 		// The Engine bounds the run by the agent's timeout already; a
 		// second timer is needed only when the request's bound is shorter.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, a.timeout, errRequestTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, m.cfg.RequestTimeout, errRequestTimeout)
 		defer cancel()
 	}
-	res, err := a.d.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: id, Input: *req.Input, Source: axocoatl.SourceAPI})
+	res, err := m.eng.ExecuteRequest(ctx, axocoatl.Request{AgentID: id, Input: *req.Input, Source: axocoatl.SourceAPI})
 	if err != nil {
 		status, code := executeStatus(err)
 		msg := err.Error()
 		if errors.Is(context.Cause(ctx), errRequestTimeout) && errors.Is(err, context.DeadlineExceeded) {
 			// The Engine words it as the agent's own timeout, which did
 			// not fire: name the bound that did.
-			msg = fmt.Sprintf("agent %s: timed out after %s (server.request_timeout): %v", id, a.timeout, context.DeadlineExceeded)
+			msg = fmt.Sprintf("agent %s: timed out after %s (server.request_timeout): %v", id, m.cfg.RequestTimeout, context.DeadlineExceeded)
 		}
 		if errors.Is(err, axocoatl.ErrBusy) {
 			w.Header().Set("Retry-After", "1")
@@ -170,7 +166,7 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg, TaskID: res.TaskID}})
 		return
 	}
-	writeJSON(w, http.StatusOK, executeResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output})
+	writeJSON(w, http.StatusOK, ExecuteResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output})
 }
 
 // errRequestTimeout is the cause of an execute cut by server.request_timeout.
@@ -200,15 +196,13 @@ func executeStatus(err error) (int, string) {
 // eventTypeRE is the shape of a custom event type.
 var eventTypeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]{0,127}$`)
 
-// reservedEvents are published only by the Engine and its modules; a
-// client may not forge them.
-var reservedEvents = map[string]bool{
-	lattice.AgentActivated: true, lattice.TaskCompleted: true, lattice.AgentFailed: true,
-	lattice.ToolCalled: true, lattice.ToolResult: true,
-	lattice.ApprovalRequested: true, lattice.ApprovalResolved: true,
-	// A verdict as an event resolves an approval: only the module sends it.
-	approval.EventVerdict: true, approval.EventSync: true, approval.EventPending: true,
-	lattice.McpServerConnected: true, lattice.McpServerDisconnected: true, lattice.McpToolChanged: true,
+// engineEvents are published only by the Engine and the modules whose
+// events it names; a client may not forge them.
+var engineEvents = []string{
+	lattice.AgentActivated, lattice.TaskCompleted, lattice.AgentFailed,
+	lattice.ToolCalled, lattice.ToolResult,
+	lattice.ApprovalRequested, lattice.ApprovalResolved,
+	lattice.McpServerConnected, lattice.McpServerDisconnected, lattice.McpToolChanged,
 }
 
 type publishRequest struct {
@@ -217,7 +211,7 @@ type publishRequest struct {
 	ProducedBy string          `json:"produced_by"`
 }
 
-func (a *api) publishEvent(w http.ResponseWriter, r *http.Request) {
+func (m *Module) publishEvent(w http.ResponseWriter, r *http.Request) {
 	var req publishRequest
 	if !decodeJSON(w, r, &req) {
 		return
@@ -229,7 +223,7 @@ func (a *api) publishEvent(w http.ResponseWriter, r *http.Request) {
 	case !eventTypeRE.MatchString(req.Type):
 		writeError(w, http.StatusBadRequest, "bad_request", `"type" must start with a letter and use only letters, digits and _ . : - (at most 128)`)
 		return
-	case reservedEvents[req.Type]:
+	case m.reserved[req.Type]:
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("%q is published by the runtime itself; choose another type", req.Type))
 		return
 	}
@@ -257,7 +251,7 @@ func (a *api) publishEvent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `"payload" must be a JSON object`)
 		return
 	}
-	if err := a.d.engine.Bus().Publish(r.Context(), ev); err != nil {
+	if err := m.eng.Bus().Publish(r.Context(), ev); err != nil {
 		// Closed, or NATS away with its reconnect buffer full: the event
 		// is lost and counted as missed; the reason carries no secret.
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "the event bus cannot take the event: "+err.Error())

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"encoding/json"
@@ -22,6 +22,9 @@ type metrics struct {
 	events     *prometheus.CounterVec   // type (built-in names, else "custom")
 	missed     prometheus.Counter
 
+	reserved map[string]bool // the types counted by name
+	handler  http.Handler
+
 	sub  lattice.Subscription
 	done chan struct{}
 	once sync.Once
@@ -30,9 +33,9 @@ type metrics struct {
 // metricsBuffer is the subscription buffer of the metrics counter.
 const metricsBuffer = 4096
 
-func newMetrics(bus lattice.Bus, modules ...prometheus.Collector) (*metrics, error) {
+func newMetrics(bus lattice.Bus, reserved map[string]bool, modules ...prometheus.Collector) (*metrics, error) {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg: prometheus.NewRegistry(), reserved: reserved,
 		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "axocoatl_executions_total", Help: "Finished agent executions by agent, door and status.",
 		}, []string{"agent", "source", "status"}),
@@ -50,7 +53,14 @@ func newMetrics(bus lattice.Bus, modules ...prometheus.Collector) (*metrics, err
 	}
 	m.reg.MustRegister(m.executions, m.durations, m.events, m.missed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.reg.MustRegister(modules...)
+	for _, c := range modules {
+		// A module's collector registered twice (two Runtimes sharing
+		// one) is an error, not a panic.
+		if err := m.reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	// Local: on a shared NATS lattice each daemon counts the runs and
 	// events it produced, so summing the daemons' metrics counts each once.
 	sub, err := bus.Subscribe(lattice.Filter{Local: true}, metricsBuffer)
@@ -78,7 +88,7 @@ func (m *metrics) run() {
 			seenMissed = n
 		}
 		label := ev.Type
-		if !reservedEvents[label] {
+		if !m.reserved[label] {
 			label = "custom" // bounded label set: clients choose custom types
 		}
 		m.events.WithLabelValues(label).Inc()
@@ -101,10 +111,6 @@ func (m *metrics) run() {
 		m.executions.WithLabelValues(p.AgentID, p.Source, status).Inc()
 		m.durations.WithLabelValues(p.AgentID, status).Observe(float64(p.DurationMS) / 1000)
 	}
-}
-
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
 // close ends the subscriber goroutine.

@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
-	"github.com/axocoatl/axocoatl-go/examples/daemon/dashboard"
+	"github.com/axocoatl/axocoatl-go/httpapi/dashboard"
 )
 
 // TestPageHandlesEveryFrame drives the page in Chromium against a server

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -16,9 +15,9 @@ import (
 	"github.com/coder/websocket"
 )
 
-// wsFuzzStream is a daemon served on a real listener with approval hooks
+// wsFuzzStream is the API served on a real listener with approval hooks
 // that record each Resolve call; its one WebSocket client is kept across
-// fuzz inputs and dialed again whenever the daemon closes it.
+// fuzz inputs and dialed again whenever the server closes it.
 type wsFuzzStream struct {
 	url  string
 	conn *websocket.Conn
@@ -31,9 +30,8 @@ type resolveCall struct{ id, decision, remember, err string }
 
 func newWSFuzzStream(tb testing.TB) *wsFuzzStream {
 	tb.Helper()
-	d := bootDefault(tb)
 	s := &wsFuzzStream{}
-	d.approvals = approvalHooks{
+	srv, _, _ := serveAPI(tb, Config{Approvals: Approvals{
 		Pending: func(context.Context) []any { return []any{map[string]any{"approval_id": "ok-1"}} },
 		// Ids starting with "ok" resolve; any other fails with a text
 		// naming the call, which must come back in an approval_failed.
@@ -50,27 +48,17 @@ func newWSFuzzStream(tb testing.TB) *wsFuzzStream {
 			}
 			return nil
 		},
-	}
-	m, stop, _, err := newHandler(d)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv := httptest.NewServer(m)
+	}})
 	s.url = "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/events"
 	tb.Cleanup(func() {
 		if s.conn != nil {
 			s.conn.CloseNow()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		stop(ctx)
-		srv.Close()
-		d.close(ctx)
 	})
 	return s
 }
 
-// dial opens the stream and checks the ready frame: the daemon is up.
+// dial opens the stream and checks the ready frame: the server is up.
 func (s *wsFuzzStream) dial(t *testing.T, ctx context.Context) {
 	t.Helper()
 	conn, _, err := websocket.Dial(ctx, s.url, &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
@@ -106,9 +94,9 @@ func (s *wsFuzzStream) callsSince(n int) []resolveCall {
 }
 
 // FuzzEventStreamFrames sends one client frame (text or binary, any bytes)
-// on a real WebSocket to the daemon's GET /api/events, then a valid frame
+// on a real WebSocket to the server's GET /api/events, then a valid frame
 // whose answer is known, and checks, whatever the frame:
-//   - the daemon answers within 5 s and stays up (a later dial gets ready);
+//   - the server answers within 5 s and stays up (a later dial gets ready);
 //   - a frame over the 64 KiB read limit closes the connection with 1009
 //     (message too big), without reaching the approval module;
 //   - otherwise the connection stays usable: the next frame's answer comes;
@@ -119,7 +107,7 @@ func (s *wsFuzzStream) callsSince(n int) []resolveCall {
 //     approval_failed and Resolve's text, and anything else exactly one
 //     with code bad_request and a short message (it never echoes the frame).
 //
-// Run: go test -run '^$' -fuzz FuzzEventStreamFrames -parallel 1 ./examples/daemon/
+// Run: go test -run '^$' -fuzz FuzzEventStreamFrames -parallel 1 ./httpapi/
 func FuzzEventStreamFrames(f *testing.F) {
 	for _, seed := range []struct {
 		binary bool
@@ -179,7 +167,7 @@ func FuzzEventStreamFrames(f *testing.F) {
 			if c := s.callsSince(before); len(c) != 0 {
 				t.Fatalf("an oversized frame reached Resolve: %+v", c)
 			}
-			s.dial(t, ctx) // the daemon is still up
+			s.dial(t, ctx) // the server is still up
 			return
 		}
 		var replies []frame

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"bytes"
@@ -66,7 +66,7 @@ const wsTokenProtocol = "axocoatl.bearer."
 
 // stream serves GET /api/events.
 type stream struct {
-	d       *daemon
+	m       *Module
 	history *lattice.History
 	// ctx ends every stream when the server shuts down (hijacked
 	// connections are not tracked by http.Server.Shutdown).
@@ -107,7 +107,9 @@ func (s *stream) shutdown(ctx context.Context, end context.CancelFunc) {
 	}
 }
 
-func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (m *Module) serveStream(w http.ResponseWriter, r *http.Request) { m.stream.serve(w, r) }
+
+func (s *stream) serve(w http.ResponseWriter, r *http.Request) {
 	// Browsers cannot set headers on a WebSocket: they offer the token as
 	// a subprotocol "axocoatl.bearer.<token>" (kept out of URLs and logs),
 	// or as ?token= (older pages); the guard then checks it as any other.
@@ -121,7 +123,7 @@ func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tok := r.URL.Query().Get("token"); tok != "" && httpguard.TokenFrom(r) == "" {
 		r.Header.Set("Authorization", "Bearer "+tok)
 	}
-	if !s.d.engine.CheckHTTP(w, r, false) {
+	if !s.m.eng.CheckHTTP(w, r, false) {
 		return
 	}
 	if status, msg := checkHandshake(r); status != 0 {
@@ -138,7 +140,7 @@ func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.enter() {
 		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, "shutting_down", "the daemon is shutting down")
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
 		return
 	}
 	defer s.live.Done()
@@ -153,11 +155,11 @@ func (s *stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Accept's own check knows only a subset of the allowed_origins forms.
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true, Subprotocols: subprotocols})
 	if err != nil {
-		s.d.log.Debug("websocket refused", "error", err, "origin", r.Header.Get("Origin"))
+		s.m.log.Debug("websocket refused", "error", err, "origin", r.Header.Get("Origin"))
 		return
 	}
 	conn.SetReadLimit(wsReadLimit)
-	sub, err := s.d.engine.Bus().Subscribe(lattice.Filter{}, wsBuffer)
+	sub, err := s.m.eng.Bus().Subscribe(lattice.Filter{}, wsBuffer)
 	if err != nil {
 		conn.Close(websocket.StatusTryAgainLater, "event bus closed")
 		return
@@ -215,10 +217,10 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 		return conn.Write(wctx, websocket.MessageText, b)
 	}
 	pending := []any{}
-	if s.d.approvals.Pending != nil {
+	if s.m.cfg.Approvals.Pending != nil {
 		// Taken after subscribing: an approval requested meanwhile shows
 		// up in the list, as an event, or both (clients key by id).
-		if p := s.d.approvals.Pending(ctx); p != nil {
+		if p := s.m.cfg.Approvals.Pending(ctx); p != nil {
 			pending = p
 		}
 	}
@@ -285,7 +287,7 @@ func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, re
 		case "":
 			reply("bad_request", `missing "cmd"`)
 		default:
-			reply("bad_request", "unknown cmd "+quote(f.Cmd))
+			reply("bad_request", "unknown cmd "+jsonio.Quote(f.Cmd))
 		}
 	}
 }
@@ -294,7 +296,7 @@ func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, re
 // error code and message, or "" when the decision was taken (the module's
 // ApprovalResolved event then reaches every client).
 func (s *stream) approve(ctx context.Context, f clientFrame) (code, msg string) {
-	if s.d.approvals.Resolve == nil {
+	if s.m.cfg.Approvals.Resolve == nil {
 		return "unavailable", "approvals are not enabled in this daemon"
 	}
 	switch {
@@ -308,7 +310,7 @@ func (s *stream) approve(ctx context.Context, f clientFrame) (code, msg string) 
 	if f.Remember == "" {
 		f.Remember = "once"
 	}
-	if err := s.d.approvals.Resolve(ctx, f.ApprovalID, f.Decision, f.Remember); err != nil {
+	if err := s.m.cfg.Approvals.Resolve(ctx, f.ApprovalID, f.Decision, f.Remember); err != nil {
 		return "approval_failed", err.Error()
 	}
 	return "", ""
@@ -323,7 +325,7 @@ func checkHandshake(r *http.Request) (status int, msg string) {
 	case !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", "websocket"):
 		return http.StatusUpgradeRequired, "GET /api/events is a WebSocket: the request needs Connection: Upgrade and Upgrade: websocket (a proxy may have dropped them)"
 	case r.Header.Get("Sec-WebSocket-Version") != "13":
-		return http.StatusBadRequest, "unsupported WebSocket version " + quote(r.Header.Get("Sec-WebSocket-Version")) + " (only 13)"
+		return http.StatusBadRequest, "unsupported WebSocket version " + jsonio.Quote(r.Header.Get("Sec-WebSocket-Version")) + " (only 13)"
 	case r.Header.Get("Sec-WebSocket-Key") == "":
 		return http.StatusBadRequest, "missing Sec-WebSocket-Key"
 	}
