@@ -79,6 +79,14 @@ func openDashboard(t *testing.T, b *browser, url, token string) {
 				t.Errorf("token prompt %q lacks %q", prompt, want)
 			}
 		}
+		// Before the token, the panels that need it cannot know what is
+		// configured, and say so rather than "None configured".
+		for _, panel := range []string{"servers", "webhooks"} {
+			got := b.waitFor(t, "the "+panel+" panel waiting for the token", `(p => !document.getElementById(p + '-unknown').hidden && document.getElementById(p + '-empty').hidden && document.getElementById(p + '-unknown').textContent)('`+panel+`')`)
+			if !strings.Contains(got, "API token") {
+				t.Errorf("%s panel before the token says %q", panel, got)
+			}
+		}
 		b.do(t, "enter the token",
 			chromedp.SendKeys(chromedp.ID("token"), token),
 			chromedp.Click(chromedp.CSS("#auth button")))

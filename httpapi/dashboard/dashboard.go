@@ -1,4 +1,5 @@
-// Package dashboard serves the daemon's one-page web UI: the agents with
+// Package dashboard serves the one-page web UI of package httpapi (the
+// daemon's, and any host's that mounts config.Runtime): the agents with
 // their tools, model and last run; the runs grouped by task (built from the
 // recent history and the live events of the WebSocket GET /api/events), with
 // their tool calls, outcome and raw events; the MCP servers and their state;
@@ -7,7 +8,7 @@
 //
 // The page is a single HTML document with its script and stylesheet inlined,
 // embedded in the binary: no build step, nothing fetched from elsewhere. It
-// talks only to the daemon's own API, so it works wherever the daemon is
+// talks only to the API of its own host, so it works wherever that API is
 // mounted at the root of its host.
 package dashboard
 

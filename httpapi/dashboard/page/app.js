@@ -29,7 +29,22 @@
 
   let token = sessionStorage.getItem(TOKEN_KEY) || '';
 
+  // A panel says "None configured" only once the API answered: before
+  // that (with a token, until it is entered) it cannot know.
+  const loaded = { servers: false, webhooks: false };
+  function showLoaded(panel, count) {
+    loaded[panel] = true;
+    $(panel + '-unknown').hidden = true;
+    $(panel + '-empty').hidden = count > 0;
+  }
+  function showUnknown(text) {
+    for (const panel of Object.keys(loaded)) {
+      if (!loaded[panel]) $(panel + '-unknown').textContent = text;
+    }
+  }
+
   function askToken(message) {
+    showUnknown('Not known until the API token is entered.');
     token = '';
     sessionStorage.removeItem(TOKEN_KEY);
     $('auth-msg').textContent = message;
@@ -45,6 +60,7 @@
     sessionStorage.setItem(TOKEN_KEY, t);
     $('token').value = '';
     $('auth').hidden = true;
+    showUnknown('Loading…');
     start();
   });
 
@@ -263,10 +279,10 @@
           ...failures.map((d) => el('code', {}, `${d.event_type} ${d.delivery_id}: ${d.status}`)));
       }));
       $('webhooks').replaceChildren(...rows);
-      $('webhooks-empty').hidden = rows.length > 0;
+      showLoaded('webhooks', rows.length);
       showError('webhooks-error', null);
     } catch (err) {
-      showError('webhooks-error', err);
+      showError('webhooks-error', err.status === 401 ? null : err);
     }
   }
 
@@ -307,7 +323,7 @@
         history,
         tools.length ? el('details', {}, el('summary', {}, 'Tools'), el('code', {}, tools.join(', '))) : '');
     }));
-    $('servers-empty').hidden = serverList.length > 0;
+    showLoaded('servers', serverList.length);
   }
 
   function onServerEvent(ev) {
