@@ -15,12 +15,14 @@ import (
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
-// errorBody is the contract's error shape: {"error":{"code","message"}}.
-type errorBody struct {
-	Error errorDetail `json:"error"`
+// ErrorBody is the API's error shape: {"error":{"code","message"}}, with
+// the task of a failed execute.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
 }
 
-type errorDetail struct {
+// ErrorDetail is the inside of ErrorBody.
+type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	TaskID  string `json:"task_id,omitempty"`
@@ -163,7 +165,7 @@ func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, axocoatl.ErrBusy) {
 			w.Header().Set("Retry-After", "1")
 		}
-		writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg, TaskID: res.TaskID}})
+		writeJSON(w, status, ErrorBody{ErrorDetail{Code: code, Message: msg, TaskID: res.TaskID}})
 		return
 	}
 	writeJSON(w, http.StatusOK, ExecuteResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output})

@@ -13,6 +13,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -51,22 +52,13 @@ type frame struct {
 		ID   string `json:"id"`
 		Type string `json:"type"`
 	} `json:"event"`
-	Error *errorDetail `json:"error"`
+	Error *ErrorDetail `json:"error"`
 }
 
 func readFrame(t *testing.T, ctx context.Context, conn *websocket.Conn) frame {
 	t.Helper()
-	typ, data, err := conn.Read(ctx)
-	if err != nil {
-		t.Fatalf("read frame: %v", err)
-	}
-	if typ != websocket.MessageText {
-		t.Fatalf("frame type %v, want text", typ)
-	}
 	var f frame
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatalf("frame %q: %v", data, err)
-	}
+	testutil.ReadFrame(t, ctx, conn, &f)
 	return f
 }
 

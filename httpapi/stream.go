@@ -37,7 +37,7 @@ type (
 	}
 	errorFrame struct {
 		Kind  string      `json:"kind"` // error
-		Error errorDetail `json:"error"`
+		Error ErrorDetail `json:"error"`
 	}
 )
 
@@ -261,7 +261,7 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, replies chan<- any) {
 	reply := func(code, msg string) {
 		select {
-		case replies <- errorFrame{Kind: "error", Error: errorDetail{Code: code, Message: msg}}:
+		case replies <- errorFrame{Kind: "error", Error: ErrorDetail{Code: code, Message: msg}}:
 		case <-ctx.Done():
 		}
 	}

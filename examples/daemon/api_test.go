@@ -764,7 +764,7 @@ func TestEventStreamHandshakeErrorsInErrorShape(t *testing.T) {
 		{"no key", []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13"}, http.StatusBadRequest},
 	} {
 		r := td.do(t, "GET", "/api/events", "", tc.headers...)
-		var body errorBody
+		var body httpapi.ErrorBody
 		if err := json.Unmarshal(r.body, &body); err != nil || r.status != tc.status || body.Error.Code == "" || body.Error.Message == "" {
 			t.Errorf("%s: %d %q (%v), want %d in the error shape", tc.name, r.status, r.body, err, tc.status)
 		}

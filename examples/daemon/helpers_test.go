@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/axocoatl/axocoatl-go/config"
+	"github.com/axocoatl/axocoatl-go/httpapi"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
@@ -230,32 +231,12 @@ type frame struct {
 		Timestamp  int64           `json:"timestamp"`
 		Payload    json.RawMessage `json:"payload"`
 	} `json:"event"`
-	Error *errorDetail `json:"error"`
-}
-
-// errorBody is the API's error shape.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	TaskID  string `json:"task_id,omitempty"`
+	Error *httpapi.ErrorDetail `json:"error"`
 }
 
 func readFrame(t *testing.T, ctx context.Context, conn *websocket.Conn) frame {
 	t.Helper()
-	typ, data, err := conn.Read(ctx)
-	if err != nil {
-		t.Fatalf("read frame: %v", err)
-	}
-	if typ != websocket.MessageText {
-		t.Fatalf("frame type %v, want text", typ)
-	}
 	var f frame
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatalf("frame %q: %v", data, err)
-	}
+	testutil.ReadFrame(t, ctx, conn, &f)
 	return f
 }
