@@ -85,7 +85,9 @@ func TestLoadDaemonDefaultAndBuild(t *testing.T) {
 	if len(agents) != 1 || agents[0].ID != "assistant" || agents[0].Provider != "echo" || !agents[0].Offline {
 		t.Fatalf("Engine agents: %+v", agents)
 	}
-	rt.Mount(mux)
+	if err := rt.Mount(mux); err != nil {
+		t.Fatal(err)
+	}
 	srv.Start()
 	tr := &http.Transport{}
 	hc := &http.Client{Transport: tr}
