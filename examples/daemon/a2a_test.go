@@ -243,8 +243,8 @@ func TestA2AAndMCPRunsOutliveBodyTimeout(t *testing.T) {
 }
 
 // The daemon's doors speak A2A 1.0 too: the a2a-go/v2 client over JSON-RPC
-// and over HTTP+JSON (whose message:send and message:stream reach the
-// handler through one httprouter route), on the instance endpoint and on a
+// and over HTTP+JSON (whose message:send and message:stream are routes of
+// their own, colon and all), on the instance endpoint and on a
 // per-agent one, with the token.
 func TestDaemonA2AV1BothBindings(t *testing.T) {
 	td := startDaemon(t, `
