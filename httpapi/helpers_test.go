@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -44,22 +43,11 @@ func serveAPI(tb testing.TB, cfg Config) (*httptest.Server, *Module, *axocoatl.E
 }
 
 // frame is any server frame.
-type frame struct {
-	Kind             string            `json:"kind"`
-	PendingApprovals []json.RawMessage `json:"pending_approvals"`
-	Missed           uint64            `json:"missed"`
-	Event            struct {
-		ID   string `json:"id"`
-		Type string `json:"type"`
-	} `json:"event"`
-	Error *ErrorDetail `json:"error"`
-}
+type frame = testutil.Frame
 
 func readFrame(t *testing.T, ctx context.Context, conn *websocket.Conn) frame {
 	t.Helper()
-	var f frame
-	testutil.ReadFrame(t, ctx, conn, &f)
-	return f
+	return testutil.ReadFrame(t, ctx, conn)
 }
 
 // dialStream opens GET /api/events of srv without keep-alive (no idle

@@ -16,7 +16,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/axocoatl/axocoatl-go/config"
-	"github.com/axocoatl/axocoatl-go/httpapi"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
@@ -220,23 +219,9 @@ func dialEvents(t *testing.T, ctx context.Context, baseURL string, headers http.
 }
 
 // frame is any server frame.
-type frame struct {
-	Kind             string            `json:"kind"`
-	PendingApprovals []json.RawMessage `json:"pending_approvals"`
-	Missed           uint64            `json:"missed"`
-	Event            struct {
-		ID         string          `json:"id"`
-		Type       string          `json:"type"`
-		ProducedBy string          `json:"produced_by"`
-		Timestamp  int64           `json:"timestamp"`
-		Payload    json.RawMessage `json:"payload"`
-	} `json:"event"`
-	Error *httpapi.ErrorDetail `json:"error"`
-}
+type frame = testutil.Frame
 
 func readFrame(t *testing.T, ctx context.Context, conn *websocket.Conn) frame {
 	t.Helper()
-	var f frame
-	testutil.ReadFrame(t, ctx, conn, &f)
-	return f
+	return testutil.ReadFrame(t, ctx, conn)
 }
