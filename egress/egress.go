@@ -360,9 +360,11 @@ func newHook(m *Module, w Webhook) *hook {
 	return h
 }
 
-// matches applies the webhook's filter to an event type.
-func (w Webhook) matches(eventType string) bool {
-	telemetry := lattice.ClassOf(eventType) == lattice.ClassTelemetry
+// matches applies the webhook's filter to an event: its type, and its
+// class (the publisher's) for the default of coordination events only.
+func (w Webhook) matches(ev lattice.Event) bool {
+	eventType := ev.Type
+	telemetry := ev.EffectiveClass() == lattice.ClassTelemetry
 	if len(w.Events) == 0 {
 		return !telemetry
 	}
@@ -406,7 +408,7 @@ func (h *hook) load() error {
 func (h *hook) take(batch []lattice.Event, now time.Time) {
 	var evs []lattice.Event
 	for _, ev := range batch {
-		if ev.ProducedBy != ProducerName && h.cfg.matches(ev.Type) {
+		if ev.ProducedBy != ProducerName && h.cfg.matches(ev) {
 			evs = append(evs, ev)
 		}
 	}

@@ -374,7 +374,7 @@ func (h *hook) enqueue(ctx context.Context, ds []*delivery) (dropped int, lastEr
 func (h *hook) takeJS(ctx context.Context, batch []lattice.Event, now time.Time) {
 	var ds []*delivery
 	for _, ev := range batch {
-		if ev.ProducedBy == ProducerName || !h.cfg.matches(ev.Type) {
+		if ev.ProducedBy == ProducerName || !h.cfg.matches(ev) {
 			continue
 		}
 		d, err := newDelivery(ev, now)

@@ -203,12 +203,12 @@ var eventTypeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]{0,127}$`)
 // reservedEvents are published only by the Engine and its modules; a
 // client may not forge them.
 var reservedEvents = map[string]bool{
-	lattice.AgentActivated: true, lattice.TaskCompleted: true, lattice.AgentFailed: true,
-	lattice.ToolCalled: true, lattice.ToolResult: true,
-	lattice.ApprovalRequested: true, lattice.ApprovalResolved: true,
+	axocoatl.EventAgentActivated: true, axocoatl.EventTaskCompleted: true, axocoatl.EventAgentFailed: true,
+	axocoatl.EventToolCalled: true, axocoatl.EventToolResult: true,
+	approval.EventRequested: true, approval.EventResolved: true,
 	// A verdict as an event resolves an approval: only the module sends it.
 	approval.EventVerdict: true, approval.EventSync: true, approval.EventPending: true,
-	lattice.McpServerConnected: true, lattice.McpServerDisconnected: true, lattice.McpToolChanged: true,
+	mcpclient.EventServerConnected: true, mcpclient.EventServerDisconnected: true, mcpclient.EventToolChanged: true,
 }
 
 type publishRequest struct {
@@ -257,6 +257,7 @@ func (a *api) publishEvent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `"payload" must be a JSON object`)
 		return
 	}
+	ev.Class = a.d.engine.ClassOf(ev.Type)
 	if err := a.d.engine.Bus().Publish(r.Context(), ev); err != nil {
 		// Closed, or NATS away with its reconnect buffer full: the event
 		// is lost and counted as missed; the reason carries no secret.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
@@ -250,7 +251,7 @@ func TestEventStream(t *testing.T) {
 		}
 		types = append(types, f.Event.Type)
 	}
-	if types[0] != lattice.AgentActivated || types[1] != lattice.TaskCompleted {
+	if types[0] != axocoatl.EventAgentActivated || types[1] != axocoatl.EventTaskCompleted {
 		t.Fatalf("events %v", types)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -84,9 +85,9 @@ func (m *metrics) run() {
 		m.events.WithLabelValues(label).Inc()
 		var status string
 		switch ev.Type {
-		case lattice.TaskCompleted:
+		case axocoatl.EventTaskCompleted:
 			status = "completed"
-		case lattice.AgentFailed:
+		case axocoatl.EventAgentFailed:
 			status = "failed"
 		default:
 			continue
