@@ -2,21 +2,17 @@ package a2aremote
 
 import "github.com/axocoatl/axocoatl-go/lattice"
 
-// The events the module publishes.
-const (
-	// EventAgentConnected / EventAgentDisconnected: a remote A2A agent's
-	// card was read (its a2a__ tool now calls it) or could not be read.
-	// Payload: agent, tool, url (redacted), generation ("1.0" or "0.3"),
-	// error?. Telemetry.
-	EventAgentConnected    = "A2AAgentConnected"
-	EventAgentDisconnected = "A2AAgentDisconnected"
-)
+// EventAgentConnected: a remote A2A agent's card was read; its a2a__ tool
+// now calls it. Payload: agent, tool, url (redacted), generation ("1.0" or
+// "0.3"). Telemetry.
+const EventAgentConnected = "A2AAgentConnected"
 
-// Events implements [axocoatl.EventDeclarer]: the classes of the module's
-// events.
+// EventAgentDisconnected: a remote A2A agent's card could not be read.
+// Payload: agent, tool, url (redacted), error. Telemetry.
+const EventAgentDisconnected = "A2AAgentDisconnected"
+
+// Events implements [axocoatl.EventDeclarer]: both events only describe
+// the module's state, so they are telemetry.
 func (m *Module) Events() map[string]lattice.Class {
-	return map[string]lattice.Class{
-		EventAgentConnected:    lattice.ClassTelemetry,
-		EventAgentDisconnected: lattice.ClassTelemetry,
-	}
+	return map[string]lattice.Class{EventAgentConnected: lattice.ClassTelemetry, EventAgentDisconnected: lattice.ClassTelemetry}
 }
