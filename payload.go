@@ -65,7 +65,7 @@ func (p *payload) split() ([]byte, payload) {
 // event wraps a payload the Engine built itself, so it skips the validation
 // lattice.New gives payloads from elsewhere.
 func event(eventType, producedBy string, now time.Time, payload []byte) lattice.Event {
-	return lattice.Event{ID: lattice.NewID(now), Type: eventType, ProducedBy: producedBy, Timestamp: now.Unix(), Payload: payload}
+	return lattice.Event{ID: lattice.NewID(now), Type: eventType, ProducedBy: producedBy, Timestamp: now.Unix(), Payload: payload, Class: coreClass(eventType)}
 }
 
 const hexDigits = "0123456789abcdef"

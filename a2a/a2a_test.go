@@ -228,9 +228,9 @@ func TestA2AGoClientCardAndSend(t *testing.T) {
 	}
 
 	// The lattice saw the named task like any door's, with the A2A task id.
-	want := map[string]bool{lattice.AgentActivated: false, lattice.TaskCompleted: false}
+	want := map[string]bool{axocoatl.EventAgentActivated: false, axocoatl.EventTaskCompleted: false}
 	deadline := time.After(5 * time.Second)
-	for !want[lattice.AgentActivated] || !want[lattice.TaskCompleted] {
+	for !want[axocoatl.EventAgentActivated] || !want[axocoatl.EventTaskCompleted] {
 		select {
 		case ev := <-sub.Events():
 			var p struct {

@@ -440,7 +440,7 @@ func (r *remote) up(ctx context.Context, card *a2a.AgentCard, c *a2aclient.Clien
 		r.log.Warn("a2a agent tool not registered", "agent", r.cfg.Name, "error", err)
 	}
 	r.log.Info("a2a agent card read", "agent", r.cfg.Name, "tool", r.cfg.ToolName(), "generation", gen, "streaming", card.Capabilities.Streaming)
-	r.publish(ctx, lattice.A2AAgentConnected, agentEvent{Agent: r.cfg.Name, Tool: r.cfg.ToolName(), URL: r.cfg.Target(), Generation: gen})
+	r.publish(ctx, EventAgentConnected, agentEvent{Agent: r.cfg.Name, Tool: r.cfg.ToolName(), URL: r.cfg.Target(), Generation: gen})
 }
 
 // down records why the card is not read; a failure that repeats the last
@@ -456,7 +456,7 @@ func (r *remote) down(ctx context.Context, err error, failures int) {
 		return
 	}
 	r.log.Warn("a2a agent card unreadable; retrying with backoff", "agent", r.cfg.Name, "target", r.cfg.Target(), "error", msg)
-	r.publish(ctx, lattice.A2AAgentDisconnected, agentEvent{Agent: r.cfg.Name, Tool: r.cfg.ToolName(), URL: r.cfg.Target(), Error: msg})
+	r.publish(ctx, EventAgentDisconnected, agentEvent{Agent: r.cfg.Name, Tool: r.cfg.ToolName(), URL: r.cfg.Target(), Error: msg})
 }
 
 type agentEvent struct {

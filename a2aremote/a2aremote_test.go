@@ -158,7 +158,7 @@ func TestUnreachableRemoteIsFailedCall(t *testing.T) {
 	peer := serveV1(t, answer)
 	s := newSetup(t, "anyone there?", nil, remoteCfg(peer.URL))
 	s.ready(t)
-	sub, err := s.eng.Bus().Subscribe(lattice.Filter{Types: []string{lattice.ToolResult}}, 16)
+	sub, err := s.eng.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventToolResult}}, 16)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -479,12 +479,11 @@ func (m *Module) checkConn() {
 		p.seen = now
 	}
 	m.announceLocked(true, false)
-	// Approvals raised during the outage were not heard, here or there:
-	// ask every approval gate, this daemon's too (the "from" is not its
-	// own), to publish what it holds, as for a daemon that joins.
-	if err := m.eng.Publish(context.Background(), lattice.ApprovalSync, "cluster", map[string]string{"from": m.node + "/reconnected"}); err != nil {
-		m.log.Debug("approval sync not sent", "error", err)
-	}
+	// What was published during the outage was not heard, here or there
+	// (approvals raised on either side): the modules that replicate state
+	// over the lattice exchange it again. Through the Engine: the cluster
+	// knows none of them.
+	m.eng.Resync(context.Background())
 }
 
 // Connected reports whether the module can reach the cluster now.

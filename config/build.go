@@ -235,9 +235,8 @@ func (c *Config) httpAPIConfig(rt *Runtime, log *slog.Logger) httpapi.Config {
 				return gate.Resolve(ctx, id, decision, remember, "websocket")
 			},
 		},
-		Collectors:     []prometheus.Collector{rt.Egress.Collector()},
-		ReservedEvents: []string{approval.EventVerdict, approval.EventSync, approval.EventPending},
-		Logger:         log,
+		Collectors: []prometheus.Collector{rt.Egress.Collector()},
+		Logger:     log,
 	}
 }
 

@@ -198,15 +198,6 @@ func executeStatus(err error) (int, string) {
 // eventTypeRE is the shape of a custom event type.
 var eventTypeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]{0,127}$`)
 
-// engineEvents are published only by the Engine and the modules whose
-// events it names; a client may not forge them.
-var engineEvents = []string{
-	lattice.AgentActivated, lattice.TaskCompleted, lattice.AgentFailed,
-	lattice.ToolCalled, lattice.ToolResult,
-	lattice.ApprovalRequested, lattice.ApprovalResolved,
-	lattice.McpServerConnected, lattice.McpServerDisconnected, lattice.McpToolChanged,
-}
-
 type publishRequest struct {
 	Type       string          `json:"type"`
 	Payload    json.RawMessage `json:"payload"`
@@ -225,7 +216,7 @@ func (m *Module) publishEvent(w http.ResponseWriter, r *http.Request) {
 	case !eventTypeRE.MatchString(req.Type):
 		writeError(w, http.StatusBadRequest, "bad_request", `"type" must start with a letter and use only letters, digits and _ . : - (at most 128)`)
 		return
-	case m.reserved[req.Type]:
+	case m.eng.Declared(req.Type):
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("%q is published by the runtime itself; choose another type", req.Type))
 		return
 	}
@@ -253,6 +244,7 @@ func (m *Module) publishEvent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `"payload" must be a JSON object`)
 		return
 	}
+	ev.Class = m.eng.ClassOf(ev.Type)
 	if err := m.eng.Bus().Publish(r.Context(), ev); err != nil {
 		// Closed, or NATS away with its reconnect buffer full: the event
 		// is lost and counted as missed; the reason carries no secret.

@@ -60,11 +60,6 @@ type Config struct {
 	// Collectors are registered on the /metrics registry beside the
 	// module's own counters (another module's, egress's). Zero: none.
 	Collectors []prometheus.Collector
-	// ReservedEvents are event types, besides the Engine's own, that only
-	// modules publish: POST /api/events refuses them and metrics count
-	// them by name (every other type is counted as "custom"). Zero: the
-	// Engine's own only.
-	ReservedEvents []string
 	// HistoryEvents bounds the recent events of the ready frame. Zero:
 	// DefaultHistoryEvents.
 	HistoryEvents int
@@ -111,7 +106,6 @@ type Module struct {
 	stream  *stream
 	// endStreams cancels the streams' context (Shutdown).
 	endStreams context.CancelFunc
-	reserved   map[string]bool
 }
 
 // New returns a Module; it serves once started by [axocoatl.Engine.Use].
@@ -125,14 +119,7 @@ func New(cfg Config) (*Module, error) {
 	if cfg.HistoryEvents == 0 {
 		cfg.HistoryEvents = DefaultHistoryEvents
 	}
-	m := &Module{cfg: cfg, reserved: map[string]bool{}}
-	for _, t := range engineEvents {
-		m.reserved[t] = true
-	}
-	for _, t := range cfg.ReservedEvents {
-		m.reserved[t] = true
-	}
-	return m, nil
+	return &Module{cfg: cfg}, nil
 }
 
 // Name, Start and Stop make the Module an axocoatl.Module.
@@ -150,7 +137,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	if m.log == nil {
 		m.log = e.Logger()
 	}
-	met, err := newMetrics(e.Bus(), m.reserved, m.cfg.Collectors...)
+	met, err := newMetrics(e.Bus(), e.Declared, m.cfg.Collectors...)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -22,8 +23,8 @@ type metrics struct {
 	events     *prometheus.CounterVec   // type (built-in names, else "custom")
 	missed     prometheus.Counter
 
-	reserved map[string]bool // the types counted by name
-	handler  http.Handler
+	named   func(eventType string) bool // the types counted by name
+	handler http.Handler
 
 	sub  lattice.Subscription
 	done chan struct{}
@@ -33,9 +34,9 @@ type metrics struct {
 // metricsBuffer is the subscription buffer of the metrics counter.
 const metricsBuffer = 4096
 
-func newMetrics(bus lattice.Bus, reserved map[string]bool, modules ...prometheus.Collector) (*metrics, error) {
+func newMetrics(bus lattice.Bus, named func(eventType string) bool, modules ...prometheus.Collector) (*metrics, error) {
 	m := &metrics{
-		reg: prometheus.NewRegistry(), reserved: reserved,
+		reg: prometheus.NewRegistry(), named: named,
 		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "axocoatl_executions_total", Help: "Finished agent executions by agent, door and status.",
 		}, []string{"agent", "source", "status"}),
@@ -88,15 +89,15 @@ func (m *metrics) run() {
 			seenMissed = n
 		}
 		label := ev.Type
-		if !m.reserved[label] {
+		if !m.named(label) {
 			label = "custom" // bounded label set: clients choose custom types
 		}
 		m.events.WithLabelValues(label).Inc()
 		var status string
 		switch ev.Type {
-		case lattice.TaskCompleted:
+		case axocoatl.EventTaskCompleted:
 			status = "completed"
-		case lattice.AgentFailed:
+		case axocoatl.EventAgentFailed:
 			status = "failed"
 		default:
 			continue

@@ -211,7 +211,7 @@ func (s *server) up(ctx context.Context, cs *mcp.ClientSession) {
 	names := s.toolNamesLocked()
 	s.mu.Unlock()
 	s.log.Info("mcp server connected", "server", s.cfg.Name, "transport", s.cfg.Transport(), "protocol_version", protocolVersion(cs), "tools", len(names))
-	s.publish(ctx, lattice.McpServerConnected, names, "")
+	s.publish(ctx, EventServerConnected, names, "")
 }
 
 // down records why the server is unavailable; its tools stay registered and
@@ -232,7 +232,7 @@ func (s *server) down(ctx context.Context, err error, what string) {
 		return
 	}
 	s.log.Warn("mcp server "+what, "server", s.cfg.Name, "transport", s.cfg.Transport(), "error", err)
-	s.publish(ctx, lattice.McpServerDisconnected, names, err.Error())
+	s.publish(ctx, EventServerDisconnected, names, err.Error())
 }
 
 // serve waits for the session to end, following list_changed meanwhile.
@@ -397,7 +397,7 @@ type regTool struct {
 // registered, tools gone are unregistered, unchanged ones are left alone.
 // A re-list thus costs what changed, never a pass over every tool of the
 // Engine. A changed definition (description or schema) is published as
-// McpToolChanged with the old and new fingerprints.
+// EventToolChanged with the old and new fingerprints.
 func (s *server) setTools(ctx context.Context, tools []listedTool) {
 	next := qualifyAll(s.cfg.Name, toolNames(tools))
 	byBare := make(map[string]*listedTool, len(tools))
@@ -472,11 +472,11 @@ func (s *server) setTools(ctx context.Context, tools []listedTool) {
 	for _, c := range changes {
 		s.log.Warn("mcp tool definition changed", "server", s.cfg.Name, "tool", c.Tool, "changed", c.Changed,
 			"old_fingerprint", c.OldFingerprint, "new_fingerprint", c.NewFingerprint)
-		s.publishEvent(ctx, lattice.McpToolChanged, c)
+		s.publishEvent(ctx, EventToolChanged, c)
 	}
 }
 
-// toolChange is the payload of McpToolChanged.
+// toolChange is the payload of EventToolChanged.
 type toolChange struct {
 	Server         string   `json:"server"`
 	Tool           string   `json:"tool"`

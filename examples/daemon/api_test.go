@@ -252,7 +252,7 @@ func TestEventStream(t *testing.T) {
 		}
 		types = append(types, f.Event.Type)
 	}
-	if types[0] != lattice.AgentActivated || types[1] != lattice.TaskCompleted {
+	if types[0] != axocoatl.EventAgentActivated || types[1] != axocoatl.EventTaskCompleted {
 		t.Fatalf("events %v", types)
 	}
 
