@@ -65,6 +65,10 @@ type post struct {
 	// server to client, and this server sends no log messages), so it is
 	// answered as plain JSON rather than as an SSE stream.
 	quiet bool
+	// release gives back the MaxSessions slot an initialize or a
+	// subscriptions/listen took (reserveSession), when its POST ends; nil
+	// for other messages.
+	release func()
 }
 
 // precheckPOST reads a POST body and answers what the go-sdk would answer
@@ -132,17 +136,23 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 		return post{}, false
 	}
 	req, isReq := msg.(*jsonrpc.Request)
-	if isReq && (req.Method == "initialize" || req.Method == "subscriptions/listen") && s.cfg.MaxSessions > 0 && s.sessionCount() >= s.cfg.MaxSessions {
-		id, _ := json.Marshal(req.ID.Raw())
-		w.Header().Set("Retry-After", "10")
-		writeRPCError(w, http.StatusServiceUnavailable, id, codeServerBusy, fmt.Sprintf("too many open sessions (%d): retry later", s.cfg.MaxSessions))
-		return post{}, false
-	}
 	if !isReq || sdkMethods[req.Method] {
 		var p post
 		if isReq {
 			p.listen = req.Method == "subscriptions/listen"
 			p.quiet = req.IsCall() && !p.listen && len(memberValue(memberValue(req.Params, "_meta"), "progressToken")) == 0
+			if req.Method == "initialize" || p.listen {
+				// The slot is taken before the count is checked, so
+				// that requests arriving at once cannot all pass a
+				// count that none of them has joined yet.
+				p.release = s.reserveSession(p.listen)
+				if p.release == nil {
+					id, _ := json.Marshal(req.ID.Raw())
+					w.Header().Set("Retry-After", "10")
+					writeRPCError(w, http.StatusServiceUnavailable, id, codeServerBusy, fmt.Sprintf("too many open sessions (%d): retry later", s.cfg.MaxSessions))
+					return post{}, false
+				}
+			}
 		}
 		return p, true
 	}
@@ -159,13 +169,38 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 // session limit is reached.
 const codeServerBusy = -32000
 
-// sessionCount counts what MaxSessions bounds: the handshake era's HTTP
-// sessions (those with an id) and the open subscriptions/listen streams.
-// A stateless call's session lasts as long as the call and is not counted
-// (calls in flight are not sessions). Only on initialize and
-// subscriptions/listen: it walks the go-sdk's list.
-func (s *Server) sessionCount() int {
-	n := int(s.listens.Load())
+// reserveSession takes one of the MaxSessions slots for an initialize
+// (listen false) or a subscriptions/listen POST, or returns nil when none
+// is free. MaxSessions bounds the handshake era's HTTP sessions (those with
+// an id, counted in the go-sdk's list) and the open subscriptions/listen
+// streams; a stateless call's session lasts as long as the call and is not
+// counted (calls in flight are not sessions).
+//
+// The slot is added to its counter first and the total checked after, so
+// that of requests arriving at once each sees all those before it: they
+// cannot all pass a check that none has joined yet (1,500 listens sent at
+// once held 1,487 streams against a bound of 1,000 when the count was
+// checked before the stream registered). An initialize holds its slot
+// while its POST is served, after which its session is in the go-sdk's
+// list: for that moment it is counted twice, so initializes racing at the
+// bound may be refused one slot early, never admitted one late.
+func (s *Server) reserveSession(listen bool) (release func()) {
+	counter := &s.initializing
+	if listen {
+		counter = &s.listens
+	}
+	counter.Add(1)
+	if s.cfg.MaxSessions > 0 && s.listens.Load()+s.initializing.Load()+s.statefulSessions() > int64(s.cfg.MaxSessions) {
+		counter.Add(-1)
+		return nil
+	}
+	return func() { counter.Add(-1) }
+}
+
+// statefulSessions counts the handshake era's HTTP sessions: it walks the
+// go-sdk's list, so only initialize and subscriptions/listen call it.
+func (s *Server) statefulSessions() int64 {
+	var n int64
 	for ss := range s.mcp.Sessions() {
 		if ss.ID() != "" {
 			n++

@@ -211,8 +211,10 @@ type Server struct {
 	postMu   sync.Mutex
 	draining bool
 	// listens counts the open 2026-07-28 subscriptions/listen streams,
-	// which MaxSessions bounds with the handshake era's sessions.
-	listens atomic.Int64
+	// and initializing the initialize POSTs being served: MaxSessions
+	// bounds them with the handshake era's sessions (reserveSession).
+	listens      atomic.Int64
+	initializing atomic.Int64
 	// streams holds the cancel of every long-lived HTTP request (a GET
 	// stream, a subscriptions/listen): Close ends them, including one that
 	// arrived while Close was closing the sessions (its session did not
@@ -345,15 +347,17 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 				s.posts.Done()
 				ctx, end, ok := s.openStream(r.Context())
 				if !ok {
+					p.release()
 					writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
 					return
 				}
 				defer end()
 				r = r.WithContext(ctx)
-				s.listens.Add(1)
-				defer s.listens.Add(-1)
 			} else {
 				defer s.posts.Done()
+			}
+			if p.release != nil {
+				defer p.release()
 			}
 		}
 		sdk.ServeHTTP(w, r)
