@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"golang.org/x/sync/semaphore"
 )
 
 // ServeHTTP serves MCP streamable HTTP (POST, GET and DELETE on one path):
@@ -69,6 +71,44 @@ type post struct {
 	// subscriptions/listen took (reserveSession), when its POST ends; nil
 	// for other messages.
 	release func()
+	// unhold gives back the body's share of MaxBytesInFlight.
+	unhold func()
+}
+
+// heldBytes is a share of MaxBytesInFlight; nil when there is no bound.
+type heldBytes struct {
+	sem *semaphore.Weighted
+	n   int64
+}
+
+// holdBytes waits for n bytes of MaxBytesInFlight, for at most the body
+// timeout (the body's read deadline runs meanwhile too).
+func (s *Server) holdBytes(ctx context.Context, n int64) (*heldBytes, error) {
+	if s.bodyBytes == nil || n <= 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.bodyTimeout())
+	defer cancel()
+	if err := s.bodyBytes.Acquire(ctx, n); err != nil {
+		return nil, err
+	}
+	return &heldBytes{sem: s.bodyBytes, n: n}, nil
+}
+
+// shrink gives back what is held beyond n bytes (the body was shorter
+// than the room taken for it).
+func (h *heldBytes) shrink(n int64) {
+	if h != nil && n < h.n {
+		h.sem.Release(h.n - n)
+		h.n = n
+	}
+}
+
+func (h *heldBytes) release() {
+	if h != nil {
+		h.sem.Release(h.n)
+		h.n = 0
+	}
 }
 
 // precheckPOST reads a POST body and answers what the go-sdk would answer
@@ -79,11 +119,28 @@ type post struct {
 // the request should go on to the go-sdk (ok), with its body restored,
 // and what it is.
 func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bool) (p post, ok bool) {
+	want := s.cfg.MaxMessageBytes // undeclared: the most it may be, until it is read
+	if r.ContentLength >= 0 && r.ContentLength < want {
+		want = r.ContentLength
+	}
+	held, err := s.holdBytes(r.Context(), want)
+	if err != nil {
+		w.Header().Set("Retry-After", "10")
+		writeRPCError(w, http.StatusServiceUnavailable, nil, codeServerBusy, fmt.Sprintf("server busy: request bodies of %d bytes in flight (max_bytes_in_flight): retry later", s.cfg.MaxBytesInFlight))
+		return post{}, false
+	}
+	defer func() {
+		if ok {
+			p.unhold = held.release
+		} else {
+			held.release()
+		}
+	}()
 	var buf bytes.Buffer
 	if r.ContentLength > 0 && r.ContentLength <= s.cfg.MaxMessageBytes {
 		buf.Grow(int(r.ContentLength) + 1) // +1: ReadFrom's probe for EOF
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
+	_, err = buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
 	r.Body.Close()
 	body := buf.Bytes()
 	if err != nil {
@@ -97,6 +154,7 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 		}
 		return post{}, false
 	}
+	held.shrink(int64(len(body)))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' && era2026 {
@@ -130,7 +188,7 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 		}
 		return post{}, true
 	}
-	msg, reply := checkFrame(trimmed)
+	msg, info, reply := checkFrame(trimmed, s.frameLimits())
 	if reply != nil {
 		writeRPCError(w, http.StatusBadRequest, reply.id, reply.code, reply.message)
 		return post{}, false
@@ -140,7 +198,7 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 		var p post
 		if isReq {
 			p.listen = req.Method == "subscriptions/listen"
-			p.quiet = req.IsCall() && !p.listen && len(memberValue(memberValue(req.Params, "_meta"), "progressToken")) == 0
+			p.quiet = req.IsCall() && !p.listen && len(info.progressToken) == 0
 			if req.Method == "initialize" || p.listen {
 				// The slot is taken before the count is checked, so
 				// that requests arriving at once cannot all pass a
