@@ -243,9 +243,26 @@ func TestMessageValuesAndDepthBounds(t *testing.T) {
 	})
 }
 
+// The bounds of one message hold for a 2025-03-26 batch as a whole (the
+// go-sdk decodes a batch's messages itself).
+func TestHTTPBatchValuesBound(t *testing.T) {
+	ts := serveHTTP(t, newFixture(t, mcpserver.Config{MaxMessageValues: 40}))
+	batch := "[" + callWithMeta(1, wideMeta(20), "") + "," + callWithMeta(2, wideMeta(20), "") + "]"
+	status, body := postEra(t, ts.URL+"/mcp", "2025-03-26", batch)
+	if status != http.StatusBadRequest || !strings.Contains(body, `"code":-32600,"message":"Invalid Request: message holds more than 40 JSON values (max_message_values)"`) {
+		t.Errorf("batch over max_message_values: %d %s", status, body)
+	}
+}
+
 // postBody posts a 2026-07-28 tools/call of agent_echo and returns the
 // answer.
 func postBody(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	return postEra(t, url, mcpserver.ProtocolVersion2026, body)
+}
+
+// postEra posts body as a tools/call of agent_echo in era.
+func postEra(t *testing.T, url, era, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctxT(t), "POST", url, strings.NewReader(body))
 	if err != nil {
@@ -253,7 +270,7 @@ func postBody(t *testing.T, url, body string) (int, string) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", mcpserver.ProtocolVersion2026)
+	req.Header.Set("Mcp-Protocol-Version", era)
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", "agent_echo")
 	resp, err := http.DefaultClient.Do(req)

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"unicode/utf8"
 
@@ -51,6 +52,17 @@ func scanFrame(frame []byte, lim frameLimits) (info frameInfo, ok bool) {
 	info.tooDeep = s.tooDeep
 	info.tooMany = lim.values > 0 && s.values > lim.values
 	return info, ok
+}
+
+// overLimits is the error of a frame over lim, nil when it is within.
+func (info *frameInfo) overLimits(lim frameLimits) *frameError {
+	if info.tooMany {
+		return &frameError{code: jsonrpc.CodeInvalidRequest, message: fmt.Sprintf("Invalid Request: message holds more than %d JSON values (max_message_values)", lim.values), id: idLiteral(info.id)}
+	}
+	if info.tooDeep {
+		return &frameError{code: jsonrpc.CodeInvalidRequest, message: fmt.Sprintf("Invalid Request: message nests deeper than %d levels (max_message_depth)", lim.depth), id: idLiteral(info.id)}
+	}
+	return nil
 }
 
 // Where an object sits, for the members scanFrame notes.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"golang.org/x/sync/semaphore"
 )
 
 // ServeHTTP serves MCP streamable HTTP (POST, GET and DELETE on one path):
@@ -71,43 +70,32 @@ type post struct {
 	// subscriptions/listen took (reserveSession), when its POST ends; nil
 	// for other messages.
 	release func()
-	// unhold gives back the body's share of MaxBytesInFlight.
-	unhold func()
-}
-
-// heldBytes is a share of MaxBytesInFlight; nil when there is no bound.
-type heldBytes struct {
-	sem *semaphore.Weighted
-	n   int64
+	// held is the body's share of MaxBytesInFlight, for unholdBytes.
+	held int64
 }
 
 // holdBytes waits for n bytes of MaxBytesInFlight, for at most the body
-// timeout (the body's read deadline runs meanwhile too).
-func (s *Server) holdBytes(ctx context.Context, n int64) (*heldBytes, error) {
+// timeout (the body's read deadline runs meanwhile too), and returns how
+// many it holds: 0 when there is no bound.
+func (s *Server) holdBytes(ctx context.Context, n int64) (int64, error) {
 	if s.bodyBytes == nil || n <= 0 {
-		return nil, nil
+		return 0, nil
+	}
+	if s.bodyBytes.TryAcquire(n) { // the common case, without a timer
+		return n, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.bodyTimeout())
 	defer cancel()
 	if err := s.bodyBytes.Acquire(ctx, n); err != nil {
-		return nil, err
+		return 0, err
 	}
-	return &heldBytes{sem: s.bodyBytes, n: n}, nil
+	return n, nil
 }
 
-// shrink gives back what is held beyond n bytes (the body was shorter
-// than the room taken for it).
-func (h *heldBytes) shrink(n int64) {
-	if h != nil && n < h.n {
-		h.sem.Release(h.n - n)
-		h.n = n
-	}
-}
-
-func (h *heldBytes) release() {
-	if h != nil {
-		h.sem.Release(h.n)
-		h.n = 0
+// unholdBytes gives back n bytes of MaxBytesInFlight.
+func (s *Server) unholdBytes(n int64) {
+	if n > 0 {
+		s.bodyBytes.Release(n)
 	}
 }
 
@@ -131,9 +119,9 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 	}
 	defer func() {
 		if ok {
-			p.unhold = held.release
+			p.held = held
 		} else {
-			held.release()
+			s.unholdBytes(held)
 		}
 	}()
 	var buf bytes.Buffer
@@ -154,7 +142,10 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 		}
 		return post{}, false
 	}
-	held.shrink(int64(len(body)))
+	if n := int64(len(body)); n < held { // the body was shorter than the room taken
+		s.unholdBytes(held - n)
+		held = n
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' && era2026 {
@@ -165,6 +156,16 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 		// A batch (2025-03-26) is the go-sdk's business, but for
 		// initialize, which that version forbids in a batch: the go-sdk
 		// would open a session for it past the MaxSessions check below.
+		// And the bounds of one message hold for the batch as a whole.
+		info, valid := scanFrame(trimmed, s.frameLimits())
+		if !valid {
+			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "Parse error: not valid JSON")
+			return post{}, false
+		}
+		if reply := info.overLimits(s.frameLimits()); reply != nil {
+			writeRPCError(w, http.StatusBadRequest, nil, reply.code, reply.message)
+			return post{}, false
+		}
 		var batch []json.RawMessage
 		if json.Unmarshal(trimmed, &batch) == nil {
 			for _, raw := range batch {

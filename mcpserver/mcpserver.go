@@ -390,9 +390,9 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 				return
 			}
 			if p.listen {
-				p.unhold() // a listen holds a MaxSessions slot instead
+				s.unholdBytes(p.held) // a listen holds a MaxSessions slot instead
 			} else {
-				defer p.unhold()
+				defer s.unholdBytes(p.held)
 			}
 			if era2026 && p.quiet {
 				sdk = statelessJSON

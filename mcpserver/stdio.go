@@ -362,11 +362,8 @@ func checkFrame(frame []byte, lim frameLimits) (jsonrpc.Message, frameInfo, *fra
 	if frame[0] == '[' {
 		return nil, info, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: JSON-RPC batches are not supported"}
 	}
-	if info.tooMany {
-		return nil, info, &frameError{code: jsonrpc.CodeInvalidRequest, message: fmt.Sprintf("Invalid Request: message holds more than %d JSON values (max_message_values)", lim.values), id: idLiteral(info.id)}
-	}
-	if info.tooDeep {
-		return nil, info, &frameError{code: jsonrpc.CodeInvalidRequest, message: fmt.Sprintf("Invalid Request: message nests deeper than %d levels (max_message_depth)", lim.depth), id: idLiteral(info.id)}
+	if reply := info.overLimits(lim); reply != nil {
+		return nil, info, reply
 	}
 	msg, err := info.decode(frame)
 	if err != nil {
