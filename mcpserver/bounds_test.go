@@ -84,6 +84,7 @@ func TestHTTPMaxSessionsConcurrentListens(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{})
 	ts := serveHTTP(t, f)
 	host := strings.TrimPrefix(ts.URL, "http://")
+	baseline := runtime.NumGoroutine()
 	conns := make([]net.Conn, 0, listens)
 	t.Cleanup(func() {
 		for _, c := range conns {
@@ -114,6 +115,20 @@ func TestHTTPMaxSessionsConcurrentListens(t *testing.T) {
 	}
 	if statuses[http.StatusOK] != mcpserver.DefaultMaxSessions || statuses[http.StatusServiceUnavailable] != listens-mcpserver.DefaultMaxSessions {
 		t.Errorf("answers to %d listens at once: %v, want %d accepted (max_sessions) and the rest 503", listens, statuses, mcpserver.DefaultMaxSessions)
+	}
+	held := runtime.NumGoroutine() - baseline
+	// Closing the clients' connections ends their streams: every
+	// goroutine they held goes (the test's own, conns, hold none).
+	for _, c := range conns {
+		c.Close()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for runtime.NumGoroutine() > baseline+20 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("%d listens held open: %d goroutines over the baseline; after their clients left, %d", statuses[http.StatusOK], held, runtime.NumGoroutine()-baseline)
+	if n := runtime.NumGoroutine(); n > baseline+20 {
+		t.Errorf("%d goroutines a minute after the listens' clients left, %d before they came", n, baseline)
 	}
 }
 

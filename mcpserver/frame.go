@@ -115,10 +115,7 @@ func (s *frameScanner) value(depth, role int) bool {
 }
 
 func (s *frameScanner) object(depth, role int) bool {
-	s.i++ // '{'
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
+	if s.open('}') {
 		return true
 	}
 	for {
@@ -150,21 +147,41 @@ func (s *frameScanner) object(depth, role int) bool {
 			return false
 		}
 		s.member(role, key, s.b[vstart:s.i])
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.space()
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.separator('}'); !more {
+			return ok
 		}
 	}
+}
+
+// open steps into an object or array, reporting whether it is empty
+// (then it is stepped over whole).
+func (s *frameScanner) open(closer byte) (empty bool) {
+	s.i++
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == closer {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// separator reads what follows a member or element: a comma (more come)
+// or the container's closer; ok false: neither.
+func (s *frameScanner) separator(closer byte) (more, ok bool) {
+	s.space()
+	if s.i >= len(s.b) {
+		return false, false
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		s.space()
+		return true, true
+	case closer:
+		s.i++
+		return false, true
+	}
+	return false, false
 }
 
 // member notes a member of an object in role.
@@ -212,29 +229,15 @@ func (s *frameScanner) member(role int, key, v []byte) {
 }
 
 func (s *frameScanner) array(depth int) bool {
-	s.i++ // '['
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
+	if s.open(']') {
 		return true
 	}
 	for {
 		if !s.value(depth, roleOther) {
 			return false
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.space()
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.separator(']'); !more {
+			return ok
 		}
 	}
 }
