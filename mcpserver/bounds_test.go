@@ -303,7 +303,7 @@ func postEra(t *testing.T, url, era, body string) (int, string) {
 // of bytes, not requests); once the first call ends its room is free.
 func TestHTTPBytesInFlightBound(t *testing.T) {
 	const limit = 1 << 20
-	f := newFixture(t, mcpserver.Config{MaxMessageBytes: limit, MaxBytesInFlight: limit}, axocoatl.HTTPOptions{BodyTimeout: 2 * time.Second})
+	f := newFixture(t, mcpserver.Config{MaxMessageBytes: limit, MaxBytesInFlight: limit}, axocoatl.HTTPOptions{BodyTimeout: 5 * time.Second})
 	ts := serveHTTP(t, f)
 	host := strings.TrimPrefix(ts.URL, "http://")
 	pad := strings.Repeat("p", 700<<10)
