@@ -45,6 +45,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -53,6 +54,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/semaphore"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -83,6 +85,9 @@ const (
 	DefaultSessionTimeout   = 30 * time.Minute
 	DefaultMaxMessageBytes  = 4 << 20
 	DefaultMaxSessions      = 1000
+	DefaultMaxMessageValues = 10000
+	DefaultMaxMessageDepth  = 64
+	DefaultMaxBytesInFlight = 64 << 20
 )
 
 // Errors returned by the package; check them with errors.Is.
@@ -118,6 +123,30 @@ type Config struct {
 	// MaxMessageBytes bounds one incoming JSON-RPC message: a stdio line or
 	// an HTTP request body (a larger declared body gets 413). Zero: 4 MiB.
 	MaxMessageBytes int64 `yaml:"max_message_bytes"`
+	// MaxMessageValues bounds the JSON values of one incoming message: the
+	// message itself, every object member and every array element, at any
+	// depth (_meta, params and arguments alike). A message costs its
+	// decoder per value more than per byte (88,000 _meta keys in 3.6 MiB
+	// took the go-sdk nine times their bytes of memory, and 44 times in
+	// allocations, to decode); one over the bound gets a
+	// -32600 error naming it, before anything decodes it. Zero: 10,000.
+	// Negative: no bound.
+	MaxMessageValues int `yaml:"max_message_values"`
+	// MaxMessageDepth bounds the nesting of objects and arrays in one
+	// incoming message; a deeper one gets a -32600 error naming it. Zero:
+	// 64. Negative: no bound of this server's (the go-sdk refuses more
+	// than 1,000 levels). At most 999.
+	MaxMessageDepth int `yaml:"max_message_depth"`
+	// MaxBytesInFlight bounds the bytes of HTTP request bodies held at once
+	// across requests, from their reading until their POST is answered
+	// (what a body costs is held that long: its decoded message lives as
+	// long as the call). A POST waits for room before its body is read
+	// (its declared Content-Length, or MaxMessageBytes when undeclared,
+	// until the body is read), for at most the Engine's body timeout, then
+	// gets 503 with a -32000 error. A subscriptions/listen gives its room
+	// back once read. Zero: 64 MiB, or MaxMessageBytes when that is
+	// larger. Negative: no bound. At least MaxMessageBytes.
+	MaxBytesInFlight int64 `yaml:"max_bytes_in_flight"`
 	// MaxSessions bounds the HTTP sessions open at once: handshake-era
 	// sessions (each holds memory until DELETE or SessionTimeout) and
 	// 2026-07-28 subscriptions/listen streams (each holds a session while
@@ -135,6 +164,16 @@ type Config struct {
 func (c Config) Validate() error {
 	if c.MaxMessageBytes < 0 {
 		return configError("max_message_bytes must not be negative")
+	}
+	if c.MaxMessageDepth > 999 {
+		return configError(fmt.Sprintf("max_message_depth must be at most 999 (the go-sdk refuses 1,000 levels), not %d", c.MaxMessageDepth))
+	}
+	msg := c.MaxMessageBytes
+	if msg == 0 {
+		msg = DefaultMaxMessageBytes
+	}
+	if c.MaxBytesInFlight > 0 && c.MaxBytesInFlight < msg {
+		return configError(fmt.Sprintf("max_bytes_in_flight (%d) must be at least max_message_bytes (%d): a message of that size could never be read", c.MaxBytesInFlight, msg))
 	}
 	return nil
 }
@@ -166,6 +205,15 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 	}
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.MaxMessageValues == 0 {
+		c.MaxMessageValues = DefaultMaxMessageValues
+	}
+	if c.MaxMessageDepth == 0 {
+		c.MaxMessageDepth = DefaultMaxMessageDepth
+	}
+	if c.MaxBytesInFlight == 0 {
+		c.MaxBytesInFlight = max(DefaultMaxBytesInFlight, c.MaxMessageBytes) // room for one message at least
 	}
 	if c.Logger == nil {
 		c.Logger = e.Logger()
@@ -211,8 +259,12 @@ type Server struct {
 	postMu   sync.Mutex
 	draining bool
 	// listens counts the open 2026-07-28 subscriptions/listen streams,
-	// which MaxSessions bounds with the handshake era's sessions.
-	listens atomic.Int64
+	// and initializing the initialize POSTs being served: MaxSessions
+	// bounds them with the handshake era's sessions (reserveSession).
+	listens      atomic.Int64
+	initializing atomic.Int64
+	// bodyBytes holds MaxBytesInFlight's room (nil: no bound).
+	bodyBytes *semaphore.Weighted
 	// streams holds the cancel of every long-lived HTTP request (a GET
 	// stream, a subscriptions/listen): Close ends them, including one that
 	// arrived while Close was closing the sessions (its session did not
@@ -257,6 +309,9 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	s.cfg = cfg
 	s.engine = e
 	s.log = cfg.Logger.With("module", "mcpserver")
+	if cfg.MaxBytesInFlight > 0 {
+		s.bodyBytes = semaphore.NewWeighted(cfg.MaxBytesInFlight)
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Title: "Axocoatl agents", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: cfg.Instructions,
 		// The go-sdk logs every connection at Info; keep its warnings only.
@@ -335,6 +390,11 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 				s.posts.Done()
 				return
 			}
+			if p.listen {
+				s.unholdBytes(p.held) // a listen holds a MaxSessions slot instead
+			} else {
+				defer s.unholdBytes(p.held)
+			}
 			if era2026 && p.quiet {
 				sdk = statelessJSON
 			}
@@ -345,21 +405,28 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 				s.posts.Done()
 				ctx, end, ok := s.openStream(r.Context())
 				if !ok {
+					p.release()
 					writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
 					return
 				}
 				defer end()
 				r = r.WithContext(ctx)
-				s.listens.Add(1)
-				defer s.listens.Add(-1)
 			} else {
 				defer s.posts.Done()
+			}
+			if p.release != nil {
+				defer p.release()
 			}
 		}
 		sdk.ServeHTTP(w, r)
 	}))
 	s.started.Store(true)
 	return nil
+}
+
+// frameLimits are the message bounds of the config, for checkFrame.
+func (s *Server) frameLimits() frameLimits {
+	return frameLimits{values: max(s.cfg.MaxMessageValues, 0), depth: max(s.cfg.MaxMessageDepth, 0)}
 }
 
 // openStream registers a long-lived request for Close to end; ok false:

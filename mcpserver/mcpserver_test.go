@@ -360,6 +360,9 @@ func testAgentAddedLater(t *testing.T, connect func(*testing.T, *fixture, *mcp.C
 func TestConfigValidate(t *testing.T) {
 	for _, cfg := range []mcpserver.Config{
 		{MaxMessageBytes: -1},
+		{MaxMessageDepth: 1000},
+		{MaxBytesInFlight: mcpserver.DefaultMaxMessageBytes - 1},
+		{MaxMessageBytes: 2 << 20, MaxBytesInFlight: 1 << 20},
 	} {
 		if err := cfg.Validate(); !errors.Is(err, mcpserver.ErrInvalidConfig) {
 			t.Errorf("Validate(%+v) = %v, want ErrInvalidConfig", cfg, err)
