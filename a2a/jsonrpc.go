@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	a2a "github.com/a2aproject/a2a-go/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
 )
 
 // JSON-RPC method names of A2A 0.3.
@@ -83,31 +83,31 @@ func rpcErr(code int, format string, args ...any) *rpcError {
 func codeMessage(code int) string {
 	switch code {
 	case codeParseError:
-		return a2a.ErrParseError.Error()
+		return a2a03.ErrParseError.Error()
 	case codeInvalidRequest:
-		return a2a.ErrInvalidRequest.Error()
+		return a2a03.ErrInvalidRequest.Error()
 	case codeMethodNotFound:
-		return a2a.ErrMethodNotFound.Error()
+		return a2a03.ErrMethodNotFound.Error()
 	case codeInvalidParams:
-		return a2a.ErrInvalidParams.Error()
+		return a2a03.ErrInvalidParams.Error()
 	case codeServerError:
-		return a2a.ErrServerError.Error()
+		return a2a03.ErrServerError.Error()
 	case codeTaskNotFound:
-		return a2a.ErrTaskNotFound.Error()
+		return a2a03.ErrTaskNotFound.Error()
 	case codeTaskNotCancelable:
-		return a2a.ErrTaskNotCancelable.Error()
+		return a2a03.ErrTaskNotCancelable.Error()
 	case codePushNotSupported:
-		return a2a.ErrPushNotificationNotSupported.Error()
+		return a2a03.ErrPushNotificationNotSupported.Error()
 	case codeUnsupportedOperation:
-		return a2a.ErrUnsupportedOperation.Error()
+		return a2a03.ErrUnsupportedOperation.Error()
 	case codeUnsupportedContentType:
-		return a2a.ErrUnsupportedContentType.Error()
+		return a2a03.ErrUnsupportedContentType.Error()
 	case codeInvalidAgentResponse:
-		return a2a.ErrInvalidAgentResponse.Error()
+		return a2a03.ErrInvalidAgentResponse.Error()
 	case codeExtendedCardNotConfig:
-		return a2a.ErrAuthenticatedExtendedCardNotConfigured.Error()
+		return a2a03.ErrAuthenticatedExtendedCardNotConfigured.Error()
 	}
-	return a2a.ErrInternalError.Error()
+	return a2a03.ErrInternalError.Error()
 }
 
 // appendJSON appends e as a JSON-RPC error object of generation g. In 0.3

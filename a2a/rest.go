@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // The A2A 1.0 HTTP+JSON (REST) binding, on the same base URLs as JSON-RPC
@@ -78,7 +78,7 @@ func (h *Handler) restSend(w http.ResponseWriter, r *http.Request, pathAgent str
 		writeRESTError(w, rerr)
 		return
 	}
-	writeRESTJSON(w, v1.StreamResponse{Event: t.snapshotV1(sr.history, true)})
+	writeRESTJSON(w, a2a1.StreamResponse{Event: t.snapshotV1(sr.history, true)})
 }
 
 // restStream answers POST {base}/message:stream: SSE whose data lines are
@@ -99,7 +99,7 @@ func (h *Handler) restStream(w http.ResponseWriter, r *http.Request, pathAgent s
 }
 
 // restMessage reads and decodes a SendMessageRequest body.
-func (h *Handler) restMessage(w http.ResponseWriter, r *http.Request) (*v1.SendMessageRequest, int64, *rpcError) {
+func (h *Handler) restMessage(w http.ResponseWriter, r *http.Request) (*a2a1.SendMessageRequest, int64, *rpcError) {
 	body, err := h.readBody(w, r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -111,7 +111,7 @@ func (h *Handler) restMessage(w http.ResponseWriter, r *http.Request) (*v1.SendM
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, 0, rpcErr(codeInvalidRequest, "the body must be a SendMessageRequest object")
 	}
-	var p v1.SendMessageRequest
+	var p a2a1.SendMessageRequest
 	if err := json.Unmarshal(body, &p); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
@@ -132,7 +132,7 @@ func (h *Handler) restTask(w http.ResponseWriter, r *http.Request, pathAgent str
 	}
 	switch {
 	case action == "" && r.Method == http.MethodGet:
-		q := &v1.GetTaskRequest{ID: v1.TaskID(id)}
+		q := &a2a1.GetTaskRequest{ID: a2a1.TaskID(id)}
 		if rerr := queryInt(r, "historyLength", &q.HistoryLength); rerr != nil {
 			writeRESTError(w, rerr)
 			return
@@ -144,14 +144,14 @@ func (h *Handler) restTask(w http.ResponseWriter, r *http.Request, pathAgent str
 		}
 		writeRESTJSON(w, task)
 	case action == "cancel" && r.Method == http.MethodPost:
-		task, rerr := h.cancelTaskV1(v1.TaskID(id), pathAgent)
+		task, rerr := h.cancelTaskV1(a2a1.TaskID(id), pathAgent)
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return
 		}
 		writeRESTJSON(w, task)
 	case action == "subscribe":
-		t, rerr := h.subscribable(v1.TaskID(id), pathAgent)
+		t, rerr := h.subscribable(a2a1.TaskID(id), pathAgent)
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return
@@ -167,9 +167,9 @@ func (h *Handler) restTask(w http.ResponseWriter, r *http.Request, pathAgent str
 // ListTasksRequest.
 func (h *Handler) restList(w http.ResponseWriter, r *http.Request, pathAgent string) {
 	qv := r.URL.Query()
-	q := &v1.ListTasksRequest{
+	q := &a2a1.ListTasksRequest{
 		ContextID: qv.Get("contextId"),
-		Status:    v1.TaskState(qv.Get("status")),
+		Status:    a2a1.TaskState(qv.Get("status")),
 		PageToken: qv.Get("pageToken"),
 	}
 	var size *int

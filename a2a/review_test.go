@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/axocoatl/axocoatl-go/a2a"
 )
@@ -20,19 +20,19 @@ import (
 // both bindings: over HTTP+JSON it sends the filter as lastUpdatedAfter
 // (a2a.proto names it statusTimestampAfter; both are read).
 func TestV1ListTasksTimestampFilter(t *testing.T) {
-	for _, binding := range []v1.TransportProtocol{v1.TransportProtocolJSONRPC, v1.TransportProtocolHTTPJSON} {
+	for _, binding := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
 		t.Run(string(binding), func(t *testing.T) {
 			f := newFixture(t, a2a.Config{})
 			c, _, _ := f.v1Client(t, f.srv.URL, binding)
 			v1Send(t, c, v1Message("one", nil))
 			ctx := context.Background()
-			all, err := c.ListTasks(ctx, &v1.ListTasksRequest{})
+			all, err := c.ListTasks(ctx, &a2a1.ListTasksRequest{})
 			must(t, err)
 			if len(all.Tasks) != 1 {
 				t.Fatalf("ListTasks without a filter: %d tasks, want 1", len(all.Tasks))
 			}
 			future := time.Now().Add(time.Hour)
-			none, err := c.ListTasks(ctx, &v1.ListTasksRequest{StatusTimestampAfter: &future})
+			none, err := c.ListTasks(ctx, &a2a1.ListTasksRequest{StatusTimestampAfter: &future})
 			must(t, err)
 			if len(none.Tasks) != 0 {
 				t.Fatalf("ListTasks updated after %s: %d tasks, want none", future, len(none.Tasks))
@@ -64,7 +64,7 @@ func TestV1UnsupportedVersionOnStream(t *testing.T) {
 	card, err := v1card.NewResolver(f.client).Resolve(ctx, f.srv.URL)
 	must(t, err)
 	c, err := v1client.NewFromCard(ctx, card, v1client.WithJSONRPCTransport(hc),
-		v1client.WithConfig(v1client.Config{PreferredTransports: []v1.TransportProtocol{v1.TransportProtocolJSONRPC}}))
+		v1client.WithConfig(v1client.Config{PreferredTransports: []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC}}))
 	must(t, err)
 	defer c.Destroy()
 	var got error
@@ -76,7 +76,7 @@ func TestV1UnsupportedVersionOnStream(t *testing.T) {
 		}
 		events++
 	}
-	if got == nil || !errors.Is(got, v1.ErrVersionNotSupported) || !strings.Contains(got.Error(), "supported versions: 1.0, 0.3") {
+	if got == nil || !errors.Is(got, a2a1.ErrVersionNotSupported) || !strings.Contains(got.Error(), "supported versions: 1.0, 0.3") {
 		t.Fatalf("stream with A2A-Version 9.9: %d events, error %v; want VersionNotSupported naming the versions", events, got)
 	}
 }

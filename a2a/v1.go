@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	a2a "github.com/a2aproject/a2a-go/a2a"
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // A2A 1.0 on the JSON-RPC binding. Requests are decoded into a2a-go/v2's
@@ -30,7 +30,7 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 	case methodV1MessageSend:
 		result, rerr = h.sendMessageV1(req.Params, pathAgent)
 	case methodV1MessageStream:
-		var p v1.SendMessageRequest
+		var p a2a1.SendMessageRequest
 		if rerr := decodeParams(req.Params, &p); rerr != nil {
 			h.answer(w, req, nil, rerr)
 			return
@@ -44,24 +44,24 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 		})
 		return
 	case methodV1GetTask:
-		var q v1.GetTaskRequest
+		var q a2a1.GetTaskRequest
 		if rerr = decodeParams(req.Params, &q); rerr == nil {
 			result, rerr = h.getTaskV1(&q, pathAgent)
 		}
 	case methodV1ListTasks:
-		var q v1.ListTasksRequest
+		var q a2a1.ListTasksRequest
 		if len(req.Params) == 0 || string(req.Params) == "null" {
 			result, rerr = h.listTasksV1(&q, pathAgent)
 		} else if rerr = decodeParams(req.Params, &q); rerr == nil {
 			result, rerr = h.listTasksV1(&q, pathAgent)
 		}
 	case methodV1CancelTask:
-		var q v1.CancelTaskRequest
+		var q a2a1.CancelTaskRequest
 		if rerr = decodeParams(req.Params, &q); rerr == nil {
 			result, rerr = h.cancelTaskV1(q.ID, pathAgent)
 		}
 	case methodV1Subscribe:
-		var q v1.SubscribeToTaskRequest
+		var q a2a1.SubscribeToTaskRequest
 		if rerr := decodeParams(req.Params, &q); rerr != nil {
 			h.answer(w, req, nil, rerr)
 			return
@@ -92,8 +92,8 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 // only on a task not yet in a terminal state (UnsupportedOperationError
 // otherwise; GetTask reads a finished one). 0.3's tasks/resubscribe still
 // replays a finished task's end.
-func (h *Handler) subscribable(id v1.TaskID, pathAgent string) (*task, *rpcError) {
-	t, rerr := h.lookup(a2a.TaskID(id), pathAgent)
+func (h *Handler) subscribable(id a2a1.TaskID, pathAgent string) (*task, *rpcError) {
+	t, rerr := h.lookup(a2a03.TaskID(id), pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -122,7 +122,7 @@ func v1Name(m string) string {
 	return "the *TaskPushNotificationConfig methods"
 }
 
-func sendFromV1(p *v1.SendMessageRequest, size int64) *sendRequest {
+func sendFromV1(p *a2a1.SendMessageRequest, size int64) *sendRequest {
 	sr := &sendRequest{msg10: p.Message, reqMeta: p.Metadata, blocking: true, history: -1, size: size}
 	if c := p.Config; c != nil {
 		sr.blocking = !c.ReturnImmediately
@@ -137,7 +137,7 @@ func sendFromV1(p *v1.SendMessageRequest, size int64) *sendRequest {
 
 // sendMessageV1 answers SendMessage: a SendMessageResponse with the task.
 func (h *Handler) sendMessageV1(raw json.RawMessage, pathAgent string) (any, *rpcError) {
-	var p v1.SendMessageRequest
+	var p a2a1.SendMessageRequest
 	if rerr := decodeParams(raw, &p); rerr != nil {
 		return nil, rerr
 	}
@@ -146,11 +146,11 @@ func (h *Handler) sendMessageV1(raw json.RawMessage, pathAgent string) (any, *rp
 	if rerr != nil {
 		return nil, rerr
 	}
-	return v1.StreamResponse{Event: t.snapshotV1(sr.history, true)}, nil
+	return a2a1.StreamResponse{Event: t.snapshotV1(sr.history, true)}, nil
 }
 
-func (h *Handler) getTaskV1(q *v1.GetTaskRequest, pathAgent string) (*v1.Task, *rpcError) {
-	t, rerr := h.lookup(a2a.TaskID(q.ID), pathAgent)
+func (h *Handler) getTaskV1(q *a2a1.GetTaskRequest, pathAgent string) (*a2a1.Task, *rpcError) {
+	t, rerr := h.lookup(a2a03.TaskID(q.ID), pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -161,12 +161,12 @@ func (h *Handler) getTaskV1(q *v1.GetTaskRequest, pathAgent string) (*v1.Task, *
 	return t.snapshotV1(history, true), nil
 }
 
-func (h *Handler) cancelTaskV1(id v1.TaskID, pathAgent string) (*v1.Task, *rpcError) {
-	t, rerr := h.lookup(a2a.TaskID(id), pathAgent)
+func (h *Handler) cancelTaskV1(id a2a1.TaskID, pathAgent string) (*a2a1.Task, *rpcError) {
+	t, rerr := h.lookup(a2a03.TaskID(id), pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
-	if !t.finish(a2a.TaskStateCanceled, "", "canceled by the client") {
+	if !t.finish(a2a03.TaskStateCanceled, "", "canceled by the client") {
 		return nil, rpcErr(codeTaskNotCancelable, "task %s is already %s", t.id, stateV1(t.view().state))
 	}
 	t.cancelRun()
@@ -176,7 +176,7 @@ func (h *Handler) cancelTaskV1(id v1.TaskID, pathAgent string) (*v1.Task, *rpcEr
 // listTasksV1 answers ListTasks: the stored tasks newest first, filtered,
 // in pages of at most 100 (default 50). The page token is the opaque
 // position after the last task of the previous page.
-func (h *Handler) listTasksV1(q *v1.ListTasksRequest, pathAgent string) (*v1.ListTasksResponse, *rpcError) {
+func (h *Handler) listTasksV1(q *a2a1.ListTasksRequest, pathAgent string) (*a2a1.ListTasksResponse, *rpcError) {
 	size := q.PageSize
 	switch {
 	case size == 0:
@@ -192,7 +192,7 @@ func (h *Handler) listTasksV1(q *v1.ListTasksRequest, pathAgent string) (*v1.Lis
 		}
 		before = n
 	}
-	if q.Status != v1.TaskStateUnspecified && stateV03(q.Status) == a2a.TaskStateUnspecified {
+	if q.Status != a2a1.TaskStateUnspecified && stateV03(q.Status) == a2a03.TaskStateUnspecified {
 		return nil, rpcErr(codeInvalidParams, "status %q is not a task state", cut(string(q.Status), 64))
 	}
 	history := -1
@@ -206,17 +206,17 @@ func (h *Handler) listTasksV1(q *v1.ListTasksRequest, pathAgent string) (*v1.Lis
 		if q.ContextID != "" && t.contextID != q.ContextID {
 			return false
 		}
-		if q.Status == v1.TaskStateUnspecified && q.StatusTimestampAfter == nil {
+		if q.Status == a2a1.TaskStateUnspecified && q.StatusTimestampAfter == nil {
 			return true
 		}
 		v := t.view()
-		if q.Status != v1.TaskStateUnspecified && stateV1(v.state) != q.Status {
+		if q.Status != a2a1.TaskStateUnspecified && stateV1(v.state) != q.Status {
 			return false
 		}
 		return q.StatusTimestampAfter == nil || v.updated.After(*q.StatusTimestampAfter)
 	}
 	tasks, total, next := h.store.page(before, size, keep)
-	resp := &v1.ListTasksResponse{Tasks: make([]*v1.Task, 0, len(tasks)), TotalSize: total, PageSize: size}
+	resp := &a2a1.ListTasksResponse{Tasks: make([]*a2a1.Task, 0, len(tasks)), TotalSize: total, PageSize: size}
 	for _, t := range tasks {
 		resp.Tasks = append(resp.Tasks, t.snapshotV1(history, q.IncludeArtifacts))
 	}
@@ -227,61 +227,61 @@ func (h *Handler) listTasksV1(q *v1.ListTasksRequest, pathAgent string) (*v1.Lis
 }
 
 // stateV03 maps a 1.0 task state to the stored (0.3) one.
-func stateV03(s v1.TaskState) a2a.TaskState {
+func stateV03(s a2a1.TaskState) a2a03.TaskState {
 	for _, p := range taskStates {
 		if p.v10 == s {
 			return p.v03
 		}
 	}
-	return a2a.TaskStateUnspecified
+	return a2a03.TaskStateUnspecified
 }
 
 // snapshotV1 is snapshot in the 1.0 shape.
-func (t *task) snapshotV1(history int, artifacts bool) *v1.Task {
+func (t *task) snapshotV1(history int, artifacts bool) *a2a1.Task {
 	v := t.view()
-	out := &v1.Task{
-		ID:        v1.TaskID(t.id),
+	out := &a2a1.Task{
+		ID:        a2a1.TaskID(t.id),
 		ContextID: t.contextID,
 		Status:    t.statusV1(v),
 	}
 	if history != 0 {
-		out.History = []*v1.Message{t.msg.asV10()}
+		out.History = []*a2a1.Message{t.msg.asV10()}
 	}
-	if artifacts && v.state == a2a.TaskStateCompleted {
-		out.Artifacts = []*v1.Artifact{{
-			ID:    v1.ArtifactID(outputArtifactID),
+	if artifacts && v.state == a2a03.TaskStateCompleted {
+		out.Artifacts = []*a2a1.Artifact{{
+			ID:    a2a1.ArtifactID(outputArtifactID),
 			Name:  "output",
-			Parts: v1.ContentParts{v1.NewTextPart(v.output)},
+			Parts: a2a1.ContentParts{a2a1.NewTextPart(v.output)},
 		}}
 	}
 	return out
 }
 
-func (t *task) statusV1(v view) v1.TaskStatus {
+func (t *task) statusV1(v view) a2a1.TaskStatus {
 	ts := v.updated
-	st := v1.TaskStatus{State: stateV1(v.state), Timestamp: &ts}
+	st := a2a1.TaskStatus{State: stateV1(v.state), Timestamp: &ts}
 	if v.errText != "" {
-		st.Message = &v1.Message{
+		st.Message = &a2a1.Message{
 			ID:        string(t.id) + "-status",
 			ContextID: t.contextID,
-			TaskID:    v1.TaskID(t.id),
-			Role:      v1.MessageRoleAgent,
-			Parts:     v1.ContentParts{v1.NewTextPart(cut(v.errText, maxErrorText))},
+			TaskID:    a2a1.TaskID(t.id),
+			Role:      a2a1.MessageRoleAgent,
+			Parts:     a2a1.ContentParts{a2a1.NewTextPart(cut(v.errText, maxErrorText))},
 		}
 	}
 	return st
 }
 
-func (t *task) statusEventV1() *v1.TaskStatusUpdateEvent {
-	return &v1.TaskStatusUpdateEvent{
-		TaskID:    v1.TaskID(t.id),
+func (t *task) statusEventV1() *a2a1.TaskStatusUpdateEvent {
+	return &a2a1.TaskStatusUpdateEvent{
+		TaskID:    a2a1.TaskID(t.id),
 		ContextID: t.contextID,
 		Status:    t.statusV1(t.view()),
 	}
 }
 
 // renderPartsV1 is renderParts for 1.0 parts.
-func renderPartsV1(parts v1.ContentParts) (string, error) {
+func renderPartsV1(parts a2a1.ContentParts) (string, error) {
 	var b strings.Builder
 	for i, p := range parts {
 		if p == nil {
@@ -291,17 +291,17 @@ func renderPartsV1(parts v1.ContentParts) (string, error) {
 			b.WriteByte('\n')
 		}
 		switch c := p.Content.(type) {
-		case v1.Text:
+		case a2a1.Text:
 			b.WriteString(string(c))
-		case v1.Data:
+		case a2a1.Data:
 			d, err := json.Marshal(c.Value)
 			if err != nil {
 				return "", fmt.Errorf("parts[%d]: data: %w", i, err)
 			}
 			b.Write(d)
-		case v1.URL:
+		case a2a1.URL:
 			fmt.Fprintf(&b, "[file %q (%s) at %s]", p.Filename, orUnknown(p.MediaType), string(c))
-		case v1.Raw:
+		case a2a1.Raw:
 			if strings.HasPrefix(p.MediaType, "text/") {
 				fmt.Fprintf(&b, "[file %q (%s)]\n%s", p.Filename, p.MediaType, []byte(c))
 				continue
@@ -315,40 +315,40 @@ func renderPartsV1(parts v1.ContentParts) (string, error) {
 }
 
 // messageToV10 converts a stored 0.3 message for a 1.0 reader.
-func messageToV10(m *a2a.Message) *v1.Message {
-	out := &v1.Message{
+func messageToV10(m *a2a03.Message) *a2a1.Message {
+	out := &a2a1.Message{
 		ID:         m.ID,
 		ContextID:  m.ContextID,
-		TaskID:     v1.TaskID(m.TaskID),
+		TaskID:     a2a1.TaskID(m.TaskID),
 		Extensions: m.Extensions,
 		Metadata:   m.Metadata,
-		Parts:      make(v1.ContentParts, 0, len(m.Parts)),
+		Parts:      make(a2a1.ContentParts, 0, len(m.Parts)),
 	}
 	switch m.Role {
-	case a2a.MessageRoleUser:
-		out.Role = v1.MessageRoleUser
-	case a2a.MessageRoleAgent:
-		out.Role = v1.MessageRoleAgent
+	case a2a03.MessageRoleUser:
+		out.Role = a2a1.MessageRoleUser
+	case a2a03.MessageRoleAgent:
+		out.Role = a2a1.MessageRoleAgent
 	}
 	for _, id := range m.ReferenceTasks {
-		out.ReferenceTasks = append(out.ReferenceTasks, v1.TaskID(id))
+		out.ReferenceTasks = append(out.ReferenceTasks, a2a1.TaskID(id))
 	}
 	for _, part := range m.Parts {
 		switch p := part.(type) {
-		case a2a.TextPart:
-			out.Parts = append(out.Parts, &v1.Part{Content: v1.Text(p.Text), Metadata: p.Metadata})
-		case a2a.DataPart:
-			out.Parts = append(out.Parts, &v1.Part{Content: v1.Data{Value: p.Data}, Metadata: p.Metadata})
-		case a2a.FilePart:
+		case a2a03.TextPart:
+			out.Parts = append(out.Parts, &a2a1.Part{Content: a2a1.Text(p.Text), Metadata: p.Metadata})
+		case a2a03.DataPart:
+			out.Parts = append(out.Parts, &a2a1.Part{Content: a2a1.Data{Value: p.Data}, Metadata: p.Metadata})
+		case a2a03.FilePart:
 			switch f := p.File.(type) {
-			case a2a.FileURI:
-				out.Parts = append(out.Parts, &v1.Part{Content: v1.URL(f.URI), Filename: f.Name, MediaType: f.MimeType, Metadata: p.Metadata})
-			case a2a.FileBytes:
+			case a2a03.FileURI:
+				out.Parts = append(out.Parts, &a2a1.Part{Content: a2a1.URL(f.URI), Filename: f.Name, MediaType: f.MimeType, Metadata: p.Metadata})
+			case a2a03.FileBytes:
 				data, err := base64.StdEncoding.DecodeString(f.Bytes)
 				if err != nil {
 					data = []byte(f.Bytes)
 				}
-				out.Parts = append(out.Parts, &v1.Part{Content: v1.Raw(data), Filename: f.Name, MediaType: f.MimeType, Metadata: p.Metadata})
+				out.Parts = append(out.Parts, &a2a1.Part{Content: a2a1.Raw(data), Filename: f.Name, MediaType: f.MimeType, Metadata: p.Metadata})
 			}
 		}
 	}
@@ -357,42 +357,42 @@ func messageToV10(m *a2a.Message) *v1.Message {
 
 // messageToV03 converts a stored 1.0 message for a 0.3 reader. Data that is
 // no JSON object (0.3 data parts are objects) is wrapped as {"value": …}.
-func messageToV03(m *v1.Message) *a2a.Message {
-	out := &a2a.Message{
+func messageToV03(m *a2a1.Message) *a2a03.Message {
+	out := &a2a03.Message{
 		ID:         m.ID,
 		ContextID:  m.ContextID,
-		TaskID:     a2a.TaskID(m.TaskID),
+		TaskID:     a2a03.TaskID(m.TaskID),
 		Extensions: m.Extensions,
 		Metadata:   m.Metadata,
-		Parts:      make(a2a.ContentParts, 0, len(m.Parts)),
+		Parts:      make(a2a03.ContentParts, 0, len(m.Parts)),
 	}
 	switch m.Role {
-	case v1.MessageRoleUser:
-		out.Role = a2a.MessageRoleUser
-	case v1.MessageRoleAgent:
-		out.Role = a2a.MessageRoleAgent
+	case a2a1.MessageRoleUser:
+		out.Role = a2a03.MessageRoleUser
+	case a2a1.MessageRoleAgent:
+		out.Role = a2a03.MessageRoleAgent
 	}
 	for _, id := range m.ReferenceTasks {
-		out.ReferenceTasks = append(out.ReferenceTasks, a2a.TaskID(id))
+		out.ReferenceTasks = append(out.ReferenceTasks, a2a03.TaskID(id))
 	}
 	for _, p := range m.Parts {
 		if p == nil {
 			continue
 		}
-		meta := a2a.FileMeta{Name: p.Filename, MimeType: p.MediaType}
+		meta := a2a03.FileMeta{Name: p.Filename, MimeType: p.MediaType}
 		switch c := p.Content.(type) {
-		case v1.Text:
-			out.Parts = append(out.Parts, a2a.TextPart{Text: string(c), Metadata: p.Metadata})
-		case v1.Data:
+		case a2a1.Text:
+			out.Parts = append(out.Parts, a2a03.TextPart{Text: string(c), Metadata: p.Metadata})
+		case a2a1.Data:
 			obj, ok := c.Value.(map[string]any)
 			if !ok {
 				obj = map[string]any{"value": c.Value}
 			}
-			out.Parts = append(out.Parts, a2a.DataPart{Data: obj, Metadata: p.Metadata})
-		case v1.URL:
-			out.Parts = append(out.Parts, a2a.FilePart{File: a2a.FileURI{FileMeta: meta, URI: string(c)}, Metadata: p.Metadata})
-		case v1.Raw:
-			out.Parts = append(out.Parts, a2a.FilePart{File: a2a.FileBytes{FileMeta: meta, Bytes: base64.StdEncoding.EncodeToString(c)}, Metadata: p.Metadata})
+			out.Parts = append(out.Parts, a2a03.DataPart{Data: obj, Metadata: p.Metadata})
+		case a2a1.URL:
+			out.Parts = append(out.Parts, a2a03.FilePart{File: a2a03.FileURI{FileMeta: meta, URI: string(c)}, Metadata: p.Metadata})
+		case a2a1.Raw:
+			out.Parts = append(out.Parts, a2a03.FilePart{File: a2a03.FileBytes{FileMeta: meta, Bytes: base64.StdEncoding.EncodeToString(c)}, Metadata: p.Metadata})
 		}
 	}
 	return out

@@ -3,8 +3,8 @@ package a2a
 import (
 	"strings"
 
-	a2a "github.com/a2aproject/a2a-go/a2a"
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // HeaderVersion is the request header an A2A 1.0 client names its protocol
@@ -57,32 +57,32 @@ func codeMessageV1(code int) string {
 	if err, ok := v1CodeErrors[code]; ok {
 		return err.Error()
 	}
-	return v1.ErrInternalError.Error()
+	return a2a1.ErrInternalError.Error()
 }
 
 var v1CodeErrors = map[int]error{
-	codeParseError:             v1.ErrParseError,
-	codeInvalidRequest:         v1.ErrInvalidRequest,
-	codeMethodNotFound:         v1.ErrMethodNotFound,
-	codeInvalidParams:          v1.ErrInvalidParams,
-	codeInternalError:          v1.ErrInternalError,
-	codeServerError:            v1.ErrServerError,
-	codeTaskNotFound:           v1.ErrTaskNotFound,
-	codeTaskNotCancelable:      v1.ErrTaskNotCancelable,
-	codePushNotSupported:       v1.ErrPushNotificationNotSupported,
-	codeUnsupportedOperation:   v1.ErrUnsupportedOperation,
-	codeUnsupportedContentType: v1.ErrUnsupportedContentType,
-	codeInvalidAgentResponse:   v1.ErrInvalidAgentResponse,
-	codeExtendedCardNotConfig:  v1.ErrExtendedCardNotConfigured,
-	codeExtensionRequired:      v1.ErrExtensionSupportRequired,
-	codeVersionNotSupported:    v1.ErrVersionNotSupported,
+	codeParseError:             a2a1.ErrParseError,
+	codeInvalidRequest:         a2a1.ErrInvalidRequest,
+	codeMethodNotFound:         a2a1.ErrMethodNotFound,
+	codeInvalidParams:          a2a1.ErrInvalidParams,
+	codeInternalError:          a2a1.ErrInternalError,
+	codeServerError:            a2a1.ErrServerError,
+	codeTaskNotFound:           a2a1.ErrTaskNotFound,
+	codeTaskNotCancelable:      a2a1.ErrTaskNotCancelable,
+	codePushNotSupported:       a2a1.ErrPushNotificationNotSupported,
+	codeUnsupportedOperation:   a2a1.ErrUnsupportedOperation,
+	codeUnsupportedContentType: a2a1.ErrUnsupportedContentType,
+	codeInvalidAgentResponse:   a2a1.ErrInvalidAgentResponse,
+	codeExtendedCardNotConfig:  a2a1.ErrExtendedCardNotConfigured,
+	codeExtensionRequired:      a2a1.ErrExtensionSupportRequired,
+	codeVersionNotSupported:    a2a1.ErrVersionNotSupported,
 }
 
 // reasonOf is the 1.0 ErrorInfo reason of a code: the REST binding's
 // clients (a2a-go/v2, @a2a-js/sdk) type errors by it.
 func reasonOf(code int) string {
 	if err, ok := v1CodeErrors[code]; ok {
-		return v1.ErrorReason(err)
+		return a2a1.ErrorReason(err)
 	}
 	return "INTERNAL_ERROR"
 }
@@ -91,7 +91,7 @@ func reasonOf(code int) string {
 // carries the reason.
 const (
 	errorInfoType = "type.googleapis.com/google.rpc.ErrorInfo"
-	errorDomain   = v1.ProtocolDomain
+	errorDomain   = a2a1.ProtocolDomain
 )
 
 func appendErrorInfo(b []byte, reason string) []byte {
@@ -136,25 +136,25 @@ func isV03Method(m string) bool {
 // taskStates pairs each task state's 0.3 and 1.0 names, for both
 // directions of the mapping.
 var taskStates = [...]struct {
-	v03 a2a.TaskState
-	v10 v1.TaskState
+	v03 a2a03.TaskState
+	v10 a2a1.TaskState
 }{
-	{a2a.TaskStateSubmitted, v1.TaskStateSubmitted},
-	{a2a.TaskStateWorking, v1.TaskStateWorking},
-	{a2a.TaskStateCompleted, v1.TaskStateCompleted},
-	{a2a.TaskStateCanceled, v1.TaskStateCanceled},
-	{a2a.TaskStateFailed, v1.TaskStateFailed},
-	{a2a.TaskStateRejected, v1.TaskStateRejected},
-	{a2a.TaskStateInputRequired, v1.TaskStateInputRequired},
-	{a2a.TaskStateAuthRequired, v1.TaskStateAuthRequired},
+	{a2a03.TaskStateSubmitted, a2a1.TaskStateSubmitted},
+	{a2a03.TaskStateWorking, a2a1.TaskStateWorking},
+	{a2a03.TaskStateCompleted, a2a1.TaskStateCompleted},
+	{a2a03.TaskStateCanceled, a2a1.TaskStateCanceled},
+	{a2a03.TaskStateFailed, a2a1.TaskStateFailed},
+	{a2a03.TaskStateRejected, a2a1.TaskStateRejected},
+	{a2a03.TaskStateInputRequired, a2a1.TaskStateInputRequired},
+	{a2a03.TaskStateAuthRequired, a2a1.TaskStateAuthRequired},
 }
 
 // stateV1 maps a task state to its 1.0 name.
-func stateV1(s a2a.TaskState) v1.TaskState {
+func stateV1(s a2a03.TaskState) a2a1.TaskState {
 	for _, p := range taskStates {
 		if p.v03 == s {
 			return p.v10
 		}
 	}
-	return v1.TaskStateUnspecified
+	return a2a1.TaskStateUnspecified
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
@@ -35,8 +35,8 @@ func TestRemoteErrorTextBounded(t *testing.T) {
 	if err == nil {
 		t.Fatal("the call succeeded")
 	}
-	if !errors.Is(err, a2a.ErrTaskNotFound) {
-		t.Errorf("%.200s: lost its kind a2a.ErrTaskNotFound", err)
+	if !errors.Is(err, a2a1.ErrTaskNotFound) {
+		t.Errorf("%.200s: lost its kind a2a1.ErrTaskNotFound", err)
 	}
 	msg := err.Error()
 	if len(msg) > 1001+200 || !strings.Contains(msg, "éé") || !strings.Contains(msg, "over max_output_bytes (1001)") {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // A task id is the remote's word (call.go takes it from the answer) and
@@ -31,7 +31,7 @@ func TestREST03TaskIDIsOnePathSegment(t *testing.T) {
 		_, _ = w.Write([]byte(`{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}`))
 	}))
 	defer srv.Close()
-	tr := transport03(t, a2a.TransportProtocolHTTPJSON, srv)
+	tr := transport03(t, a2a1.TransportProtocolHTTPJSON, srv)
 	ctx := context.Background()
 	cases := map[string]string{
 		"../../admin": "..%2F..%2Fadmin",
@@ -46,10 +46,10 @@ func TestREST03TaskIDIsOnePathSegment(t *testing.T) {
 		mu.Lock()
 		got = got[:0]
 		mu.Unlock()
-		if _, err := tr.GetTask(ctx, nil, &a2a.GetTaskRequest{ID: a2a.TaskID(id)}); err != nil {
+		if _, err := tr.GetTask(ctx, nil, &a2a1.GetTaskRequest{ID: a2a1.TaskID(id)}); err != nil {
 			t.Errorf("GetTask %q: %v", id, err)
 		}
-		if _, err := tr.CancelTask(ctx, nil, &a2a.CancelTaskRequest{ID: a2a.TaskID(id)}); err != nil {
+		if _, err := tr.CancelTask(ctx, nil, &a2a1.CancelTaskRequest{ID: a2a1.TaskID(id)}); err != nil {
 			t.Errorf("CancelTask %q: %v", id, err)
 		}
 		mu.Lock()
@@ -63,10 +63,10 @@ func TestREST03TaskIDIsOnePathSegment(t *testing.T) {
 	got = got[:0]
 	mu.Unlock()
 	for _, id := range []string{"", ".", ".."} {
-		if _, err := tr.GetTask(ctx, nil, &a2a.GetTaskRequest{ID: a2a.TaskID(id)}); err == nil || !strings.Contains(err.Error(), "task id") {
+		if _, err := tr.GetTask(ctx, nil, &a2a1.GetTaskRequest{ID: a2a1.TaskID(id)}); err == nil || !strings.Contains(err.Error(), "task id") {
 			t.Errorf("GetTask %q: %v, want an error naming the task id", id, err)
 		}
-		if _, err := tr.CancelTask(ctx, nil, &a2a.CancelTaskRequest{ID: a2a.TaskID(id)}); err == nil || !strings.Contains(err.Error(), "task id") {
+		if _, err := tr.CancelTask(ctx, nil, &a2a1.CancelTaskRequest{ID: a2a1.TaskID(id)}); err == nil || !strings.Contains(err.Error(), "task id") {
 			t.Errorf("CancelTask %q: %v, want an error naming the task id", id, err)
 		}
 	}
@@ -88,11 +88,11 @@ func TestJSONRPC03StreamAnsweredWithJSON(t *testing.T) {
 		body, want string
 		kind       error
 	}{
-		{`{"jsonrpc":"2.0","id":"1","error":{"code":-32001,"message":"Task not found: t9"}}`, "Task not found: t9", a2a.ErrTaskNotFound},
+		{`{"jsonrpc":"2.0","id":"1","error":{"code":-32001,"message":"Task not found: t9"}}`, "Task not found: t9", a2a1.ErrTaskNotFound},
 		{`{"jsonrpc":"2.0","id":"1","result":{"kind":"task","id":"t1","contextId":"c1","status":{"state":"completed"}}}`, "task t1 TASK_STATE_COMPLETED", nil},
 	} {
 		srv := httptest.NewServer(&answer03{status: http.StatusOK, contentType: "application/a2a+json; charset=utf-8", body: c.body})
-		got, err := call03(transport03(t, a2a.TransportProtocolJSONRPC, srv), "stream")
+		got, err := call03(transport03(t, a2a1.TransportProtocolJSONRPC, srv), "stream")
 		srv.Close()
 		if c.kind != nil {
 			if !errors.Is(err, c.kind) || !strings.Contains(fmt.Sprint(err), c.want) {
@@ -116,9 +116,9 @@ func TestREST03StreamErrorEventOfA2AJS(t *testing.T) {
 		"event: error\ndata: {\"code\":-32001,\"message\":\"Task not found: t1\"}\n\n"
 	srv := httptest.NewServer(&answer03{status: http.StatusOK, contentType: "text/event-stream", body: body})
 	defer srv.Close()
-	got, err := call03(transport03(t, a2a.TransportProtocolHTTPJSON, srv), "stream")
-	if got != "task t1 TASK_STATE_WORKING" || !errors.Is(err, a2a.ErrTaskNotFound) || !strings.Contains(fmt.Sprint(err), "Task not found: t1") {
-		t.Fatalf("got %q, %v; want the task, then a2a.ErrTaskNotFound with the remote's message", got, err)
+	got, err := call03(transport03(t, a2a1.TransportProtocolHTTPJSON, srv), "stream")
+	if got != "task t1 TASK_STATE_WORKING" || !errors.Is(err, a2a1.ErrTaskNotFound) || !strings.Contains(fmt.Sprint(err), "Task not found: t1") {
+		t.Fatalf("got %q, %v; want the task, then a2a1.ErrTaskNotFound with the remote's message", got, err)
 	}
 }
 
@@ -130,16 +130,16 @@ func TestJSONRPC03ErrorStatusWithJSONRPCBody(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":"1","error":{"code":-32603,"message":"executor exploded"}}`
 	for _, kind := range []string{"send", "stream", "get", "cancel"} {
 		srv := httptest.NewServer(&answer03{status: http.StatusInternalServerError, contentType: "application/json", body: body})
-		_, err := call03(transport03(t, a2a.TransportProtocolJSONRPC, srv), kind)
+		_, err := call03(transport03(t, a2a1.TransportProtocolJSONRPC, srv), kind)
 		srv.Close()
-		if !errors.Is(err, a2a.ErrInternalError) || !strings.Contains(fmt.Sprint(err), "executor exploded") || !strings.Contains(fmt.Sprint(err), "500") {
-			t.Errorf("%s: %v; want a2a.ErrInternalError with the status and the remote's message", kind, err)
+		if !errors.Is(err, a2a1.ErrInternalError) || !strings.Contains(fmt.Sprint(err), "executor exploded") || !strings.Contains(fmt.Sprint(err), "500") {
+			t.Errorf("%s: %v; want a2a1.ErrInternalError with the status and the remote's message", kind, err)
 		}
 	}
 	// A body that is no JSON-RPC error keeps the status error.
 	srv := httptest.NewServer(&answer03{status: http.StatusBadGateway, contentType: "application/json", body: `{"oops":1}`})
 	defer srv.Close()
-	if _, err := call03(transport03(t, a2a.TransportProtocolJSONRPC, srv), "send"); err == nil || !strings.Contains(err.Error(), "unexpected HTTP status 502") {
+	if _, err := call03(transport03(t, a2a1.TransportProtocolJSONRPC, srv), "send"); err == nil || !strings.Contains(err.Error(), "unexpected HTTP status 502") {
 		t.Errorf("502 with other JSON: %v", err)
 	}
 }
@@ -194,11 +194,11 @@ func TestSSEDataLineBoundBelowBuffer(t *testing.T) {
 // the request end (the body is closed), over both 0.3 bindings.
 func TestStream03EndsWithContext(t *testing.T) {
 	for _, c := range []struct {
-		binding a2a.TransportProtocol
+		binding a2a1.TransportProtocol
 		event   string
 	}{
-		{a2a.TransportProtocolJSONRPC, `{"jsonrpc":"2.0","id":"1","result":{"kind":"status-update","taskId":"t1","contextId":"c1","status":{"state":"working"},"final":false}}`},
-		{a2a.TransportProtocolHTTPJSON, `{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}`},
+		{a2a1.TransportProtocolJSONRPC, `{"jsonrpc":"2.0","id":"1","result":{"kind":"status-update","taskId":"t1","contextId":"c1","status":{"state":"working"},"final":false}}`},
+		{a2a1.TransportProtocolHTTPJSON, `{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}`},
 	} {
 		ended := make(chan struct{})
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -215,7 +215,7 @@ func TestStream03EndsWithContext(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			for ev, e := range tr.SendStreamingMessage(ctx, nil, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("x"))}) {
+			for ev, e := range tr.SendStreamingMessage(ctx, nil, &a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("x"))}) {
 				if e != nil {
 					err = e
 					continue

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/a2aremote"
@@ -66,29 +66,29 @@ func TestA2AJS03JSONRPCErrors(t *testing.T) {
 	peer := serveA2AJS03(t, answer)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	card := &a2a.AgentCard{Name: "Planner", Version: "1", Capabilities: a2a.AgentCapabilities{Streaming: true},
-		SupportedInterfaces: []*a2a.AgentInterface{{URL: peer.URL + "/rpc", ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: "0.3"}}}
+	card := &a2a1.AgentCard{Name: "Planner", Version: "1", Capabilities: a2a1.AgentCapabilities{Streaming: true},
+		SupportedInterfaces: []*a2a1.AgentInterface{{URL: peer.URL + "/rpc", ProtocolBinding: a2a1.TransportProtocolJSONRPC, ProtocolVersion: "0.3"}}}
 	c, err := a2aremote.NewClient(ctx, card, &http.Client{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))})
-	if task, ok := res.(*a2a.Task); err != nil || !ok || task.Status.State != a2a.TaskStateCompleted {
+	res, err := c.SendMessage(ctx, &a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("hello"))})
+	if task, ok := res.(*a2a1.Task); err != nil || !ok || task.Status.State != a2a1.TaskStateCompleted {
 		t.Fatalf("SendMessage = %#v, %v; want the completed task", res, err)
 	}
-	if _, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: "no-such-task"}); !errors.Is(err, a2a.ErrTaskNotFound) {
+	if _, err := c.GetTask(ctx, &a2a1.GetTaskRequest{ID: "no-such-task"}); !errors.Is(err, a2a1.ErrTaskNotFound) {
 		t.Fatalf("GetTask of an unknown task = %v, want ErrTaskNotFound", err)
 	}
-	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))
+	msg := a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("hello"))
 	msg.TaskID = "no-such-task"
 	var events int
-	for _, err = range c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}) {
+	for _, err = range c.SendStreamingMessage(ctx, &a2a1.SendMessageRequest{Message: msg}) {
 		if err != nil {
 			break
 		}
 		events++
 	}
-	if events != 0 || !errors.Is(err, a2a.ErrTaskNotFound) || !strings.Contains(err.Error(), "no-such-task") {
+	if events != 0 || !errors.Is(err, a2a1.ErrTaskNotFound) || !strings.Contains(err.Error(), "no-such-task") {
 		t.Fatalf("a stream to an unknown task: %d events, error %v; want ErrTaskNotFound naming the task", events, err)
 	}
 }

@@ -15,25 +15,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
 
 // replier answers every message with one Message that names the task of
-// its execution context (a2a.NewMessageForTask, as many executors do) and
+// its execution context (a2a1.NewMessageForTask, as many executors do) and
 // creates no task: the reference server returns that Message as the whole
 // answer, final in a stream as in a blocking reply.
 type replier struct{}
 
-func (replier) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("direct reply to: "+ec.Message.Parts[0].Text())), nil)
+func (replier) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) {
+		yield(a2a1.NewMessageForTask(a2a1.MessageRoleAgent, ec, a2a1.NewTextPart("direct reply to: "+ec.Message.Parts[0].Text())), nil)
 	}
 }
 
-func (replier) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+func (replier) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) {
+		yield(a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateCanceled, nil), nil)
 	}
 }
 
@@ -146,17 +146,17 @@ func TestStopClosesIdleConnections(t *testing.T) {
 // more of A and B (append).
 type interleaver struct{}
 
-func (interleaver) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+func (interleaver) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) {
+		if !yield(a2a1.NewSubmittedTask(ec, ec.Message), nil) {
 			return
 		}
-		a := a2a.NewArtifactEvent(ec, a2a.NewTextPart("A1"))
-		b := a2a.NewArtifactEvent(ec, a2a.NewTextPart("B1"))
-		for _, ev := range []a2a.Event{a, b,
-			a2a.NewArtifactUpdateEvent(ec, a.Artifact.ID, a2a.NewTextPart("A2")),
-			a2a.NewArtifactUpdateEvent(ec, b.Artifact.ID, a2a.NewTextPart("B2")),
-			a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil)} {
+		a := a2a1.NewArtifactEvent(ec, a2a1.NewTextPart("A1"))
+		b := a2a1.NewArtifactEvent(ec, a2a1.NewTextPart("B1"))
+		for _, ev := range []a2a1.Event{a, b,
+			a2a1.NewArtifactUpdateEvent(ec, a.Artifact.ID, a2a1.NewTextPart("A2")),
+			a2a1.NewArtifactUpdateEvent(ec, b.Artifact.ID, a2a1.NewTextPart("B2")),
+			a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateCompleted, nil)} {
 			if !yield(ev, nil) {
 				return
 			}
@@ -164,9 +164,9 @@ func (interleaver) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.S
 	}
 }
 
-func (interleaver) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+func (interleaver) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) {
+		yield(a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateCanceled, nil), nil)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"golang.org/x/mod/semver"
 )
@@ -104,7 +104,7 @@ func (b *limitedBody) Close() error { return b.rc.Close() }
 // is bounded by DefaultMaxCardBytes. Both generations parse: a 1.0 card
 // by its supportedInterfaces, a 0.3 card by url, preferredTransport and
 // additionalInterfaces (parseCard, card03.go).
-func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a.AgentCard, error) {
+func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a1.AgentCard, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cardURL, nil)
 	if err != nil {
 		return nil, err
@@ -147,11 +147,11 @@ func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a.Agent
 // Generation is the protocol generation a card is spoken to in: the
 // newest version among its interfaces this client has a transport for
 // ("1.0" or "0.3"), "" when there is none.
-func Generation(card *a2a.AgentCard) string {
+func Generation(card *a2a1.AgentCard) string {
 	best := ""
 	for _, iface := range card.SupportedInterfaces {
 		switch iface.ProtocolBinding {
-		case a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON:
+		case a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON:
 		default:
 			continue
 		}
@@ -179,10 +179,10 @@ func Generation(card *a2a.AgentCard) string {
 // 1.0 and in 0.3 (v03.go), all over hc; the factory picks the newest
 // version the card offers. 1.0 JSON-RPC is a2aclient's transport with
 // SendMessage of our own (sendTransport).
-func newClient(ctx context.Context, card *a2a.AgentCard, hc *http.Client) (*a2aclient.Client, error) {
+func newClient(ctx context.Context, card *a2a1.AgentCard, hc *http.Client) (*a2aclient.Client, error) {
 	opts := append([]a2aclient.FactoryOption{
-		a2aclient.WithTransport(a2a.TransportProtocolJSONRPC, a2aclient.TransportFactoryFn(
-			func(_ context.Context, _ *a2a.AgentCard, iface *a2a.AgentInterface) (a2aclient.Transport, error) {
+		a2aclient.WithTransport(a2a1.TransportProtocolJSONRPC, a2aclient.TransportFactoryFn(
+			func(_ context.Context, _ *a2a1.AgentCard, iface *a2a1.AgentInterface) (a2aclient.Transport, error) {
 				return newSendTransport(iface.URL, hc), nil
 			})),
 		a2aclient.WithRESTTransport(hc),
@@ -222,48 +222,48 @@ type rpcError struct {
 	Message string `json:"message"`
 }
 
-// a2aError is e as a2aclient returns it: an *a2a.Error of the A2A error
-// its code names (a2a.ErrInternalError for another code), checkable with
-// errors.Is (a2a.ErrTaskNotFound, a2a.ErrVersionNotSupported, …), whose
+// a2aError is e as a2aclient returns it: an *a2a1.Error of the A2A error
+// its code names (a2a1.ErrInternalError for another code), checkable with
+// errors.Is (a2a1.ErrTaskNotFound, a2a1.ErrVersionNotSupported, …), whose
 // text is the remote's message (else the kind's). Its data (error
 // details) is not read: a2aclient fails the whole answer when it is not
 // the list A2A 1.0 says, and nothing here reads it.
 func (e *rpcError) a2aError() error {
 	kind, ok := rpcErrorKinds[e.Code]
 	if !ok {
-		kind = a2a.ErrInternalError
+		kind = a2a1.ErrInternalError
 	}
 	msg := e.Message
 	if msg == "" {
 		msg = kind.Error()
 	}
-	return a2a.NewError(kind, msg)
+	return a2a1.NewError(kind, msg)
 }
 
 // rpcErrorKinds are the JSON-RPC error codes of A2A 1.0 (a2a-go/v2's
 // internal/jsonrpc, which a2aclient maps errors with).
 var rpcErrorKinds = map[int]error{
-	-32700: a2a.ErrParseError,
-	-32600: a2a.ErrInvalidRequest,
-	-32601: a2a.ErrMethodNotFound,
-	-32602: a2a.ErrInvalidParams,
-	-32603: a2a.ErrInternalError,
-	-32000: a2a.ErrServerError,
-	-32001: a2a.ErrTaskNotFound,
-	-32002: a2a.ErrTaskNotCancelable,
-	-32003: a2a.ErrPushNotificationNotSupported,
-	-32004: a2a.ErrUnsupportedOperation,
-	-32005: a2a.ErrUnsupportedContentType,
-	-32006: a2a.ErrInvalidAgentResponse,
-	-32007: a2a.ErrExtendedCardNotConfigured,
-	-32008: a2a.ErrExtensionSupportRequired,
-	-32009: a2a.ErrVersionNotSupported,
-	-31401: a2a.ErrUnauthenticated,
-	-31403: a2a.ErrUnauthorized,
+	-32700: a2a1.ErrParseError,
+	-32600: a2a1.ErrInvalidRequest,
+	-32601: a2a1.ErrMethodNotFound,
+	-32602: a2a1.ErrInvalidParams,
+	-32603: a2a1.ErrInternalError,
+	-32000: a2a1.ErrServerError,
+	-32001: a2a1.ErrTaskNotFound,
+	-32002: a2a1.ErrTaskNotCancelable,
+	-32003: a2a1.ErrPushNotificationNotSupported,
+	-32004: a2a1.ErrUnsupportedOperation,
+	-32005: a2a1.ErrUnsupportedContentType,
+	-32006: a2a1.ErrInvalidAgentResponse,
+	-32007: a2a1.ErrExtendedCardNotConfigured,
+	-32008: a2a1.ErrExtensionSupportRequired,
+	-32009: a2a1.ErrVersionNotSupported,
+	-31401: a2a1.ErrUnauthenticated,
+	-31403: a2a1.ErrUnauthorized,
 }
 
 // SendMessage implements a2aclient.Transport.
-func (t *sendTransport) SendMessage(ctx context.Context, params a2aclient.ServiceParams, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+func (t *sendTransport) SendMessage(ctx context.Context, params a2aclient.ServiceParams, req *a2a1.SendMessageRequest) (a2a1.SendMessageResult, error) {
 	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: strconv.FormatUint(t.ids.Add(1), 10), Method: "SendMessage", Params: req})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the request: %w", err)
@@ -292,8 +292,8 @@ func (t *sendTransport) SendMessage(ctx context.Context, params a2aclient.Servic
 	}
 	var answer struct {
 		Result *struct {
-			Task    *a2a.Task    `json:"task"`
-			Message *a2a.Message `json:"message"`
+			Task    *a2a1.Task    `json:"task"`
+			Message *a2a1.Message `json:"message"`
 		} `json:"result"`
 		Error *rpcError `json:"error"`
 	}

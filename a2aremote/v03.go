@@ -28,13 +28,13 @@ import (
 	"sync/atomic"
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v0/pbjson"
 )
 
 // version03 is the protocol version of A2A 0.3 interfaces (a2av0.Version).
-const version03 a2a.ProtocolVersion = "0.3"
+const version03 a2a1.ProtocolVersion = "0.3"
 
 // restPrefix03 is the path prefix of every 0.3 HTTP+JSON endpoint
 // (a2av0.RESTPathPrefix).
@@ -44,9 +44,9 @@ const restPrefix03 = "/v1"
 // over hc with a2aclient's factory.
 func withTransports03(hc *http.Client) []a2aclient.FactoryOption {
 	var opts []a2aclient.FactoryOption
-	for _, b := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON} {
+	for _, b := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
 		opts = append(opts, a2aclient.WithCompatTransport(version03, b, a2aclient.TransportFactoryFn(
-			func(_ context.Context, _ *a2a.AgentCard, iface *a2a.AgentInterface) (a2aclient.Transport, error) {
+			func(_ context.Context, _ *a2a1.AgentCard, iface *a2a1.AgentInterface) (a2aclient.Transport, error) {
 				return newTransport03(b, iface.URL, hc)
 			})))
 	}
@@ -55,12 +55,12 @@ func withTransports03(hc *http.Client) []a2aclient.FactoryOption {
 
 // newTransport03 is the 0.3 transport of binding at u over hc. An SSE
 // line may be as long as hc's response bound (max_response_bytes).
-func newTransport03(binding a2a.TransportProtocol, u string, hc *http.Client) (a2aclient.Transport, error) {
+func newTransport03(binding a2a1.TransportProtocol, u string, hc *http.Client) (a2aclient.Transport, error) {
 	limit := int64(DefaultMaxResponseBytes)
 	if rt, ok := hc.Transport.(*roundTripper); ok {
 		limit = rt.limit
 	}
-	if binding == a2a.TransportProtocolJSONRPC {
+	if binding == a2a1.TransportProtocolJSONRPC {
 		return &jsonrpc03{url: u, hc: hc, lineLimit: limit}, nil
 	}
 	base, err := url.Parse(u)
@@ -72,48 +72,48 @@ func newTransport03(binding a2a.TransportProtocol, u string, hc *http.Client) (a
 
 // unsupported03 is the part of a2aclient.Transport this module never
 // calls on a 0.3 remote (push configs, resubscription, the extended
-// card): each answers a2a.ErrUnsupportedOperation.
+// card): each answers a2a1.ErrUnsupportedOperation.
 type unsupported03 struct{}
 
-func (unsupported03) ListTasks(context.Context, a2aclient.ServiceParams, *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
-	return nil, a2a.ErrUnsupportedOperation // 0.3 has no tasks/list (a2av0 answers the same)
+func (unsupported03) ListTasks(context.Context, a2aclient.ServiceParams, *a2a1.ListTasksRequest) (*a2a1.ListTasksResponse, error) {
+	return nil, a2a1.ErrUnsupportedOperation // 0.3 has no tasks/list (a2av0 answers the same)
 }
 
-func (unsupported03) SubscribeToTask(context.Context, a2aclient.ServiceParams, *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
-	return errorStream(a2a.ErrUnsupportedOperation)
+func (unsupported03) SubscribeToTask(context.Context, a2aclient.ServiceParams, *a2a1.SubscribeToTaskRequest) iter.Seq2[a2a1.Event, error] {
+	return errorStream(a2a1.ErrUnsupportedOperation)
 }
 
-func (unsupported03) GetTaskPushConfig(context.Context, a2aclient.ServiceParams, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
-	return nil, a2a.ErrUnsupportedOperation
+func (unsupported03) GetTaskPushConfig(context.Context, a2aclient.ServiceParams, *a2a1.GetTaskPushConfigRequest) (*a2a1.PushConfig, error) {
+	return nil, a2a1.ErrUnsupportedOperation
 }
 
-func (unsupported03) ListTaskPushConfigs(context.Context, a2aclient.ServiceParams, *a2a.ListTaskPushConfigRequest) ([]*a2a.PushConfig, error) {
-	return nil, a2a.ErrUnsupportedOperation
+func (unsupported03) ListTaskPushConfigs(context.Context, a2aclient.ServiceParams, *a2a1.ListTaskPushConfigRequest) ([]*a2a1.PushConfig, error) {
+	return nil, a2a1.ErrUnsupportedOperation
 }
 
-func (unsupported03) CreateTaskPushConfig(context.Context, a2aclient.ServiceParams, *a2a.PushConfig) (*a2a.PushConfig, error) {
-	return nil, a2a.ErrUnsupportedOperation
+func (unsupported03) CreateTaskPushConfig(context.Context, a2aclient.ServiceParams, *a2a1.PushConfig) (*a2a1.PushConfig, error) {
+	return nil, a2a1.ErrUnsupportedOperation
 }
 
-func (unsupported03) DeleteTaskPushConfig(context.Context, a2aclient.ServiceParams, *a2a.DeleteTaskPushConfigRequest) error {
-	return a2a.ErrUnsupportedOperation
+func (unsupported03) DeleteTaskPushConfig(context.Context, a2aclient.ServiceParams, *a2a1.DeleteTaskPushConfigRequest) error {
+	return a2a1.ErrUnsupportedOperation
 }
 
-func (unsupported03) GetExtendedAgentCard(context.Context, a2aclient.ServiceParams, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
-	return nil, a2a.ErrUnsupportedOperation
+func (unsupported03) GetExtendedAgentCard(context.Context, a2aclient.ServiceParams, *a2a1.GetExtendedAgentCardRequest) (*a2a1.AgentCard, error) {
+	return nil, a2a1.ErrUnsupportedOperation
 }
 
 func (unsupported03) Destroy() error { return nil }
 
-func errorStream(err error) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
+func errorStream(err error) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) { yield(nil, err) }
 }
 
 // addHeaders03 adds the call's service parameters as 0.3 servers expect
 // them: lower-case names, A2A-Extensions as X-A2A-Extensions
 // (a2av0.FromServiceParams).
 func addHeaders03(h http.Header, params a2aclient.ServiceParams) {
-	ext := strings.ToLower(a2a.SvcParamExtensions)
+	ext := strings.ToLower(a2a1.SvcParamExtensions)
 	for k, vs := range params {
 		lk := strings.ToLower(k)
 		if lk == ext {
@@ -263,7 +263,7 @@ func (t *jsonrpc03) call(ctx context.Context, method string, sp a2aclient.Servic
 }
 
 // event03 reads a 0.3 event (its kind names it) as the 1.0 event.
-func event03(data json.RawMessage) (a2a.Event, error) {
+func event03(data json.RawMessage) (a2a1.Event, error) {
 	ev, err := a2a03.UnmarshalEventJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("the result is not an A2A 0.3 event: %w", err)
@@ -272,7 +272,7 @@ func event03(data json.RawMessage) (a2a.Event, error) {
 }
 
 // task03 reads a 0.3 task as the 1.0 task.
-func task03(data json.RawMessage) (*a2a.Task, error) {
+func task03(data json.RawMessage) (*a2a1.Task, error) {
 	var t a2a03.Task
 	if err := json.Unmarshal(data, &t); err != nil {
 		return nil, fmt.Errorf("the result is not an A2A 0.3 task: %w", err)
@@ -281,7 +281,7 @@ func task03(data json.RawMessage) (*a2a.Task, error) {
 }
 
 // SendMessage implements a2aclient.Transport (message/send).
-func (t *jsonrpc03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+func (t *jsonrpc03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.SendMessageRequest) (a2a1.SendMessageResult, error) {
 	result, err := t.call(ctx, "message/send", sp, fromV1SendMessageRequest(req))
 	if err != nil {
 		return nil, err
@@ -291,9 +291,9 @@ func (t *jsonrpc03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams,
 		return nil, err
 	}
 	switch e := ev.(type) {
-	case *a2a.Task:
+	case *a2a1.Task:
 		return e, nil
-	case *a2a.Message:
+	case *a2a1.Message:
 		return e, nil
 	default:
 		return nil, fmt.Errorf("the result violates A2A: want a task or a message, got %T", ev)
@@ -301,8 +301,8 @@ func (t *jsonrpc03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams,
 }
 
 // SendStreamingMessage implements a2aclient.Transport (message/stream).
-func (t *jsonrpc03) SendStreamingMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
+func (t *jsonrpc03) SendStreamingMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.SendMessageRequest) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) {
 		resp, err := t.post(ctx, "message/stream", sp, fromV1SendMessageRequest(req), true)
 		if err != nil {
 			yield(nil, err)
@@ -340,7 +340,7 @@ func (t *jsonrpc03) SendStreamingMessage(ctx context.Context, sp a2aclient.Servi
 
 // streamEvent03 reads what, a JSON-RPC response of message/stream, as
 // the 1.0 event of its result or the A2A error of its error.
-func streamEvent03(data []byte, what string) (a2a.Event, error) {
+func streamEvent03(data []byte, what string) (a2a1.Event, error) {
 	var answer rpcAnswer03
 	if err := json.Unmarshal(data, &answer); err != nil {
 		return nil, fmt.Errorf("%s is not a JSON-RPC response: %w", what, err)
@@ -353,7 +353,7 @@ func streamEvent03(data []byte, what string) (a2a.Event, error) {
 }
 
 // GetTask implements a2aclient.Transport (tasks/get).
-func (t *jsonrpc03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+func (t *jsonrpc03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.GetTaskRequest) (*a2a1.Task, error) {
 	result, err := t.call(ctx, "tasks/get", sp, &a2a03.TaskQueryParams{ID: a2a03.TaskID(req.ID), HistoryLength: req.HistoryLength})
 	if err != nil {
 		return nil, err
@@ -362,7 +362,7 @@ func (t *jsonrpc03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req
 }
 
 // CancelTask implements a2aclient.Transport (tasks/cancel).
-func (t *jsonrpc03) CancelTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+func (t *jsonrpc03) CancelTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.CancelTaskRequest) (*a2a1.Task, error) {
 	result, err := t.call(ctx, "tasks/cancel", sp, &a2a03.TaskIDParams{ID: a2a03.TaskID(req.ID), Metadata: req.Metadata})
 	if err != nil {
 		return nil, err
@@ -432,7 +432,7 @@ func (t *rest03) read(ctx context.Context, method, path string, query url.Values
 }
 
 // SendMessage implements a2aclient.Transport.
-func (t *rest03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+func (t *rest03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.SendMessageRequest) (a2a1.SendMessageResult, error) {
 	body, err := pbjson.ToProtoSendMessageRequest(req)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the request: %w", err)
@@ -449,12 +449,12 @@ func (t *rest03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams, re
 }
 
 // SendStreamingMessage implements a2aclient.Transport.
-func (t *rest03) SendStreamingMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+func (t *rest03) SendStreamingMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.SendMessageRequest) iter.Seq2[a2a1.Event, error] {
 	body, err := pbjson.ToProtoSendMessageRequest(req)
 	if err != nil {
 		return errorStream(fmt.Errorf("encoding the request: %w", err))
 	}
-	return func(yield func(a2a.Event, error) bool) {
+	return func(yield func(a2a1.Event, error) bool) {
 		resp, err := t.do(ctx, http.MethodPost, "/message:stream", nil, sp, body, true)
 		if err != nil {
 			yield(nil, err)
@@ -483,7 +483,7 @@ func (t *rest03) SendStreamingMessage(ctx context.Context, sp a2aclient.ServiceP
 }
 
 // GetTask implements a2aclient.Transport.
-func (t *rest03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+func (t *rest03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.GetTaskRequest) (*a2a1.Task, error) {
 	q := url.Values{}
 	if req.HistoryLength != nil {
 		q.Set("historyLength", strconv.Itoa(*req.HistoryLength))
@@ -500,7 +500,7 @@ func (t *rest03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req *a
 }
 
 // CancelTask implements a2aclient.Transport.
-func (t *rest03) CancelTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+func (t *rest03) CancelTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.CancelTaskRequest) (*a2a1.Task, error) {
 	path, err := taskPath03(req.ID)
 	if err != nil {
 		return nil, err
@@ -517,16 +517,16 @@ func (t *rest03) CancelTask(ctx context.Context, sp a2aclient.ServiceParams, req
 // "../../x" named another path of the host, which the module's headers
 // went to, and "%zz" the interface's base URL; "", "." and ".." cannot be
 // a segment of their own.
-func taskPath03(id a2a.TaskID) (string, error) {
+func taskPath03(id a2a1.TaskID) (string, error) {
 	switch id {
 	case "", ".", "..":
-		return "", fmt.Errorf("task id %q cannot name a task in an HTTP+JSON path: %w", id, a2a.ErrInvalidParams)
+		return "", fmt.Errorf("task id %q cannot name a task in an HTTP+JSON path: %w", id, a2a1.ErrInvalidParams)
 	}
 	// JoinPath (rest03.do) takes it as escaped and keeps the escapes.
 	return "/tasks/" + url.PathEscape(string(id)), nil
 }
 
-func restTask03(data []byte) (*a2a.Task, error) {
+func restTask03(data []byte) (*a2a1.Task, error) {
 	task, err := pbjson.FromProtoTask(data)
 	if err != nil {
 		return nil, fmt.Errorf("the answer is not an A2A 0.3 task: %w", err)
@@ -543,22 +543,22 @@ type restErrorBody03 struct {
 }
 
 // a2aError is the A2A error the body names by the reason of its
-// ErrorInfo detail of domain a2a.ProtocolDomain (a2a.ErrInternalError
+// ErrorInfo detail of domain a2a1.ProtocolDomain (a2a1.ErrInternalError
 // without one), with the remote's message, as a2a-go's internal/rest
 // reads it. Other details are not read.
 func (b *restErrorBody03) a2aError() error {
-	kind := a2a.ErrInternalError
+	kind := a2a1.ErrInternalError
 	for _, raw := range b.Details {
 		var info struct {
 			Type   string `json:"@type"`
 			Reason string `json:"reason"`
 			Domain string `json:"domain"`
 		}
-		if json.Unmarshal(raw, &info) != nil || info.Type != "type.googleapis.com/google.rpc.ErrorInfo" || info.Domain != a2a.ProtocolDomain {
+		if json.Unmarshal(raw, &info) != nil || info.Type != "type.googleapis.com/google.rpc.ErrorInfo" || info.Domain != a2a1.ProtocolDomain {
 			continue
 		}
 		for _, e := range rpcErrorKinds {
-			if a2a.ErrorReason(e) == info.Reason {
+			if a2a1.ErrorReason(e) == info.Reason {
 				kind = e
 				break
 			}
@@ -568,11 +568,11 @@ func (b *restErrorBody03) a2aError() error {
 	if msg == "" {
 		msg = kind.Error()
 	}
-	return a2a.NewError(kind, msg)
+	return a2a1.NewError(kind, msg)
 }
 
 // restError03 is the error of a 0.3 HTTP+JSON answer whose status is not
-// 200: the A2A error its JSON body names, else a2a.ErrServerError with
+// 200: the A2A error its JSON body names, else a2a1.ErrServerError with
 // the status. The body is a google.rpc.Status under "error" (a2a-go's
 // servers, read as a2av0 reads it) or, from @a2a-js/sdk's 0.3 layer, a
 // JSON-RPC error object {"code": -32001, "message": …} (which a2av0 reads
@@ -581,7 +581,7 @@ func restError03(resp *http.Response) error {
 	// a2av0's own server sends application/problem+json (which a2av0's
 	// client, reading only application/json, takes for a bare server error).
 	if !jsonBody(resp) {
-		return fmt.Errorf("%w: HTTP status %s", a2a.ErrServerError, resp.Status)
+		return fmt.Errorf("%w: HTTP status %s", a2a1.ErrServerError, resp.Status)
 	}
 	var body struct {
 		Error   *restErrorBody03 `json:"error"`
@@ -589,7 +589,7 @@ func restError03(resp *http.Response) error {
 		Message string           `json:"message"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil { // bounded by max_response_bytes
-		return fmt.Errorf("HTTP status %s with an error body that is not JSON: %w: %w", resp.Status, err, a2a.ErrParseError)
+		return fmt.Errorf("HTTP status %s with an error body that is not JSON: %w: %w", resp.Status, err, a2a1.ErrParseError)
 	}
 	switch {
 	case body.Error != nil:
@@ -597,7 +597,7 @@ func restError03(resp *http.Response) error {
 	case body.Code != 0 || body.Message != "":
 		return (&rpcError{Code: body.Code, Message: body.Message}).a2aError()
 	}
-	return fmt.Errorf("%w: HTTP status %s", a2a.ErrServerError, resp.Status)
+	return fmt.Errorf("%w: HTTP status %s", a2a1.ErrServerError, resp.Status)
 }
 
 // jsonBody reports whether resp's body is JSON by its media type:
@@ -628,13 +628,13 @@ func streamError03(data []byte) error {
 		}
 		var e rpcError
 		if err := json.Unmarshal(data, &e); err != nil {
-			return fmt.Errorf("the stream's error event is malformed: %w: %w", err, a2a.ErrInternalError)
+			return fmt.Errorf("the stream's error event is malformed: %w: %w", err, a2a1.ErrInternalError)
 		}
 		return e.a2aError()
 	}
 	var body restErrorBody03
 	if err := json.Unmarshal(raw.Error, &body); err != nil {
-		return fmt.Errorf("the stream's error event is malformed: %w: %w", err, a2a.ErrInternalError)
+		return fmt.Errorf("the stream's error event is malformed: %w: %w", err, a2a1.ErrInternalError)
 	}
 	return body.a2aError()
 }
@@ -642,66 +642,66 @@ func streamError03(data []byte) error {
 // Conversions between the 0.3 types (the 0.3 SDK's a2a package) and the
 // 1.0 ones, as a2av0 converts them.
 
-var v1ToTaskState03 = map[a2a.TaskState]a2a03.TaskState{
-	a2a.TaskStateAuthRequired:  a2a03.TaskStateAuthRequired,
-	a2a.TaskStateCanceled:      a2a03.TaskStateCanceled,
-	a2a.TaskStateCompleted:     a2a03.TaskStateCompleted,
-	a2a.TaskStateFailed:        a2a03.TaskStateFailed,
-	a2a.TaskStateInputRequired: a2a03.TaskStateInputRequired,
-	a2a.TaskStateRejected:      a2a03.TaskStateRejected,
-	a2a.TaskStateSubmitted:     a2a03.TaskStateSubmitted,
-	a2a.TaskStateWorking:       a2a03.TaskStateWorking,
+var v1ToTaskState03 = map[a2a1.TaskState]a2a03.TaskState{
+	a2a1.TaskStateAuthRequired:  a2a03.TaskStateAuthRequired,
+	a2a1.TaskStateCanceled:      a2a03.TaskStateCanceled,
+	a2a1.TaskStateCompleted:     a2a03.TaskStateCompleted,
+	a2a1.TaskStateFailed:        a2a03.TaskStateFailed,
+	a2a1.TaskStateInputRequired: a2a03.TaskStateInputRequired,
+	a2a1.TaskStateRejected:      a2a03.TaskStateRejected,
+	a2a1.TaskStateSubmitted:     a2a03.TaskStateSubmitted,
+	a2a1.TaskStateWorking:       a2a03.TaskStateWorking,
 }
 
-func toV1TaskState(s a2a03.TaskState) a2a.TaskState {
+func toV1TaskState(s a2a03.TaskState) a2a1.TaskState {
 	for v1, v03 := range v1ToTaskState03 {
 		if v03 == s {
 			return v1
 		}
 	}
-	return a2a.TaskStateUnspecified
+	return a2a1.TaskStateUnspecified
 }
 
-func toV1Role(r a2a03.MessageRole) a2a.MessageRole {
+func toV1Role(r a2a03.MessageRole) a2a1.MessageRole {
 	switch r {
 	case a2a03.MessageRoleAgent:
-		return a2a.MessageRoleAgent
+		return a2a1.MessageRoleAgent
 	case a2a03.MessageRoleUser:
-		return a2a.MessageRoleUser
+		return a2a1.MessageRoleUser
 	}
-	return a2a.MessageRoleUnspecified
+	return a2a1.MessageRoleUnspecified
 }
 
-func fromV1Role(r a2a.MessageRole) a2a03.MessageRole {
+func fromV1Role(r a2a1.MessageRole) a2a03.MessageRole {
 	switch r {
-	case a2a.MessageRoleAgent:
+	case a2a1.MessageRoleAgent:
 		return a2a03.MessageRoleAgent
-	case a2a.MessageRoleUser:
+	case a2a1.MessageRoleUser:
 		return a2a03.MessageRoleUser
 	}
 	return a2a03.MessageRoleUnspecified
 }
 
-func toV1Event(ev a2a03.Event) (a2a.Event, error) {
+func toV1Event(ev a2a03.Event) (a2a1.Event, error) {
 	switch v := ev.(type) {
 	case *a2a03.Message:
 		return toV1Message(v), nil
 	case *a2a03.Task:
 		return toV1Task(v)
 	case *a2a03.TaskStatusUpdateEvent:
-		return &a2a.TaskStatusUpdateEvent{
+		return &a2a1.TaskStatusUpdateEvent{
 			ContextID: v.ContextID,
 			Status:    toV1Status(v.Status),
-			TaskID:    a2a.TaskID(v.TaskID),
+			TaskID:    a2a1.TaskID(v.TaskID),
 			Metadata:  v.Metadata,
 		}, nil
 	case *a2a03.TaskArtifactUpdateEvent:
-		return &a2a.TaskArtifactUpdateEvent{
+		return &a2a1.TaskArtifactUpdateEvent{
 			Append:    v.Append,
 			Artifact:  toV1Artifact(v.Artifact),
 			ContextID: v.ContextID,
 			LastChunk: v.LastChunk,
-			TaskID:    a2a.TaskID(v.TaskID),
+			TaskID:    a2a1.TaskID(v.TaskID),
 			Metadata:  v.Metadata,
 		}, nil
 	default:
@@ -709,28 +709,28 @@ func toV1Event(ev a2a03.Event) (a2a.Event, error) {
 	}
 }
 
-func toV1Status(s a2a03.TaskStatus) a2a.TaskStatus {
-	return a2a.TaskStatus{Message: toV1Message(s.Message), State: toV1TaskState(s.State), Timestamp: s.Timestamp}
+func toV1Status(s a2a03.TaskStatus) a2a1.TaskStatus {
+	return a2a1.TaskStatus{Message: toV1Message(s.Message), State: toV1TaskState(s.State), Timestamp: s.Timestamp}
 }
 
-func toV1Task(t *a2a03.Task) (*a2a.Task, error) {
+func toV1Task(t *a2a03.Task) (*a2a1.Task, error) {
 	if t == nil {
 		return nil, errors.New("the result is a null task")
 	}
-	res := &a2a.Task{
-		ID:        a2a.TaskID(t.ID),
+	res := &a2a1.Task{
+		ID:        a2a1.TaskID(t.ID),
 		ContextID: t.ContextID,
 		Metadata:  t.Metadata,
 		Status:    toV1Status(t.Status),
 	}
 	if len(t.Artifacts) > 0 {
-		res.Artifacts = make([]*a2a.Artifact, len(t.Artifacts))
+		res.Artifacts = make([]*a2a1.Artifact, len(t.Artifacts))
 		for i, a := range t.Artifacts {
 			res.Artifacts[i] = toV1Artifact(a)
 		}
 	}
 	if len(t.History) > 0 {
-		res.History = make([]*a2a.Message, len(t.History))
+		res.History = make([]*a2a1.Message, len(t.History))
 		for i, m := range t.History {
 			res.History[i] = toV1Message(m)
 		}
@@ -738,18 +738,18 @@ func toV1Task(t *a2a03.Task) (*a2a.Task, error) {
 	return res, nil
 }
 
-func toV1Message(m *a2a03.Message) *a2a.Message {
+func toV1Message(m *a2a03.Message) *a2a1.Message {
 	if m == nil {
 		return nil
 	}
-	var refs []a2a.TaskID
+	var refs []a2a1.TaskID
 	if m.ReferenceTasks != nil {
-		refs = make([]a2a.TaskID, len(m.ReferenceTasks))
+		refs = make([]a2a1.TaskID, len(m.ReferenceTasks))
 		for i, id := range m.ReferenceTasks {
-			refs[i] = a2a.TaskID(id)
+			refs[i] = a2a1.TaskID(id)
 		}
 	}
-	return &a2a.Message{
+	return &a2a1.Message{
 		ID:             m.ID,
 		ContextID:      m.ContextID,
 		Extensions:     m.Extensions,
@@ -757,16 +757,16 @@ func toV1Message(m *a2a03.Message) *a2a.Message {
 		Parts:          toV1Parts(m.Parts),
 		ReferenceTasks: refs,
 		Role:           toV1Role(m.Role),
-		TaskID:         a2a.TaskID(m.TaskID),
+		TaskID:         a2a1.TaskID(m.TaskID),
 	}
 }
 
-func toV1Artifact(a *a2a03.Artifact) *a2a.Artifact {
+func toV1Artifact(a *a2a03.Artifact) *a2a1.Artifact {
 	if a == nil {
 		return nil
 	}
-	return &a2a.Artifact{
-		ID:          a2a.ArtifactID(a.ID),
+	return &a2a1.Artifact{
+		ID:          a2a1.ArtifactID(a.ID),
 		Description: a.Description,
 		Extensions:  a.Extensions,
 		Metadata:    a.Metadata,
@@ -775,11 +775,11 @@ func toV1Artifact(a *a2a03.Artifact) *a2a.Artifact {
 	}
 }
 
-func toV1Parts(parts a2a03.ContentParts) a2a.ContentParts {
+func toV1Parts(parts a2a03.ContentParts) a2a1.ContentParts {
 	if len(parts) == 0 {
 		return nil
 	}
-	res := make(a2a.ContentParts, len(parts))
+	res := make(a2a1.ContentParts, len(parts))
 	for i, p := range parts {
 		res[i] = toV1Part(p)
 	}
@@ -788,10 +788,10 @@ func toV1Parts(parts a2a03.ContentParts) a2a.ContentParts {
 
 // toV1Part is a2av0.ToV1Part: file bytes that are not base64 are kept as
 // they are (a2av0 logs a warning), a part of an unknown kind becomes data.
-func toV1Part(p a2a03.Part) *a2a.Part {
+func toV1Part(p a2a03.Part) *a2a1.Part {
 	switch c := p.(type) {
 	case a2a03.TextPart:
-		return &a2a.Part{Content: a2a.Text(c.Text), Metadata: c.Metadata}
+		return &a2a1.Part{Content: a2a1.Text(c.Text), Metadata: c.Metadata}
 	case a2a03.DataPart:
 		var val any = c.Data
 		metadata := maps.Clone(c.Metadata)
@@ -799,7 +799,7 @@ func toV1Part(p a2a03.Part) *a2a.Part {
 			val = c.Data["value"]
 			delete(metadata, "data_part_compat")
 		}
-		return &a2a.Part{Content: a2a.Data{Value: val}, Metadata: metadata}
+		return &a2a1.Part{Content: a2a1.Data{Value: val}, Metadata: metadata}
 	case a2a03.FilePart:
 		switch f := c.File.(type) {
 		case a2a03.FileBytes:
@@ -807,20 +807,20 @@ func toV1Part(p a2a03.Part) *a2a.Part {
 			if err != nil {
 				b = []byte(f.Bytes)
 			}
-			return &a2a.Part{Content: a2a.Raw(b), Metadata: c.Metadata, MediaType: f.MimeType, Filename: f.Name}
+			return &a2a1.Part{Content: a2a1.Raw(b), Metadata: c.Metadata, MediaType: f.MimeType, Filename: f.Name}
 		case a2a03.FileURI:
-			return &a2a.Part{Content: a2a.URL(f.URI), Metadata: c.Metadata, MediaType: f.MimeType, Filename: f.Name}
+			return &a2a1.Part{Content: a2a1.URL(f.URI), Metadata: c.Metadata, MediaType: f.MimeType, Filename: f.Name}
 		default:
-			return &a2a.Part{Content: a2a.Data{Value: f}, Metadata: c.Metadata}
+			return &a2a1.Part{Content: a2a1.Data{Value: f}, Metadata: c.Metadata}
 		}
 	case nil:
 		return nil
 	default:
-		return &a2a.Part{Content: a2a.Data{Value: c}, Metadata: p.Meta()}
+		return &a2a1.Part{Content: a2a1.Data{Value: c}, Metadata: p.Meta()}
 	}
 }
 
-func fromV1Message(m *a2a.Message) *a2a03.Message {
+func fromV1Message(m *a2a1.Message) *a2a03.Message {
 	if m == nil {
 		return nil
 	}
@@ -853,11 +853,11 @@ func fromV1Message(m *a2a.Message) *a2a03.Message {
 // fromV1Part is a2av0.FromV1Part: data that is not an object travels
 // wrapped as {"value": …} with metadata data_part_compat, which
 // toV1Part unwraps.
-func fromV1Part(p *a2a.Part) a2a03.Part {
+func fromV1Part(p *a2a1.Part) a2a03.Part {
 	switch c := p.Content.(type) {
-	case a2a.Text:
+	case a2a1.Text:
 		return a2a03.TextPart{Text: string(c), Metadata: p.Metadata}
-	case a2a.Data:
+	case a2a1.Data:
 		val := c.Value
 		metadata := maps.Clone(p.Metadata)
 		obj, ok := val.(map[string]any)
@@ -869,12 +869,12 @@ func fromV1Part(p *a2a.Part) a2a03.Part {
 			metadata["data_part_compat"] = true
 		}
 		return a2a03.DataPart{Data: obj, Metadata: metadata}
-	case a2a.Raw:
+	case a2a1.Raw:
 		return a2a03.FilePart{
 			File:     a2a03.FileBytes{FileMeta: a2a03.FileMeta{MimeType: p.MediaType, Name: p.Filename}, Bytes: base64.StdEncoding.EncodeToString(c)},
 			Metadata: p.Metadata,
 		}
-	case a2a.URL:
+	case a2a1.URL:
 		return a2a03.FilePart{
 			File:     a2a03.FileURI{FileMeta: a2a03.FileMeta{MimeType: p.MediaType, Name: p.Filename}, URI: string(c)},
 			Metadata: p.Metadata,
@@ -884,7 +884,7 @@ func fromV1Part(p *a2a.Part) a2a03.Part {
 	}
 }
 
-func fromV1SendMessageRequest(req *a2a.SendMessageRequest) *a2a03.MessageSendParams {
+func fromV1SendMessageRequest(req *a2a1.SendMessageRequest) *a2a03.MessageSendParams {
 	res := &a2a03.MessageSendParams{Message: fromV1Message(req.Message), Metadata: req.Metadata}
 	if c := req.Config; c != nil {
 		blocking := !c.ReturnImmediately

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 )
@@ -55,14 +55,14 @@ func TestCardParserMatchesA2AV0(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1, err := json.Marshal(&a2a.AgentCard{
+	v1, err := json.Marshal(&a2a1.AgentCard{
 		Name: "Planner", Description: "1.0", Version: "1",
-		SupportedInterfaces: []*a2a.AgentInterface{
-			a2a.NewAgentInterface("https://b.example/a2a", a2a.TransportProtocolJSONRPC),
-			a2a.NewAgentInterface("https://b.example/rest", a2a.TransportProtocolHTTPJSON),
+		SupportedInterfaces: []*a2a1.AgentInterface{
+			a2a1.NewAgentInterface("https://b.example/a2a", a2a1.TransportProtocolJSONRPC),
+			a2a1.NewAgentInterface("https://b.example/rest", a2a1.TransportProtocolHTTPJSON),
 		},
-		Capabilities: a2a.AgentCapabilities{Streaming: true},
-		Skills:       []a2a.AgentSkill{{ID: "s", Name: "s", Description: "d", Tags: []string{"t"}}},
+		Capabilities: a2a1.AgentCapabilities{Streaming: true},
+		Skills:       []a2a1.AgentSkill{{ID: "s", Name: "s", Description: "d", Tags: []string{"t"}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestCardParserMatchesA2AV0(t *testing.T) {
 	// The full card: what the module reads of it.
 	card, _ := parseCard(full)
 	if card.Name != "Planner" || !card.Capabilities.Streaming || !card.Capabilities.ExtendedAgentCard || len(card.Skills) != 2 ||
-		card.SupportedInterfaces[1].ProtocolBinding != a2a.TransportProtocolHTTPJSON || card.SupportedInterfaces[1].ProtocolVersion != "0.3.0" ||
+		card.SupportedInterfaces[1].ProtocolBinding != a2a1.TransportProtocolHTTPJSON || card.SupportedInterfaces[1].ProtocolVersion != "0.3.0" ||
 		len(card.SecuritySchemes) != 5 || len(card.Skills[0].SecurityRequirements) != 1 {
 		t.Fatalf("full card read as %+v", card)
 	}
@@ -159,7 +159,7 @@ func (a *answer03) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // transport03 is the module's 0.3 transport of binding for srv, over the
 // module's HTTP client with max_response_bytes 2048.
-func transport03(t *testing.T, binding a2a.TransportProtocol, srv *httptest.Server) a2aclient.Transport {
+func transport03(t *testing.T, binding a2a1.TransportProtocol, srv *httptest.Server) a2aclient.Transport {
 	t.Helper()
 	hc := newHTTPClient(AgentConfig{Name: "r", URL: srv.URL, MaxResponseBytes: 2048}, srv.Client().Transport)
 	tr, err := newTransport03(binding, srv.URL, hc)
@@ -173,30 +173,30 @@ func transport03(t *testing.T, binding a2a.TransportProtocol, srv *httptest.Serv
 // the result's kind and text, or the error.
 func call03(tr a2aclient.Transport, kind string) (string, error) {
 	ctx := context.Background()
-	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"), a2a.NewDataPart(7), a2a.NewRawPart([]byte{1, 2}))
-	req := &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{}}
-	describe := func(ev a2a.Event) string {
+	msg := a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("hi"), a2a1.NewDataPart(7), a2a1.NewRawPart([]byte{1, 2}))
+	req := &a2a1.SendMessageRequest{Message: msg, Config: &a2a1.SendMessageConfig{}}
+	describe := func(ev a2a1.Event) string {
 		switch e := ev.(type) {
-		case *a2a.Task:
+		case *a2a1.Task:
 			return fmt.Sprintf("task %s %s", e.ID, e.Status.State)
-		case *a2a.Message:
+		case *a2a1.Message:
 			var text []string
 			for _, p := range e.Parts {
 				switch c := p.Content.(type) {
-				case a2a.Text:
+				case a2a1.Text:
 					text = append(text, string(c))
-				case a2a.Raw:
+				case a2a1.Raw:
 					text = append(text, fmt.Sprintf("raw %q %s", []byte(c), p.MediaType))
-				case a2a.URL:
+				case a2a1.URL:
 					text = append(text, "url "+string(c))
-				case a2a.Data:
+				case a2a1.Data:
 					text = append(text, fmt.Sprintf("data %v", c.Value))
 				}
 			}
 			return fmt.Sprintf("message %s %s", e.Role, strings.Join(text, ", "))
-		case *a2a.TaskStatusUpdateEvent:
+		case *a2a1.TaskStatusUpdateEvent:
 			return fmt.Sprintf("status %s %s", e.TaskID, e.Status.State)
-		case *a2a.TaskArtifactUpdateEvent:
+		case *a2a1.TaskArtifactUpdateEvent:
 			return fmt.Sprintf("artifact %s %s", e.TaskID, e.Artifact.Parts[0].Text())
 		}
 		return fmt.Sprintf("%T", ev)
@@ -218,13 +218,13 @@ func call03(tr a2aclient.Transport, kind string) (string, error) {
 		}
 		return strings.Join(got, "; "), nil
 	case "get":
-		task, err := tr.GetTask(ctx, nil, &a2a.GetTaskRequest{ID: "t1"})
+		task, err := tr.GetTask(ctx, nil, &a2a1.GetTaskRequest{ID: "t1"})
 		if err != nil {
 			return "", err
 		}
 		return describe(task), nil
 	default:
-		task, err := tr.CancelTask(ctx, nil, &a2a.CancelTaskRequest{ID: "t1"})
+		task, err := tr.CancelTask(ctx, nil, &a2a1.CancelTaskRequest{ID: "t1"})
 		if err != nil {
 			return "", err
 		}
@@ -251,7 +251,7 @@ func TestTransports03Answers(t *testing.T) {
 	big := strings.Repeat("x", 4096)
 	cases := []struct {
 		name    string
-		binding a2a.TransportProtocol
+		binding a2a1.TransportProtocol
 		kind    string // send, stream, get, cancel
 		status  int
 		ctype   string
@@ -267,7 +267,7 @@ func TestTransports03Answers(t *testing.T) {
 		{"rpc send status event", "JSONRPC", "send", 200, "application/json", rpc03(`{"kind":"status-update","taskId":"t1","contextId":"c1","status":{"state":"working"},"final":false}`), "violates A2A", nil, ""},
 		{"rpc send unknown kind", "JSONRPC", "send", 200, "application/json", rpc03(`{"kind":"bogus"}`), "not an A2A 0.3 event", nil, ""},
 		{"rpc send bad part", "JSONRPC", "send", 200, "application/json", rpc03(`{"kind":"message","messageId":"m","role":"agent","parts":[{"kind":"hologram"}]}`), "not an A2A 0.3 event", nil, ""},
-		{"rpc error", "JSONRPC", "send", 200, "application/json", `{"jsonrpc":"2.0","id":"1","error":{"code":-32001,"message":"no task t9"}}`, "no task t9", a2a.ErrTaskNotFound, ""},
+		{"rpc error", "JSONRPC", "send", 200, "application/json", `{"jsonrpc":"2.0","id":"1","error":{"code":-32001,"message":"no task t9"}}`, "no task t9", a2a1.ErrTaskNotFound, ""},
 		{"rpc no result", "JSONRPC", "send", 200, "application/json", `{"jsonrpc":"2.0","id":"1","result":null}`, "neither a result nor an error", nil, ""},
 		{"rpc not json", "JSONRPC", "send", 200, "text/html", `<html>oops</html>`, "not a JSON-RPC response", nil, ""},
 		{"rpc status", "JSONRPC", "send", 502, "text/plain", `bad gateway`, "unexpected HTTP status 502", nil, ""},
@@ -277,7 +277,7 @@ func TestTransports03Answers(t *testing.T) {
 		{"rpc cancel", "JSONRPC", "cancel", 200, "application/json", rpc03(`{"kind":"task","id":"t1","contextId":"c1","status":{"state":"canceled"}}`), "task t1 TASK_STATE_CANCELED", nil, `"method":"tasks/cancel"`},
 		{"rpc stream", "JSONRPC", "stream", 200, "text/event-stream", sse03(rpc03(task03), rpc03(`{"kind":"artifact-update","taskId":"t1","contextId":"c1","artifact":{"artifactId":"a","parts":[{"kind":"text","text":"done"}]}}`), rpc03(`{"kind":"status-update","taskId":"t1","contextId":"c1","status":{"state":"completed"},"final":true}`)),
 			"task t1 TASK_STATE_COMPLETED; artifact t1 done; status t1 TASK_STATE_COMPLETED", nil, `"method":"message/stream"`},
-		{"rpc stream error event", "JSONRPC", "stream", 200, "text/event-stream", sse03(rpc03(task03), `{"jsonrpc":"2.0","id":"1","error":{"code":-32603,"message":"boom"}}`), "boom", a2a.ErrInternalError, ""},
+		{"rpc stream error event", "JSONRPC", "stream", 200, "text/event-stream", sse03(rpc03(task03), `{"jsonrpc":"2.0","id":"1","error":{"code":-32603,"message":"boom"}}`), "boom", a2a1.ErrInternalError, ""},
 		{"rpc stream not json", "JSONRPC", "stream", 200, "text/event-stream", sse03(`{{{`), "not a JSON-RPC response", nil, ""},
 		{"rpc stream long line", "JSONRPC", "stream", 200, "text/event-stream", "data: " + big + "\n\n", "more than 2048 bytes", ErrResponseTooLarge, ""},
 		{"rpc stream long event", "JSONRPC", "stream", 200, "text/event-stream", strings.Repeat("data: "+strings.Repeat("y", 100)+"\n", 30), "more than 2048 bytes", ErrResponseTooLarge, ""},
@@ -286,20 +286,20 @@ func TestTransports03Answers(t *testing.T) {
 		{"rest send message", "HTTP+JSON", "send", 200, "application/json", `{"message":{"messageId":"m1","role":"ROLE_AGENT","content":[{"text":"hello"}]}}`, "message ROLE_AGENT hello", nil, ""},
 		{"rest send neither", "HTTP+JSON", "send", 200, "application/json", `{}`, "not an A2A 0.3 SendMessageResponse", nil, ""},
 		{"rest send not json", "HTTP+JSON", "send", 200, "application/json", `oops`, "not an A2A 0.3 SendMessageResponse", nil, ""},
-		{"rest error", "HTTP+JSON", "send", 404, "application/json", `{"error":{"code":404,"status":"NOT_FOUND","message":"no task t9","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org"}]}}`, "no task t9", a2a.ErrTaskNotFound, ""},
-		{"rest error other domain", "HTTP+JSON", "send", 400, "application/json", `{"error":{"code":400,"message":"odd","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"else.example"}]}}`, "odd", a2a.ErrInternalError, ""},
-		{"rest error a2a-js", "HTTP+JSON", "get", 404, "application/json; charset=utf-8", `{"code":-32001,"message":"Task not found: t1"}`, "Task not found: t1", a2a.ErrTaskNotFound, ""},
-		{"rest error problem+json", "HTTP+JSON", "cancel", 400, "application/problem+json", `{"error":{"code":400,"status":"FAILED_PRECONDITION","message":"cannot cancel: task t1 is completed","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_CANCELABLE","domain":"a2a-protocol.org"}]}}`, "cannot cancel: task t1 is completed", a2a.ErrTaskNotCancelable, ""},
+		{"rest error", "HTTP+JSON", "send", 404, "application/json", `{"error":{"code":404,"status":"NOT_FOUND","message":"no task t9","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org"}]}}`, "no task t9", a2a1.ErrTaskNotFound, ""},
+		{"rest error other domain", "HTTP+JSON", "send", 400, "application/json", `{"error":{"code":400,"message":"odd","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"else.example"}]}}`, "odd", a2a1.ErrInternalError, ""},
+		{"rest error a2a-js", "HTTP+JSON", "get", 404, "application/json; charset=utf-8", `{"code":-32001,"message":"Task not found: t1"}`, "Task not found: t1", a2a1.ErrTaskNotFound, ""},
+		{"rest error problem+json", "HTTP+JSON", "cancel", 400, "application/problem+json", `{"error":{"code":400,"status":"FAILED_PRECONDITION","message":"cannot cancel: task t1 is completed","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_CANCELABLE","domain":"a2a-protocol.org"}]}}`, "cannot cancel: task t1 is completed", a2a1.ErrTaskNotCancelable, ""},
 		{"rest send 201", "HTTP+JSON", "send", 201, "application/json", `{"task":` + taskPB + `}`, "task t1 TASK_STATE_COMPLETED", nil, ""},
-		{"rest error empty", "HTTP+JSON", "get", 500, "application/json", `{}`, "HTTP status 500", a2a.ErrServerError, ""},
-		{"rest error html", "HTTP+JSON", "send", 502, "text/html", `<html>`, "HTTP status 502", a2a.ErrServerError, ""},
-		{"rest error bad json", "HTTP+JSON", "send", 500, "application/json", `{"error":`, "error body that is not JSON", a2a.ErrParseError, ""},
+		{"rest error empty", "HTTP+JSON", "get", 500, "application/json", `{}`, "HTTP status 500", a2a1.ErrServerError, ""},
+		{"rest error html", "HTTP+JSON", "send", 502, "text/html", `<html>`, "HTTP status 502", a2a1.ErrServerError, ""},
+		{"rest error bad json", "HTTP+JSON", "send", 500, "application/json", `{"error":`, "error body that is not JSON", a2a1.ErrParseError, ""},
 		{"rest too large", "HTTP+JSON", "send", 200, "application/json", `{"message":{"messageId":"m1","role":"ROLE_AGENT","content":[{"text":"` + big + `"}]}}`, "more than 2048 bytes", ErrResponseTooLarge, ""},
 		{"rest get", "HTTP+JSON", "get", 200, "application/json", taskPB, "task t1 TASK_STATE_COMPLETED", nil, "GET /v1/tasks/t1 "},
 		{"rest get not a task", "HTTP+JSON", "get", 200, "application/json", `"t1"`, "not an A2A 0.3 task", nil, ""},
 		{"rest cancel", "HTTP+JSON", "cancel", 200, "application/json", `{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_CANCELLED"}}`, "task t1 TASK_STATE_CANCELED", nil, "POST /v1/tasks/t1:cancel "},
 		{"rest stream", "HTTP+JSON", "stream", 200, "text/event-stream", sse03(`{"task":`+taskPB+`}`, `{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"},"final":true}}`), "task t1 TASK_STATE_COMPLETED; status t1 TASK_STATE_COMPLETED", nil, "POST /v1/message:stream "},
-		{"rest stream error event", "HTTP+JSON", "stream", 200, "text/event-stream", sse03(`{"error":{"code":400,"message":"gone","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_CANCELABLE","domain":"a2a-protocol.org"}]}}`), "gone", a2a.ErrTaskNotCancelable, ""},
+		{"rest stream error event", "HTTP+JSON", "stream", 200, "text/event-stream", sse03(`{"error":{"code":400,"message":"gone","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_CANCELABLE","domain":"a2a-protocol.org"}]}}`), "gone", a2a1.ErrTaskNotCancelable, ""},
 		{"rest stream no event", "HTTP+JSON", "stream", 200, "text/event-stream", sse03(`{}`), "not an A2A 0.3 StreamResponse", nil, ""},
 		{"rest stream long line", "HTTP+JSON", "stream", 200, "text/event-stream", "data: " + big + "\n\n", "more than 2048 bytes", ErrResponseTooLarge, ""},
 	}
@@ -326,24 +326,24 @@ func TestTransports03Answers(t *testing.T) {
 	}
 }
 
-// The 0.3 transports answer a2a.ErrUnsupportedOperation for what 0.3 has
+// The 0.3 transports answer a2a1.ErrUnsupportedOperation for what 0.3 has
 // no method for (ListTasks, as a2av0's) and for what this module never
 // calls on a 0.3 remote.
 func TestTransports03Unsupported(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
-	for _, b := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON} {
+	for _, b := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
 		tr := transport03(t, b, srv)
 		ctx := context.Background()
-		if _, err := tr.ListTasks(ctx, nil, &a2a.ListTasksRequest{}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		if _, err := tr.ListTasks(ctx, nil, &a2a1.ListTasksRequest{}); !errors.Is(err, a2a1.ErrUnsupportedOperation) {
 			t.Errorf("%s ListTasks: %v", b, err)
 		}
-		for _, err := range tr.SubscribeToTask(ctx, nil, &a2a.SubscribeToTaskRequest{ID: "t"}) {
-			if !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		for _, err := range tr.SubscribeToTask(ctx, nil, &a2a1.SubscribeToTaskRequest{ID: "t"}) {
+			if !errors.Is(err, a2a1.ErrUnsupportedOperation) {
 				t.Errorf("%s SubscribeToTask: %v", b, err)
 			}
 		}
-		if _, err := tr.GetExtendedAgentCard(ctx, nil, &a2a.GetExtendedAgentCardRequest{}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		if _, err := tr.GetExtendedAgentCard(ctx, nil, &a2a1.GetExtendedAgentCardRequest{}); !errors.Is(err, a2a1.ErrUnsupportedOperation) {
 			t.Errorf("%s GetExtendedAgentCard: %v", b, err)
 		}
 	}
