@@ -41,6 +41,7 @@ import (
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 )
 
@@ -305,10 +306,10 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	private := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes}
 	rpc := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes, TooLarge: func(w http.ResponseWriter, r *http.Request) {
 		g, _ := negotiate(r.Header.Get(HeaderVersion))
-		writeRPCError(w, nullID, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes), g)
+		writeRPCError(w, nullID, rpcErr(a2awire.CodeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes), g)
 	}}
 	restRoute := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes, TooLarge: func(w http.ResponseWriter, r *http.Request) {
-		writeRESTError(w, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes))
+		writeRESTError(w, rpcErr(a2awire.CodeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes))
 	}}
 	// rest guards a REST handler, checks the version and resolves the
 	// per-agent {id} of the path (perAgent).
@@ -323,7 +324,7 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 				if perAgent {
 					agentID = r.PathValue("id")
 					if _, err := h.eng.Agent(agentID); err != nil {
-						writeRESTError(w, rpcErr(codeInvalidParams, "no agent %q at this endpoint", agentID))
+						writeRESTError(w, rpcErr(a2awire.CodeInvalidParams, "no agent %q at this endpoint", agentID))
 						return
 					}
 				}

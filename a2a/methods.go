@@ -14,6 +14,7 @@ import (
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -66,14 +67,14 @@ func (h *Handler) messageSend(raw json.RawMessage, pathAgent string) (any, *rpcE
 // a non-blocking one runs on, detached and bounded.
 func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
 	if err := h.join(); err != nil {
-		return nil, rpcErr(codeInternalError, "%v", err)
+		return nil, rpcErr(a2awire.CodeInternalError, "%v", err)
 	}
 	defer h.runs.Done()
 	if !sr.blocking {
 		select {
 		case h.background <- struct{}{}:
 		default:
-			return nil, rpcErr(codeServerError, "too many background tasks (%d); retry later or send blocking", cap(h.background))
+			return nil, rpcErr(a2awire.CodeServerError, "too many background tasks (%d); retry later or send blocking", cap(h.background))
 		}
 	}
 	t, ctx, rerr := h.startTask(sr, pathAgent)
@@ -117,29 +118,29 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 		m := sr.msg10
 		taskID, contextID, msgID, msgMeta, nParts = string(m.TaskID), m.ContextID, m.ID, m.Metadata, len(m.Parts)
 		if m.Role != a2a1.MessageRoleUser && m.Role != a2a1.MessageRoleAgent && m.Role != a2a1.MessageRoleUnspecified {
-			return nil, nil, rpcErr(codeInvalidParams, "message.role %q is not an A2A 1.0 role: use ROLE_USER or ROLE_AGENT", cut(string(m.Role), 32))
+			return nil, nil, rpcErr(a2awire.CodeInvalidParams, "message.role %q is not an A2A 1.0 role: use ROLE_USER or ROLE_AGENT", cut(string(m.Role), 32))
 		}
 	default:
-		return nil, nil, rpcErr(codeInvalidParams, "message is required")
+		return nil, nil, rpcErr(a2awire.CodeInvalidParams, "message is required")
 	}
 	if nParts == 0 {
-		return nil, nil, rpcErr(codeInvalidParams, "message.parts must not be empty")
+		return nil, nil, rpcErr(a2awire.CodeInvalidParams, "message.parts must not be empty")
 	}
 	if sr.push {
-		return nil, nil, rpcErr(codePushNotSupported, "")
+		return nil, nil, rpcErr(a2awire.CodePushNotSupported, "")
 	}
 	if !acceptsText(sr.modes) {
-		return nil, nil, rpcErr(codeUnsupportedContentType, "agents answer text/plain; acceptedOutputModes %v excludes it", sr.modes)
+		return nil, nil, rpcErr(a2awire.CodeUnsupportedContentType, "agents answer text/plain; acceptedOutputModes %v excludes it", sr.modes)
 	}
 	if taskID != "" {
 		prev := h.store.get(a2a03.TaskID(taskID))
 		if prev == nil || (pathAgent != "" && prev.agentID != pathAgent) {
-			return nil, nil, rpcErr(codeTaskNotFound, "task %q", taskID)
+			return nil, nil, rpcErr(a2awire.CodeTaskNotFound, "task %q", taskID)
 		}
 		if st := prev.view().state; st.Terminal() {
-			return nil, nil, rpcErr(codeInvalidParams, "task %s is %s and takes no more messages; omit taskId to start a new task", taskID, st)
+			return nil, nil, rpcErr(a2awire.CodeInvalidParams, "task %s is %s and takes no more messages; omit taskId to start a new task", taskID, st)
 		}
-		return nil, nil, rpcErr(codeUnsupportedOperation, "task %s is still working; its agent does not take further input", taskID)
+		return nil, nil, rpcErr(a2awire.CodeUnsupportedOperation, "task %s is still working; its agent does not take further input", taskID)
 	}
 	agentID, rerr := h.selectAgent(msgMeta, sr.reqMeta, pathAgent)
 	if rerr != nil {
@@ -153,7 +154,7 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 		input, err = renderPartsV1(sr.msg10.Parts)
 	}
 	if err != nil {
-		return nil, nil, rpcErr(codeInvalidParams, "%v", err)
+		return nil, nil, rpcErr(a2awire.CodeInvalidParams, "%v", err)
 	}
 
 	now := time.Now()
@@ -198,7 +199,7 @@ func (h *Handler) selectAgent(msgMeta, reqMeta map[string]any, pathAgent string)
 	}
 	if id != "" {
 		if _, err := h.eng.Agent(id); err != nil {
-			return "", rpcErr(codeInvalidParams, "%s %q: no such agent", ReceiverKey, id)
+			return "", rpcErr(a2awire.CodeInvalidParams, "%s %q: no such agent", ReceiverKey, id)
 		}
 		return id, nil
 	}
@@ -207,7 +208,7 @@ func (h *Handler) selectAgent(msgMeta, reqMeta map[string]any, pathAgent string)
 	}
 	agents := h.eng.Agents()
 	if len(agents) == 0 {
-		return "", rpcErr(codeInternalError, "no agents are registered")
+		return "", rpcErr(a2awire.CodeInternalError, "no agents are registered")
 	}
 	return agents[0].ID, nil
 }
@@ -219,7 +220,7 @@ func receiverOf(meta map[string]any) (string, *rpcError) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", rpcErr(codeInvalidParams, "metadata.%s must be a string", ReceiverKey)
+		return "", rpcErr(a2awire.CodeInvalidParams, "metadata.%s must be a string", ReceiverKey)
 	}
 	return s, nil
 }
@@ -347,7 +348,7 @@ func (h *Handler) tasksCancel(raw json.RawMessage, pathAgent string) (any, *rpcE
 		return nil, rerr
 	}
 	if !t.finish(a2a03.TaskStateCanceled, "", "canceled by the client") {
-		return nil, rpcErr(codeTaskNotCancelable, "task %s is already %s", t.id, t.view().state)
+		return nil, rpcErr(a2awire.CodeTaskNotCancelable, "task %s is already %s", t.id, t.view().state)
 	}
 	t.cancelRun()
 	return t.snapshot(-1, true), nil
@@ -355,11 +356,11 @@ func (h *Handler) tasksCancel(raw json.RawMessage, pathAgent string) (any, *rpcE
 
 func (h *Handler) lookup(id a2a03.TaskID, pathAgent string) (*task, *rpcError) {
 	if id == "" {
-		return nil, rpcErr(codeInvalidParams, "id is required")
+		return nil, rpcErr(a2awire.CodeInvalidParams, "id is required")
 	}
 	t := h.store.get(id)
 	if t == nil || (pathAgent != "" && t.agentID != pathAgent) {
-		return nil, rpcErr(codeTaskNotFound, "task %q", id)
+		return nil, rpcErr(a2awire.CodeTaskNotFound, "task %q", id)
 	}
 	return t, nil
 }

@@ -8,6 +8,8 @@ import (
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
 // outputArtifactID names the one artifact a task produces: the agent's output.
@@ -51,14 +53,14 @@ func (m storedMessage) asV03() *a2a03.Message {
 	if m.v03 != nil {
 		return m.v03
 	}
-	return messageToV03(m.v10)
+	return a2awire.Message03(m.v10)
 }
 
 func (m storedMessage) asV10() *a2a1.Message {
 	if m.v10 != nil {
 		return m.v10
 	}
-	return messageToV10(m.v03)
+	return a2awire.Message1(m.v03)
 }
 
 func newTask(id a2a03.TaskID, contextID, agentID string, msg storedMessage, input string, cancel context.CancelFunc) *task {

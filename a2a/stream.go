@@ -10,6 +10,8 @@ import (
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
 // sse writes one JSON-RPC response per event as a single `data:` line.
@@ -42,18 +44,14 @@ func (s *sse) send(id json.RawMessage, result any, rerr *rpcError, g generation,
 	}
 	b, err := encodeResponse(id, result, rerr, g)
 	if err != nil {
-		b, _ = encodeResponse(id, nil, rpcErr(codeInternalError, "encoding the event failed"), g)
+		b, _ = encodeResponse(id, nil, rpcErr(a2awire.CodeInternalError, "encoding the event failed"), g)
 	}
 	s.data(b, flush)
 }
 
 // data writes b (one line of JSON) as one SSE event.
 func (s *sse) data(b []byte, flush bool) {
-	line := make([]byte, 0, len(b)+8)
-	line = append(line, "data: "...)
-	line = append(line, b...)
-	line = append(line, '\n', '\n')
-	s.write(line, flush)
+	s.write(a2awire.AppendEvent(make([]byte, 0, len(b)+8), b), flush)
 }
 
 func (s *sse) write(b []byte, flush bool) {
@@ -163,7 +161,7 @@ func (o *out) write(ev any, flush bool) {
 	}
 	b, err := json.Marshal(ev)
 	if err != nil {
-		b = restErrorJSON(rpcErr(codeInternalError, "encoding the event failed"))
+		b = restErrorJSON(rpcErr(a2awire.CodeInternalError, "encoding the event failed"))
 	}
 	o.s.data(b, flush)
 }
@@ -236,7 +234,7 @@ func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcR
 // then returns nil). The same sequence serves both generations and bindings.
 func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rpcError) *out) {
 	if err := h.join(); err != nil {
-		open(nil, rpcErr(codeInternalError, "%v", err))
+		open(nil, rpcErr(a2awire.CodeInternalError, "%v", err))
 		return
 	}
 	defer h.runs.Done()

@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
 // A2A 1.0 on the JSON-RPC binding. Requests are decoded into a2a-go/v2's
@@ -27,9 +28,9 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 	var result any
 	var rerr *rpcError
 	switch req.Method {
-	case methodV1MessageSend:
+	case a2awire.Method1Send:
 		result, rerr = h.sendMessageV1(req.Params, pathAgent)
-	case methodV1MessageStream:
+	case a2awire.Method1Stream:
 		var p a2a1.SendMessageRequest
 		if rerr := decodeParams(req.Params, &p); rerr != nil {
 			h.answer(w, req, nil, rerr)
@@ -43,24 +44,24 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 			return &out{s: newSSE(w), g: gen10, id: req.ID}
 		})
 		return
-	case methodV1GetTask:
+	case a2awire.Method1GetTask:
 		var q a2a1.GetTaskRequest
 		if rerr = decodeParams(req.Params, &q); rerr == nil {
 			result, rerr = h.getTaskV1(&q, pathAgent)
 		}
-	case methodV1ListTasks:
+	case a2awire.Method1ListTasks:
 		var q a2a1.ListTasksRequest
 		if len(req.Params) == 0 || string(req.Params) == "null" {
 			result, rerr = h.listTasksV1(&q, pathAgent)
 		} else if rerr = decodeParams(req.Params, &q); rerr == nil {
 			result, rerr = h.listTasksV1(&q, pathAgent)
 		}
-	case methodV1CancelTask:
+	case a2awire.Method1CancelTask:
 		var q a2a1.CancelTaskRequest
 		if rerr = decodeParams(req.Params, &q); rerr == nil {
 			result, rerr = h.cancelTaskV1(q.ID, pathAgent)
 		}
-	case methodV1Subscribe:
+	case a2awire.Method1Subscribe:
 		var q a2a1.SubscribeToTaskRequest
 		if rerr := decodeParams(req.Params, &q); rerr != nil {
 			h.answer(w, req, nil, rerr)
@@ -73,17 +74,17 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 		}
 		h.follow(r, t, &out{s: newSSE(w), g: gen10, id: req.ID})
 		return
-	case methodV1PushGet, methodV1PushCreate, methodV1PushList, methodV1PushDelete:
-		rerr = rpcErr(codePushNotSupported, "this agent sends no push notifications; poll GetTask or stream")
-	case methodV1GetExtendedCard:
-		rerr = rpcErr(codeExtendedCardNotConfig, "this agent has no extended card")
+	case a2awire.Method1PushGet, a2awire.Method1PushCreate, a2awire.Method1PushList, a2awire.Method1PushDelete:
+		rerr = rpcErr(a2awire.CodePushNotSupported, "this agent sends no push notifications; poll GetTask or stream")
+	case a2awire.Method1ExtendedCard:
+		rerr = rpcErr(a2awire.CodeExtendedCardNotConfig, "this agent has no extended card")
 	default:
-		if isV03Method(req.Method) {
-			rerr = rpcErr(codeMethodNotFound, "%q is an A2A 0.3 method; in A2A 1.0 (the %s header says 1.0) use %s",
+		if a2awire.IsMethod03(req.Method) {
+			rerr = rpcErr(a2awire.CodeMethodNotFound, "%q is an A2A 0.3 method; in A2A 1.0 (the %s header says 1.0) use %s",
 				req.Method, HeaderVersion, v1Name(req.Method))
 			break
 		}
-		rerr = rpcErr(codeMethodNotFound, "unknown method %q", req.Method)
+		rerr = rpcErr(a2awire.CodeMethodNotFound, "unknown method %q", req.Method)
 	}
 	h.answer(w, req, result, rerr)
 }
@@ -98,7 +99,7 @@ func (h *Handler) subscribable(id a2a1.TaskID, pathAgent string) (*task, *rpcErr
 		return nil, rerr
 	}
 	if st := t.view().state; st.Terminal() {
-		return nil, rpcErr(codeUnsupportedOperation, "task %s is already %s: subscribing needs a task still running; read it with GetTask", t.id, stateV1(st))
+		return nil, rpcErr(a2awire.CodeUnsupportedOperation, "task %s is already %s: subscribing needs a task still running; read it with GetTask", t.id, a2awire.State1(st))
 	}
 	return t, nil
 }
@@ -106,18 +107,18 @@ func (h *Handler) subscribable(id a2a1.TaskID, pathAgent string) (*task, *rpcErr
 // v1Name is the 1.0 name of a 0.3 method, for error messages.
 func v1Name(m string) string {
 	switch m {
-	case methodMessageSend:
-		return methodV1MessageSend
-	case methodMessageStream:
-		return methodV1MessageStream
-	case methodTasksGet:
-		return methodV1GetTask
-	case methodTasksCancel:
-		return methodV1CancelTask
-	case methodTasksResubscribe:
-		return methodV1Subscribe
-	case methodExtendedCard:
-		return methodV1GetExtendedCard
+	case a2awire.Method03Send:
+		return a2awire.Method1Send
+	case a2awire.Method03Stream:
+		return a2awire.Method1Stream
+	case a2awire.Method03GetTask:
+		return a2awire.Method1GetTask
+	case a2awire.Method03CancelTask:
+		return a2awire.Method1CancelTask
+	case a2awire.Method03Resubscribe:
+		return a2awire.Method1Subscribe
+	case a2awire.Method03ExtendedCard:
+		return a2awire.Method1ExtendedCard
 	}
 	return "the *TaskPushNotificationConfig methods"
 }
@@ -167,7 +168,7 @@ func (h *Handler) cancelTaskV1(id a2a1.TaskID, pathAgent string) (*a2a1.Task, *r
 		return nil, rerr
 	}
 	if !t.finish(a2a03.TaskStateCanceled, "", "canceled by the client") {
-		return nil, rpcErr(codeTaskNotCancelable, "task %s is already %s", t.id, stateV1(t.view().state))
+		return nil, rpcErr(a2awire.CodeTaskNotCancelable, "task %s is already %s", t.id, a2awire.State1(t.view().state))
 	}
 	t.cancelRun()
 	return t.snapshotV1(-1, true), nil
@@ -182,18 +183,18 @@ func (h *Handler) listTasksV1(q *a2a1.ListTasksRequest, pathAgent string) (*a2a1
 	case size == 0:
 		size = defaultListPageSize
 	case size < 0 || size > maxListPageSize:
-		return nil, rpcErr(codeInvalidParams, "pageSize %d is out of range 1..%d", size, maxListPageSize)
+		return nil, rpcErr(a2awire.CodeInvalidParams, "pageSize %d is out of range 1..%d", size, maxListPageSize)
 	}
 	var before uint64
 	if q.PageToken != "" {
 		n, err := strconv.ParseUint(q.PageToken, 10, 64)
 		if err != nil || n == 0 {
-			return nil, rpcErr(codeInvalidParams, "pageToken %q is not one this server issued", cut(q.PageToken, 64))
+			return nil, rpcErr(a2awire.CodeInvalidParams, "pageToken %q is not one this server issued", cut(q.PageToken, 64))
 		}
 		before = n
 	}
-	if q.Status != a2a1.TaskStateUnspecified && stateV03(q.Status) == a2a03.TaskStateUnspecified {
-		return nil, rpcErr(codeInvalidParams, "status %q is not a task state", cut(string(q.Status), 64))
+	if q.Status != a2a1.TaskStateUnspecified && a2awire.State03(q.Status) == a2a03.TaskStateUnspecified {
+		return nil, rpcErr(a2awire.CodeInvalidParams, "status %q is not a task state", cut(string(q.Status), 64))
 	}
 	history := -1
 	if q.HistoryLength != nil {
@@ -210,7 +211,7 @@ func (h *Handler) listTasksV1(q *a2a1.ListTasksRequest, pathAgent string) (*a2a1
 			return true
 		}
 		v := t.view()
-		if q.Status != a2a1.TaskStateUnspecified && stateV1(v.state) != q.Status {
+		if q.Status != a2a1.TaskStateUnspecified && a2awire.State1(v.state) != q.Status {
 			return false
 		}
 		return q.StatusTimestampAfter == nil || v.updated.After(*q.StatusTimestampAfter)
@@ -224,16 +225,6 @@ func (h *Handler) listTasksV1(q *a2a1.ListTasksRequest, pathAgent string) (*a2a1
 		resp.NextPageToken = strconv.FormatUint(next, 10)
 	}
 	return resp, nil
-}
-
-// stateV03 maps a 1.0 task state to the stored (0.3) one.
-func stateV03(s a2a1.TaskState) a2a03.TaskState {
-	for _, p := range taskStates {
-		if p.v10 == s {
-			return p.v03
-		}
-	}
-	return a2a03.TaskStateUnspecified
 }
 
 // snapshotV1 is snapshot in the 1.0 shape.
@@ -259,7 +250,7 @@ func (t *task) snapshotV1(history int, artifacts bool) *a2a1.Task {
 
 func (t *task) statusV1(v view) a2a1.TaskStatus {
 	ts := v.updated
-	st := a2a1.TaskStatus{State: stateV1(v.state), Timestamp: &ts}
+	st := a2a1.TaskStatus{State: a2awire.State1(v.state), Timestamp: &ts}
 	if v.errText != "" {
 		st.Message = &a2a1.Message{
 			ID:        string(t.id) + "-status",
@@ -312,88 +303,4 @@ func renderPartsV1(parts a2a1.ContentParts) (string, error) {
 		}
 	}
 	return b.String(), nil
-}
-
-// messageToV10 converts a stored 0.3 message for a 1.0 reader.
-func messageToV10(m *a2a03.Message) *a2a1.Message {
-	out := &a2a1.Message{
-		ID:         m.ID,
-		ContextID:  m.ContextID,
-		TaskID:     a2a1.TaskID(m.TaskID),
-		Extensions: m.Extensions,
-		Metadata:   m.Metadata,
-		Parts:      make(a2a1.ContentParts, 0, len(m.Parts)),
-	}
-	switch m.Role {
-	case a2a03.MessageRoleUser:
-		out.Role = a2a1.MessageRoleUser
-	case a2a03.MessageRoleAgent:
-		out.Role = a2a1.MessageRoleAgent
-	}
-	for _, id := range m.ReferenceTasks {
-		out.ReferenceTasks = append(out.ReferenceTasks, a2a1.TaskID(id))
-	}
-	for _, part := range m.Parts {
-		switch p := part.(type) {
-		case a2a03.TextPart:
-			out.Parts = append(out.Parts, &a2a1.Part{Content: a2a1.Text(p.Text), Metadata: p.Metadata})
-		case a2a03.DataPart:
-			out.Parts = append(out.Parts, &a2a1.Part{Content: a2a1.Data{Value: p.Data}, Metadata: p.Metadata})
-		case a2a03.FilePart:
-			switch f := p.File.(type) {
-			case a2a03.FileURI:
-				out.Parts = append(out.Parts, &a2a1.Part{Content: a2a1.URL(f.URI), Filename: f.Name, MediaType: f.MimeType, Metadata: p.Metadata})
-			case a2a03.FileBytes:
-				data, err := base64.StdEncoding.DecodeString(f.Bytes)
-				if err != nil {
-					data = []byte(f.Bytes)
-				}
-				out.Parts = append(out.Parts, &a2a1.Part{Content: a2a1.Raw(data), Filename: f.Name, MediaType: f.MimeType, Metadata: p.Metadata})
-			}
-		}
-	}
-	return out
-}
-
-// messageToV03 converts a stored 1.0 message for a 0.3 reader. Data that is
-// no JSON object (0.3 data parts are objects) is wrapped as {"value": …}.
-func messageToV03(m *a2a1.Message) *a2a03.Message {
-	out := &a2a03.Message{
-		ID:         m.ID,
-		ContextID:  m.ContextID,
-		TaskID:     a2a03.TaskID(m.TaskID),
-		Extensions: m.Extensions,
-		Metadata:   m.Metadata,
-		Parts:      make(a2a03.ContentParts, 0, len(m.Parts)),
-	}
-	switch m.Role {
-	case a2a1.MessageRoleUser:
-		out.Role = a2a03.MessageRoleUser
-	case a2a1.MessageRoleAgent:
-		out.Role = a2a03.MessageRoleAgent
-	}
-	for _, id := range m.ReferenceTasks {
-		out.ReferenceTasks = append(out.ReferenceTasks, a2a03.TaskID(id))
-	}
-	for _, p := range m.Parts {
-		if p == nil {
-			continue
-		}
-		meta := a2a03.FileMeta{Name: p.Filename, MimeType: p.MediaType}
-		switch c := p.Content.(type) {
-		case a2a1.Text:
-			out.Parts = append(out.Parts, a2a03.TextPart{Text: string(c), Metadata: p.Metadata})
-		case a2a1.Data:
-			obj, ok := c.Value.(map[string]any)
-			if !ok {
-				obj = map[string]any{"value": c.Value}
-			}
-			out.Parts = append(out.Parts, a2a03.DataPart{Data: obj, Metadata: p.Metadata})
-		case a2a1.URL:
-			out.Parts = append(out.Parts, a2a03.FilePart{File: a2a03.FileURI{FileMeta: meta, URI: string(c)}, Metadata: p.Metadata})
-		case a2a1.Raw:
-			out.Parts = append(out.Parts, a2a03.FilePart{File: a2a03.FileBytes{FileMeta: meta, Bytes: base64.StdEncoding.EncodeToString(c)}, Metadata: p.Metadata})
-		}
-	}
-	return out
 }

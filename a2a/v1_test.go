@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
@@ -310,4 +311,29 @@ func sendTaskNonBlocking(t testing.TB, c interface {
 	res, err := c.SendMessage(context.Background(), p)
 	must(t, err)
 	return res.(*a2a03.Task)
+}
+
+// ListTasks' status timestamp filter works with the a2a-go/v2 client on
+// both bindings: over HTTP+JSON it sends the filter as lastUpdatedAfter
+// (a2a.proto names it statusTimestampAfter; both are read).
+func TestV1ListTasksTimestampFilter(t *testing.T) {
+	for _, binding := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
+		t.Run(string(binding), func(t *testing.T) {
+			f := newFixture(t, a2a.Config{})
+			c, _, _ := f.v1Client(t, f.srv.URL, binding)
+			v1Send(t, c, v1Message("one", nil))
+			ctx := context.Background()
+			all, err := c.ListTasks(ctx, &a2a1.ListTasksRequest{})
+			must(t, err)
+			if len(all.Tasks) != 1 {
+				t.Fatalf("ListTasks without a filter: %d tasks, want 1", len(all.Tasks))
+			}
+			future := time.Now().Add(time.Hour)
+			none, err := c.ListTasks(ctx, &a2a1.ListTasksRequest{StatusTimestampAfter: &future})
+			must(t, err)
+			if len(none.Tasks) != 0 {
+				t.Fatalf("ListTasks updated after %s: %d tasks, want none", future, len(none.Tasks))
+			}
+		})
+	}
 }

@@ -228,3 +228,18 @@ func TestV1CardWithToken(t *testing.T) {
 		t.Fatalf("REST with token: %d %s", status, out)
 	}
 }
+
+// The REST binding's writes refuse a foreign browser Origin like JSON-RPC
+// does (a text/plain POST is a simple request: no preflight protects it).
+func TestRESTCrossOriginWritesRefused(t *testing.T) {
+	f := newFixture(t, a2a.Config{}, axocoatl.HTTPOptions{AllowedOrigins: []string{"https://app.example.com"}})
+	for _, path := range []string{"/a2a/message:send", "/a2a/message:stream", "/a2a/agents/assistant/message:send", "/a2a/tasks/x:cancel"} {
+		status, out := do(t, f, "POST", path, v1SendBody, "Content-Type", "text/plain", "Origin", "http://evil.example")
+		if status != http.StatusForbidden {
+			t.Fatalf("%s from a foreign origin: %d %s", path, status, out)
+		}
+	}
+	if status, out := do(t, f, "POST", "/a2a/message:send", v1SendBody, "Content-Type", "text/plain", "Origin", "https://app.example.com"); status != http.StatusOK {
+		t.Fatalf("allowed origin: %d %s", status, out)
+	}
+}

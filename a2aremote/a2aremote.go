@@ -5,7 +5,8 @@
 // Each agent's card is read from its URL (the base URL's
 // /.well-known/agent-card.json, or the card's own URL) and a client is built
 // with a2a-go/v2's a2aclient on the newest generation the card offers: A2A
-// 1.0, or 0.3 through transports of its own (v03.go), over JSON-RPC or HTTP+JSON.
+// 1.0, or 0.3 through transports of its own (transport03.go, jsonrpc03.go,
+// rest03.go), over JSON-RPC or HTTP+JSON.
 //
 // Tools are registered at Start, before any card is read, and called through
 // the Engine's tool registry like every other tool: the agent's tools:

@@ -2,139 +2,18 @@ package a2aremote
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
-	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
-	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 )
-
-// parseCard gives the card a2av0's parser gives, for 0.3 cards as the 0.3
-// SDK writes them (additionalInterfaces incl. HTTP+JSON and gRPC, every
-// kind of security scheme, security on the card and on skills, the
-// extended card flag), for hand-written 0.3 cards and for a 1.0 card; and
-// the error a2av0's gives for what is not a card.
-func TestCardParserMatchesA2AV0(t *testing.T) {
-	full, err := json.Marshal(&a2a03.AgentCard{
-		Name: "Planner", Description: "Plans trips.", Version: "2.1", ProtocolVersion: "0.3.0",
-		URL: "https://a.example/a2a", PreferredTransport: a2a03.TransportProtocolJSONRPC,
-		AdditionalInterfaces: []a2a03.AgentInterface{
-			{Transport: a2a03.TransportProtocolJSONRPC, URL: "https://a.example/a2a"},
-			{Transport: a2a03.TransportProtocolHTTPJSON, URL: "https://a.example/rest"},
-			{Transport: a2a03.TransportProtocolGRPC, URL: "https://a.example:9090"},
-		},
-		Capabilities: a2a03.AgentCapabilities{Streaming: true, PushNotifications: true,
-			Extensions: []a2a03.AgentExtension{{URI: "https://ext.example/x", Required: true, Params: map[string]any{"k": "v"}}}},
-		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain", "application/json"},
-		DocumentationURL: "https://a.example/doc", IconURL: "https://a.example/icon.png",
-		Provider:                          &a2a03.AgentProvider{Org: "Example", URL: "https://example.org"},
-		SupportsAuthenticatedExtendedCard: true,
-		SecuritySchemes: a2a03.NamedSecuritySchemes{
-			"key":    a2a03.APIKeySecurityScheme{In: a2a03.APIKeySecuritySchemeInHeader, Name: "X-Key", Description: "a key"},
-			"bearer": a2a03.HTTPAuthSecurityScheme{Scheme: "Bearer", BearerFormat: "JWT"},
-			"oidc":   a2a03.OpenIDConnectSecurityScheme{OpenIDConnectURL: "https://id.example/.well-known/openid-configuration"},
-			"mtls":   a2a03.MutualTLSSecurityScheme{Description: "client certs"},
-			"oauth": a2a03.OAuth2SecurityScheme{Flows: a2a03.OAuthFlows{AuthorizationCode: &a2a03.AuthorizationCodeOAuthFlow{
-				AuthorizationURL: "https://id.example/auth", TokenURL: "https://id.example/token", Scopes: map[string]string{"plan": "make plans"}}}},
-		},
-		Security: []a2a03.SecurityRequirements{{"bearer": {}}, {"oauth": {"plan"}}},
-		Skills: []a2a03.AgentSkill{
-			{ID: "plan", Name: "plan", Description: "makes a plan", Tags: []string{"plan"}, Examples: []string{"a trip"},
-				InputModes: []string{"text/plain"}, Security: []a2a03.SecurityRequirements{{"key": {}}}},
-			{ID: "book", Name: "book", Description: "books it", Tags: []string{"book"}},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v1, err := json.Marshal(&a2a1.AgentCard{
-		Name: "Planner", Description: "1.0", Version: "1",
-		SupportedInterfaces: []*a2a1.AgentInterface{
-			a2a1.NewAgentInterface("https://b.example/a2a", a2a1.TransportProtocolJSONRPC),
-			a2a1.NewAgentInterface("https://b.example/rest", a2a1.TransportProtocolHTTPJSON),
-		},
-		Capabilities: a2a1.AgentCapabilities{Streaming: true},
-		Skills:       []a2a1.AgentSkill{{ID: "s", Name: "s", Description: "d", Tags: []string{"t"}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cards := []struct {
-		name, body string
-		ifaces     int // interfaces the card names, a check that the parse read them
-	}{
-		{"0.3 full", string(full), 3},
-		{"0.3 http+json preferred", `{"name":"n","description":"d","version":"1","protocolVersion":"0.3.0","url":"http://h/rest","preferredTransport":"HTTP+JSON","additionalInterfaces":[{"transport":"JSONRPC","url":"http://h/rpc"}],"capabilities":{"streaming":false},"skills":[]}`, 2},
-		{"0.3 no protocolVersion", `{"name":"n","url":"http://h/rpc","preferredTransport":"JSONRPC"}`, 1},
-		{"0.3 security scheme in 1.0 shape", `{"name":"n","url":"http://h/rpc","preferredTransport":"JSONRPC","securitySchemes":{"k":{"apiKeySecurityScheme":{"location":"header","name":"K"}}}}`, 1},
-		{"1.0", string(v1), 2},
-		{"no interface", `{"name":"x","description":"y","version":"1"}`, 0},
-	}
-	for _, c := range cards {
-		t.Run(c.name, func(t *testing.T) {
-			ours, err := parseCard([]byte(c.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			theirs, err := a2av0.NewAgentCardParser()([]byte(c.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(ours, theirs) {
-				o, _ := json.Marshal(ours)
-				th, _ := json.Marshal(theirs)
-				t.Fatalf("parseCard = %s\na2av0     = %s", o, th)
-			}
-			if len(ours.SupportedInterfaces) != c.ifaces {
-				t.Fatalf("interfaces = %+v, want %d", ours.SupportedInterfaces, c.ifaces)
-			}
-		})
-	}
-	// Where parseCard differs from a2av0 on purpose: a 0.3 card's
-	// preferredTransport "defaults to 'JSONRPC'" when absent (the 0.3
-	// spec, a2a-go v0.3's AgentCard.PreferredTransport); a2av0 drops the
-	// url's interface, which left a card of only a url (as 0.2-era agents
-	// write them) with no interface at all, so the agent could not be called.
-	for body, want := range map[string]string{
-		`{"name":"n","url":"http://h/rpc"}`: "JSONRPC http://h/rpc 0.3",
-		`{"name":"n","url":"http://h/rpc","protocolVersion":"0.2.5","additionalInterfaces":[{"transport":"HTTP+JSON","url":"http://h/rest"}]}`: "JSONRPC http://h/rpc 0.2.5, HTTP+JSON http://h/rest 0.2.5",
-		`{"name":"n","url":"http://h/rpc","additionalInterfaces":[{"transport":"JSONRPC","url":"http://h/rpc"}]}`:                              "JSONRPC http://h/rpc 0.3",
-	} {
-		card, err := parseCard([]byte(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, i := range card.SupportedInterfaces {
-			got = append(got, fmt.Sprintf("%s %s %s", i.ProtocolBinding, i.URL, i.ProtocolVersion))
-		}
-		if strings.Join(got, ", ") != want {
-			t.Errorf("%s: interfaces %q, want %q", body, got, want)
-		}
-	}
-	// The full card: what the module reads of it.
-	card, _ := parseCard(full)
-	if card.Name != "Planner" || !card.Capabilities.Streaming || !card.Capabilities.ExtendedAgentCard || len(card.Skills) != 2 ||
-		card.SupportedInterfaces[1].ProtocolBinding != a2a1.TransportProtocolHTTPJSON || card.SupportedInterfaces[1].ProtocolVersion != "0.3.0" ||
-		len(card.SecuritySchemes) != 5 || len(card.Skills[0].SecurityRequirements) != 1 {
-		t.Fatalf("full card read as %+v", card)
-	}
-	for _, bad := range []string{`hello`, `{"name":1}`, `{"securitySchemes":{"x":{"type":"magic"}}}`, `{"securitySchemes":{"o":{"type":"oauth2","flows":{}}}}`} {
-		_, ours := parseCard([]byte(bad))
-		_, theirs := a2av0.NewAgentCardParser()([]byte(bad))
-		if ours == nil || theirs == nil || ours.Error() != theirs.Error() {
-			t.Errorf("%s: parseCard error %v, a2av0's %v", bad, ours, theirs)
-		}
-	}
-}
 
 // answer03 is a remote that answers every request with status, content
 // type and body, recording the last request's method, path and body.
@@ -349,29 +228,187 @@ func TestTransports03Unsupported(t *testing.T) {
 	}
 }
 
-// sseData joins an event's data lines, skips other fields and comments,
-// and ends with ErrResponseTooLarge at a line or an event over its bound
-// (which the transports set to max_response_bytes, so that the body's own
-// bound is normally met first: TestTransports03Answers).
-func TestSSEData(t *testing.T) {
-	read := func(body string, limit int64) ([]string, error) {
-		var got []string
-		for data, err := range sseData(strings.NewReader(body), limit) {
-			if err != nil {
-				return got, err
-			}
-			got = append(got, string(data))
+// A task id is the remote's word (call.go takes it from the answer) and
+// reaches the 0.3 HTTP+JSON path of GetTask and CancelTask: it must stay
+// one path segment. Unescaped, "../../admin" was resolved by JoinPath to
+// another path of the host (the module's headers go with it), '?' and '#'
+// cut the path, and "%zz" made JoinPath drop the whole path (the request
+// went to the interface's base URL).
+func TestREST03TaskIDIsOnePathSegment(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.RequestURI)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}`))
+	}))
+	defer srv.Close()
+	tr := transport03(t, a2a1.TransportProtocolHTTPJSON, srv)
+	ctx := context.Background()
+	cases := map[string]string{
+		"../../admin": "..%2F..%2Fadmin",
+		"a/b":         "a%2Fb",
+		"x?y=1#z":     "x%3Fy=1%23z",
+		"a b":         "a%20b",
+		"%zz":         "%25zz",
+		"t1":          "t1",
+		"ünï":         "%C3%BCn%C3%AF",
+	}
+	for id, esc := range cases {
+		mu.Lock()
+		got = got[:0]
+		mu.Unlock()
+		if _, err := tr.GetTask(ctx, nil, &a2a1.GetTaskRequest{ID: a2a1.TaskID(id)}); err != nil {
+			t.Errorf("GetTask %q: %v", id, err)
 		}
-		return got, nil
+		if _, err := tr.CancelTask(ctx, nil, &a2a1.CancelTaskRequest{ID: a2a1.TaskID(id)}); err != nil {
+			t.Errorf("CancelTask %q: %v", id, err)
+		}
+		mu.Lock()
+		want := []string{"GET /v1/tasks/" + esc, "POST /v1/tasks/" + esc + ":cancel"}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("task id %q: requests %q, want %q", id, got, want)
+		}
+		mu.Unlock()
 	}
-	got, err := read(": hi\nid: 1\nevent: x\ndata: {\"a\":\ndata:1}\n\nretry: 5\ndata: two\n\ndata: last", 100)
-	if err != nil || strings.Join(got, "|") != "{\"a\":\n1}|two|last" {
-		t.Fatalf("events %q, error %v", got, err)
+	mu.Lock()
+	got = got[:0]
+	mu.Unlock()
+	for _, id := range []string{"", ".", ".."} {
+		if _, err := tr.GetTask(ctx, nil, &a2a1.GetTaskRequest{ID: a2a1.TaskID(id)}); err == nil || !strings.Contains(err.Error(), "task id") {
+			t.Errorf("GetTask %q: %v, want an error naming the task id", id, err)
+		}
+		if _, err := tr.CancelTask(ctx, nil, &a2a1.CancelTaskRequest{ID: a2a1.TaskID(id)}); err == nil || !strings.Contains(err.Error(), "task id") {
+			t.Errorf("CancelTask %q: %v, want an error naming the task id", id, err)
+		}
 	}
-	for _, body := range []string{"data: " + strings.Repeat("x", 200) + "\n\n", strings.Repeat("data: "+strings.Repeat("y", 40)+"\n", 5)} {
-		got, err = read("data: first\n\n"+body, 100)
-		if !errors.Is(err, ErrResponseTooLarge) || !strings.Contains(err.Error(), "more than 100 bytes") || len(got) != 1 {
-			t.Fatalf("events %q, error %v; want the first event, then ErrResponseTooLarge", got, err)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 0 {
+		t.Errorf("requests for an id that is no path segment: %q", got)
+	}
+}
+
+// @a2a-js/sdk's JSON-RPC handler (0.3 and 1.0, dist/server/express
+// index.js: "Pre-stream error") answers a message/stream that fails
+// before its first event with one JSON-RPC response, status 200,
+// application/a2a+json, not SSE. The stream read no data: line from it and
+// ended empty: the remote's error was lost and the call said only that
+// the answer ended before the task did.
+func TestJSONRPC03StreamAnsweredWithJSON(t *testing.T) {
+	for _, c := range []struct {
+		body, want string
+		kind       error
+	}{
+		{`{"jsonrpc":"2.0","id":"1","error":{"code":-32001,"message":"Task not found: t9"}}`, "Task not found: t9", a2a1.ErrTaskNotFound},
+		{`{"jsonrpc":"2.0","id":"1","result":{"kind":"task","id":"t1","contextId":"c1","status":{"state":"completed"}}}`, "task t1 TASK_STATE_COMPLETED", nil},
+	} {
+		srv := httptest.NewServer(&answer03{status: http.StatusOK, contentType: "application/a2a+json; charset=utf-8", body: c.body})
+		got, err := call03(transport03(t, a2a1.TransportProtocolJSONRPC, srv), "stream")
+		srv.Close()
+		if c.kind != nil {
+			if !errors.Is(err, c.kind) || !strings.Contains(fmt.Sprint(err), c.want) {
+				t.Errorf("%s: got %q, %v; want an error %v with %q", c.body, got, err, c.kind, c.want)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s: got %q, %v; want %q", c.body, got, err, c.want)
+		}
+	}
+}
+
+// @a2a-js/sdk's 0.3 HTTP+JSON layer ends a stream that fails after its
+// first event with "event: error" and a JSON-RPC error object as data
+// ({"code": -32001, "message": …}, its toLegacyHTTPError), not a
+// google.rpc.Status under "error": it was read as a malformed
+// StreamResponse, losing the error's kind and message.
+func TestREST03StreamErrorEventOfA2AJS(t *testing.T) {
+	body := "data: {\"task\":{\"id\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}\n\n" +
+		"event: error\ndata: {\"code\":-32001,\"message\":\"Task not found: t1\"}\n\n"
+	srv := httptest.NewServer(&answer03{status: http.StatusOK, contentType: "text/event-stream", body: body})
+	defer srv.Close()
+	got, err := call03(transport03(t, a2a1.TransportProtocolHTTPJSON, srv), "stream")
+	if got != "task t1 TASK_STATE_WORKING" || !errors.Is(err, a2a1.ErrTaskNotFound) || !strings.Contains(fmt.Sprint(err), "Task not found: t1") {
+		t.Fatalf("got %q, %v; want the task, then a2a1.ErrTaskNotFound with the remote's message", got, err)
+	}
+}
+
+// @a2a-js/sdk's JSON-RPC handler answers an internal error with status
+// 500 and the JSON-RPC response ({"error": {"code": -32603, "message":
+// …}}): the 0.3 transport said only "unexpected HTTP status 500",
+// dropping the remote's message, on every method including message/stream.
+func TestJSONRPC03ErrorStatusWithJSONRPCBody(t *testing.T) {
+	body := `{"jsonrpc":"2.0","id":"1","error":{"code":-32603,"message":"executor exploded"}}`
+	for _, kind := range []string{"send", "stream", "get", "cancel"} {
+		srv := httptest.NewServer(&answer03{status: http.StatusInternalServerError, contentType: "application/json", body: body})
+		_, err := call03(transport03(t, a2a1.TransportProtocolJSONRPC, srv), kind)
+		srv.Close()
+		if !errors.Is(err, a2a1.ErrInternalError) || !strings.Contains(fmt.Sprint(err), "executor exploded") || !strings.Contains(fmt.Sprint(err), "500") {
+			t.Errorf("%s: %v; want a2a1.ErrInternalError with the status and the remote's message", kind, err)
+		}
+	}
+	// A body that is no JSON-RPC error keeps the status error.
+	srv := httptest.NewServer(&answer03{status: http.StatusBadGateway, contentType: "application/json", body: `{"oops":1}`})
+	defer srv.Close()
+	if _, err := call03(transport03(t, a2a1.TransportProtocolJSONRPC, srv), "send"); err == nil || !strings.Contains(err.Error(), "unexpected HTTP status 502") {
+		t.Errorf("502 with other JSON: %v", err)
+	}
+}
+
+// A stream that never ends is ended by the caller's context: the
+// iteration returns promptly with the context's error and the remote sees
+// the request end (the body is closed), over both 0.3 bindings.
+func TestStream03EndsWithContext(t *testing.T) {
+	for _, c := range []struct {
+		binding a2a1.TransportProtocol
+		event   string
+	}{
+		{a2a1.TransportProtocolJSONRPC, `{"jsonrpc":"2.0","id":"1","result":{"kind":"status-update","taskId":"t1","contextId":"c1","status":{"state":"working"},"final":false}}`},
+		{a2a1.TransportProtocolHTTPJSON, `{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}`},
+	} {
+		ended := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer close(ended)
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = fmt.Fprintf(w, "data: %s\n\n", c.event)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}))
+		tr := transport03(t, c.binding, srv)
+		ctx, cancel := context.WithCancel(context.Background())
+		var events int
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for ev, e := range tr.SendStreamingMessage(ctx, nil, &a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("x"))}) {
+				if e != nil {
+					err = e
+					continue
+				}
+				if ev != nil {
+					events++
+					cancel()
+				}
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the stream did not end 5 s after its context", c.binding)
+		}
+		select {
+		case <-ended:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the remote did not see the request end", c.binding)
+		}
+		srv.Close()
+		cancel()
+		if events != 1 || !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: %d events, error %v; want 1, then context.Canceled", c.binding, events, err)
 		}
 	}
 }

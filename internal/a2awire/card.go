@@ -2,11 +2,11 @@
 // It is a port of a2a-go/v2 v2.4.0's a2acompat/a2av0/agentcard.go (the
 // parsing half; Copyright 2026 The A2A Authors, Apache License 2.0): the
 // package a2av0 would bring the 0.3 SDK's servers and with them gRPC and
-// protobuf into every binary that uses this module. TestCardParserMatchesA2AV0
+// protobuf into every binary that uses this module. TestParseCardMatchesA2AV0
 // holds the two parsers to the same output, except for a 0.3 url without
 // preferredTransport (JSON-RPC's here, dropped by a2av0).
 
-package a2aremote
+package a2awire
 
 import (
 	"encoding/json"
@@ -15,11 +15,11 @@ import (
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
-// parseCard reads an agent card of A2A 1.0 (supportedInterfaces) or 0.3
+// ParseCard reads an agent card of A2A 1.0 (supportedInterfaces) or 0.3
 // (url, preferredTransport, additionalInterfaces, protocol version 0.3),
 // as a2av0.NewAgentCardParser does, except that a 0.3 url without
 // preferredTransport is JSON-RPC's, as the 0.3 spec says.
-func parseCard(b []byte) (*a2a1.AgentCard, error) {
+func ParseCard(b []byte) (*a2a1.AgentCard, error) {
 	var compatCard agentCardCompat
 	if err := json.Unmarshal(b, &compatCard); err != nil {
 		return nil, err
@@ -127,7 +127,7 @@ func mapFromCompatInterfaces(card agentCardCompat) []*a2a1.AgentInterface {
 	if len(card.SupportedInterfaces) > 0 {
 		return card.SupportedInterfaces
 	}
-	version := version03
+	version := Version03
 	if len(card.ProtocolVersion) > 0 {
 		version = card.ProtocolVersion
 	}
