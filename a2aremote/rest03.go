@@ -193,11 +193,11 @@ type restErrorBody03 struct {
 	Details []json.RawMessage `json:"details"`
 }
 
-// a2aError is the A2A error the body names by the reason of its
+// err1 is the A2A 1.0 error the body names by the reason of its
 // ErrorInfo detail of domain a2a1.ProtocolDomain (a2a1.ErrInternalError
 // without one), with the remote's message, as a2a-go's internal/rest
 // reads it. Other details are not read.
-func (b *restErrorBody03) a2aError() error {
+func (b *restErrorBody03) err1() error {
 	kind := a2a1.ErrInternalError
 	for _, raw := range b.Details {
 		var info struct {
@@ -241,7 +241,7 @@ func restError03(resp *http.Response) error {
 	}
 	switch {
 	case body.Error != nil:
-		return body.Error.a2aError()
+		return body.Error.err1()
 	case body.Code != 0 || body.Message != "":
 		return (&a2awire.Error{Code: body.Code, Message: body.Message}).Err1()
 	}
@@ -276,5 +276,5 @@ func streamError03(data []byte) error {
 	if err := json.Unmarshal(raw.Error, &body); err != nil {
 		return fmt.Errorf("the stream's error event is malformed: %w: %w", err, a2a1.ErrInternalError)
 	}
-	return body.a2aError()
+	return body.err1()
 }
