@@ -329,8 +329,20 @@ func serveA2AJS03(t testing.TB, do behaviour) *remotePeer {
 	proxy.FlushInterval = -1 // SSE events as they come
 	mux := http.NewServeMux()
 	srv := p.serve(t, mux)
-	mux.Handle("/v1/", proxy)
-	mux.Handle("/rpc", proxy) // 0.3 JSON-RPC, which the card below does not name
+	// Full duplex: the proxy sends node's response headers while its
+	// transport may still be reading the request body, which a Go HTTP/1
+	// server otherwise closes at the first write of the response; the
+	// transport then closed its connection to node mid-stream and the
+	// client read an unexpected EOF (one call in four under load).
+	duplex := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})
+	mux.Handle("/v1/", duplex)
+	mux.Handle("/rpc", duplex) // 0.3 JSON-RPC, which the card below does not name
 	mux.Handle(a2asrv03.WellKnownAgentCardPath, a2asrv03.NewStaticAgentCardHandler(&a2a03.AgentCard{
 		Name: "Planner", Description: "Plans trips (A2A 0.3 HTTP+JSON, @a2a-js/sdk).", Version: "1", ProtocolVersion: "0.3.0",
 		URL: srv.URL, PreferredTransport: a2a03.TransportProtocolHTTPJSON,
