@@ -42,6 +42,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/mount"
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
 // Defaults for the zero fields of Config.
@@ -269,7 +270,7 @@ func (h *Handler) table() []door {
 	}
 	rpcTooLarge := func(w http.ResponseWriter, r *http.Request) {
 		g, _ := negotiate(r.Header.Get(HeaderVersion))
-		writeRPCError(w, nullID, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", limit), g)
+		writeRPCError(w, nullID, rpcErr(a2awire.CodeInvalidRequest, "request body exceeds %d bytes", limit), g)
 	}
 	rpc := func(pattern string, fn http.HandlerFunc) door {
 		return door{axocoatl.Route{Method: post, Pattern: pattern, MaxBodyBytes: limit}, rpcTooLarge, fn}
@@ -285,7 +286,7 @@ func (h *Handler) table() []door {
 		rpc(PathAgentPrefix+"{id}", func(w http.ResponseWriter, r *http.Request) { h.serveJSONRPC(w, r, r.PathValue("id")) }),
 	}
 	restTooLarge := func(w http.ResponseWriter, r *http.Request) {
-		writeRESTError(w, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", limit))
+		writeRESTError(w, rpcErr(a2awire.CodeInvalidRequest, "request body exceeds %d bytes", limit))
 	}
 	// rest checks the version and resolves the per-agent {id} of the path
 	// (perAgent) before fn.
@@ -300,7 +301,7 @@ func (h *Handler) table() []door {
 				if perAgent {
 					agentID = r.PathValue("id")
 					if _, err := h.eng.Agent(agentID); err != nil {
-						writeRESTError(w, rpcErr(codeInvalidParams, "no agent %q at this endpoint", agentID))
+						writeRESTError(w, rpcErr(a2awire.CodeInvalidParams, "no agent %q at this endpoint", agentID))
 						return
 					}
 				}

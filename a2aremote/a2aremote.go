@@ -5,7 +5,8 @@
 // Each agent's card is read from its URL (the base URL's
 // /.well-known/agent-card.json, or the card's own URL) and a client is built
 // with a2a-go/v2's a2aclient on the newest generation the card offers: A2A
-// 1.0, or 0.3 through transports of its own (v03.go), over JSON-RPC or HTTP+JSON.
+// 1.0, or 0.3 through transports of its own (transport03.go, jsonrpc03.go,
+// rest03.go), over JSON-RPC or HTTP+JSON.
 //
 // Tools are registered at Start, before any card is read, and called through
 // the Engine's tool registry like every other tool: the agent's tools:
@@ -56,7 +57,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
@@ -285,7 +286,7 @@ func Check(ctx context.Context, ac AgentConfig, scrub []secret.Secret) (CardInfo
 }
 
 // resolve reads the card and builds the client, bounded by ResolveTimeout.
-func resolve(ctx context.Context, ac AgentConfig, hc *http.Client) (*a2a.AgentCard, *a2aclient.Client, string, error) {
+func resolve(ctx context.Context, ac AgentConfig, hc *http.Client) (*a2a1.AgentCard, *a2aclient.Client, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, ResolveTimeout)
 	defer cancel()
 	cardURL, err := ac.cardURL()
@@ -354,7 +355,7 @@ func newRemote(ac AgentConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger
 }
 
 // tool is the Engine tool of the agent; card nil: not read yet.
-func (r *remote) tool(card *a2a.AgentCard) axocoatl.Tool {
+func (r *remote) tool(card *a2a1.AgentCard) axocoatl.Tool {
 	desc := fmt.Sprintf("Remote A2A agent %q at %s. Its card could not be read yet, so calls fail until it is. Input: the request as text.", r.cfg.Name, r.cfg.Target())
 	if card != nil {
 		desc = describeCard(card)
@@ -372,7 +373,7 @@ func (r *remote) tool(card *a2a.AgentCard) axocoatl.Tool {
 // describeCard is the tool description from the card: its name and
 // description, then its skills, cleaned of what a human reviewing the tool
 // would not see, at most maxDescription bytes.
-func describeCard(card *a2a.AgentCard) string {
+func describeCard(card *a2a1.AgentCard) string {
 	var b strings.Builder
 	b.WriteString(cleanText(card.Name))
 	if d := cleanText(card.Description); d != "" {
@@ -431,7 +432,7 @@ func (r *remote) resolveLoop(life context.Context) {
 	}
 }
 
-func (r *remote) up(ctx context.Context, card *a2a.AgentCard, c *a2aclient.Client, gen string) {
+func (r *remote) up(ctx context.Context, card *a2a1.AgentCard, c *a2aclient.Client, gen string) {
 	findable := gen == "1.0" && r.canFind(ctx, c)
 	r.mu.Lock()
 	r.client, r.generation, r.streaming, r.findable, r.lastErr = c, gen, card.Capabilities.Streaming, findable, ""

@@ -1,25 +1,25 @@
-// This file reads an A2A 0.3 agent card into the A2A 1.0 a2a.AgentCard.
+// This file reads an A2A 0.3 agent card into the A2A 1.0 a2a1.AgentCard.
 // It is a port of a2a-go/v2 v2.4.0's a2acompat/a2av0/agentcard.go (the
 // parsing half; Copyright 2026 The A2A Authors, Apache License 2.0): the
 // package a2av0 would bring the 0.3 SDK's servers and with them gRPC and
-// protobuf into every binary that uses this module. TestCardParserMatchesA2AV0
+// protobuf into every binary that uses this module. TestParseCardMatchesA2AV0
 // holds the two parsers to the same output, except for a 0.3 url without
 // preferredTransport (JSON-RPC's here, dropped by a2av0).
 
-package a2aremote
+package a2awire
 
 import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
-// parseCard reads an agent card of A2A 1.0 (supportedInterfaces) or 0.3
+// ParseCard reads an agent card of A2A 1.0 (supportedInterfaces) or 0.3
 // (url, preferredTransport, additionalInterfaces, protocol version 0.3),
 // as a2av0.NewAgentCardParser does, except that a 0.3 url without
 // preferredTransport is JSON-RPC's, as the 0.3 spec says.
-func parseCard(b []byte) (*a2a.AgentCard, error) {
+func ParseCard(b []byte) (*a2a1.AgentCard, error) {
 	var compatCard agentCardCompat
 	if err := json.Unmarshal(b, &compatCard); err != nil {
 		return nil, err
@@ -29,7 +29,7 @@ func parseCard(b []byte) (*a2a.AgentCard, error) {
 		compatCard.Capabilities.ExtendedAgentCard = true
 	}
 
-	return &a2a.AgentCard{
+	return &a2a1.AgentCard{
 		Capabilities:       compatCard.Capabilities,
 		DefaultInputModes:  compatCard.DefaultInputModes,
 		DefaultOutputModes: compatCard.DefaultOutputModes,
@@ -48,25 +48,25 @@ func parseCard(b []byte) (*a2a.AgentCard, error) {
 	}, nil
 }
 
-func mapFromCompatSecuritySchemes(schemes namedSecuritySchemes) a2a.NamedSecuritySchemes {
-	result := a2a.NamedSecuritySchemes{}
+func mapFromCompatSecuritySchemes(schemes namedSecuritySchemes) a2a1.NamedSecuritySchemes {
+	result := a2a1.NamedSecuritySchemes{}
 	for name, scheme := range schemes {
 		switch v := scheme.(type) {
-		case a2a.APIKeySecurityScheme:
+		case a2a1.APIKeySecurityScheme:
 			result[name] = v
-		case a2a.HTTPAuthSecurityScheme:
+		case a2a1.HTTPAuthSecurityScheme:
 			result[name] = v
-		case a2a.OpenIDConnectSecurityScheme:
+		case a2a1.OpenIDConnectSecurityScheme:
 			result[name] = v
-		case a2a.MutualTLSSecurityScheme:
+		case a2a1.MutualTLSSecurityScheme:
 			result[name] = v
-		case a2a.OAuth2SecurityScheme:
+		case a2a1.OAuth2SecurityScheme:
 			result[name] = v
 		case apiKeySecurityScheme:
 			if v.ApiKey != nil {
 				result[name] = *v.ApiKey
 			} else {
-				result[name] = a2a.APIKeySecurityScheme{
+				result[name] = a2a1.APIKeySecurityScheme{
 					Description: v.Description,
 					Location:    v.In,
 					Name:        v.Name,
@@ -76,7 +76,7 @@ func mapFromCompatSecuritySchemes(schemes namedSecuritySchemes) a2a.NamedSecurit
 			if v.HTTPAuth != nil {
 				result[name] = *v.HTTPAuth
 			} else {
-				result[name] = a2a.HTTPAuthSecurityScheme{
+				result[name] = a2a1.HTTPAuthSecurityScheme{
 					Description:  v.Description,
 					BearerFormat: v.BearerFormat,
 					Scheme:       v.Scheme,
@@ -86,7 +86,7 @@ func mapFromCompatSecuritySchemes(schemes namedSecuritySchemes) a2a.NamedSecurit
 			if v.OpenID != nil {
 				result[name] = *v.OpenID
 			} else {
-				result[name] = a2a.OpenIDConnectSecurityScheme{
+				result[name] = a2a1.OpenIDConnectSecurityScheme{
 					Description:      v.Description,
 					OpenIDConnectURL: v.OpenIDConnectURL,
 				}
@@ -95,13 +95,13 @@ func mapFromCompatSecuritySchemes(schemes namedSecuritySchemes) a2a.NamedSecurit
 			if v.MutualTLS != nil {
 				result[name] = *v.MutualTLS
 			} else {
-				result[name] = a2a.MutualTLSSecurityScheme{Description: v.Description}
+				result[name] = a2a1.MutualTLSSecurityScheme{Description: v.Description}
 			}
 		case oauth2SecurityScheme:
 			if v.OAuth2 != nil {
 				result[name] = *v.OAuth2
 			} else {
-				result[name] = a2a.OAuth2SecurityScheme{
+				result[name] = a2a1.OAuth2SecurityScheme{
 					Description:       v.Description,
 					Flows:             v.Flows,
 					Oauth2MetadataURL: v.Oauth2MetadataURL,
@@ -112,51 +112,51 @@ func mapFromCompatSecuritySchemes(schemes namedSecuritySchemes) a2a.NamedSecurit
 	return result
 }
 
-func mapFromCompatSecurity(card agentCardCompat) a2a.SecurityRequirementsOptions {
+func mapFromCompatSecurity(card agentCardCompat) a2a1.SecurityRequirementsOptions {
 	if len(card.SecurityRequirements) > 0 {
 		return card.SecurityRequirements
 	}
-	var out a2a.SecurityRequirementsOptions
+	var out a2a1.SecurityRequirementsOptions
 	for _, r := range card.Security {
-		out = append(out, a2a.SecurityRequirements(r))
+		out = append(out, a2a1.SecurityRequirements(r))
 	}
 	return out
 }
 
-func mapFromCompatInterfaces(card agentCardCompat) []*a2a.AgentInterface {
+func mapFromCompatInterfaces(card agentCardCompat) []*a2a1.AgentInterface {
 	if len(card.SupportedInterfaces) > 0 {
 		return card.SupportedInterfaces
 	}
-	version := version03
+	version := Version03
 	if len(card.ProtocolVersion) > 0 {
 		version = card.ProtocolVersion
 	}
-	out := make([]*a2a.AgentInterface, 0, 1+len(card.AdditionalInterfaces))
+	out := make([]*a2a1.AgentInterface, 0, 1+len(card.AdditionalInterfaces))
 	if len(card.URL) > 0 {
 		// preferredTransport "defaults to 'JSONRPC'" (0.3); a2av0 drops
 		// the url without it, leaving a card of only a url uncallable.
 		binding := card.PreferredTransport
 		if binding == "" {
-			binding = a2a.TransportProtocolJSONRPC
+			binding = a2a1.TransportProtocolJSONRPC
 		}
-		out = append(out, &a2a.AgentInterface{URL: card.URL, ProtocolBinding: binding, ProtocolVersion: version})
+		out = append(out, &a2a1.AgentInterface{URL: card.URL, ProtocolBinding: binding, ProtocolVersion: version})
 	}
 	for _, r := range card.AdditionalInterfaces {
 		if r.URL == card.URL {
 			continue
 		}
-		out = append(out, &a2a.AgentInterface{URL: r.URL, ProtocolBinding: r.Transport, ProtocolVersion: version})
+		out = append(out, &a2a1.AgentInterface{URL: r.URL, ProtocolBinding: r.Transport, ProtocolVersion: version})
 	}
 	return out
 }
 
-func mapFromCompatSkills(skills []agentSkill) []a2a.AgentSkill {
-	result := make([]a2a.AgentSkill, len(skills))
+func mapFromCompatSkills(skills []agentSkill) []a2a1.AgentSkill {
+	result := make([]a2a1.AgentSkill, len(skills))
 	for i, s := range skills {
 		skill := s.AgentSkill
 		if len(skill.SecurityRequirements) == 0 {
 			for _, r := range s.Security {
-				skill.SecurityRequirements = append(skill.SecurityRequirements, a2a.SecurityRequirements(r))
+				skill.SecurityRequirements = append(skill.SecurityRequirements, a2a1.SecurityRequirements(r))
 			}
 		}
 		result[i] = skill
@@ -166,66 +166,66 @@ func mapFromCompatSkills(skills []agentSkill) []a2a.AgentSkill {
 
 type agentCardCompat struct {
 	// The same as v1.0
-	DefaultInputModes  []string                 `json:"defaultInputModes"`
-	DefaultOutputModes []string                 `json:"defaultOutputModes"`
-	Description        string                   `json:"description"`
-	DocumentationURL   string                   `json:"documentationUrl,omitempty"`
-	IconURL            string                   `json:"iconUrl,omitempty"`
-	Name               string                   `json:"name"`
-	Provider           *a2a.AgentProvider       `json:"provider,omitempty"`
-	Signatures         []a2a.AgentCardSignature `json:"signatures,omitempty"`
-	Version            string                   `json:"version"`
+	DefaultInputModes  []string                  `json:"defaultInputModes"`
+	DefaultOutputModes []string                  `json:"defaultOutputModes"`
+	Description        string                    `json:"description"`
+	DocumentationURL   string                    `json:"documentationUrl,omitempty"`
+	IconURL            string                    `json:"iconUrl,omitempty"`
+	Name               string                    `json:"name"`
+	Provider           *a2a1.AgentProvider       `json:"provider,omitempty"`
+	Signatures         []a2a1.AgentCardSignature `json:"signatures,omitempty"`
+	Version            string                    `json:"version"`
 
 	// Nested changes
 	Skills          []agentSkill         `json:"skills"`
 	SecuritySchemes namedSecuritySchemes `json:"securitySchemes,omitempty"`
 
 	// Moved from root into capabilities
-	Capabilities                      a2a.AgentCapabilities `json:"capabilities"`
-	SupportsAuthenticatedExtendedCard bool                  `json:"supportsAuthenticatedExtendedCard,omitempty"`
+	Capabilities                      a2a1.AgentCapabilities `json:"capabilities"`
+	SupportsAuthenticatedExtendedCard bool                   `json:"supportsAuthenticatedExtendedCard,omitempty"`
 
 	// Added in v1.0
-	SupportedInterfaces  []*a2a.AgentInterface           `json:"supportedInterfaces"`
-	SecurityRequirements a2a.SecurityRequirementsOptions `json:"securityRequirements,omitempty"`
+	SupportedInterfaces  []*a2a1.AgentInterface           `json:"supportedInterfaces"`
+	SecurityRequirements a2a1.SecurityRequirementsOptions `json:"securityRequirements,omitempty"`
 
 	// Removed in v1.0
 	AdditionalInterfaces []agentInterface       `json:"additionalInterfaces,omitempty"`
 	URL                  string                 `json:"url"`
-	ProtocolVersion      a2a.ProtocolVersion    `json:"protocolVersion"`
-	PreferredTransport   a2a.TransportProtocol  `json:"preferredTransport,omitempty"`
+	ProtocolVersion      a2a1.ProtocolVersion   `json:"protocolVersion"`
+	PreferredTransport   a2a1.TransportProtocol `json:"preferredTransport,omitempty"`
 	Security             []securityRequirements `json:"security,omitempty"`
 }
 
-type securityRequirements map[a2a.SecuritySchemeName]a2a.SecuritySchemeScopes
+type securityRequirements map[a2a1.SecuritySchemeName]a2a1.SecuritySchemeScopes
 
 type agentInterface struct {
-	Transport a2a.TransportProtocol `json:"transport"`
-	URL       string                `json:"url"`
+	Transport a2a1.TransportProtocol `json:"transport"`
+	URL       string                 `json:"url"`
 }
 
 type agentSkill struct {
-	a2a.AgentSkill
+	a2a1.AgentSkill
 	Security []securityRequirements `json:"security,omitempty"`
 }
 
-type namedSecuritySchemes map[a2a.SecuritySchemeName]any
+type namedSecuritySchemes map[a2a1.SecuritySchemeName]any
 
 func (s *namedSecuritySchemes) UnmarshalJSON(b []byte) error {
-	var schemes map[a2a.SecuritySchemeName]json.RawMessage
+	var schemes map[a2a1.SecuritySchemeName]json.RawMessage
 	if err := json.Unmarshal(b, &schemes); err != nil {
 		return err
 	}
 
-	result := make(map[a2a.SecuritySchemeName]any, len(schemes))
+	result := make(map[a2a1.SecuritySchemeName]any, len(schemes))
 
 	for name, rawMessage := range schemes {
 		type schemeType struct {
-			Type          string                           `json:"type"`
-			ApiKey        *a2a.APIKeySecurityScheme        `json:"apiKeySecurityScheme,omitempty"`
-			HTTP          *a2a.HTTPAuthSecurityScheme      `json:"httpAuthSecurityScheme,omitempty"`
-			MutualTLS     *a2a.MutualTLSSecurityScheme     `json:"mtlsSecurityScheme,omitempty"`
-			OAuth2        *a2a.OAuth2SecurityScheme        `json:"oauth2SecurityScheme,omitempty"`
-			OpenIDConnect *a2a.OpenIDConnectSecurityScheme `json:"openIdConnectSecurityScheme,omitempty"`
+			Type          string                            `json:"type"`
+			ApiKey        *a2a1.APIKeySecurityScheme        `json:"apiKeySecurityScheme,omitempty"`
+			HTTP          *a2a1.HTTPAuthSecurityScheme      `json:"httpAuthSecurityScheme,omitempty"`
+			MutualTLS     *a2a1.MutualTLSSecurityScheme     `json:"mtlsSecurityScheme,omitempty"`
+			OAuth2        *a2a1.OAuth2SecurityScheme        `json:"oauth2SecurityScheme,omitempty"`
+			OpenIDConnect *a2a1.OpenIDConnectSecurityScheme `json:"openIdConnectSecurityScheme,omitempty"`
 		}
 		var st schemeType
 		if err := json.Unmarshal(rawMessage, &st); err != nil {
@@ -291,47 +291,47 @@ func (s *namedSecuritySchemes) UnmarshalJSON(b []byte) error {
 }
 
 type apiKeySecurityScheme struct {
-	Type        string                           `json:"type"`
-	Description string                           `json:"description,omitempty"`
-	In          a2a.APIKeySecuritySchemeLocation `json:"in"`
-	Name        string                           `json:"name"`
-	ApiKey      *a2a.APIKeySecurityScheme        `json:"apiKey"`
+	Type        string                            `json:"type"`
+	Description string                            `json:"description,omitempty"`
+	In          a2a1.APIKeySecuritySchemeLocation `json:"in"`
+	Name        string                            `json:"name"`
+	ApiKey      *a2a1.APIKeySecurityScheme        `json:"apiKey"`
 }
 
 type httpAuthSecurityScheme struct {
-	Type         string                      `json:"type"`
-	BearerFormat string                      `json:"bearerFormat,omitempty"`
-	Description  string                      `json:"description,omitempty"`
-	Scheme       string                      `json:"scheme"`
-	HTTPAuth     *a2a.HTTPAuthSecurityScheme `json:"http"`
+	Type         string                       `json:"type"`
+	BearerFormat string                       `json:"bearerFormat,omitempty"`
+	Description  string                       `json:"description,omitempty"`
+	Scheme       string                       `json:"scheme"`
+	HTTPAuth     *a2a1.HTTPAuthSecurityScheme `json:"http"`
 }
 
 type mutualTLSSecurityScheme struct {
-	Type        string                       `json:"type"`
-	Description string                       `json:"description,omitempty"`
-	MutualTLS   *a2a.MutualTLSSecurityScheme `json:"mutualTLS"`
+	Type        string                        `json:"type"`
+	Description string                        `json:"description,omitempty"`
+	MutualTLS   *a2a1.MutualTLSSecurityScheme `json:"mutualTLS"`
 }
 
 type openIDConnectSecurityScheme struct {
-	Type             string                           `json:"type"`
-	Description      string                           `json:"description,omitempty"`
-	OpenIDConnectURL string                           `json:"openIdConnectUrl"`
-	OpenID           *a2a.OpenIDConnectSecurityScheme `json:"openIdConnect"`
+	Type             string                            `json:"type"`
+	Description      string                            `json:"description,omitempty"`
+	OpenIDConnectURL string                            `json:"openIdConnectUrl"`
+	OpenID           *a2a1.OpenIDConnectSecurityScheme `json:"openIdConnect"`
 }
 
 type oauth2SecurityScheme struct {
-	Type              string                    `json:"type"`
-	Description       string                    `json:"description,omitempty"`
-	Flows             a2a.OAuthFlows            `json:"flows"`
-	Oauth2MetadataURL string                    `json:"oauth2MetadataUrl,omitempty"`
-	OAuth2            *a2a.OAuth2SecurityScheme `json:"oauth2"`
+	Type              string                     `json:"type"`
+	Description       string                     `json:"description,omitempty"`
+	Flows             a2a1.OAuthFlows            `json:"flows"`
+	Oauth2MetadataURL string                     `json:"oauth2MetadataUrl,omitempty"`
+	OAuth2            *a2a1.OAuth2SecurityScheme `json:"oauth2"`
 }
 
 func (s *oauth2SecurityScheme) UnmarshalJSON(b []byte) error {
 	type wrapper struct {
-		Description       string                                `json:"description,omitempty"`
-		Oauth2MetadataURL string                                `json:"oauth2MetadataUrl,omitempty"`
-		Flows             map[a2a.OAuthFlowName]json.RawMessage `json:"flows,omitempty"`
+		Description       string                                 `json:"description,omitempty"`
+		Oauth2MetadataURL string                                 `json:"oauth2MetadataUrl,omitempty"`
+		Flows             map[a2a1.OAuthFlowName]json.RawMessage `json:"flows,omitempty"`
 	}
 	var scheme wrapper
 	if err := json.Unmarshal(b, &scheme); err != nil {
@@ -347,32 +347,32 @@ func (s *oauth2SecurityScheme) UnmarshalJSON(b []byte) error {
 
 	for name, rawMessage := range scheme.Flows {
 		switch name {
-		case a2a.AuthorizationCodeOAuthFlowName:
-			var flow a2a.AuthorizationCodeOAuthFlow
+		case a2a1.AuthorizationCodeOAuthFlowName:
+			var flow a2a1.AuthorizationCodeOAuthFlow
 			if err := json.Unmarshal(rawMessage, &flow); err != nil {
 				return err
 			}
 			s.Flows = flow
-		case a2a.ClientCredentialsOAuthFlowName:
-			var flow a2a.ClientCredentialsOAuthFlow
+		case a2a1.ClientCredentialsOAuthFlowName:
+			var flow a2a1.ClientCredentialsOAuthFlow
 			if err := json.Unmarshal(rawMessage, &flow); err != nil {
 				return err
 			}
 			s.Flows = flow
-		case a2a.ImplicitOAuthFlowName:
-			var flow a2a.ImplicitOAuthFlow
+		case a2a1.ImplicitOAuthFlowName:
+			var flow a2a1.ImplicitOAuthFlow
 			if err := json.Unmarshal(rawMessage, &flow); err != nil {
 				return err
 			}
 			s.Flows = flow
-		case a2a.PasswordOAuthFlowName:
-			var flow a2a.PasswordOAuthFlow
+		case a2a1.PasswordOAuthFlowName:
+			var flow a2a1.PasswordOAuthFlow
 			if err := json.Unmarshal(rawMessage, &flow); err != nil {
 				return err
 			}
 			s.Flows = flow
-		case a2a.DeviceCodeOAuthFlowName:
-			var flow a2a.DeviceCodeOAuthFlow
+		case a2a1.DeviceCodeOAuthFlowName:
+			var flow a2a1.DeviceCodeOAuthFlow
 			if err := json.Unmarshal(rawMessage, &flow); err != nil {
 				return err
 			}
