@@ -41,6 +41,7 @@ import (
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 )
 
@@ -111,19 +112,20 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the configuration.
+// Validate checks the configuration. Its errors are
+// [*axocoatl.ConfigError]s naming the key.
 func (c Config) Validate() error {
 	switch {
 	case c.MaxTasks < 0:
-		return errors.New("a2a: max_tasks must not be negative")
+		return cfgerr.Errorf("max_tasks", "must not be negative")
 	case c.TaskTTL < 0:
-		return errors.New("a2a: task_ttl must not be negative")
+		return cfgerr.Errorf("task_ttl", "must not be negative")
 	case c.MaxStoreBytes < 0:
-		return errors.New("a2a: max_store_bytes must not be negative")
+		return cfgerr.Errorf("max_store_bytes", "must not be negative")
 	case c.MaxBodyBytes < 0:
-		return errors.New("a2a: max_body_bytes must not be negative")
+		return cfgerr.Errorf("max_body_bytes", "must not be negative")
 	case c.MaxBackgroundTasks < 0:
-		return errors.New("a2a: max_background_tasks must not be negative")
+		return cfgerr.Errorf("max_background_tasks", "must not be negative")
 	}
 	return nil
 }
@@ -192,7 +194,7 @@ type Handler struct {
 // Engine's agents.
 func New(cfg Config) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("a2a: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	h := &Handler{

@@ -58,6 +58,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -116,25 +117,26 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the config.
+// Validate checks the config. Its errors are [*axocoatl.ConfigError]s
+// naming the key.
 func (c Config) Validate() error {
 	switch {
 	case c.HeartbeatInterval < 0:
-		return errors.New("heartbeat_interval must not be negative")
+		return cfgerr.Errorf("heartbeat_interval", "must not be negative")
 	case c.ExpireAfter < 0:
-		return errors.New("expire_after must not be negative")
+		return cfgerr.Errorf("expire_after", "must not be negative")
 	case c.AcceptTimeout < 0:
-		return errors.New("accept_timeout must not be negative")
+		return cfgerr.Errorf("accept_timeout", "must not be negative")
 	case c.MaxConcurrentRuns < 0:
-		return errors.New("max_concurrent_runs must not be negative")
+		return cfgerr.Errorf("max_concurrent_runs", "must not be negative")
 	case c.MaxAnnounceBytes < 0:
-		return errors.New("max_announce_bytes must not be negative")
+		return cfgerr.Errorf("max_announce_bytes", "must not be negative")
 	case c.MaxNodes < 0:
-		return errors.New("max_nodes must not be negative")
+		return cfgerr.Errorf("max_nodes", "must not be negative")
 	}
 	d := c.withDefaults()
 	if d.ExpireAfter < 2*d.HeartbeatInterval {
-		return fmt.Errorf("expire_after (%s) must be at least twice heartbeat_interval (%s)", d.ExpireAfter, d.HeartbeatInterval)
+		return cfgerr.Errorf("expire_after", "(%s) must be at least twice heartbeat_interval (%s)", d.ExpireAfter, d.HeartbeatInterval)
 	}
 	return nil
 }

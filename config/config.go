@@ -514,12 +514,7 @@ func (c *Config) validate() error {
 	} else if tok != "" && len(tok) < httpguard.MinTokenLength {
 		errs = append(errs, c.errorf("server.api_token", "is %d characters long: use at least %d (for example the output of `openssl rand -hex 24`)", len(tok), httpguard.MinTokenLength))
 	}
-	for i, p := range c.Server.AllowedOrigins {
-		if err := httpguard.ValidateOrigins([]string{p}); err != nil {
-			_, msg, _ := strings.Cut(err.Error(), ": ")
-			errs = append(errs, d.Errorf(fmt.Sprintf("server.allowed_origins[%d]", i), "%s", msg))
-		}
-	}
+	errs = append(errs, d.FieldErrors("server", httpguard.ValidateOrigins(c.Server.AllowedOrigins))...)
 	if c.Server.RequestTimeout < 0 {
 		errs = append(errs, d.Errorf("server.request_timeout", "must not be negative"))
 	}
@@ -547,14 +542,7 @@ func (c *Config) validate() error {
 			errs = append(errs, d.Errorf("providers."+kind, "unknown provider (known: %s)", strings.Join(provider.Kinds, ", ")))
 			continue
 		}
-		if err := pc.Validate(); err != nil {
-			// provider.Config.Validate starts its message with the key.
-			key, msg, ok := strings.Cut(err.Error(), ": ")
-			if !ok || strings.ContainsAny(key, " \"") {
-				key, msg = "", err.Error()
-			}
-			errs = append(errs, d.Errorf(strings.TrimSuffix("providers."+kind+"."+key, "."), "%s", msg))
-		}
+		errs = append(errs, d.FieldErrors("providers."+kind, pc.Validate())...)
 	}
 	if len(c.Agents) == 0 {
 		errs = append(errs, d.Errorf("agents", "at least one agent is required"))
@@ -601,10 +589,7 @@ func (c *Config) validate() error {
 			errs = append(errs, d.Errorf(at+".provider", "unknown provider %q (known: %s)", a.Provider, strings.Join(provider.Kinds, ", ")))
 		}
 		if a.ID != "" && agent.ValidID(a.ID) {
-			if err := a.Validate(); err != nil {
-				key, msg := agentErrorKey(at, err.Error())
-				errs = append(errs, d.Errorf(key, "%s", msg))
-			}
+			errs = append(errs, d.FieldErrors(at, a.Validate())...)
 		}
 	}
 	errs = append(errs, c.Lattice.validate(d)...)
@@ -617,18 +602,6 @@ func (c *Config) validate() error {
 	errs = append(errs, d.ValidateTree("webhooks", reflect.ValueOf(&c.Webhooks).Elem())...)
 	errs = append(errs, d.ValidateTree("cluster", reflect.ValueOf(&c.Cluster).Elem())...)
 	return errors.Join(errs...)
-}
-
-// agentErrorKey attributes an agent.Spec.Validate message that starts
-// with a field's name ("max_iterations must …", "tools: bad glob …") to
-// that field's key, so the error has the field's line.
-func agentErrorKey(at, msg string) (key, rest string) {
-	for _, f := range []string{"max_iterations", "timeout", "tools"} {
-		if r, ok := strings.CutPrefix(msg, f); ok && (strings.HasPrefix(r, " ") || strings.HasPrefix(r, ":")) {
-			return at + "." + f, strings.TrimSpace(strings.TrimPrefix(r, ":"))
-		}
-	}
-	return at, msg
 }
 
 // ErrRefuseUnauthenticated is returned by CheckListen for a non-loopback

@@ -55,6 +55,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -89,8 +90,10 @@ const (
 var (
 	// ErrClosed is returned by ServeStdio after Close.
 	ErrClosed = errors.New("mcpserver: closed")
-	// ErrInvalidConfig wraps every Config.Validate failure.
-	ErrInvalidConfig = errors.New("mcpserver: invalid config")
+	// ErrInvalidConfig is [axocoatl.ErrInvalidConfig], kept under this
+	// name for the callers that check errors.Is(err,
+	// mcpserver.ErrInvalidConfig).
+	ErrInvalidConfig = axocoatl.ErrInvalidConfig
 )
 
 // inputSchema is the schema of every agent tool, byte for byte as the
@@ -129,21 +132,15 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the config. Its errors match ErrInvalidConfig and name
-// the key, without a package prefix: hosts put them after the section's
-// position ("axocoatl.yaml:12: mcp_server: allowed_origins: …").
+// Validate checks the config. Its errors are [*axocoatl.ConfigError]s
+// naming the key, without a package prefix: hosts put them at the key's
+// position ("axocoatl.yaml:12: mcp_server.max_message_bytes: …").
 func (c Config) Validate() error {
 	if c.MaxMessageBytes < 0 {
-		return configError("max_message_bytes must not be negative")
+		return cfgerr.Errorf("max_message_bytes", "must not be negative")
 	}
 	return nil
 }
-
-// configError is a Validate failure; it matches ErrInvalidConfig.
-type configError string
-
-func (e configError) Error() string        { return string(e) }
-func (e configError) Is(target error) bool { return target == ErrInvalidConfig }
 
 func (c Config) withDefaults(e *axocoatl.Engine) Config {
 	if c.Name == "" {

@@ -22,6 +22,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v4"
+
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 )
 
 // Error is one problem in a config file.
@@ -681,6 +683,17 @@ func splitPath(path string) []segment {
 	return segs
 }
 
+// FieldErrors positions what a Validate of the value at path returned: each
+// *cfgerr.Error in err (joined ones too) at its key below path, read from
+// the error's Key and never from its text; another error at path.
+func (d *Doc) FieldErrors(path string, err error) []error {
+	var errs []error
+	for _, e := range cfgerr.Split(err) {
+		errs = append(errs, d.Errorf(cfgerr.Join(path, e.Key), "%s", e.Msg))
+	}
+	return errs
+}
+
 // Validator is a config section that checks itself.
 type Validator interface{ Validate() error }
 
@@ -709,7 +722,7 @@ func (d *Doc) ValidateTree(path string, v reflect.Value) []error {
 	}
 	if val != nil {
 		if err := val.Validate(); err != nil {
-			return []error{d.Errorf(path, "%v", err)}
+			return d.FieldErrors(path, err)
 		}
 		switch v.Kind() {
 		case reflect.Slice, reflect.Array, reflect.Map:
