@@ -432,19 +432,22 @@ func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides,
 		return nil, err
 	}
 	cfg := &Config{Source: source, doc: doc}
-	var moved []error
+	// One run reports every error of the file: moved keys, then what the
+	// decoder found (unknown keys, type errors, unset variables), then what
+	// validation finds, except at a key that already failed to decode.
+	var errs []error
 	for key, to := range movedKeys {
 		if doc.Has(key) {
-			moved = append(moved, doc.Errorf(key, "set %s instead (it applies to every door)", to))
+			errs = append(errs, doc.Errorf(key, "set %s instead (it applies to every door)", to))
 		}
 	}
-	if len(moved) > 0 {
-		slices.SortFunc(moved, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-		return nil, errors.Join(moved...)
-	}
-	cfg.Warnings, err = doc.Decode(cfg, lookup)
-	if err != nil {
-		return nil, err
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	var decodeErr error
+	cfg.Warnings, decodeErr = doc.Decode(cfg, lookup)
+	for _, fe := range fieldErrors(decodeErr) {
+		if _, moved := movedKeys[fe.Key]; !moved { // said above, better
+			errs = append(errs, fe)
+		}
 	}
 	// An empty variable is treated as unset: AXOCOATL_API_TOKEN= must not
 	// silently switch off the file's token.
@@ -465,12 +468,61 @@ func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides,
 	set(&cfg.Server.DataDir, env.DataDir, "server.data_dir", "AXOCOATL_DATA_DIR")
 	set(&cfg.Log.Level, env.LogLevel, "log.level", "AXOCOATL_LOG_LEVEL")
 	set(&cfg.Log.Format, env.LogFormat, "log.format", "AXOCOATL_LOG_FORMAT")
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	for _, fe := range fieldErrors(cfg.validate()) {
+		if fe.Source != "" || !doc.Failed(fe.Key) {
+			errs = append(errs, fe)
+		}
+	}
+	if len(errs) > 0 {
+		// In the file's order, top to bottom; those of no line (a
+		// variable's, a flag's) last.
+		slices.SortStableFunc(errs, func(a, b error) int { return cmpLine(lineOf(a), lineOf(b)) })
+		return nil, errors.Join(errs...)
 	}
 	cfg.publicURLSet = cfg.Server.PublicURL != ""
 	cfg.Server = cfg.Server.WithDefaults()
 	return cfg, nil
+}
+
+// fieldErrors lists the errors joined in err, each a *FieldError (an error
+// of another type, which the loader does not make, becomes one naming the
+// file only).
+func fieldErrors(err error) []*FieldError {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []*FieldError
+		for _, e := range j.Unwrap() {
+			out = append(out, fieldErrors(e)...)
+		}
+		return out
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return []*FieldError{fe}
+	}
+	return []*FieldError{{Msg: err.Error()}}
+}
+
+func lineOf(err error) int {
+	if fe, ok := err.(*FieldError); ok && fe.Source == "" {
+		return fe.Line
+	}
+	return 0
+}
+
+// cmpLine orders lines with 0 (none) last.
+func cmpLine(a, b int) int {
+	switch {
+	case a == b:
+		return 0
+	case a == 0:
+		return 1
+	case b == 0:
+		return -1
+	}
+	return a - b
 }
 
 // provider is the providers: entry of kind (zero when the file has none)
