@@ -37,12 +37,12 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 )
 
 // Defaults for the zero fields of Config.
@@ -115,19 +115,9 @@ type Config struct {
 // Validate checks the configuration. Its errors are
 // [*axocoatl.ConfigError]s naming the key.
 func (c Config) Validate() error {
-	switch {
-	case c.MaxTasks < 0:
-		return cfgerr.Errorf("max_tasks", "must not be negative")
-	case c.TaskTTL < 0:
-		return cfgerr.Errorf("task_ttl", "must not be negative")
-	case c.MaxStoreBytes < 0:
-		return cfgerr.Errorf("max_store_bytes", "must not be negative")
-	case c.MaxBodyBytes < 0:
-		return cfgerr.Errorf("max_body_bytes", "must not be negative")
-	case c.MaxBackgroundTasks < 0:
-		return cfgerr.Errorf("max_background_tasks", "must not be negative")
-	}
-	return nil
+	return cfgerr.NotNegative(cfgerr.N("max_tasks", c.MaxTasks), cfgerr.N("task_ttl", c.TaskTTL),
+		cfgerr.N("max_store_bytes", c.MaxStoreBytes), cfgerr.N("max_body_bytes", c.MaxBodyBytes),
+		cfgerr.N("max_background_tasks", c.MaxBackgroundTasks))
 }
 
 func (c Config) withDefaults() Config {
@@ -169,9 +159,10 @@ type Handler struct {
 	cfg   Config
 	store *taskStore
 
-	// started is set once by Start; eng, log, routes and bodyTimeout are
-	// written before it and read only after it.
-	started     atomic.Bool
+	// life is marked started once by Start; eng, log, routes and
+	// bodyTimeout are written before it and read only after it. Close
+	// stops it (under mu).
+	life        lifecycle.State
 	eng         *axocoatl.Engine
 	log         *slog.Logger
 	routes      http.Handler
@@ -181,11 +172,10 @@ type Handler struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// mu guards closed and the start; runs joins under its read lock so
+	// mu guards the stop and the start; runs joins under its read lock so
 	// Close, which takes the write lock, cannot miss a run that is starting.
-	mu     sync.RWMutex
-	closed bool
-	runs   sync.WaitGroup
+	mu   sync.RWMutex
+	runs sync.WaitGroup
 	// background bounds detached runs (non-blocking message/send).
 	background chan struct{}
 }
@@ -226,7 +216,7 @@ func New(cfg Config) (*Handler, error) {
 // URL with the prefix (https://host/ai), or the card's URL itself. Every
 // route is behind the Engine's HTTP guard; the cards are public.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.started.Load() {
+	if !h.life.Started() {
 		writeHTTPError(w, http.StatusServiceUnavailable, "not_started", "a2a: module not started: pass it to Engine.Use")
 		return
 	}
@@ -288,11 +278,8 @@ func (h *Handler) Name() string { return "a2a" }
 func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.started.Load() {
-		return errors.New("a2a: handler already started")
-	}
-	if h.closed {
-		return ErrClosed
+	if err := h.life.CheckStart("a2a", ErrClosed); err != nil {
+		return err
 	}
 	h.eng = e
 	h.log = h.cfg.Logger
@@ -357,7 +344,7 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 		writeHTTPError(w, http.StatusNotFound, "not_found", "no such A2A route")
 	})))
 	h.routes = mux
-	h.started.Store(true)
+	h.life.MarkStarted()
 	return nil
 }
 
@@ -368,7 +355,7 @@ func (h *Handler) Stop(ctx context.Context) error { return h.Close(ctx) }
 // for them to end, or for ctx. Tasks still running are marked canceled.
 func (h *Handler) Close(ctx context.Context) error {
 	h.mu.Lock()
-	h.closed = true
+	h.life.Stop()
 	h.mu.Unlock()
 	h.cancel()
 	done := make(chan struct{})
@@ -385,7 +372,7 @@ func (h *Handler) Close(ctx context.Context) error {
 func (h *Handler) join() error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if h.closed {
+	if h.life.Stopped() {
 		return ErrClosed
 	}
 	h.runs.Add(1)

@@ -1,7 +1,6 @@
 package a2aremote
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -168,15 +167,9 @@ func (a AgentConfig) Validate() error {
 			return bad("headers", "%s", p)
 		}
 	}
-	switch {
-	case a.Timeout < 0:
-		return bad("timeout", "must not be negative")
-	case a.MaxResponseBytes < 0:
-		return bad("max_response_bytes", "must not be negative")
-	case a.MaxOutputBytes < 0:
-		return bad("max_output_bytes", "must not be negative")
-	case a.MaxConcurrent < 0:
-		return bad("max_concurrent", "must not be negative")
+	if err := cfgerr.NotNegative(cfgerr.N("timeout", a.Timeout), cfgerr.N("max_response_bytes", a.MaxResponseBytes),
+		cfgerr.N("max_output_bytes", a.MaxOutputBytes), cfgerr.N("max_concurrent", a.MaxConcurrent)); err != nil {
+		return err
 	}
 	if !axocoatl.ValidApproval(a.Approval) {
 		return bad("approval", "%q must be prompt, allow or deny", a.Approval)
@@ -190,10 +183,8 @@ func (c Config) Validate() error {
 	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
 		return cfgerr.Errorf("", "backoff must not be negative")
 	}
-	for i, a := range c.Agents {
-		if err := a.Validate(); err != nil {
-			return cfgerr.At(fmt.Sprintf("a2a_agents[%d]", i), err)
-		}
+	if err := cfgerr.Entries("a2a_agents", c.Agents); err != nil {
+		return err
 	}
 	return cfgerr.At("a2a_agents", ValidateNames(c.Agents))
 }
@@ -201,14 +192,7 @@ func (c Config) Validate() error {
 // ValidateNames reports a name used twice (the message names the entries,
 // not the section).
 func ValidateNames(agents []AgentConfig) error {
-	seen := make(map[string]int, len(agents))
-	for i, a := range agents {
-		if j, dup := seen[a.Name]; dup {
-			return cfgerr.Errorf("", "duplicate name %q (entries %d and %d)", a.Name, j, i)
-		}
-		seen[a.Name] = i
-	}
-	return nil
+	return cfgerr.UniqueNames(agents, func(a AgentConfig) string { return a.Name })
 }
 
 // Target is the agent's URL as logs and doctor show it: no userinfo, no

@@ -66,6 +66,7 @@ import (
 	"unicode/utf8"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -188,7 +189,7 @@ type Module struct {
 	wg       sync.WaitGroup
 
 	mu      sync.Mutex
-	state   int // stateNew, stateStarted, stateStopped
+	life    lifecycle.State
 	remove  func()
 	subs    []lattice.Subscription
 	local   map[string]*pending
@@ -198,12 +199,6 @@ type Module struct {
 	waiters map[string][]chan Resolution
 	dropped uint64 // remote approvals not tracked (over maxRemote)
 }
-
-const (
-	stateNew = iota
-	stateStarted
-	stateStopped
-)
 
 type pending struct {
 	info    PendingApproval
@@ -239,11 +234,8 @@ func (m *Module) Name() string { return "approval" }
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	switch m.state {
-	case stateStarted:
-		return errors.New("approval: already started")
-	case stateStopped:
-		return ErrStopped
+	if err := m.life.CheckStart("approval", ErrStopped); err != nil {
+		return err
 	}
 	if err := m.store.load(); err != nil {
 		return err
@@ -274,7 +266,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.handlers.Store(&h)
 	m.wg.Go(m.follow)
 	m.remove = e.Intercept(m.intercept)
-	m.state = stateStarted
+	m.life.MarkStarted()
 	m.publish(EventSync, map[string]string{"from": m.node})
 	if m.cfg.DataDir == "" {
 		m.log.Info("approval gate on; remembered decisions are kept in memory only (no data dir)", "default", m.cfg.Default, "timeout", m.cfg.Timeout, "rules", len(m.cfg.Rules))
@@ -288,12 +280,10 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 // call still waiting (they are not run) and ends the module's goroutines.
 func (m *Module) Stop(ctx context.Context) error {
 	m.mu.Lock()
-	if m.state != stateStarted {
-		m.state = stateStopped
+	if !m.life.Stop() {
 		m.mu.Unlock()
 		return nil
 	}
-	m.state = stateStopped
 	remove, subs := m.remove, m.subs
 	m.mu.Unlock()
 	remove()
@@ -301,15 +291,7 @@ func (m *Module) Stop(ctx context.Context) error {
 	for _, s := range subs {
 		s.Close()
 	}
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		<-done
-		return fmt.Errorf("approval: stop: %w", ctx.Err())
-	}
+	return lifecycle.Wait(ctx, "approval", &m.wg)
 }
 
 // decide applies the policy to a call of t by agentID.
@@ -373,7 +355,7 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 	}
 	prompter := axocoatl.UserPrompterFrom(ctx)
 	m.mu.Lock()
-	if m.state != stateStarted {
+	if !m.life.Running() {
 		m.mu.Unlock()
 		return withdrawnResult(call.Tool), nil
 	}
@@ -626,13 +608,13 @@ func (m *Module) resolve(ctx context.Context, id, decision, remember, resolvedBy
 		resolvedBy = "api"
 	}
 	m.mu.Lock()
-	switch m.state {
-	case stateNew:
-		m.mu.Unlock()
-		return Resolution{}, ErrNotStarted
-	case stateStopped:
+	switch {
+	case m.life.Stopped():
 		m.mu.Unlock()
 		return Resolution{}, ErrStopped
+	case !m.life.Started():
+		m.mu.Unlock()
+		return Resolution{}, ErrNotStarted
 	}
 	if _, ok := m.local[id]; ok {
 		m.mu.Unlock()

@@ -3,7 +3,6 @@ package config_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"iter"
 	"net"
 	"net/http"
@@ -86,14 +85,7 @@ a2a_agents:
 		{"bad approval", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: http://x\n    approval: maybe\n", "a2a_agents[0].approval", "approval: maybe", "must be prompt, allow or deny"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.ParseWith(context.Background(), "a.yaml", []byte(tc.text), env(vars))
-			var fe *config.FieldError
-			if !errors.As(err, &fe) {
-				t.Fatalf("want a *config.FieldError, got %T %v", err, err)
-			}
-			if fe.File != "a.yaml" || fe.Key != tc.key || fe.Line != lineOf(t, tc.text, tc.at) || !strings.Contains(fe.Msg, tc.msg) {
-				t.Fatalf("error %s:%d %s %q, want key %s at line of %q saying %q", fe.File, fe.Line, fe.Key, fe.Msg, tc.key, tc.at, tc.msg)
-			}
+			err := wantFieldError(t, vars, tc.text, tc.key, tc.at, tc.msg)
 			if strings.Contains(err.Error(), "planner-secret") {
 				t.Fatalf("the error shows a secret: %v", err)
 			}

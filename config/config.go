@@ -38,6 +38,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/egress"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/internal/yamlconf"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
@@ -488,21 +489,15 @@ func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides,
 // of another type, which the loader does not make, becomes one naming the
 // file only).
 func fieldErrors(err error) []*FieldError {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []*FieldError
-		for _, e := range j.Unwrap() {
-			out = append(out, fieldErrors(e)...)
+	var out []*FieldError
+	for _, leaf := range cfgerr.Leaves(err) {
+		var fe *FieldError
+		if !errors.As(leaf, &fe) {
+			fe = &FieldError{Msg: leaf.Error()}
 		}
-		return out
+		out = append(out, fe)
 	}
-	var fe *FieldError
-	if errors.As(err, &fe) {
-		return []*FieldError{fe}
-	}
-	return []*FieldError{{Msg: err.Error()}}
+	return out
 }
 
 func lineOf(err error) int {

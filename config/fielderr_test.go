@@ -38,17 +38,24 @@ func TestModuleErrorsAtTheirField(t *testing.T) {
 		{"provider", "providers:\n  openai:\n    api_key: k\n    max_tokens: -1\nagents:\n  - id: a\n", "providers.openai.max_tokens", "max_tokens:", "must not be negative"},
 		{"origins", "server:\n  allowed_origins:\n    - https://ok.example\n    - \"[bad\"\nagents:\n  - id: a\n", "server.allowed_origins[1]", "[bad", "must be an origin"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.ParseWith(context.Background(), "m.yaml", []byte(tc.text), env(nil))
-			var fe *config.FieldError
-			if !errors.As(err, &fe) {
-				t.Fatalf("want a *config.FieldError, got %T %v", err, err)
-			}
-			if fe.Key != tc.key || fe.Line != lineOf(t, tc.text, tc.at) || fe.Msg == "" || !strings.Contains(fe.Msg, tc.msg) {
-				t.Fatalf("error m.yaml:%d %s %q, want key %s at the line of %q saying %q", fe.Line, fe.Key, fe.Msg, tc.key, tc.at, tc.msg)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantFieldError(t, nil, tc.text, tc.key, tc.at, tc.msg) })
 	}
+}
+
+// wantFieldError parses text (as a.yaml) and checks that its first error
+// is a *config.FieldError at key, on the line holding at, saying msg; it
+// returns the whole error.
+func wantFieldError(t *testing.T, vars map[string]string, text, key, at, msg string) error {
+	t.Helper()
+	_, err := config.ParseWith(context.Background(), "a.yaml", []byte(text), env(vars))
+	var fe *config.FieldError
+	if !errors.As(err, &fe) {
+		t.Fatalf("want a *config.FieldError, got %T %v", err, err)
+	}
+	if fe.File != "a.yaml" || fe.Key != key || fe.Line != lineOf(t, text, at) || !strings.Contains(fe.Msg, msg) {
+		t.Fatalf("error %s:%d %s %q, want key %s at the line of %q saying %q", fe.File, fe.Line, fe.Key, fe.Msg, key, at, msg)
+	}
+	return err
 }
 
 // Every module's validation error matches the one sentinel, and each

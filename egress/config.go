@@ -197,32 +197,16 @@ func (w Webhook) Validate() error {
 			return bad("headers", "%s", p)
 		}
 	}
-	switch {
-	case w.Timeout < 0:
-		return bad("timeout", "must not be negative")
-	case w.MaxAttempts < 0:
-		return bad("max_attempts", "must not be negative")
-	case w.BackoffBase < 0:
-		return bad("backoff_base", "must not be negative")
-	case w.BackoffMax < 0:
-		return bad("backoff_max", "must not be negative")
-	case w.QueueSize < 0:
-		return bad("queue_size", "must not be negative")
-	case w.Concurrency < 0:
-		return bad("concurrency", "must not be negative")
-	case w.MaxDeadLetters < 0:
-		return bad("max_dead_letters", "must not be negative")
-	}
-	return nil
+	return cfgerr.NotNegative(cfgerr.N("timeout", w.Timeout), cfgerr.N("max_attempts", w.MaxAttempts),
+		cfgerr.N("backoff_base", w.BackoffBase), cfgerr.N("backoff_max", w.BackoffMax), cfgerr.N("queue_size", w.QueueSize),
+		cfgerr.N("concurrency", w.Concurrency), cfgerr.N("max_dead_letters", w.MaxDeadLetters))
 }
 
 // Validate checks every webhook and that names are unique. Errors are
 // [*axocoatl.ConfigError]s keyed "webhooks[i].<key>".
 func (c Config) Validate() error {
-	for i, w := range c.Webhooks {
-		if err := w.Validate(); err != nil {
-			return cfgerr.At(fmt.Sprintf("webhooks[%d]", i), err)
-		}
+	if err := cfgerr.Entries("webhooks", c.Webhooks); err != nil {
+		return err
 	}
 	if err := ValidateNames(c.Webhooks); err != nil {
 		return cfgerr.At("webhooks", err)
@@ -235,14 +219,7 @@ func (c Config) Validate() error {
 
 // ValidateNames reports a webhook name used twice.
 func ValidateNames(hooks []Webhook) error {
-	seen := make(map[string]int, len(hooks))
-	for i, w := range hooks {
-		if j, dup := seen[w.Name]; dup {
-			return cfgerr.Errorf("", "duplicate name %q (entries %d and %d)", w.Name, j, i)
-		}
-		seen[w.Name] = i
-	}
-	return nil
+	return cfgerr.UniqueNames(hooks, func(w Webhook) string { return w.Name })
 }
 
 // withDefaults fills the zero fields.

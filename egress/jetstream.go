@@ -784,7 +784,7 @@ func (m *Module) startJS(e *axocoatl.Engine, handler http.Handler) error {
 		defer close(m.ingestDone)
 		m.ingest(ctx)
 	})
-	m.started = true
+	m.state.MarkStarted()
 	m.handler.Store(&handler)
 	return nil
 }

@@ -2,7 +2,6 @@ package mcpclient
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -223,16 +222,9 @@ func (s ServerConfig) Validate() error {
 			return bad("headers", "%s", p)
 		}
 	}
-	if s.Timeout < 0 {
-		return bad("timeout", "must not be negative")
-	}
-	switch {
-	case s.MaxTools < 0:
-		return bad("max_tools", "must not be negative")
-	case s.MaxListPages < 0:
-		return bad("max_list_pages", "must not be negative")
-	case s.MaxListBytes < 0:
-		return bad("max_list_bytes", "must not be negative")
+	if err := cfgerr.NotNegative(cfgerr.N("timeout", s.Timeout), cfgerr.N("max_tools", s.MaxTools),
+		cfgerr.N("max_list_pages", s.MaxListPages), cfgerr.N("max_list_bytes", s.MaxListBytes)); err != nil {
+		return err
 	}
 	if !axocoatl.ValidApproval(s.Approval) {
 		return bad("approval", "%q must be prompt, allow or deny", s.Approval)
@@ -246,10 +238,8 @@ func (c Config) Validate() error {
 	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
 		return cfgerr.Errorf("", "backoff must not be negative")
 	}
-	for i, s := range c.Servers {
-		if err := s.Validate(); err != nil {
-			return cfgerr.At(fmt.Sprintf("mcp_servers[%d]", i), err)
-		}
+	if err := cfgerr.Entries("mcp_servers", c.Servers); err != nil {
+		return err
 	}
 	return cfgerr.At("mcp_servers", ValidateNames(c.Servers))
 }
@@ -257,14 +247,7 @@ func (c Config) Validate() error {
 // ValidateNames reports a server name used twice (the message names the
 // entries, not the section).
 func ValidateNames(servers []ServerConfig) error {
-	seen := make(map[string]int, len(servers))
-	for i, s := range servers {
-		if j, dup := seen[s.Name]; dup {
-			return cfgerr.Errorf("", "duplicate name %q (entries %d and %d)", s.Name, j, i)
-		}
-		seen[s.Name] = i
-	}
-	return nil
+	return cfgerr.UniqueNames(servers, func(s ServerConfig) string { return s.Name })
 }
 
 func (c Config) withDefaults() Config {

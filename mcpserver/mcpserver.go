@@ -56,6 +56,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -179,14 +180,13 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 type Server struct {
 	cfg Config
 
-	// started is set once by Start; engine, log, mcp and http are written
-	// before it and read only after it.
-	started atomic.Bool
-	engine  *axocoatl.Engine
-	log     *slog.Logger
-	mcp     *mcp.Server
-	http    http.Handler
-	closed  atomic.Bool
+	// life is marked started once by Start; engine, log, mcp and http are
+	// written before it and read only after it. Close stops it.
+	life   lifecycle.State
+	engine *axocoatl.Engine
+	log    *slog.Logger
+	mcp    *mcp.Server
+	http   http.Handler
 
 	// mu guards tools: the agent ids already registered as tools, and the
 	// start. Agents added to the Engine later are picked up on the next
@@ -244,11 +244,8 @@ func (s *Server) Name() string { return "mcpserver" }
 func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started.Load() {
-		return errors.New("mcpserver: already started")
-	}
-	if s.closed.Load() {
-		return ErrClosed
+	if err := s.life.CheckStart("mcpserver", ErrClosed); err != nil {
+		return err
 	}
 	cfg := s.cfg.withDefaults(e)
 	s.cfg = cfg
@@ -304,7 +301,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	statelessOpts.JSONResponse = true
 	statelessJSON := mcp.NewStreamableHTTPHandler(getServer, &statelessOpts)
 	s.http = e.GuardHTTP(axocoatl.HTTPRoute{MaxBodyBytes: cfg.MaxMessageBytes}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.closed.Load() { // inside the guard: the unread body is drained under its deadline
+		if s.life.Stopped() { // inside the guard: the unread body is drained under its deadline
 			writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
 			return
 		}
@@ -355,7 +352,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 		}
 		sdk.ServeHTTP(w, r)
 	}))
-	s.started.Store(true)
+	s.life.MarkStarted()
 	return nil
 }
 
@@ -364,7 +361,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 func (s *Server) openStream(parent context.Context) (ctx context.Context, end func(), ok bool) {
 	s.streamMu.Lock()
 	defer s.streamMu.Unlock()
-	if s.closed.Load() {
+	if s.life.Stopped() {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(parent)
@@ -407,7 +404,7 @@ func (s *Server) Stop(context.Context) error { return s.Close() }
 // another transport (mcp.NewInMemoryTransports in tests, a custom one in a
 // host); nil before. Add nothing to it: its tools mirror the Engine's agents.
 func (s *Server) MCP() *mcp.Server {
-	if !s.started.Load() {
+	if !s.life.Started() {
 		return nil
 	}
 	return s.mcp
@@ -436,7 +433,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close does not close the Engine.
 func (s *Server) Close() error {
 	s.mu.Lock()
-	s.closed.Store(true)
+	s.life.Stop()
 	s.mu.Unlock()
 	// After closed is set: a stream that registers from now on is refused.
 	s.streamMu.Lock()
@@ -450,7 +447,7 @@ func (s *Server) Close() error {
 	case <-ended:
 	case <-time.After(streamsEndWithin):
 	}
-	if !s.started.Load() {
+	if !s.life.Started() {
 		return nil
 	}
 	s.stopWatch() // outside s.mu: a sync in progress takes it
@@ -492,7 +489,7 @@ func (s *Server) syncMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (s *Server) syncTools() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed.Load() {
+	if s.life.Stopped() {
 		return
 	}
 	s.syncToolsLocked()
@@ -575,7 +572,7 @@ const MetaTaskID = "axocoatl/task_id"
 // callAgent bridges a tools/call of agent_<id> to Engine.ExecuteRequest.
 func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		input, err := parseInput(req.Params.Arguments)
+		input, err := axocoatl.ParseInput(req.Params.Arguments)
 		if err != nil {
 			return errorResult(err.Error(), nil), nil
 		}
@@ -603,30 +600,6 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 
 func errorResult(msg string, meta mcp.Meta) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Meta: meta, IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
-}
-
-// parseInput validates the arguments against the tool's input schema: an
-// object whose "input" is a string. Other properties are ignored, as the
-// schema allows them.
-func parseInput(args json.RawMessage) (string, error) {
-	var obj map[string]json.RawMessage
-	if len(args) == 0 || string(args) == "null" {
-		return "", errors.New(`invalid arguments: missing required property "input"`)
-	}
-	if err := json.Unmarshal(args, &obj); err != nil {
-		return "", errors.New(`invalid arguments: must be an object with a string property "input"`)
-	}
-	raw, ok := obj["input"]
-	if !ok {
-		return "", errors.New(`invalid arguments: missing required property "input"`)
-	}
-	var input string
-	// null decodes into a string without error: refuse it by hand, it is
-	// not the string the schema requires.
-	if err := json.Unmarshal(raw, &input); err != nil || string(raw) == "null" {
-		return "", errors.New(`invalid arguments: property "input" must be a string`)
-	}
-	return input, nil
 }
 
 // minLevel drops records below a level; it quiets the go-sdk's per-session

@@ -61,21 +61,53 @@ func At(prefix string, err error) error {
 // (errors.Join, and wrapping with %w), or one with an empty key and the
 // error's text for an error that is no *Error.
 func Split(err error) []*Error {
+	var out []*Error
+	for _, leaf := range Leaves(err) {
+		var e *Error
+		if !errors.As(leaf, &e) {
+			e = &Error{Msg: leaf.Error()}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// Leaves lists the errors joined in err (errors.Join, nested too), or err
+// alone when it joins none; nil for nil.
+func Leaves(err error) []error {
 	if err == nil {
 		return nil
 	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []*Error
-		for _, e := range j.Unwrap() {
-			out = append(out, Split(e)...)
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, Leaves(e)...)
+	}
+	return out
+}
+
+// Check is one value NotNegative looks at.
+type Check struct {
+	key      string
+	negative bool
+}
+
+// N is the check of the value v at key.
+func N[T ~int | ~int64](key string, v T) Check { return Check{key, v < 0} }
+
+// NotNegative is "<key>: must not be negative" for the first check whose
+// value is negative, nil when none is: the bound every count, size and
+// duration of a section has (zero means its default).
+func NotNegative(checks ...Check) error {
+	for _, c := range checks {
+		if c.negative {
+			return Errorf(c.key, "must not be negative")
 		}
-		return out
 	}
-	var e *Error
-	if errors.As(err, &e) {
-		return []*Error{e}
-	}
-	return []*Error{{Msg: err.Error()}}
+	return nil
 }
 
 // Join is key under prefix: "a.b", "a[1]", or either alone when the other
@@ -90,4 +122,29 @@ func Join(prefix, key string) string {
 		return prefix + key
 	}
 	return prefix + "." + key
+}
+
+// Entries validates each item of a list section: the first item's error,
+// under section[i].
+func Entries[T interface{ Validate() error }](section string, items []T) error {
+	for i, item := range items {
+		if err := item.Validate(); err != nil {
+			return At(fmt.Sprintf("%s[%d]", section, i), err)
+		}
+	}
+	return nil
+}
+
+// UniqueNames reports the first name given to two items of a list (the
+// message names the entries, not the section; "" for none).
+func UniqueNames[T any](items []T, name func(T) string) error {
+	seen := make(map[string]int, len(items))
+	for i, item := range items {
+		n := name(item)
+		if j, dup := seen[n]; dup {
+			return Errorf("", "duplicate name %q (entries %d and %d)", n, j, i)
+		}
+		seen[n] = i
+	}
+	return nil
 }

@@ -26,3 +26,13 @@ func TestAt(t *testing.T) {
 		t.Fatalf("%q", s)
 	}
 }
+
+func TestNotNegative(t *testing.T) {
+	if err := NotNegative(N("a", 0), N("b", int64(3))); err != nil {
+		t.Fatal(err)
+	}
+	err := NotNegative(N("a", 1), N("b", -1), N("c", -2))
+	if s := err.Error(); s != "b: must not be negative" || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("%q", s)
+	}
+}
