@@ -117,4 +117,14 @@ approval:
 	if len(errs) != 1 || errs[0].Key != "agents" || !strings.Contains(errs[0].Msg, "expected a list") {
 		t.Fatalf("errors %v", errs)
 	}
+	// Nor is the entry holding it ("id is required" beside a list for id).
+	errs = fieldErrors(t, "agents:\n  - id: [x]\n", nil)
+	if len(errs) != 1 || errs[0].Key != "agents[0].id" {
+		t.Fatalf("errors %v", errs)
+	}
+	// A duplicate key does not stop the rest of the file being read.
+	errs = fieldErrors(t, "agents:\n  - id: a\n    id: b\n    timeout: -1s\n", nil)
+	if len(errs) != 2 || errs[0].Key != "agents[0].id" || errs[0].Msg != "duplicate key" || errs[1].Key != "agents[0].timeout" {
+		t.Fatalf("errors %v", errs)
+	}
 }

@@ -148,6 +148,13 @@ func (d *Doc) Decode(dst any, lookup Lookup) (warnings []string, err error) {
 	}
 	c := &checker{doc: d, paths: map[[2]int]string{}, types: map[[2]int]reflect.Type{}, ignored: map[*yaml.Node]bool{}, done: map[*yaml.Node]bool{}, aliasChecked: map[aliasCheck]bool{}}
 	c.checkKeys(d.root, rv.Elem().Type(), "", true)
+	// A duplicate key, reported, is dropped: the decoder would stop at it
+	// and leave the rest of the file undecoded.
+	for _, dp := range c.dups {
+		if i := slices.Index(dp.mapping.Content, dp.key); i >= 0 && i+1 < len(dp.mapping.Content) {
+			dp.mapping.Content = slices.Delete(dp.mapping.Content, i, i+2)
+		}
+	}
 	c.expand(d.root, "", lookup)
 	// The decoder runs even after key errors, so that one run reports every
 	// error of the file: the values already reported were replaced by null
@@ -173,16 +180,26 @@ func sameSpot(a, b *Error) bool {
 	return a.Key == b.Key && a.Line == b.Line
 }
 
-// Failed reports whether Decode found an error at key or at a key that
-// holds it: a check of the decoded value there would only repeat it (a
-// value that did not decode is zero, say "required").
+// Failed reports whether Decode found an error at key, at a key that holds
+// it, or at one of its own keys: a check of the decoded value there would
+// only repeat it (a value that did not decode is zero: "id is required"
+// beside "agents[0].id: expected a string").
 func (d *Doc) Failed(key string) bool {
 	for _, k := range d.failed {
-		if key == k || k != "" && (strings.HasPrefix(key, k+".") || strings.HasPrefix(key, k+"[")) {
+		if key == k || k != "" && (strings.HasPrefix(key, k+".") || strings.HasPrefix(key, k+"[")) || key == parentKey(k) {
 			return true
 		}
 	}
 	return false
+}
+
+// parentKey is the key holding key: "agents[0]" for "agents[0].id",
+// "agents" for "agents[0]", "" at the top.
+func parentKey(key string) string {
+	if i := strings.LastIndexAny(key, ".["); i >= 0 {
+		return key[:i]
+	}
+	return ""
 }
 
 type checker struct {
@@ -193,10 +210,14 @@ type checker struct {
 	done     map[*yaml.Node]bool     // scalars already expanded (an anchor used twice)
 	paths    map[[2]int]string       // node position → key path, for decode errors
 	types    map[[2]int]reflect.Type // node position → the type it decodes into
+	dups     []dup
 	// aliasChecked records anchored values already checked as a type, and
 	// (with a nil type) already expanded.
 	aliasChecked map[aliasCheck]bool
 }
+
+// dup is a key written twice in a mapping (its second occurrence).
+type dup struct{ mapping, key *yaml.Node }
 
 type aliasCheck struct {
 	node *yaml.Node
@@ -309,6 +330,7 @@ func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool)
 			c.paths[[2]int{k.Line, k.Column}] = kp
 			if seen[key] {
 				c.errorf(k, kp, "duplicate key")
+				c.dups = append(c.dups, dup{n, k})
 				continue
 			}
 			seen[key] = true
@@ -360,6 +382,7 @@ func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool)
 			c.paths[[2]int{k.Line, k.Column}] = kp
 			if seen[k.Value] {
 				c.errorf(k, kp, "duplicate key")
+				c.dups = append(c.dups, dup{n, k})
 				continue
 			}
 			seen[k.Value] = true
