@@ -37,12 +37,13 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
-	"github.com/axocoatl/axocoatl-go/internal/mount"
 	"github.com/axocoatl/axocoatl-go/internal/a2awire"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
+	"github.com/axocoatl/axocoatl-go/internal/mount"
 )
 
 // Defaults for the zero fields of Config.
@@ -112,21 +113,12 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the configuration.
+// Validate checks the configuration. Its errors are
+// [*axocoatl.ConfigError]s naming the key.
 func (c Config) Validate() error {
-	switch {
-	case c.MaxTasks < 0:
-		return errors.New("a2a: max_tasks must not be negative")
-	case c.TaskTTL < 0:
-		return errors.New("a2a: task_ttl must not be negative")
-	case c.MaxStoreBytes < 0:
-		return errors.New("a2a: max_store_bytes must not be negative")
-	case c.MaxBodyBytes < 0:
-		return errors.New("a2a: max_body_bytes must not be negative")
-	case c.MaxBackgroundTasks < 0:
-		return errors.New("a2a: max_background_tasks must not be negative")
-	}
-	return nil
+	return cfgerr.NotNegative(cfgerr.N("max_tasks", c.MaxTasks), cfgerr.N("task_ttl", c.TaskTTL),
+		cfgerr.N("max_store_bytes", c.MaxStoreBytes), cfgerr.N("max_body_bytes", c.MaxBodyBytes),
+		cfgerr.N("max_background_tasks", c.MaxBackgroundTasks))
 }
 
 func (c Config) withDefaults() Config {
@@ -168,9 +160,10 @@ type Handler struct {
 	cfg   Config
 	store *taskStore
 
-	// started is set once by Start; eng, log, routes and bodyTimeout are
-	// written before it and read only after it.
-	started     atomic.Bool
+	// life is marked started once by Start; eng, log, routes and
+	// bodyTimeout are written before it and read only after it. Close
+	// stops it (under mu).
+	life        lifecycle.State
 	eng         *axocoatl.Engine
 	log         *slog.Logger
 	routes      http.Handler
@@ -180,11 +173,10 @@ type Handler struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// mu guards closed and the start; runs joins under its read lock so
+	// mu guards the stop and the start; runs joins under its read lock so
 	// Close, which takes the write lock, cannot miss a run that is starting.
-	mu     sync.RWMutex
-	closed bool
-	runs   sync.WaitGroup
+	mu   sync.RWMutex
+	runs sync.WaitGroup
 	// background bounds detached runs (non-blocking message/send).
 	background chan struct{}
 }
@@ -193,7 +185,7 @@ type Handler struct {
 // Engine's agents.
 func New(cfg Config) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("a2a: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	h := &Handler{
@@ -225,7 +217,7 @@ func New(cfg Config) (*Handler, error) {
 // URL with the prefix (https://host/ai), or the card's URL itself. Every
 // route is behind the Engine's HTTP guard; the cards are public.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.started.Load() {
+	if !h.life.Started() {
 		writeHTTPError(w, http.StatusServiceUnavailable, "not_started", "a2a: module not started: pass it to Engine.Use")
 		return
 	}
@@ -320,11 +312,8 @@ func (h *Handler) Name() string { return "a2a" }
 func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.started.Load() {
-		return errors.New("a2a: handler already started")
-	}
-	if h.closed {
-		return ErrClosed
+	if err := h.life.CheckStart("a2a", ErrClosed); err != nil {
+		return err
 	}
 	h.eng = e
 	h.log = h.cfg.Logger
@@ -348,7 +337,7 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 		writeHTTPError(w, http.StatusNotFound, "not_found", "no such A2A route")
 	})))
 	h.routes = mux
-	h.started.Store(true)
+	h.life.MarkStarted()
 	return nil
 }
 
@@ -359,7 +348,7 @@ func (h *Handler) Stop(ctx context.Context) error { return h.Close(ctx) }
 // for them to end, or for ctx. Tasks still running are marked canceled.
 func (h *Handler) Close(ctx context.Context) error {
 	h.mu.Lock()
-	h.closed = true
+	h.life.Stop()
 	h.mu.Unlock()
 	h.cancel()
 	done := make(chan struct{})
@@ -376,7 +365,7 @@ func (h *Handler) Close(ctx context.Context) error {
 func (h *Handler) join() error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if h.closed {
+	if h.life.Stopped() {
 		return ErrClosed
 	}
 	h.runs.Add(1)

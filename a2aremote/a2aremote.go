@@ -61,6 +61,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/internal/retry"
 	"github.com/axocoatl/axocoatl-go/internal/scrub"
@@ -78,8 +79,9 @@ var (
 	// ErrTaskFailed: the remote task ended failed, rejected or cancelled,
 	// or needs authentication.
 	ErrTaskFailed = errors.New("remote a2a task did not complete")
-	// ErrBadInput: the tool's arguments are not {"input": "<text>"}.
-	ErrBadInput = errors.New(`a2a tool input must be {"input": "<text>"}`)
+	// ErrBadInput: the tool's arguments are not {"input": "<text>"}. It is
+	// [axocoatl.ErrBadInput], kept under this name for its callers.
+	ErrBadInput = axocoatl.ErrBadInput
 	// ErrStopped: the module is stopped.
 	ErrStopped = errors.New("a2a remote module stopped")
 )
@@ -99,12 +101,11 @@ type Module struct {
 	// their goroutines) without touching other users of a shared one.
 	transport *http.Transport
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	agents  []*remote
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	mu     sync.Mutex
+	life   lifecycle.State
+	agents []*remote
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // New validates cfg and returns the module.
@@ -123,13 +124,10 @@ func (m *Module) Name() string { return "a2aremote" }
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.stopped {
-		return ErrStopped
+	if err := m.life.CheckStart("a2aremote", ErrStopped); err != nil {
+		return err
 	}
-	if m.started {
-		return errors.New("a2aremote: already started")
-	}
-	m.started = true
+	m.life.MarkStarted()
 	life, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	m.transport = newTransport()
@@ -160,12 +158,10 @@ func (m *Module) unregister() {
 // remote tasks too), card reads end, and the tools are unregistered.
 func (m *Module) Stop(ctx context.Context) error {
 	m.mu.Lock()
-	if m.stopped || !m.started {
-		m.stopped = true
+	if !m.life.Stop() {
 		m.mu.Unlock()
 		return nil
 	}
-	m.stopped = true
 	cancel := m.cancel
 	m.mu.Unlock()
 

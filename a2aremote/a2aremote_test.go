@@ -310,7 +310,7 @@ func TestBadInput(t *testing.T) {
 	s := newSetup(t, "", nil, remoteCfg(peer.URL))
 	s.ready(t)
 	before := peer.calls.Load()
-	for _, args := range []string{`{}`, `{"input":3}`, `[1]`, `{"input":null}`} {
+	for _, args := range []string{`{}`, `{"input":3}`, `[1]`, `{"input":null}`, `{"INPUT":"hi"}`, `null`} {
 		_, err := s.eng.CallTool(context.Background(), axocoatl.ToolCall{Tool: "a2a__remote", Arguments: json.RawMessage(args)})
 		if !errors.Is(err, a2aremote.ErrBadInput) {
 			t.Errorf("args %s: %v, want ErrBadInput", args, err)

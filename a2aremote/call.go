@@ -1,7 +1,6 @@
 package a2aremote
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -38,68 +36,9 @@ const drainGrace = 100 * time.Millisecond
 // timed out) to learn the id of the task to cancel.
 const idGrace = 2 * time.Second
 
-// parseInput reads {"input": "<text>"}.
-func parseInput(args json.RawMessage) (string, error) {
-	if s, ok := plainInput(args); ok {
-		return s, nil
-	}
-	var in struct {
-		Input *string `json:"input"`
-	}
-	if err := json.Unmarshal(args, &in); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBadInput, err)
-	}
-	if in.Input == nil {
-		return "", fmt.Errorf("%w: input is missing", ErrBadInput)
-	}
-	return *in.Input, nil
-}
-
-// plainInput reads args of exactly the shape {"input": "<text>"} (JSON
-// whitespace allowed between tokens) whose text has no escape, control
-// character or invalid UTF-8, so that it decodes to itself. It is what
-// models send; encoding/json took a third of the module's own CPU per
-// call for it. Any other shape is left to encoding/json (ok false).
-func plainInput(b []byte) (text string, ok bool) {
-	b, ok = afterToken(b, "{")
-	if ok {
-		b, ok = afterToken(b, `"input"`)
-	}
-	if ok {
-		b, ok = afterToken(b, ":")
-	}
-	if ok {
-		b, ok = afterToken(b, `"`)
-	}
-	end := bytes.IndexByte(b, '"')
-	if !ok || end < 0 {
-		return "", false
-	}
-	raw := b[:end]
-	for _, c := range raw {
-		if c == '\\' || c < 0x20 {
-			return "", false
-		}
-	}
-	if !utf8.Valid(raw) {
-		return "", false
-	}
-	if rest, ok := afterToken(b[end+1:], "}"); !ok || len(bytes.TrimLeft(rest, jsonSpace)) > 0 {
-		return "", false
-	}
-	return string(raw), true
-}
-
-const jsonSpace = " \t\r\n"
-
-// afterToken skips JSON whitespace, then tok.
-func afterToken(b []byte, tok string) ([]byte, bool) {
-	return bytes.CutPrefix(bytes.TrimLeft(b, jsonSpace), []byte(tok))
-}
-
 // call sends the input to the remote agent and waits for its task's end.
 func (r *remote) call(ctx context.Context, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
-	input, err := parseInput(call.Arguments)
+	input, err := axocoatl.ParseInput(call.Arguments)
 	if err != nil {
 		return axocoatl.ToolResult{}, fmt.Errorf("a2a agent %s: %w", r.cfg.Name, err)
 	}

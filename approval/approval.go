@@ -65,6 +65,7 @@ import (
 	"unicode/utf8"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -161,18 +162,12 @@ type Module struct {
 	repl *replication
 
 	mu     sync.Mutex
-	state  int // stateNew, stateStarted, stateStopped
+	life   lifecycle.State
 	remove func()
 	local  map[string]*pending
 	recent map[string]struct{}
 	ring   []string // recent ids, oldest first
 }
-
-const (
-	stateNew = iota
-	stateStarted
-	stateStopped
-)
 
 type pending struct {
 	info    PendingApproval
@@ -207,11 +202,8 @@ func (m *Module) Name() string { return "approval" }
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	switch m.state {
-	case stateStarted:
-		return errors.New("approval: already started")
-	case stateStopped:
-		return ErrStopped
+	if err := m.life.CheckStart("approval", ErrStopped); err != nil {
+		return err
 	}
 	if err := m.store.load(); err != nil {
 		return err
@@ -235,7 +227,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.handlers.Store(&h)
 	m.wg.Go(m.repl.follow)
 	m.remove = e.Intercept(m.intercept)
-	m.state = stateStarted
+	m.life.MarkStarted()
 	m.repl.askSync(m.node)
 	if m.cfg.DataDir == "" {
 		m.log.Info("approval gate on; remembered decisions are kept in memory only (no data dir)", "default", m.cfg.Default, "timeout", m.cfg.Timeout, "rules", len(m.cfg.Rules))
@@ -249,26 +241,16 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 // call still waiting (they are not run) and ends the module's goroutines.
 func (m *Module) Stop(ctx context.Context) error {
 	m.mu.Lock()
-	if m.state != stateStarted {
-		m.state = stateStopped
+	if !m.life.Stop() {
 		m.mu.Unlock()
 		return nil
 	}
-	m.state = stateStopped
 	remove := m.remove
 	m.mu.Unlock()
 	remove()
 	close(m.stopping) // waiting calls withdraw; the follower ends
 	m.repl.close()
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		<-done
-		return fmt.Errorf("approval: stop: %w", ctx.Err())
-	}
+	return lifecycle.Wait(ctx, "approval", &m.wg)
 }
 
 // maxField bounds the identifiers and names kept from other processes'
@@ -309,7 +291,7 @@ func (m *Module) Events() map[string]lattice.Class {
 // joins.
 func (m *Module) Resync(context.Context) {
 	m.mu.Lock()
-	started := m.state == stateStarted
+	started := m.life.Running()
 	m.mu.Unlock()
 	if started {
 		m.repl.askSync(m.node + "/reconnected")
@@ -360,13 +342,13 @@ func (m *Module) resolve(ctx context.Context, id, decision, remember, resolvedBy
 		resolvedBy = "api"
 	}
 	m.mu.Lock()
-	switch m.state {
-	case stateNew:
-		m.mu.Unlock()
-		return Resolution{}, ErrNotStarted
-	case stateStopped:
+	switch {
+	case m.life.Stopped():
 		m.mu.Unlock()
 		return Resolution{}, ErrStopped
+	case !m.life.Started():
+		m.mu.Unlock()
+		return Resolution{}, ErrNotStarted
 	}
 	if _, ok := m.local[id]; ok {
 		m.mu.Unlock()

@@ -609,9 +609,9 @@ func TestConfigValidate(t *testing.T) {
 		{approval.Config{}, ""},
 		{approval.Config{Default: "ask"}, `default: "ask" is not a decision (prompt, allow or deny)`},
 		{approval.Config{Timeout: -time.Second}, "timeout: -1s must not be negative"},
-		{approval.Config{Rules: []approval.Rule{{Decision: "allow"}}}, "rules[0].tool is required"},
+		{approval.Config{Rules: []approval.Rule{{Decision: "allow"}}}, "rules[0]: tool is required"},
 		{approval.Config{Rules: []approval.Rule{{Tool: "a", Decision: "allow"}, {Tool: "[", Decision: "allow"}}}, `rules[1].tool: bad glob "["`},
-		{approval.Config{Rules: []approval.Rule{{Tool: "a"}}}, "rules[0].decision is required (prompt, allow or deny)"},
+		{approval.Config{Rules: []approval.Rule{{Tool: "a"}}}, "rules[0]: decision is required (prompt, allow or deny)"},
 		{approval.Config{Rules: []approval.Rule{{Tool: "a", Decision: "yes"}}}, `rules[0].decision: "yes" is not a decision (prompt, allow or deny)`},
 	} {
 		err := c.cfg.Validate()

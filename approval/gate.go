@@ -73,7 +73,7 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 	}
 	prompter := axocoatl.UserPrompterFrom(ctx)
 	m.mu.Lock()
-	if m.state != stateStarted {
+	if !m.life.Running() {
 		m.mu.Unlock()
 		return withdrawnResult(call.Tool), nil
 	}

@@ -3,7 +3,6 @@ package config_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"iter"
 	"net"
 	"net/http"
@@ -81,19 +80,12 @@ a2a_agents:
 	}{
 		{"near miss", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: http://x\n    timout: 3s\n", "a2a_agents[0].timout", "timout:", "did you mean `timeout`"},
 		{"duplicate", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: http://x\n  - name: p\n    url: http://y\n", "a2a_agents", "a2a_agents:", `duplicate name "p"`},
-		{"bad url", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: ftp://x?key=planner-secret-0123456789\n", "a2a_agents[0]", "- name: p", "must be an absolute http or https URL"},
-		{"bad name", "agents:\n  - id: a\na2a_agents:\n  - name: P!\n    url: http://x\n", "a2a_agents[0]", "- name: P!", "must match [a-z0-9_-]+"},
-		{"bad approval", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: http://x\n    approval: maybe\n", "a2a_agents[0]", "- name: p", "must be prompt, allow or deny"},
+		{"bad url", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: ftp://x?key=planner-secret-0123456789\n", "a2a_agents[0].url", "url: ftp", "must be an absolute http or https URL"},
+		{"bad name", "agents:\n  - id: a\na2a_agents:\n  - name: P!\n    url: http://x\n", "a2a_agents[0].name", "- name: P!", "must match [a-z0-9_-]+"},
+		{"bad approval", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: http://x\n    approval: maybe\n", "a2a_agents[0].approval", "approval: maybe", "must be prompt, allow or deny"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.ParseWith(context.Background(), "a.yaml", []byte(tc.text), env(vars))
-			var fe *config.FieldError
-			if !errors.As(err, &fe) {
-				t.Fatalf("want a *config.FieldError, got %T %v", err, err)
-			}
-			if fe.File != "a.yaml" || fe.Key != tc.key || fe.Line != lineOf(t, tc.text, tc.at) || !strings.Contains(fe.Msg, tc.msg) {
-				t.Fatalf("error %s:%d %s %q, want key %s at line of %q saying %q", fe.File, fe.Line, fe.Key, fe.Msg, tc.key, tc.at, tc.msg)
-			}
+			err := wantFieldError(t, vars, tc.text, tc.key, tc.at, tc.msg)
 			if strings.Contains(err.Error(), "planner-secret") {
 				t.Fatalf("the error shows a secret: %v", err)
 			}

@@ -76,7 +76,7 @@ func TestConfigEmptySecretRefused(t *testing.T) {
 			t.Fatalf("%s: %v", src, err)
 		}
 		err := c.Validate()
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "webhooks[0]: secret is set but empty") {
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "webhooks[0].secret: is set but empty") {
 			t.Errorf("%q: Validate = %v", src, err)
 		}
 	}

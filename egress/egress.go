@@ -40,6 +40,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -70,10 +71,9 @@ type Module struct {
 	metrics *metrics
 
 	// life guards the start/stop state; request handlers hold it read.
-	life    sync.RWMutex
-	started bool
-	stopped bool
-	log     *slog.Logger
+	life  sync.RWMutex
+	state lifecycle.State
+	log   *slog.Logger
 	// backend is where deliveries wait (backend.go), once started.
 	backend backend
 	sub     lattice.Subscription
@@ -117,16 +117,13 @@ func (m *Module) Describe() []WebhookInfo { return m.cfg.Describe() }
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.life.Lock()
 	defer m.life.Unlock()
-	if m.stopped {
-		return ErrStopped
-	}
-	if m.started {
-		return errors.New("egress: already started")
+	if err := m.state.CheckStart("egress", ErrStopped); err != nil {
+		return err
 	}
 	m.log = e.Logger().With("module", "egress")
 	var h http.Handler = m.routes(e)
 	if len(m.hooks) == 0 {
-		m.started = true
+		m.state.MarkStarted()
 		m.handler.Store(&h)
 		return nil
 	}
@@ -154,7 +151,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 		defer close(m.ingestDone)
 		m.ingest(ctx)
 	})
-	m.started = true
+	m.state.MarkStarted()
 	m.handler.Store(&h)
 	return nil
 }
@@ -166,25 +163,18 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 // bounded step) and returns ctx's error.
 func (m *Module) Stop(ctx context.Context) error {
 	m.life.Lock()
-	if m.stopped || !m.started || m.cancel == nil {
-		m.stopped = true
+	if !m.state.Stop() || m.cancel == nil {
 		m.life.Unlock()
 		return nil
 	}
-	m.stopped = true
 	m.life.Unlock()
 
 	m.backend.drain(ctx, m)
 	m.cancel()
 	_ = m.sub.Close()
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
 	var errs []error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		<-done
-		errs = append(errs, fmt.Errorf("egress: stop: %w", ctx.Err()))
+	if err := lifecycle.Wait(ctx, "egress", &m.wg); err != nil {
+		errs = append(errs, err)
 	}
 	for _, h := range m.hooks {
 		h.logDrops(true)
@@ -368,7 +358,7 @@ func (m *Module) Retry(webhook, id string) (Delivery, error) {
 	}
 	m.life.RLock()
 	defer m.life.RUnlock()
-	if !m.started || m.stopped {
+	if !m.state.Running() {
 		return Delivery{}, errNotRunning
 	}
 	return m.backend.retry(h, id)

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -117,23 +118,21 @@ func ValidJetStreamName(s string) bool {
 // Validate checks the names and bounds (the connection is checked by
 // Start).
 func (j JetStream) Validate() error {
-	bad := func(format string, args ...any) error {
-		return &configError{msg: fmt.Sprintf(format, args...)}
-	}
+	bad := cfgerr.Errorf
 	switch {
 	case j.Stream != "" && !ValidJetStreamName(j.Stream):
-		return bad("stream %q: want 1-200 characters without spaces, '.', '*', '>', '/' or '\\'", j.Stream)
+		return bad("stream", "%q: want 1-200 characters without spaces, '.', '*', '>', '/' or '\\'", j.Stream)
 	case j.Consumer != "" && !ValidJetStreamName(j.Consumer):
-		return bad("consumer %q: want 1-200 characters without spaces, '.', '*', '>', '/' or '\\'", j.Consumer)
+		return bad("consumer", "%q: want 1-200 characters without spaces, '.', '*', '>', '/' or '\\'", j.Consumer)
 	case j.AckWait < 0:
-		return bad("ack_wait must not be negative")
+		return bad("ack_wait", "must not be negative")
 	case j.AckWait > 0 && j.AckWait < time.Second:
-		return bad("ack_wait must be at least 1s")
+		return bad("ack_wait", "must be at least 1s")
 	case j.MaxMsgSize < 0:
-		return bad("max_msg_size must not be negative")
+		return bad("max_msg_size", "must not be negative")
 	case j.MaxMsgSize > math.MaxInt32:
 		// The stream's limit is an int32: more would wrap (negative: none).
-		return bad("max_msg_size %d is over %d bytes", j.MaxMsgSize, math.MaxInt32)
+		return bad("max_msg_size", "%d is over %d bytes", j.MaxMsgSize, math.MaxInt32)
 	}
 	return nil
 }

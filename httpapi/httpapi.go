@@ -24,6 +24,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/httpapi/dashboard"
 	"github.com/axocoatl/axocoatl-go/internal/jsonio"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -95,8 +96,7 @@ type Module struct {
 	cfg Config
 
 	mu      sync.Mutex
-	started bool
-	stopped bool
+	life    lifecycle.State
 	eng     *axocoatl.Engine
 	log     *slog.Logger
 	handler atomic.Pointer[http.Handler]
@@ -130,8 +130,8 @@ func (m *Module) Name() string { return "httpapi" }
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.started {
-		return errors.New("httpapi: module already started")
+	if err := m.life.CheckStart("httpapi", nil); err != nil {
+		return err
 	}
 	m.eng, m.log = e, m.cfg.Logger
 	if m.log == nil {
@@ -160,7 +160,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	var h http.Handler = mux
 	m.handler.Store(&h)
 	m.ready.Store(true)
-	m.started = true
+	m.life.MarkStarted()
 	return nil
 }
 
@@ -194,8 +194,7 @@ func (m *Module) Stop(ctx context.Context) error {
 	m.Shutdown(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.started && !m.stopped {
-		m.stopped = true
+	if m.life.Stop() {
 		m.met.close()
 		m.hist.Close()
 	}

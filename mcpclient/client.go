@@ -22,6 +22,7 @@ import (
 	"sync"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/secret"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -47,8 +48,7 @@ type Module struct {
 	cfg Config
 
 	mu      sync.Mutex
-	started bool
-	stopped bool
+	life    lifecycle.State
 	servers []*server
 	// names serializes the servers' checks and claims of Engine tool
 	// names: two servers can qualify to the same name (a + b__c and a__b + c).
@@ -74,13 +74,10 @@ func (m *Module) Name() string { return "mcpclient" }
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.stopped {
-		return ErrStopped
+	if err := m.life.CheckStart("mcpclient", ErrStopped); err != nil {
+		return err
 	}
-	if m.started {
-		return errors.New("mcpclient: already started")
-	}
-	m.started = true
+	m.life.MarkStarted()
 	// Supervisors live until Stop, not until the caller's ctx ends.
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
@@ -101,25 +98,15 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 // ctx's error.
 func (m *Module) Stop(ctx context.Context) error {
 	m.mu.Lock()
-	if m.stopped || !m.started {
-		m.stopped = true
+	if !m.life.Stop() {
 		m.mu.Unlock()
 		return nil
 	}
-	m.stopped = true
 	cancel := m.cancel
 	m.mu.Unlock()
 
 	cancel()
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		<-done
-		return fmt.Errorf("mcpclient: stop: %w", ctx.Err())
-	}
+	return lifecycle.Wait(ctx, "mcpclient", &m.wg)
 }
 
 // Ready waits until every server has finished its first connect attempt,

@@ -32,7 +32,7 @@ import (
 // http.Server.Shutdown waits for them: call Shutdown beside it (or
 // Engine.Close, which ends every session and stream at once).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !s.started.Load() {
+	if !s.life.Started() {
 		writeHTTPError(w, http.StatusServiceUnavailable, ErrNotStarted.Error())
 		return
 	}

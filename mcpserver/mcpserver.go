@@ -45,7 +45,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -57,6 +56,8 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -94,8 +95,10 @@ const (
 var (
 	// ErrClosed is returned by ServeStdio after Close.
 	ErrClosed = errors.New("mcpserver: closed")
-	// ErrInvalidConfig wraps every Config.Validate failure.
-	ErrInvalidConfig = errors.New("mcpserver: invalid config")
+	// ErrInvalidConfig is [axocoatl.ErrInvalidConfig], kept under this
+	// name for the callers that check errors.Is(err,
+	// mcpserver.ErrInvalidConfig).
+	ErrInvalidConfig = axocoatl.ErrInvalidConfig
 )
 
 // inputSchema is the schema of every agent tool, byte for byte as the
@@ -158,31 +161,25 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the config. Its errors match ErrInvalidConfig and name
-// the key, without a package prefix: hosts put them after the section's
-// position ("axocoatl.yaml:12: mcp_server: allowed_origins: …").
+// Validate checks the config. Its errors are [*axocoatl.ConfigError]s
+// naming the key, without a package prefix: hosts put them at the key's
+// position ("axocoatl.yaml:12: mcp_server.max_message_bytes: …").
 func (c Config) Validate() error {
 	if c.MaxMessageBytes < 0 {
-		return configError("max_message_bytes must not be negative")
+		return cfgerr.Errorf("max_message_bytes", "must not be negative")
 	}
 	if c.MaxMessageDepth > 999 {
-		return configError(fmt.Sprintf("max_message_depth must be at most 999 (the go-sdk refuses 1,000 levels), not %d", c.MaxMessageDepth))
+		return cfgerr.Errorf("max_message_depth", "must be at most 999 (the go-sdk refuses 1,000 levels), not %d", c.MaxMessageDepth)
 	}
 	msg := c.MaxMessageBytes
 	if msg == 0 {
 		msg = DefaultMaxMessageBytes
 	}
 	if c.MaxBytesInFlight > 0 && c.MaxBytesInFlight < msg {
-		return configError(fmt.Sprintf("max_bytes_in_flight (%d) must be at least max_message_bytes (%d): a message of that size could never be read", c.MaxBytesInFlight, msg))
+		return cfgerr.Errorf("max_bytes_in_flight", "%d must be at least max_message_bytes (%d): a message of that size could never be read", c.MaxBytesInFlight, msg)
 	}
 	return nil
 }
-
-// configError is a Validate failure; it matches ErrInvalidConfig.
-type configError string
-
-func (e configError) Error() string        { return string(e) }
-func (e configError) Is(target error) bool { return target == ErrInvalidConfig }
 
 func (c Config) withDefaults(e *axocoatl.Engine) Config {
 	if c.Name == "" {
@@ -230,14 +227,13 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 type Server struct {
 	cfg Config
 
-	// started is set once by Start; engine, log, mcp and http are written
-	// before it and read only after it.
-	started atomic.Bool
-	engine  *axocoatl.Engine
-	log     *slog.Logger
-	mcp     *mcp.Server
-	http    http.Handler
-	closed  atomic.Bool
+	// life is marked started once by Start; engine, log, mcp and http are
+	// written before it and read only after it. Close stops it.
+	life   lifecycle.State
+	engine *axocoatl.Engine
+	log    *slog.Logger
+	mcp    *mcp.Server
+	http   http.Handler
 
 	// mu guards tools: the agent ids already registered as tools, and the
 	// start. Agents added to the Engine later are picked up on the next
@@ -299,11 +295,8 @@ func (s *Server) Name() string { return "mcpserver" }
 func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started.Load() {
-		return errors.New("mcpserver: already started")
-	}
-	if s.closed.Load() {
-		return ErrClosed
+	if err := s.life.CheckStart("mcpserver", ErrClosed); err != nil {
+		return err
 	}
 	cfg := s.cfg.withDefaults(e)
 	s.cfg = cfg
@@ -362,7 +355,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	statelessOpts.JSONResponse = true
 	statelessJSON := mcp.NewStreamableHTTPHandler(getServer, &statelessOpts)
 	s.http = e.GuardHTTP(axocoatl.HTTPRoute{MaxBodyBytes: cfg.MaxMessageBytes}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.closed.Load() { // inside the guard: the unread body is drained under its deadline
+		if s.life.Stopped() { // inside the guard: the unread body is drained under its deadline
 			writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
 			return
 		}
@@ -420,7 +413,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 		}
 		sdk.ServeHTTP(w, r)
 	}))
-	s.started.Store(true)
+	s.life.MarkStarted()
 	return nil
 }
 
@@ -434,7 +427,7 @@ func (s *Server) frameLimits() frameLimits {
 func (s *Server) openStream(parent context.Context) (ctx context.Context, end func(), ok bool) {
 	s.streamMu.Lock()
 	defer s.streamMu.Unlock()
-	if s.closed.Load() {
+	if s.life.Stopped() {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(parent)
@@ -477,7 +470,7 @@ func (s *Server) Stop(context.Context) error { return s.Close() }
 // another transport (mcp.NewInMemoryTransports in tests, a custom one in a
 // host); nil before. Add nothing to it: its tools mirror the Engine's agents.
 func (s *Server) MCP() *mcp.Server {
-	if !s.started.Load() {
+	if !s.life.Started() {
 		return nil
 	}
 	return s.mcp
@@ -506,7 +499,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close does not close the Engine.
 func (s *Server) Close() error {
 	s.mu.Lock()
-	s.closed.Store(true)
+	s.life.Stop()
 	s.mu.Unlock()
 	// After closed is set: a stream that registers from now on is refused.
 	s.streamMu.Lock()
@@ -520,7 +513,7 @@ func (s *Server) Close() error {
 	case <-ended:
 	case <-time.After(streamsEndWithin):
 	}
-	if !s.started.Load() {
+	if !s.life.Started() {
 		return nil
 	}
 	s.stopWatch() // outside s.mu: a sync in progress takes it
@@ -562,7 +555,7 @@ func (s *Server) syncMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (s *Server) syncTools() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed.Load() {
+	if s.life.Stopped() {
 		return
 	}
 	s.syncToolsLocked()
@@ -645,7 +638,7 @@ const MetaTaskID = "axocoatl/task_id"
 // callAgent bridges a tools/call of agent_<id> to Engine.ExecuteRequest.
 func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		input, err := parseInput(req.Params.Arguments)
+		input, err := axocoatl.ParseInput(req.Params.Arguments)
 		if err != nil {
 			return errorResult(err.Error(), nil), nil
 		}
@@ -673,30 +666,6 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 
 func errorResult(msg string, meta mcp.Meta) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Meta: meta, IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
-}
-
-// parseInput validates the arguments against the tool's input schema: an
-// object whose "input" is a string. Other properties are ignored, as the
-// schema allows them.
-func parseInput(args json.RawMessage) (string, error) {
-	var obj map[string]json.RawMessage
-	if len(args) == 0 || string(args) == "null" {
-		return "", errors.New(`invalid arguments: missing required property "input"`)
-	}
-	if err := json.Unmarshal(args, &obj); err != nil {
-		return "", errors.New(`invalid arguments: must be an object with a string property "input"`)
-	}
-	raw, ok := obj["input"]
-	if !ok {
-		return "", errors.New(`invalid arguments: missing required property "input"`)
-	}
-	var input string
-	// null decodes into a string without error: refuse it by hand, it is
-	// not the string the schema requires.
-	if err := json.Unmarshal(raw, &input); err != nil || string(raw) == "null" {
-		return "", errors.New(`invalid arguments: property "input" must be a string`)
-	}
-	return input, nil
 }
 
 // minLevel drops records below a level; it quiets the go-sdk's per-session

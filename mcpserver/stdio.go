@@ -45,10 +45,10 @@ import (
 // goroutine. A read that Close cannot interrupt (a blocking os.Stdin) ends
 // the goroutine at the next line or at process exit.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	if !s.started.Load() {
+	if !s.life.Started() {
 		return ErrNotStarted
 	}
-	if s.closed.Load() {
+	if s.life.Stopped() {
 		return ErrClosed
 	}
 	pending := newInflight()
@@ -98,7 +98,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case s.closed.Load():
+	case s.life.Stopped():
 		return ErrClosed
 	case eof:
 		return nil

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/internal/jsonio"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
@@ -104,15 +105,16 @@ func New(o Options) (*Guard, error) {
 	return g, errors.Join(errs...)
 }
 
-// ValidateOrigins checks allowed_origins entries; the error names the first
-// bad one and the accepted forms.
+// ValidateOrigins checks allowed_origins entries: one *cfgerr.Error keyed
+// allowed_origins[i] per bad one (joined), naming the accepted forms.
 func ValidateOrigins(origins []string) error {
+	var errs []error
 	for i, s := range origins {
 		if _, err := parsePattern(s); err != nil {
-			return fmt.Errorf("allowed_origins[%d]: %w", i, err)
+			errs = append(errs, cfgerr.Errorf(fmt.Sprintf("allowed_origins[%d]", i), "%v", err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // PublicURL is the configured public base URL without a trailing slash, or "".

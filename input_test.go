@@ -1,19 +1,23 @@
-package a2aremote
+package axocoatl
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
-// slowInput is what parseInput answers without its fast path.
+// slowInput is what ParseInput answers without its fast path: the schema
+// read with encoding/json, the key exact and a string (null is none).
 func slowInput(args []byte) (string, bool) {
-	var in struct {
-		Input *string `json:"input"`
-	}
-	if json.Unmarshal(args, &in) != nil || in.Input == nil {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(args, &obj) != nil || obj == nil {
 		return "", false
 	}
-	return *in.Input, true
+	var in *string
+	if json.Unmarshal(obj["input"], &in) != nil || in == nil {
+		return "", false
+	}
+	return *in, true
 }
 
 var inputCases = []string{
@@ -28,7 +32,11 @@ var inputCases = []string{
 	"{\"input\":\"\xff\xfe\"}", // invalid UTF-8: encoding/json replaces it
 	`{"input":"x","other":1}`,
 	`{"other":1,"input":"x"}`,
-	`{"INPUT":"x"}`, // encoding/json matches keys without case
+	`{"INPUT":"x"}`, // the key is exact (encoding/json's struct fields are not)
+	`null`,
+	` null `,
+	`{"input":null,"input":"x"}`,
+	`{"input":"x","input":null}`,
 	`{"input":"x","input":"y"}`,
 	`{"input":"x"} trailing`,
 	`{"input":"x"}}`,
@@ -43,8 +51,8 @@ var inputCases = []string{
 	`{"input" "x"}`,
 }
 
-// The fast path of parseInput answers exactly what encoding/json does, or
-// leaves the case to it.
+// The fast path of ParseInput answers exactly what encoding/json does, or
+// leaves the case to it; every refusal is ErrBadInput.
 func TestPlainInputMatchesEncodingJSON(t *testing.T) {
 	fast := 0
 	for _, c := range inputCases {
@@ -68,9 +76,12 @@ func FuzzParseInput(f *testing.F) {
 func checkInput(t *testing.T, args []byte) {
 	t.Helper()
 	want, wantOK := slowInput(args)
-	got, err := parseInput(args)
+	got, err := ParseInput(args)
 	if (err == nil) != wantOK || got != want {
-		t.Errorf("parseInput(%q) = %q, %v; encoding/json: %q, ok %v", args, got, err, want, wantOK)
+		t.Errorf("ParseInput(%q) = %q, %v; encoding/json: %q, ok %v", args, got, err, want, wantOK)
+	}
+	if err != nil && !errors.Is(err, ErrBadInput) {
+		t.Errorf("ParseInput(%q): %v is not ErrBadInput", args, err)
 	}
 	if s, ok := plainInput(args); ok && (!wantOK || s != want) {
 		t.Errorf("plainInput(%q) = %q; encoding/json: %q, ok %v", args, s, want, wantOK)
