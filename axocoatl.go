@@ -103,6 +103,9 @@ type Engine struct {
 	remote map[string]*remoteAgent
 	// watchers are told when the agent set changes (WatchAgents).
 	watchers map[*agentWatcher]struct{}
+	// pending are the tool sources still on their first attempt
+	// (AddPendingTools); runs wait for those their agent may use.
+	pending map[*pendingSource]struct{}
 }
 
 type registeredAgent struct {

@@ -123,17 +123,26 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	if cfg.Server.PublicURL != "" {
 		base = cfg.Server.PublicURL
 	}
-	log.Info("axocoatl ready", "addr", ln.Addr().String(), "agents", len(cfg.Agents), "config", cfg.Source,
-		"auth", !cfg.Server.APIToken.IsZero(), "startup", time.Since(start).Round(time.Microsecond),
-		"dashboard", base+"/", "mcp", base+"/mcp", "a2a_card", base+"/.well-known/agent-card.json")
 	if hooks.listening != nil {
 		hooks.listening(ln.Addr())
 	}
 
+	// "axocoatl ready" says what /health/ready says: agents booted and
+	// every MCP server's first connect ended (each bounded by its timeout;
+	// requests are served meanwhile, and runs wait for the servers their
+	// agent may use).
 	var serveErr error
 	select {
 	case <-ctx.Done():
 	case serveErr = <-served:
+	case <-d.rt.MCPReadyChan():
+		log.Info("axocoatl ready", "addr", ln.Addr().String(), "agents", len(cfg.Agents), "config", cfg.Source,
+			"auth", !cfg.Server.APIToken.IsZero(), "startup", time.Since(start).Round(time.Microsecond),
+			"dashboard", base+"/", "mcp", base+"/mcp", "a2a_card", base+"/.well-known/agent-card.json")
+		select {
+		case <-ctx.Done():
+		case serveErr = <-served:
+		}
 	}
 	ready.Store(false)
 	log.Info("shutting down", "grace", cfg.Server.ShutdownGrace)
