@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -57,4 +58,45 @@ func RunConformance(t testing.TB, node, cli string, timeout time.Duration, args 
 		t.Fatalf("conformance %v: %v", args, err)
 	}
 	return out.String(), code
+}
+
+// CheckBaselineReasons fails t when an entry of an expected-failures file
+// has no reason: a "# why" comment on its line.
+func CheckBaselineReasons(t testing.TB, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, reason := regexp.MustCompile(`^\s*-\s*\S+`), regexp.MustCompile(`\s#\s*\S`)
+	for i, line := range strings.Split(string(data), "\n") {
+		if entry.MatchString(line) && !reason.MatchString(line) {
+			t.Errorf("%s:%d: %q says not why it is expected to fail", path, i+1, strings.TrimSpace(line))
+		}
+	}
+}
+
+// RequireUnexpectedFailureFails runs the suite in mode ("server" or
+// "client") with args and an empty baseline, and fails t unless the run
+// fails: args must name a scenario that fails, so this shows that a
+// failure outside the baseline fails the run.
+func RequireUnexpectedFailureFails(t testing.TB, node, cli, mode string, args ...string) {
+	t.Helper()
+	empty := filepath.Join(t.TempDir(), "empty.yml")
+	if err := os.WriteFile(empty, []byte(mode+": []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := RunConformance(t, node, cli, 5*time.Minute, append(append([]string{mode}, args...), "--expected-failures", empty)...)
+	if code == 0 {
+		t.Fatalf("a failing scenario outside the baseline passed the run:\n%s", out)
+	}
+}
+
+// ConformanceSummary is the SUMMARY section of the suite's output (all of
+// it when there is none).
+func ConformanceSummary(out string) string {
+	if i := strings.Index(out, "SUMMARY ==="); i >= 0 {
+		return out[max(0, i-8):]
+	}
+	return out
 }
