@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 )
 
@@ -33,27 +32,13 @@ func (m *toolsSeen) Generate(_ context.Context, req *agent.Request) (*agent.Resp
 // server's tools: it waits for the connect instead of running without them.
 // Before the fix the model was offered no tools.
 func TestRunRightAfterStartGetsSlowServersTools(t *testing.T) {
-	e := axocoatl.New(axocoatl.Options{})
+	slow := helperServer("slow", "slow")
+	slow.Timeout = time.Minute // a loaded machine starts the child slowly
+	e, _ := startModule(t, Config{Servers: []ServerConfig{slow}}, nil)
 	model := &toolsSeen{}
 	if err := e.AddAgent(agent.Spec{ID: "a"}, model); err != nil {
 		t.Fatal(err)
 	}
-	slow := helperServer("slow", "slow")
-	slow.Timeout = time.Minute // a loaded machine starts the child slowly
-	m, err := New(Config{Servers: []ServerConfig{slow}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Use(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := e.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	})
 	if _, err := e.Execute(context.Background(), "a", "hi"); err != nil {
 		t.Fatal(err)
 	}
