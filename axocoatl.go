@@ -105,6 +105,9 @@ type Engine struct {
 	watchers map[*agentWatcher]struct{}
 	// classes are the event classes modules declared (EventDeclarer).
 	classes map[string]lattice.Class
+	// pending are the tool sources still on their first attempt
+	// (AddPendingTools); runs wait for those their agent may use.
+	pending map[*pendingSource]struct{}
 }
 
 type registeredAgent struct {

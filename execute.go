@@ -86,8 +86,17 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 
 	a.running.Add(1)
 	defer a.running.Add(-1)
+	// A run right after start must not miss the tools of a source still
+	// connecting: it waits (bounded) for those its agent may use.
+	missing := e.awaitTools(ctx, &a.spec)
+	if len(missing) > 0 {
+		e.log.Warn("run started without the tools of sources still connecting", "agent", req.AgentID, "task", req.TaskID, "tools_pending", missing)
+	}
 	p := newPayload()
 	p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("source", string(req.Source))
+	if len(missing) > 0 {
+		p.strs("tools_pending", missing)
+	}
 	e.publishEvent(ctx, event(EventAgentActivated, req.AgentID, start, p.done()))
 
 	tools := &runToolbox{engine: e, spec: &a.spec, taskID: req.TaskID}

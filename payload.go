@@ -35,6 +35,19 @@ func (p *payload) str(k, v string) *payload {
 	return p
 }
 
+func (p *payload) strs(k string, v []string) *payload {
+	p.key(k)
+	p.b = append(p.b, '[')
+	for i, s := range v {
+		if i > 0 {
+			p.b = append(p.b, ',')
+		}
+		p.b = appendJSONString(p.b, s)
+	}
+	p.b = append(p.b, ']')
+	return p
+}
+
 func (p *payload) int(k string, v int64) *payload {
 	p.key(k)
 	p.b = strconv.AppendInt(p.b, v, 10)

@@ -76,6 +76,12 @@ type BuildOptions struct {
 	// Version is what the MCP server reports when mcp_server.version is
 	// unset. Zero: the mcpserver default.
 	Version string
+	// SharedDataDir builds a process that shares server.data_dir with the
+	// one holding its lock (Config.LockDataDir), as `mcp serve` does: it
+	// shares the remembered approvals and keeps its webhook deliveries in
+	// memory rather than in the holder's egress.db (they do not outlive
+	// the process). Zero: the deliveries are kept in egress.db.
+	SharedDataDir bool
 }
 
 // Build makes the Engine of c: its lattice, its HTTP guard, the agents with
@@ -124,6 +130,9 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 		return fail(fmt.Errorf("approval: %w", err))
 	}
 	egCfg := egress.Config{Webhooks: c.Webhooks, DataDir: c.Server.DataDir}
+	if opts.SharedDataDir {
+		egCfg.DataDir = "" // egress.db is the lock holder's
+	}
 	if nb, ok := bus.(*latticenats.Bus); ok {
 		c.watchNATS(nb, log)
 		// On NATS, webhooks share one durable queue across the daemons.

@@ -151,8 +151,9 @@ type ServerConfig struct {
 	// ShutdownGrace is how long in-flight requests and runs may take to
 	// finish after SIGINT/SIGTERM. Zero: 30s.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
-	// DataDir holds state that outlives a run (remembered approvals).
-	// Zero: ./data.
+	// DataDir holds state that outlives a run (remembered approvals,
+	// webhook deliveries); Load makes a relative one relative to the config
+	// file's directory. Zero: ./data.
 	DataDir string `yaml:"data_dir"`
 }
 
@@ -395,7 +396,12 @@ func Load(ctx context.Context, opts LoadOptions) (*Config, error) {
 			return nil, errors.New("config: no file given (--config or AXOCOATL_CONFIG) and no ./axocoatl.yaml")
 		}
 	}
-	return parse(source, data, lookup, env, opts.Addr)
+	cfg, err := parse(source, data, lookup, env, opts.Addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg.resolveDataDir()
+	return cfg, nil
 }
 
 // Parse reads a config from YAML text with the process's environment

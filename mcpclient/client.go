@@ -5,7 +5,9 @@
 // streamable HTTP), lists and registers the tools, follows
 // notifications/tools/list_changed, and reconnects with capped exponential
 // backoff when the session ends. Start never waits for a server: a slow or
-// broken one does not delay the Engine or the others. A call routes the
+// broken one does not delay the Engine or the others; a run whose agent may
+// use a server still on its first connect waits for it instead (see
+// [axocoatl.Engine.AddPendingTools]), at most the server's timeout. A call routes the
 // qualified name to the live session of its server; while a server is down
 // its tools stay registered and fail at once with ErrServerDown.
 package mcpclient

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -107,6 +108,14 @@ func startDaemon(t *testing.T, configText string, env map[string]string) *testDa
 func startDaemonAt(t *testing.T, addr, configText string, env map[string]string) *testDaemon {
 	t.Helper()
 	args := []string{"serve", "--addr", addr}
+	if _, ok := env["AXOCOATL_DATA_DIR"]; !ok && configText == "" {
+		// The built-in config's ./data would be the package's directory.
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["AXOCOATL_DATA_DIR"] = t.TempDir()
+	}
 	if configText != "" {
 		args = append(args, "--config", writeConfig(t, configText))
 	}

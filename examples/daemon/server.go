@@ -34,8 +34,14 @@ type daemon struct {
 
 // boot builds the Engine and its modules from cfg.
 func boot(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon, error) {
+	return bootWith(ctx, cfg, log, false)
+}
+
+// bootWith is boot; shared builds a process that shares the data dir with
+// its lock holder (config.BuildOptions.SharedDataDir).
+func bootWith(ctx context.Context, cfg *config.Config, log *slog.Logger, shared bool) (*daemon, error) {
 	version, _, _ := buildVersion()
-	rt, err := cfg.Build(ctx, config.BuildOptions{Logger: log, Version: version})
+	rt, err := cfg.Build(ctx, config.BuildOptions{Logger: log, Version: version, SharedDataDir: shared})
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +62,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		log.Warn("serving WITHOUT authentication on a non-loopback address (server.allow_unauthenticated)", "addr", cfg.Server.Addr)
 	}
 	start := time.Now()
-	// Listen first: a taken port fails before any agent or MCP child
+	// The data dir first: a second daemon on it fails at once, naming the
+	// first, instead of timing out on egress.db.
+	lock, err := cfg.LockDataDir()
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	// Listen next: a taken port fails before any agent or MCP child
 	// starts, and the bound address (port 0) is known to the modules.
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
@@ -91,17 +104,26 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	if cfg.Server.PublicURL != "" {
 		base = cfg.Server.PublicURL
 	}
-	log.Info("axocoatl ready", "addr", ln.Addr().String(), "agents", len(cfg.Agents), "config", cfg.Source,
-		"auth", !cfg.Server.APIToken.IsZero(), "startup", time.Since(start).Round(time.Microsecond),
-		"dashboard", base+"/", "mcp", base+"/mcp", "a2a_card", base+"/.well-known/agent-card.json")
 	if hooks.listening != nil {
 		hooks.listening(ln.Addr())
 	}
 
+	// "axocoatl ready" says what /health/ready says: agents booted and
+	// every MCP server's first connect ended (each bounded by its timeout;
+	// requests are served meanwhile, and runs wait for the servers their
+	// agent may use).
 	var serveErr error
 	select {
 	case <-ctx.Done():
 	case serveErr = <-served:
+	case <-d.rt.MCPReadyChan():
+		log.Info("axocoatl ready", "addr", ln.Addr().String(), "agents", len(cfg.Agents), "config", cfg.Source,
+			"auth", !cfg.Server.APIToken.IsZero(), "startup", time.Since(start).Round(time.Microsecond),
+			"dashboard", base+"/", "mcp", base+"/mcp", "a2a_card", base+"/.well-known/agent-card.json")
+		select {
+		case <-ctx.Done():
+		case serveErr = <-served:
+		}
 	}
 	log.Info("shutting down", "grace", cfg.Server.ShutdownGrace)
 	grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownGrace)
