@@ -245,7 +245,11 @@ func (c *Config) httpAPIConfig(rt *Runtime, log *slog.Logger) httpapi.Config {
 			},
 		},
 		Collectors: []prometheus.Collector{rt.Egress.Collector()},
-		Logger:     log,
+		// The MCP client's and the remote agents' events are the runtime's
+		// even where this daemon starts neither module: another daemon on
+		// the lattice may, and its dashboard must not show forged ones.
+		ReservedEvents: moduleEvents(new(mcpclient.Module), new(a2aremote.Module)),
+		Logger:         log,
 	}
 }
 
@@ -588,4 +592,15 @@ func (rt *Runtime) Tools() []ToolInfo {
 		out = append(out, info)
 	}
 	return out
+}
+
+// moduleEvents lists the event types the modules declare.
+func moduleEvents(ms ...axocoatl.EventDeclarer) []string {
+	var types []string
+	for _, m := range ms {
+		for t := range m.Events() {
+			types = append(types, t)
+		}
+	}
+	return types
 }

@@ -216,7 +216,7 @@ func (m *Module) publishEvent(w http.ResponseWriter, r *http.Request) {
 	case !eventTypeRE.MatchString(req.Type):
 		writeError(w, http.StatusBadRequest, "bad_request", `"type" must start with a letter and use only letters, digits and _ . : - (at most 128)`)
 		return
-	case m.eng.Declared(req.Type):
+	case m.isReserved(req.Type):
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("%q is published by the runtime itself; choose another type", req.Type))
 		return
 	}

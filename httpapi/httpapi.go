@@ -61,6 +61,11 @@ type Config struct {
 	// Collectors are registered on the /metrics registry beside the
 	// module's own counters (another module's, egress's). Zero: none.
 	Collectors []prometheus.Collector
+	// ReservedEvents are event types clients may not publish besides those
+	// the Engine and its started modules declare ([axocoatl.Engine.Declared]):
+	// the events of modules this host did not start but another daemon on
+	// a shared lattice may (config passes every module's). Zero: none.
+	ReservedEvents []string
 	// HistoryEvents bounds the recent events of the ready frame. Zero:
 	// DefaultHistoryEvents.
 	HistoryEvents int
@@ -95,15 +100,17 @@ func (c Config) Validate() error {
 type Module struct {
 	cfg Config
 
-	mu      sync.Mutex
-	life    lifecycle.State
-	eng     *axocoatl.Engine
-	log     *slog.Logger
-	handler atomic.Pointer[http.Handler]
-	ready   atomic.Bool
-	met     *metrics
-	hist    *lattice.History
-	stream  *stream
+	mu   sync.Mutex
+	life lifecycle.State
+	// reserved is Config.ReservedEvents as a set.
+	reserved map[string]bool
+	eng      *axocoatl.Engine
+	log      *slog.Logger
+	handler  atomic.Pointer[http.Handler]
+	ready    atomic.Bool
+	met      *metrics
+	hist     *lattice.History
+	stream   *stream
 	// endStreams cancels the streams' context (Shutdown).
 	endStreams context.CancelFunc
 }
@@ -119,7 +126,11 @@ func New(cfg Config) (*Module, error) {
 	if cfg.HistoryEvents == 0 {
 		cfg.HistoryEvents = DefaultHistoryEvents
 	}
-	return &Module{cfg: cfg}, nil
+	m := &Module{cfg: cfg, reserved: make(map[string]bool, len(cfg.ReservedEvents))}
+	for _, t := range cfg.ReservedEvents {
+		m.reserved[t] = true
+	}
+	return m, nil
 }
 
 // Name, Start and Stop make the Module an axocoatl.Module.
@@ -137,7 +148,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	if m.log == nil {
 		m.log = e.Logger()
 	}
-	met, err := newMetrics(e.Bus(), e.Declared, m.cfg.Collectors...)
+	met, err := newMetrics(e.Bus(), m.isReserved, m.cfg.Collectors...)
 	if err != nil {
 		return err
 	}
@@ -162,6 +173,11 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.ready.Store(true)
 	m.life.MarkStarted()
 	return nil
+}
+
+// isReserved reports whether only the runtime publishes eventType.
+func (m *Module) isReserved(eventType string) bool {
+	return m.reserved[eventType] || m.eng.Declared(eventType)
 }
 
 // ServeHTTP serves the module's Routes. Before Start it answers 503
