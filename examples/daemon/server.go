@@ -113,6 +113,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	cut := newIdleCutter(writeTimeout(cfg))
+	defer cut.stop()
+	srv.ConnState = cut.connState
 	if hooks.booted != nil {
 		hooks.booted(d, m)
 	}
@@ -187,7 +190,7 @@ func newHandler(d *daemon) (m *mux, stop func(context.Context), ready *atomic.Bo
 	}
 	streamCtx, endStreams := context.WithCancel(context.Background())
 	a := &api{d: d, ready: ready, timeout: cfg.Server.RequestTimeout}
-	ws := &stream{d: d, ctx: streamCtx, history: hist}
+	ws := &stream{d: d, ctx: streamCtx, history: hist, writeTimeout: writeTimeout(cfg)}
 	stop = func(ctx context.Context) {
 		ws.shutdown(ctx, endStreams)
 		_ = d.rt.MCPServer.Shutdown(ctx) // ends the /mcp GET streams once the calls are answered
