@@ -156,26 +156,15 @@ func TestEndlessPages(t *testing.T) {
 func TestHundredThousandTools(t *testing.T) {
 	hostile := helperServer("many", "many-tools")
 	hostile.Timeout = 60 * time.Second
-	live0, alloc0 := heapNow()
-	e, m := startModule(t, Config{Servers: []ServerConfig{goodServer(), hostile}, MinBackoff: time.Hour}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	err := m.Ready(ctx)
-	live, alloc := heapNow()
-	kept, spent := int64(live)-int64(live0), alloc-alloc0
-	t.Logf("allocated %.1f MiB, kept %.1f MiB; %v", float64(spent)/(1<<20), float64(kept)/(1<<20), err)
-	if err == nil || !strings.Contains(err.Error(), "2000 tools by page 2, over max_tools (1000)") {
-		t.Fatalf("Ready: %v", err)
+	c := costOfListing(t, goodServer(), hostile)
+	if c.err == nil || !strings.Contains(c.err.Error(), "2000 tools by page 2, over max_tools (1000)") {
+		t.Fatalf("Ready: %v", c.err)
 	}
 	// The SDK's decoding and checks of the two pages of 1,000 tools
 	// allocate some 70 MiB (the good server's start included); had the
 	// 100 pages been read, some 3 GiB.
-	if spent > 160<<20 {
-		t.Errorf("the refused listing allocated %.1f MiB", float64(spent)/(1<<20))
-	}
-	if kept > 4<<20 {
-		t.Errorf("the refused listing still holds %.1f MiB", float64(kept)/(1<<20))
-	}
+	c.within(t, 160<<20)
+	e := c.engine
 	for _, tool := range e.Tools() {
 		if tool.Server != "good" {
 			t.Fatalf("a tool of the hostile server is registered: %s", tool.Name)
