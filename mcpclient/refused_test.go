@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"errors"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"runtime"
@@ -71,4 +72,23 @@ func TestRefusedListingIsFreed(t *testing.T) {
 	// 160 MiB: the page's bytes in the reader, the JSON-RPC decoding and
 	// the count (a few copies of 11 MB).
 	c.within(t, 160<<20)
+}
+
+// Guards max_list_bytes: a listing of 20 tools whose definitions add up to
+// 20 KB, under a bound of 8 KiB, is refused with an error naming the bound
+// and the count, and none of its tools is registered.
+func TestListBytesBound(t *testing.T) {
+	wide := helperServer("wide", "wide-tools")
+	wide.Timeout = 60 * time.Second
+	wide.MaxListBytes = 8 << 10
+	e, m := startModule(t, Config{Servers: []ServerConfig{wide}, MinBackoff: time.Hour}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	err := m.Ready(ctx)
+	if !errors.Is(err, ErrOverBound) || !strings.Contains(err.Error(), "9171 bytes of tool definitions by tool 9, over max_list_bytes (8192)") {
+		t.Fatalf("Ready: %v", err)
+	}
+	if tools := e.Tools(); len(tools) != 0 {
+		t.Errorf("%d tools of the refused listing registered, first %s", len(tools), tools[0].Name)
+	}
 }
