@@ -35,7 +35,7 @@ func costOfListing(t *testing.T, servers ...ServerConfig) listingCost {
 	t.Helper()
 	live0, alloc0 := heapNow()
 	e, m := startModule(t, Config{Servers: servers, MinBackoff: time.Hour}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	err := m.Ready(ctx)
 	live, alloc := heapNow()
