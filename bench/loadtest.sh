@@ -2,7 +2,7 @@
 # Runs the test suite N times (default 3) while LOOPS busy loops (default 2)
 # compete for the CPU, as on a loaded CI machine, and reports each run's
 # result and duration; the loops are killed however the script ends.
-# Extra arguments go to go test (default: -race -count=1 ./...).
+# Extra arguments go to go test (default, as .ci/run: -race -timeout 30m -count=1 ./...).
 # Example: bench/loadtest.sh 3
 #          LOOPS=4 bench/loadtest.sh 5 -race -count=1 -run TestHundred ./mcpclient/
 set -uo pipefail
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 n=${1:-3}
 shift || true
 args=("$@")
-[ ${#args[@]} -eq 0 ] && args=(-race -count=1 ./...)
+[ ${#args[@]} -eq 0 ] && args=(-race -timeout 30m -count=1 ./...) # as .ci/run
 loops=${LOOPS:-2}
 
 pids=()
