@@ -333,6 +333,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		<-drained
 	}
 	e.cancelRuns()
+	e.guard.StopIdle()
 
 	var errs []error
 	for i := len(modules) - 1; i >= 0; i-- {

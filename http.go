@@ -2,6 +2,7 @@ package axocoatl
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -105,6 +106,22 @@ type HTTPModule interface {
 func (e *Engine) GuardHTTP(rt HTTPRoute, h http.Handler) http.Handler {
 	return e.guard.Wrap(httpguard.Route{Public: rt.Public, MaxBodyBytes: rt.MaxBodyBytes, TooLarge: rt.TooLarge}, h)
 }
+
+// ConnState is the hook a host sets as its [http.Server]'s ConnState
+// (srv.ConnState = eng.ConnState) so that [HTTPOptions].WriteTimeout also
+// holds for an answer that fit in the kernel's send buffer: such a write
+// succeeds at once and no deadline sees the client that never reads it,
+// so its connection (a goroutine and its buffers) would wait for the
+// server's IdleTimeout. A connection left idle with bytes unsent is
+// closed after WriteTimeout once its client takes no byte (Linux; other
+// systems cannot tell, and leave it to IdleTimeout). [Engine.Close] ends
+// the pending checks.
+func (e *Engine) ConnState(conn net.Conn, s http.ConnState) { e.guard.ConnState(conn, s) }
+
+// HTTPWriteTimeout is the bound of each response write that [HTTPOptions]
+// gives, its default applied (zero: none); a door that writes outside
+// the guard's writer (a WebSocket frame) bounds its writes by it too.
+func (e *Engine) HTTPWriteTimeout() time.Duration { return e.guard.WriteTimeout() }
 
 // HTTP returns the Engine's HTTP options, for modules that build absolute
 // URLs or check a token themselves (a WebSocket's ?token=).

@@ -15,7 +15,11 @@ import (
 // after burst) is one log line per interval, which counts the others.
 func TestNATSErrorsRateLimited(t *testing.T) {
 	var buf bytes.Buffer
-	h := natsErrorLogger(slog.New(slog.NewTextHandler(&buf, nil)), 200*time.Millisecond)
+	// 2 s: the burst of 1,000 calls must fall within one interval, and a
+	// loaded machine (-race, other work on 2 cores) stretched it past
+	// 200 ms.
+	const interval = 2 * time.Second
+	h := natsErrorLogger(slog.New(slog.NewTextHandler(&buf, nil)), interval)
 	sub := &natsgo.Subscription{Subject: "ct-cluster.exec.echo"}
 	for range 1000 {
 		h(nil, sub, natsgo.ErrSlowConsumer)
@@ -23,7 +27,7 @@ func TestNATSErrorsRateLimited(t *testing.T) {
 	if n := strings.Count(buf.String(), "NATS error"); n != 1 {
 		t.Fatalf("%d lines for 1000 errors in a burst:\n%s", n, buf.String())
 	}
-	time.Sleep(250 * time.Millisecond)
+	time.Sleep(interval + 50*time.Millisecond) // the interval is what is tested
 	h(nil, sub, natsgo.ErrSlowConsumer)
 	h(nil, nil, errors.New("write to nats://user:pw@host:4222 failed"))
 	out := buf.String()

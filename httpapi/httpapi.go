@@ -159,7 +159,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	}
 	streamCtx, end := context.WithCancel(context.Background())
 	m.met, m.hist, m.endStreams = met, hist, end
-	m.stream = &stream{m: m, ctx: streamCtx, history: hist}
+	m.stream = &stream{m: m, ctx: streamCtx, history: hist, writeTimeout: e.HTTPWriteTimeout()}
 	mux := http.NewServeMux()
 	for _, d := range m.table() {
 		h := d.serve

@@ -53,9 +53,8 @@ type clientFrame struct {
 // it events are dropped for that client and reported in a lagged frame, so
 // a stalled client costs a fixed amount of memory.
 const (
-	wsBuffer       = 256
-	wsWriteTimeout = 30 * time.Second
-	wsReadLimit    = 64 << 10
+	wsBuffer    = 256
+	wsReadLimit = 64 << 10
 	// wsMaxStreams caps concurrent streams, so their buffers together
 	// stay bounded too; beyond it clients get 503 and retry.
 	wsMaxStreams = 1024
@@ -68,6 +67,10 @@ const wsTokenProtocol = "axocoatl.bearer."
 type stream struct {
 	m       *Module
 	history *lattice.History
+	// writeTimeout bounds each frame's write (server.write_timeout, as
+	// on every door): a client that stops reading is cut after it, and
+	// its queued events freed.
+	writeTimeout time.Duration
 	// ctx ends every stream when the server shuts down (hijacked
 	// connections are not tracked by http.Server.Shutdown).
 	ctx context.Context
@@ -212,7 +215,10 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 		// Bounded by its own timeout, not by ctx: the websocket library
 		// closes the connection when a write's context ends, so a write
 		// caught by shutdown would lose the 1001 close frame sent next.
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wsWriteTimeout)
+		wctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+		if s.writeTimeout > 0 { // zero: the host set no write bound
+			wctx, cancel = context.WithTimeout(wctx, s.writeTimeout)
+		}
 		defer cancel()
 		return conn.Write(wctx, websocket.MessageText, b)
 	}

@@ -72,8 +72,10 @@ func goodServer() ServerConfig {
 	return ServerConfig{Name: "good", Dial: ts.dial, Timeout: 10 * time.Second}
 }
 
-// callGood calls the good server's echo every interval until stop, and
-// reports the calls that failed.
+// callGood calls the good server's echo every interval until stop, from
+// when its tool is registered (on a loaded machine the good server may
+// connect after the first tick; a call before that is no failure of the
+// hostile server's), and reports the calls that failed.
 func callGood(e *axocoatl.Engine, every time.Duration) (stop func() (ok, failed int)) {
 	var okN, failN atomic.Int64
 	done := make(chan struct{})
@@ -81,11 +83,20 @@ func callGood(e *axocoatl.Engine, every time.Duration) (stop func() (ok, failed 
 	wg.Go(func() {
 		tick := time.NewTicker(every)
 		defer tick.Stop()
+		registered := false
 		for {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
+			}
+			if !registered {
+				for _, tool := range e.Tools() {
+					registered = registered || tool.Name == "mcp__good__echo"
+				}
+				if !registered {
+					continue
+				}
 			}
 			res, err := e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__good__echo", Arguments: json.RawMessage(`{"message":"x"}`)})
 			if err == nil && res.Content == "Echo: x" {
@@ -136,25 +147,27 @@ func TestEndlessPages(t *testing.T) {
 	}
 }
 
-// A go-sdk server listing 100,000 tools is refused after the page that
-// passes max_tools: none of its tools is registered, the heap stays flat,
-// the good server's tools are untouched.
+// Guards max_tools: a go-sdk server listing 100,000 tools is refused after
+// the page that passes max_tools: none of its tools is registered, the good
+// server's tools are untouched, the listing cost what two pages of 1,000
+// tools cost (bytes allocated, which unlike a sampled heap peak do not
+// depend on when a loaded machine's GC runs) and nothing of it stays (the
+// live heap after a GC).
 func TestHundredThousandTools(t *testing.T) {
 	hostile := helperServer("many", "many-tools")
-	hostile.Timeout = 60 * time.Second
-	peak := heapPeak()
-	e, m := startModule(t, Config{Servers: []ServerConfig{goodServer(), hostile}, MinBackoff: time.Hour}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	err := m.Ready(ctx)
-	grew := peak()
-	t.Logf("heap peak growth %.1f MiB; %v", float64(grew)/(1<<20), err)
-	if err == nil || !strings.Contains(err.Error(), "2000 tools by page 2, over max_tools (1000)") {
-		t.Fatalf("Ready: %v", err)
+	// Five minutes: the helper adds 100,000 tools to its go-sdk server
+	// before it answers, which under -race on a loaded machine took over
+	// a minute.
+	hostile.Timeout = 5 * time.Minute
+	c := costOfListing(t, goodServer(), hostile)
+	if c.err == nil || !strings.Contains(c.err.Error(), "2000 tools by page 2, over max_tools (1000)") {
+		t.Fatalf("Ready: %v", c.err)
 	}
-	if grew > 40<<20 {
-		t.Errorf("heap grew by %d MiB", grew>>20)
-	}
+	// The SDK's decoding and checks of the two pages of 1,000 tools
+	// allocate some 70 MiB (the good server's start included); had the
+	// 100 pages been read, some 3 GiB.
+	c.within(t, 160<<20)
+	e := c.engine
 	for _, tool := range e.Tools() {
 		if tool.Server != "good" {
 			t.Fatalf("a tool of the hostile server is registered: %s", tool.Name)

@@ -255,6 +255,9 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, cfg ServerConfig) ([]
 			return nil, fmt.Errorf("%w: tools/list: more than max_list_pages (%d) pages, %d tools so far", ErrOverBound, maxPages, len(tools))
 		}
 		res, err := cs.ListTools(ctx, params)
+		if n, ok := pageOverBound(err); ok {
+			return nil, fmt.Errorf("%w: tools/list: %d tools by page %d, over max_tools (%d)", ErrOverBound, len(tools)+n, page, maxTools)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -100,6 +100,15 @@ func runHostileHelper(mode string) bool {
 			n, _ := strconv.Atoi(cursor)
 			return toolsJSON("t", n*5, 5, 1000), strconv.Itoa(n + 1)
 		}, 0)
+	case "wide-tools":
+		// 20 tools of 1,000-byte descriptions: 20 KB of definitions.
+		page := toolsJSON("w", 0, 20, 1000)
+		handServer(func(string) (string, string) { return page, "" }, 0)
+	case "one-page":
+		// 100,000 tools in one page (about 11 MB, under the 16 MiB
+		// message bound), as a server that does not paginate sends them.
+		page := toolsJSON("t", 0, 100_000, 60)
+		handServer(func(string) (string, string) { return page, "" }, 0)
 	case "many-tools":
 		// A go-sdk server listing 100,000 tools (in pages of its default
 		// size, 1,000).

@@ -37,8 +37,10 @@ func TestStdioBrokenServers(t *testing.T) {
 	cfg := Config{
 		Servers: []ServerConfig{
 			withSecret(helperServer("good", "server"), 10*time.Second),
-			withSecret(helperServer("garbage", "garbage"), 2*time.Second),
-			withSecret(helperServer("exits", "exit"), 2*time.Second),
+			// 8 s: these fail as soon as they speak, which a loaded
+			// machine's re-executed test binary took more than 2 s to.
+			withSecret(helperServer("garbage", "garbage"), 8*time.Second),
+			withSecret(helperServer("exits", "exit"), 8*time.Second),
 			withSecret(helperServer("silent", "silent"), 2*time.Second),
 		},
 		MinBackoff: time.Hour, // one attempt each is enough here

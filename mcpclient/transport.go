@@ -22,6 +22,7 @@ import (
 
 	"github.com/axocoatl/axocoatl-go/internal/scrub"
 	"github.com/axocoatl/axocoatl-go/secret"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -120,7 +121,7 @@ func (t *cmdTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cmdConn{Connection: conn, d: t.d}, nil
+	return &cmdConn{Connection: conn, d: t.d, pages: pageBound{maxTools: t.d.cfg.maxTools(), lists: map[jsonrpc.ID]bool{}}}, nil
 }
 
 // childStdin closes the session the way the MCP spec and the go-sdk's
@@ -231,7 +232,9 @@ func isListChanged(line []byte) bool {
 
 type cmdConn struct {
 	mcp.Connection
-	d *dialer
+	d       *dialer
+	pagesMu sync.Mutex // Write is called concurrently
+	pages   pageBound
 }
 
 // Close is the SDK's: close stdin, wait, SIGTERM, SIGKILL. Its error is

@@ -95,6 +95,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.ConnState = d.rt.Engine.ConnState // a client that stops reading a small answer is cut too
 	if hooks.booted != nil {
 		hooks.booted(d)
 	}

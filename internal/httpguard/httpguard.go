@@ -66,7 +66,10 @@ type Guard struct {
 	publicURL    string
 	bodyTimeout  time.Duration
 	writeTimeout time.Duration
-	failures     *failureLimiter
+	// idle cuts keep-alive connections left with an unsent answer (nil
+	// without a write timeout).
+	idle     *IdleCutter
+	failures *failureLimiter
 }
 
 // New returns a Guard. Invalid AllowedOrigins entries are an error (see
@@ -84,6 +87,9 @@ func New(o Options) (*Guard, error) {
 	}
 	if g.writeTimeout == 0 {
 		g.writeTimeout = DefaultWriteTimeout
+	}
+	if g.writeTimeout > 0 {
+		g.idle = NewIdleCutter(g.writeTimeout)
 	}
 	if !o.Token.IsZero() {
 		g.token = true

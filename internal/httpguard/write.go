@@ -2,6 +2,7 @@ package httpguard
 
 import (
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,6 +16,11 @@ type deadlineWriter struct {
 	conn    interface{ SetWriteDeadline(time.Time) error }
 	timeout time.Duration
 	armed   time.Time // when the deadline was last set
+	// limit is the deadline the handler set itself (UnixNano; 0: none),
+	// which arm never extends: a handler that cuts a stuck stream short
+	// (on Close) is not undone by the next write's re-arming. Atomic: a
+	// handler sets it from another goroutine while a write is blocked.
+	limit atomic.Int64
 }
 
 func newDeadlineWriter(w http.ResponseWriter, timeout time.Duration) *deadlineWriter {
@@ -62,7 +68,26 @@ func (d *deadlineWriter) arm() {
 		return
 	}
 	d.armed = now
-	_ = d.conn.SetWriteDeadline(now.Add(d.timeout))
+	deadline := now.Add(d.timeout)
+	if l := d.limit.Load(); l != 0 && deadline.UnixNano() > l {
+		deadline = time.Unix(0, l)
+	}
+	_ = d.conn.SetWriteDeadline(deadline)
+}
+
+// SetWriteDeadline is found by http.ResponseController before the
+// connection's: it sets the deadline and keeps it as the limit arm obeys
+// (the zero time lifts the limit).
+func (d *deadlineWriter) SetWriteDeadline(t time.Time) error {
+	if d.conn == nil {
+		return http.ErrNotSupported
+	}
+	if t.IsZero() {
+		d.limit.Store(0)
+	} else {
+		d.limit.Store(t.UnixNano())
+	}
+	return d.conn.SetWriteDeadline(t)
 }
 
 func (d *deadlineWriter) WriteHeader(status int) {
@@ -91,6 +116,7 @@ func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter 
 // (net/http clears the deadline after it).
 func (d *deadlineWriter) finish() {
 	if d.conn != nil && !d.armed.IsZero() {
-		_ = d.conn.SetWriteDeadline(time.Now().Add(d.timeout))
+		d.armed = time.Time{} // arm at once, within the handler's limit
+		d.arm()
 	}
 }
