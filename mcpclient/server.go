@@ -46,7 +46,7 @@ type server struct {
 	firstAttempt chan struct{} // closed after the first connect attempt
 	firstOnce    sync.Once
 	// pendingDone tells the Engine that runs need not wait for this
-	// server's tools any more (Engine.AddPendingTools).
+	// server's tools any more ([axocoatl.Engine.AddPendingTools]).
 	pendingDone func()
 	refreshes   atomic.Int64 // tool lists re-read after list_changed
 	// legacy makes the next connect start with initialize (2025-11-25)
