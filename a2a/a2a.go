@@ -114,7 +114,7 @@ type Config struct {
 }
 
 // Validate checks the configuration. Its errors are
-// [*axocoatl.ConfigError]s naming the key.
+// [*axocoatl.ConfigError] values naming the key.
 func (c Config) Validate() error {
 	return cfgerr.NotNegative(cfgerr.N("max_tasks", c.MaxTasks), cfgerr.N("task_ttl", c.TaskTTL),
 		cfgerr.N("max_store_bytes", c.MaxStoreBytes), cfgerr.N("max_body_bytes", c.MaxBodyBytes),

@@ -142,7 +142,7 @@ func CardURL(raw string) (string, error) {
 // for the callers that check errors.Is(err, a2aremote.ErrInvalidConfig).
 var ErrInvalidConfig = axocoatl.ErrInvalidConfig
 
-// Validate checks one entry. Errors are [*axocoatl.ConfigError]s naming the
+// Validate checks one entry. Errors are [*axocoatl.ConfigError] values naming the
 // key, never a secret value.
 func (a AgentConfig) Validate() error {
 	bad := cfgerr.Errorf
@@ -179,7 +179,7 @@ func (a AgentConfig) Validate() error {
 }
 
 // Validate checks every agent and that names are unique. Errors are
-// [*axocoatl.ConfigError]s keyed "a2a_agents[i].<key>".
+// [*axocoatl.ConfigError] values keyed "a2a_agents[i].<key>".
 func (c Config) Validate() error {
 	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
 		return cfgerr.Errorf("", "backoff must not be negative")

@@ -173,7 +173,7 @@ func (s ServerConfig) inheritEnv() bool { return s.InheritEnv == nil || *s.Inher
 // for the callers that check errors.Is(err, mcpclient.ErrInvalidConfig).
 var ErrInvalidConfig = axocoatl.ErrInvalidConfig
 
-// Validate checks one server entry. Errors are [*axocoatl.ConfigError]s
+// Validate checks one server entry. Errors are [*axocoatl.ConfigError] values
 // naming the key, never a secret value.
 func (s ServerConfig) Validate() error {
 	bad := cfgerr.Errorf
@@ -234,7 +234,7 @@ func (s ServerConfig) Validate() error {
 }
 
 // Validate checks every server and that names are unique. Errors are
-// [*axocoatl.ConfigError]s keyed "mcp_servers[i].<key>".
+// [*axocoatl.ConfigError] values keyed "mcp_servers[i].<key>".
 func (c Config) Validate() error {
 	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
 		return cfgerr.Errorf("", "backoff must not be negative")

@@ -161,7 +161,7 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the config. Its errors are [*axocoatl.ConfigError]s
+// Validate checks the config. Its errors are [*axocoatl.ConfigError] values
 // naming the key, without a package prefix: hosts put them at the key's
 // position ("axocoatl.yaml:12: mcp_server.max_message_bytes: …").
 func (c Config) Validate() error {
