@@ -10,7 +10,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
-// ElicitationBy is the UserAnswer.By of an answer given through MCP form
+// ElicitationBy is the [axocoatl.UserAnswer].By of an answer given through MCP form
 // elicitation: what the audit trail of a gate records as its resolver.
 const ElicitationBy = "mcp_elicitation"
 
@@ -31,7 +31,7 @@ var noElicitation = axocoatl.UserPrompterFunc(func(context.Context, axocoatl.Use
 	return axocoatl.UserAnswer{}, ErrNoElicitation
 })
 
-// elicitPrompter returns the calling client as an axocoatl.UserPrompter
+// elicitPrompter returns the calling client as an [axocoatl.UserPrompter]
 // when it supports form elicitation (accept = yes; decline or cancel = no),
 // else nil. A gate (approval) asks the user of the calling client through
 // it. A client of the stateless era, elicitation capability or not, gets
