@@ -21,7 +21,7 @@ import (
 )
 
 // ErrResponseTooLarge: a remote's HTTP response went over
-// max_response_bytes (or its card over DefaultMaxCardBytes).
+// [AgentConfig].MaxResponseBytes (or its card over [DefaultMaxCardBytes]).
 var ErrResponseTooLarge = errors.New("a2a response over its bound")
 
 // newHTTPClient is the HTTP client of one remote agent: it adds the
@@ -103,9 +103,9 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // fetchCard reads and parses the agent card at cardURL with hc. The body
-// is bounded by DefaultMaxCardBytes. Both generations parse: a 1.0 card
+// is bounded by [DefaultMaxCardBytes]. Both generations parse: a 1.0 card
 // by its supportedInterfaces, a 0.3 card by url, preferredTransport and
-// additionalInterfaces (a2awire.ParseCard).
+// additionalInterfaces ([a2awire.ParseCard]).
 func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a1.AgentCard, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cardURL, nil)
 	if err != nil {
