@@ -13,7 +13,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
-// TaskRequest is the body of POST /a2a/tasks.
+// TaskRequest is the body of POST /a2a/tasks ([PathTasks]).
 type TaskRequest struct {
 	// ID names the task (it becomes the task id on the lattice). Zero: a new id.
 	ID string `json:"id,omitempty"`
@@ -29,7 +29,7 @@ type TaskRequest struct {
 	TimeoutSecs float64 `json:"timeout_secs,omitempty"`
 }
 
-// TaskResponse is the answer of POST /a2a/tasks.
+// TaskResponse is the answer of POST /a2a/tasks to a [TaskRequest].
 type TaskResponse struct {
 	TaskID     string      `json:"task_id"`
 	ReceiverID string      `json:"receiver_id"`
@@ -38,7 +38,7 @@ type TaskResponse struct {
 	Error      *string     `json:"error"`  // null when completed
 }
 
-// TaskOutput is a completed task's output.
+// TaskOutput is a completed task's output ([TaskResponse].Output).
 type TaskOutput struct {
 	Content string `json:"content"`
 }
