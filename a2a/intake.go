@@ -107,7 +107,7 @@ func indentBounded(raw json.RawMessage) (string, error) {
 // maxRendered bounds the indented rendering of an input of n bytes.
 func maxRendered(n int) int { return 4*n + 64<<10 }
 
-// indentedSizeBound is an upper bound of json.Indent's output for raw with
+// indentedSizeBound is an upper bound of [json.Indent]'s output for raw with
 // a two-space indent: every structural character may start a new line
 // indented to the deepest level, every colon gains a space. One pass, no
 // allocation; strings are skipped.

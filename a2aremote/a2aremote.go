@@ -307,7 +307,7 @@ func Check(ctx context.Context, ac AgentConfig, scrub []secret.Secret) (CardInfo
 	return info, nil
 }
 
-// resolve reads the card and builds the client, bounded by ResolveTimeout.
+// resolve reads the card and builds the client, bounded by [ResolveTimeout].
 func resolve(ctx context.Context, ac AgentConfig, hc *http.Client) (*a2a1.AgentCard, *a2aclient.Client, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, ResolveTimeout)
 	defer cancel()
@@ -420,7 +420,7 @@ func describeCard(card *a2a1.AgentCard) string {
 }
 
 // cleanText is the card's text as the model may read it: stripped of
-// what a human reviewing the tool would not see (textsafe.Clean).
+// what a human reviewing the tool would not see ([textsafe.Clean]).
 func cleanText(s string) string { return strings.TrimSpace(textsafe.Clean(s)) }
 
 // cut shortens s to at most n bytes on a UTF-8 boundary.

@@ -214,7 +214,7 @@ func (r *remote) ended(ctx, cctx context.Context, timeout time.Duration, what st
 // bound cuts the text of a call's error to max_output_bytes: a remote's
 // own words in it (a JSON-RPC error's message, an HTTP status line) reach
 // the model as its answer would, within the same bound. The error's kinds
-// stay checkable with errors.Is.
+// stay checkable with [errors.Is].
 func (r *remote) bound(err error) error {
 	msg, limit := err.Error(), r.cfg.maxOutput()
 	if len(msg) <= limit {
@@ -233,7 +233,7 @@ func (e *boundedError) Error() string { return e.msg }
 func (e *boundedError) Unwrap() error { return e.err }
 
 // cancelRemote cancels the task the call started, if it is known and not
-// over, with a fresh context bounded by CancelTimeout (the call's own has
+// over, with a fresh context bounded by [CancelTimeout] (the call's own has
 // ended).
 func (r *remote) cancelRemote(ctx context.Context, c *a2aclient.Client, t taskState) {
 	if t.id == "" || t.done {

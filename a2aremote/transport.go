@@ -43,8 +43,8 @@ func newHTTPClient(a AgentConfig, base http.RoundTripper) *http.Client {
 	}
 }
 
-// newTransport is an http.Transport with the settings of
-// http.DefaultTransport, owned by its caller, who closes its idle
+// newTransport is an [http.Transport] with the settings of
+// [http.DefaultTransport], owned by its caller, who closes its idle
 // connections when done.
 func newTransport() *http.Transport {
 	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
@@ -243,7 +243,7 @@ func readBody(resp *http.Response) ([]byte, error) {
 	return data, nil
 }
 
-// SendMessage implements a2aclient.Transport.
+// SendMessage implements [a2aclient.Transport].
 func (t *sendTransport) SendMessage(ctx context.Context, params a2aclient.ServiceParams, req *a2a1.SendMessageRequest) (a2a1.SendMessageResult, error) {
 	hr, err := newRPCRequest(ctx, t.url, &t.ids, a2awire.Method1Send, req)
 	if err != nil {

@@ -201,7 +201,7 @@ func (m *Module) Status() []ServerStatus {
 // `doctor` probe. It returns the qualified tool names, sorted. The whole
 // check is bounded by the server's timeout (and ctx), twice that for a
 // server that never answers server/discover: when that probe times out,
-// Check tries initialize once more, as the Module does. Errors name the
+// Check tries initialize once more, as the [Module] does. Errors name the
 // server and never contain env or header values, nor the host credentials
 // in scrub (see [Config].Scrub).
 func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *slog.Logger) ([]string, error) {

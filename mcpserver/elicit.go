@@ -35,7 +35,7 @@ var noElicitation = axocoatl.UserPrompterFunc(func(context.Context, axocoatl.Use
 // when it supports form elicitation (accept = yes; decline or cancel = no),
 // else nil. A gate (approval) asks the user of the calling client through
 // it. A client of the stateless era, elicitation capability or not, gets
-// a prompter that fails at once with ErrNoElicitation, so the gate logs
+// a prompter that fails at once with [ErrNoElicitation], so the gate logs
 // why its user is not asked (and the call does not decode the client's
 // capabilities from its _meta for nothing).
 func elicitPrompter(req *mcp.CallToolRequest) axocoatl.UserPrompter {

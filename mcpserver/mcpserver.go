@@ -244,7 +244,7 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 }
 
 // Server exposes an Engine's agents as MCP tools. It is an
-// [axocoatl.Module]: create it with New, start it with [axocoatl.Engine.Use]
+// [axocoatl.Module]: create it with [New], start it with [axocoatl.Engine.Use]
 // (which binds it to that Engine), and [axocoatl.Engine.Close] stops it,
 // ending every session. It is safe for concurrent use; one Server serves any
 // number of stdio and HTTP sessions at once. Until it is started, HTTP
@@ -300,7 +300,7 @@ type Server struct {
 	openStreams sync.WaitGroup
 }
 
-// ErrNotStarted is returned by [Server.ServeStdio] before the Server is
+// ErrNotStarted is returned by [Server.ServeStdio] before the [Server] is
 // started ([Server.Start]).
 var ErrNotStarted = errors.New("mcpserver: module not started: pass it to Engine.Use")
 

@@ -142,7 +142,7 @@ func (f *frameWriter) reply(p []byte) (int, error) {
 	return f.w.Write(p)
 }
 
-// Close is a no-op: out belongs to the caller (it is often os.Stdout).
+// Close is a no-op: out belongs to the caller (it is often [os.Stdout]).
 func (f *frameWriter) Close() error { return nil }
 
 // inflight is the set of requests read from stdin and not yet answered.
@@ -169,7 +169,7 @@ func (f *inflight) busy() bool { return f.awaited > 0 || f.writing > 0 }
 
 // add notes id, which EOF waits for when await is set; it reports
 // errInFlight when id is in flight already, errTooManyListens when id is a
-// listen (not awaited) and MaxStdioListens are open.
+// listen (not awaited) and [MaxStdioListens] are open.
 func (f *inflight) add(id jsonrpc.ID, await bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -452,7 +452,7 @@ func track(pending *inflight, msg jsonrpc.Message, rawID []byte) (forward bool, 
 // error to its call (and checkFrame can read a numeric id's literal). Only
 // the member named exactly "id" counts: a struct field would also take "ID"
 // or "Id", which JSON-RPC does not know, and echo that as the request's id.
-// frame must be valid JSON (checkFrame's json.Valid comes first); the id is
+// frame must be valid JSON (checkFrame's [json.Valid] comes first); the id is
 // found without decoding the rest of the frame (the call's arguments).
 func requestID(frame []byte) json.RawMessage { return idLiteral(memberValue(frame, "id")) }
 
