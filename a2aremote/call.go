@@ -211,8 +211,8 @@ func (r *remote) ended(ctx, cctx context.Context, timeout time.Duration, what st
 	return r.bound(fmt.Errorf("a2a agent %s: %w", r.cfg.Name, r.red.Error(err)))
 }
 
-// bound cuts the text of a call's error to max_output_bytes: a remote's
-// own words in it (a JSON-RPC error's message, an HTTP status line) reach
+// bound cuts the text of a call's error to [AgentConfig].MaxOutputBytes: a
+// remote's own words in it (a JSON-RPC error's message, an HTTP status line) reach
 // the model as its answer would, within the same bound. The error's kinds
 // stay checkable with [errors.Is].
 func (r *remote) bound(err error) error {
@@ -417,7 +417,7 @@ func (t *taskState) addArtifact(a *a2a1.Artifact, appendTo bool) {
 }
 
 // text is the answer: the artifacts' text, else the message's, with a note
-// when max_output_bytes cut it.
+// when [AgentConfig].MaxOutputBytes cut it.
 func (t *taskState) text() string {
 	var out string
 	if len(t.artifacts) == 1 { // the usual answer, without building a list

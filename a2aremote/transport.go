@@ -233,8 +233,8 @@ func newRPCRequest(ctx context.Context, u string, ids *atomic.Uint64, method str
 	return hr, nil
 }
 
-// readBody reads the body of an answer, bounded by max_response_bytes
-// (limitedBody).
+// readBody reads the body of an answer, bounded by
+// [AgentConfig].MaxResponseBytes (limitedBody).
 func readBody(resp *http.Response) ([]byte, error) {
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {

@@ -37,7 +37,8 @@ func withTransports03(hc *http.Client) []a2aclient.FactoryOption {
 }
 
 // newTransport03 is the 0.3 transport of binding at u over hc. An SSE
-// line may be as long as hc's response bound (max_response_bytes).
+// line may be as long as hc's response bound
+// ([AgentConfig].MaxResponseBytes).
 func newTransport03(binding a2a1.TransportProtocol, u string, hc *http.Client) (a2aclient.Transport, error) {
 	limit := int64(DefaultMaxResponseBytes)
 	if rt, ok := hc.Transport.(*roundTripper); ok {

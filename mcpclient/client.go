@@ -77,8 +77,9 @@ var (
 	ErrTimeout = errors.New("mcp tool call timed out")
 	// ErrConnect: connecting or listing tools failed.
 	ErrConnect = errors.New("connect failed")
-	// ErrOverBound: a server went over one of its bounds (max_tools,
-	// max_list_pages, max_list_bytes) and was disconnected.
+	// ErrOverBound: a server went over one of its bounds
+	// ([ServerConfig].MaxTools, MaxListPages, MaxListBytes) and was
+	// disconnected.
 	ErrOverBound = errors.New("mcp server over a bound")
 	// ErrStopped: the module is stopped.
 	ErrStopped = errors.New("mcp client stopped")
