@@ -173,7 +173,8 @@ type Config struct {
 	// until the body is read), for at most the Engine's body timeout
 	// ([axocoatl.HTTPOptions].BodyTimeout), then gets 503 with a -32000
 	// error. A subscriptions/listen gives its room back once read. Zero:
-	// 64 MiB, or MaxMessageBytes when that is larger. Negative: no bound. At least MaxMessageBytes.
+	// 64 MiB, or MaxMessageBytes when that is larger. Negative: no bound.
+	// At least MaxMessageBytes.
 	MaxBytesInFlight int64 `yaml:"max_bytes_in_flight"`
 	// MaxSessions bounds the HTTP sessions open at once: handshake-era
 	// sessions (each holds memory until DELETE or SessionTimeout) and
