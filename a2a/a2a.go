@@ -1,31 +1,59 @@
-// Package a2a lets other agents reach an Engine's agents over A2A.
+// Package a2a is a door: it lets other agents reach an Engine's agents over
+// A2A.
 //
-// A Handler serves two surfaces, both as plain http.Handlers a host mounts on
-// its own mux ([Paths] and [Routes] list what it answers):
+// # In Go terms
+//
+// A host fills a [Config] (its zero value serves every agent with the
+// documented defaults), builds the [Handler] with [New] and attaches it with
+// [axocoatl.Engine.Use], which calls [Handler.Start] (the Handler is the
+// [axocoatl.Module]); [axocoatl.Engine.Close] calls [Handler.Stop], which
+// cancels every run the Handler started. The Handler is an [http.Handler] the
+// host mounts on its own mux, under any path prefix ([http.StripPrefix]);
+// [Paths] and [Handler.Routes] list what it answers, for hosts that route
+// each pattern themselves. The `a2a:` section of the daemon's config file
+// decodes straight into [Config]; nothing here needs the file.
+//
+// The Engine hooks it uses: every task ends in
+// [axocoatl.Engine.ExecuteRequest] with [axocoatl.SourceA2A], so it publishes
+// the same lattice events as any other door and counts against the Engine's
+// runs in flight ([axocoatl.ErrBusy] beyond them); the cards list
+// [axocoatl.Engine.Agents] (an agent another daemon of the cluster runs
+// names its [axocoatl.AgentInfo].Node); every request passes the Engine's
+// guard ([axocoatl.Engine.GuardHTTP]), configured by [axocoatl.HTTPOptions]
+// like every door, which also gives the public URL the cards carry.
+//
+// # Two surfaces
+//
+// A Handler serves two surfaces:
 //
 //   - the Axocoatl surface: GET /.well-known/agent.json (this instance and its
-//     agents) and POST /a2a/tasks (one task addressed by receiver_id, answered
-//     with its result);
+//     agents, an [AxocoatlCard]) and POST /a2a/tasks (one [TaskRequest]
+//     addressed by receiver_id, answered with its [TaskResponse]);
 //   - standard A2A, both generations on the same URLs, so unmodified A2A
 //     clients work: the agent card at /.well-known/agent-card.json (the 0.3
 //     members and the 1.0 supportedInterfaces), and POST /a2a. The
-//     A2A-Version header picks the generation: none (or 0.3) is the A2A 0.3
-//     JSON-RPC binding (message/send, message/stream, tasks/get,
-//     tasks/cancel, tasks/resubscribe); 1.0 is A2A 1.0 (SendMessage,
-//     SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask),
-//     also on its HTTP+JSON binding under /a2a (POST /a2a/message:send, GET
-//     /a2a/tasks/{id}, ...); any other version is -32009. Each agent is also
-//     its own endpoint at /a2a/agents/{id} with its own card.
+//     A2A-Version header ([HeaderVersion]) picks the generation: none (or
+//     0.3) is the A2A 0.3 JSON-RPC binding (message/send, message/stream,
+//     tasks/get, tasks/cancel, tasks/resubscribe); 1.0 is A2A 1.0
+//     (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask,
+//     SubscribeToTask), also on its HTTP+JSON binding under /a2a (POST
+//     /a2a/message:send, GET /a2a/tasks/{id}, ...); any other version is
+//     -32009 ([SupportedVersions]). Each agent is also its own endpoint at
+//     /a2a/agents/{id} with its own card. A message names its agent in its
+//     metadata ([ReceiverKey]); without that, the per-agent URL decides, else
+//     the first agent.
 //
-// Every task from either surface runs through Engine.ExecuteRequest with
-// Source a2a, so it publishes the same lattice events as any other door.
-// Standard A2A tasks of both generations are kept in one bounded store, so
-// GetTask and tasks/get work after they end, whichever generation sent them.
+// Standard A2A tasks of both generations are kept in one bounded store
+// ([Config].MaxTasks, TaskTTL, MaxStoreBytes), so GetTask and tasks/get work
+// after they end, whichever generation sent them. Runs of non-blocking sends
+// are bounded by [Config].MaxBackgroundTasks, request bodies by
+// [Config].MaxBodyBytes.
 //
-// The wire types are those of github.com/a2aproject/a2a-go (0.3) and
-// github.com/a2aproject/a2a-go/v2 (1.0); the handling is our own, because
-// the reference servers' event queues and task stores cost far more than the
-// protocol itself (see bench/README.md, "A2A" and "A2A 1.0").
+// The wire types are those of github.com/a2aproject/a2a-go (0.3, imported as
+// a2a03, e.g. [a2a03.Task]) and github.com/a2aproject/a2a-go/v2 (1.0,
+// imported as a2a1, e.g. [a2a1.Task]); the handling is our own, because the reference servers'
+// event queues and task stores cost far more than the protocol itself (see
+// bench/README.md, "A2A" and "A2A 1.0").
 package a2a
 
 import (
@@ -46,7 +74,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/internal/mount"
 )
 
-// Defaults for the zero fields of Config.
+// Defaults for the zero fields of [Config].
 const (
 	DefaultMaxTasks           = 1000
 	DefaultTaskTTL            = time.Hour
@@ -58,7 +86,7 @@ const (
 	DefaultVersion            = "0.1.0"
 )
 
-// Routes a Handler serves (Mount registers them).
+// Routes a [Handler] serves ([Handler.Routes] lists them with their methods).
 const (
 	PathAxocoatlCard = "/.well-known/agent.json"
 	PathTasks        = "/a2a/tasks"
@@ -73,11 +101,11 @@ const ProtocolVersion = "0.3.0"
 
 // Errors.
 var (
-	// ErrClosed is returned for requests that arrive after Close.
+	// ErrClosed is returned for requests that arrive after [Handler.Close].
 	ErrClosed = errors.New("a2a: handler closed")
 )
 
-// Config configures a Handler. The zero value serves every agent of the
+// Config configures a [Handler]. The zero value serves every agent of the
 // Engine with the documented defaults. Who may call (token, browser
 // origins, Host names) and the public URL are the Engine's
 // [axocoatl.HTTPOptions], the same for every door.
@@ -114,7 +142,7 @@ type Config struct {
 }
 
 // Validate checks the configuration. Its errors are
-// [*axocoatl.ConfigError]s naming the key.
+// [*axocoatl.ConfigError] values naming the key.
 func (c Config) Validate() error {
 	return cfgerr.NotNegative(cfgerr.N("max_tasks", c.MaxTasks), cfgerr.N("task_ttl", c.TaskTTL),
 		cfgerr.N("max_store_bytes", c.MaxStoreBytes), cfgerr.N("max_body_bytes", c.MaxBodyBytes),
@@ -181,7 +209,7 @@ type Handler struct {
 	background chan struct{}
 }
 
-// New returns a Handler; pass it to [axocoatl.Engine.Use] to serve that
+// New returns a [Handler]; pass it to [axocoatl.Engine.Use] to serve that
 // Engine's agents.
 func New(cfg Config) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
@@ -198,7 +226,7 @@ func New(cfg Config) (*Handler, error) {
 }
 
 // ServeHTTP serves, relative to where the host mounts the Handler (under
-// any path prefix, with http.StripPrefix):
+// any path prefix, with [http.StripPrefix]):
 //
 //	GET  /.well-known/agent.json                      Axocoatl card
 //	POST /a2a/tasks                                   Axocoatl task intake
@@ -211,8 +239,9 @@ func New(cfg Config) (*Handler, error) {
 //	POST /a2a/agents/{id}                             A2A JSON-RPC to one agent
 //	     /a2a/agents/{id}/message:send, ...           A2A 1.0 REST to one agent
 //
-// Cards carry absolute URLs built from the Engine's PublicURL (else the
-// request's Host) and the mount prefix. A2A clients look for the card at
+// Cards carry absolute URLs built from the Engine's
+// [axocoatl.HTTPOptions].PublicURL (else the request's Host) and the mount
+// prefix. A2A clients look for the card at
 // <base>/.well-known/agent-card.json, so under a prefix give them the base
 // URL with the prefix (https://host/ai), or the card's URL itself. Every
 // route is behind the Engine's HTTP guard; the cards are public.
@@ -224,16 +253,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.routes.ServeHTTP(w, r)
 }
 
-// Paths lists the path patterns ServeHTTP answers (http.ServeMux syntax),
-// for hosts that route each to the Handler rather than a whole prefix.
-// PathJSONRPC + "/" covers the REST binding under /a2a.
+// Paths lists the path patterns [Handler.ServeHTTP] answers ([http.ServeMux]
+// syntax), for hosts that route each to the Handler rather than a whole
+// prefix.
+// [PathJSONRPC] + "/" covers the REST binding under /a2a.
 func Paths() []string {
 	return []string{PathAxocoatlCard, PathTasks, PathAgentCard, PathJSONRPC, PathJSONRPC + "/", PathAgentPrefix}
 }
 
-// Routes lists every method and pattern ServeHTTP answers, from the list
-// Start builds the Handler's routes from, for hosts that mount each route
-// on their own router. Patterns are in http.ServeMux syntax, literal but
+// Routes lists every method and pattern [Handler.ServeHTTP] answers, from
+// the list [Handler.Start] builds the Handler's routes from, for hosts that
+// mount each route on their own router. Patterns are in [http.ServeMux] syntax, literal but
 // for {name} segments; the A2A 1.0 REST verbs contain a literal colon
 // (/a2a/message:send), which routers that read ":name" as a parameter
 // cannot express. The cards are public.
@@ -305,10 +335,11 @@ func (h *Handler) table() []door {
 	return append(ds, h.restDoors(PathAgentPrefix+"{id}", rest(true))...)
 }
 
-// Name, Start and Stop make the Handler an axocoatl.Module.
+// Name, [Handler.Start] and [Handler.Stop] make the Handler an
+// [axocoatl.Module].
 func (h *Handler) Name() string { return "a2a" }
 
-// Start binds the Handler to e; it starts no goroutine.
+// Start binds the Handler to e ([axocoatl.Engine]); it starts no goroutine.
 func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -331,7 +362,7 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	}
 	private := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes}
 	// Unknown routes are behind the token too: a host that mounts the
-	// Handler by prefix (Paths) answers a caller without the token 401,
+	// Handler by prefix ([Paths]) answers a caller without the token 401,
 	// like every route it knows.
 	mux.Handle("/", e.GuardHTTP(private, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, "not_found", "no such A2A route")
@@ -341,7 +372,7 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	return nil
 }
 
-// Stop is Close.
+// Stop is [Handler.Close].
 func (h *Handler) Stop(ctx context.Context) error { return h.Close(ctx) }
 
 // Close refuses new requests, cancels every run the Handler started and waits

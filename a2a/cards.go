@@ -10,7 +10,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
-// AxocoatlCard is the discovery document at /.well-known/agent.json, the
+// AxocoatlCard is the discovery document at /.well-known/agent.json ([PathAxocoatlCard]), the
 // shape Axocoatl peers read.
 type AxocoatlCard struct {
 	Name        string `json:"name"`
@@ -24,7 +24,7 @@ type AxocoatlCard struct {
 	Agents       []AxocoatlAgent `json:"agents"`
 }
 
-// AxocoatlAgent is one agent on the Axocoatl card.
+// AxocoatlAgent is one agent on the Axocoatl card ([AxocoatlCard]).
 type AxocoatlAgent struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`

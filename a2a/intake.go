@@ -13,7 +13,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
-// TaskRequest is the body of POST /a2a/tasks.
+// TaskRequest is the body of POST /a2a/tasks ([PathTasks]).
 type TaskRequest struct {
 	// ID names the task (it becomes the task id on the lattice). Zero: a new id.
 	ID string `json:"id,omitempty"`
@@ -29,7 +29,7 @@ type TaskRequest struct {
 	TimeoutSecs float64 `json:"timeout_secs,omitempty"`
 }
 
-// TaskResponse is the answer of POST /a2a/tasks.
+// TaskResponse is the answer of POST /a2a/tasks to a [TaskRequest].
 type TaskResponse struct {
 	TaskID     string      `json:"task_id"`
 	ReceiverID string      `json:"receiver_id"`
@@ -38,7 +38,7 @@ type TaskResponse struct {
 	Error      *string     `json:"error"`  // null when completed
 }
 
-// TaskOutput is a completed task's output.
+// TaskOutput is a completed task's output ([TaskResponse].Output).
 type TaskOutput struct {
 	Content string `json:"content"`
 }
@@ -107,7 +107,7 @@ func indentBounded(raw json.RawMessage) (string, error) {
 // maxRendered bounds the indented rendering of an input of n bytes.
 func maxRendered(n int) int { return 4*n + 64<<10 }
 
-// indentedSizeBound is an upper bound of json.Indent's output for raw with
+// indentedSizeBound is an upper bound of [json.Indent]'s output for raw with
 // a two-space indent: every structural character may start a new line
 // indented to the deepest level, every colon gains a space. One pass, no
 // allocation; strings are skipped.

@@ -27,7 +27,7 @@ const (
 type rpcError = a2awire.Error
 
 // rpcErr builds an error whose message is the standard (0.3) one for code,
-// so that a2a-go's errors.Is checks work on it.
+// so that a2a-go's [errors.Is] checks work on it.
 func rpcErr(code int, format string, args ...any) *rpcError {
 	e := &rpcError{Code: code, Message: a2awire.CodeText03(code)}
 	if format != "" {

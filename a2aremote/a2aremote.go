@@ -1,46 +1,72 @@
-// Package a2aremote makes remote A2A agents tools of the Engine: each entry
-// of the config's `a2a_agents:` section becomes the tool a2a__<name>, whose
-// input is {"input": "…"} and whose result is the remote agent's answer.
+// Package a2aremote is a tool source: it makes remote A2A agents tools of the
+// Engine. Each configured agent becomes the tool a2a__<name>
+// ([AgentConfig.ToolName]), whose input is {"input": "…"} and whose result is
+// the remote agent's answer.
 //
-// Each agent's card is read from its URL (the base URL's
-// /.well-known/agent-card.json, or the card's own URL) and a client is built
-// with a2a-go/v2's a2aclient on the newest generation the card offers: A2A
-// 1.0, or 0.3 through transports of its own (transport03.go, jsonrpc03.go,
-// rest03.go), over JSON-RPC or HTTP+JSON.
+// # In Go terms
 //
-// Tools are registered at Start, before any card is read, and called through
-// the Engine's tool registry like every other tool: the agent's tools:
-// allow-list and the interceptor chain (the approval gate, which reads
-// Tool.Approval from the entry's `approval:`) apply. A remote that cannot be
-// reached at Start does not delay the Engine: one goroutine per agent reads
-// its card again with capped exponential backoff (MinBackoff doubling to
-// MaxBackoff, ±20% jitter) until it succeeds; meanwhile the tool fails at
-// once with ErrUnavailable and the reason, and once the card is read the
-// tool is registered again with the card's description. The card is read
-// once: a remote that moves its endpoint needs the module restarted.
+// A host lists the agents in a [Config] (one [AgentConfig] each: a name, the
+// agent's URL, headers, bounds), builds the module with [New] and attaches it
+// with [axocoatl.Engine.Use], which calls [Module.Start];
+// [axocoatl.Engine.Close] calls [Module.Stop]. The module serves no HTTP.
+// The Engine hooks it uses are [axocoatl.Engine.RegisterTool] and
+// [axocoatl.Engine.UnregisterTool] (each tool an [axocoatl.Tool] whose
+// Approval carries [AgentConfig].Approval for gates to read) and
+// [axocoatl.Engine.Publish] for its events ([EventAgentConnected],
+// [EventAgentDisconnected], declared with [Module.Events]). The
+// `a2a_agents:` section of the daemon's config file decodes straight into
+// [Config]; nothing here needs the file. [Module.Ready] waits for every first
+// card read, [Module.Status] reports each agent ([AgentStatus]) and [Check]
+// is the one-shot probe behind the daemon's `doctor`.
 //
-// A call sends one message — a blocking SendMessage naming a new context
-// when the remote lists tasks by context (A2A 1.0 ListTasks, probed when
-// the card is read), so that a call ending early finds its task; else
-// streaming when the card says the agent streams, so the remote task's id
-// is known from its first event — waits for the
-// task's end within the agent's timeout, and gives the model the text of its
-// artifacts (else of its final message). A task that fails, is rejected or
-// cancelled, a transport error or the timeout is a failed tool call with
-// the reason. When the caller's context ends (its run was cancelled), the
-// timeout passes or the call fails otherwise while the remote task is still
-// running, the task is cancelled with CancelTask (bounded by
-// CancelTimeout). A remote that does neither gets a blocking SendMessage;
+// # Cards and generations
+//
+// Each agent's card ([a2a1.AgentCard]) is read from [CardURL] (the base
+// URL's /.well-known/agent-card.json, or the card's own URL) and a client
+// ([a2aclient.Client]) is built with a2a-go/v2 on the newest generation the
+// card offers ([Generation]): A2A 1.0, or 0.3 through transports of this
+// package's own (an [a2aclient.Transport] over JSON-RPC or HTTP+JSON).
+//
+// Tools are registered at [Module.Start], before any card is read, and called
+// through [axocoatl.Engine.CallTool] like every other tool: the agent's
+// allow-list ([agent.Spec].Tools) and the interceptor chain (the approval
+// gate, which reads [axocoatl.Tool].Approval) apply. A remote that cannot be
+// reached at Start does not delay the Engine: one goroutine per agent, owned
+// by the module and ended by [Module.Stop], reads its card again with capped
+// exponential backoff ([Config].MinBackoff doubling to [Config].MaxBackoff,
+// ±20% jitter) until it succeeds; meanwhile the tool fails at once with
+// [ErrUnavailable] and the reason, and once the card is read the tool is
+// registered again with the card's description. The card is read once: a
+// remote that moves its endpoint needs the module restarted.
+//
+// # Calls
+//
+// A call sends one message — a blocking [a2aclient.Client.SendMessage]
+// naming a new context when the remote lists tasks by context (A2A 1.0
+// [a2aclient.Client.ListTasks], probed when the card is read), so that a call
+// ending early finds its task; else [a2aclient.Client.SendStreamingMessage]
+// when the card says the agent streams, so the remote task's id is known from
+// its first event — waits for the task's end within [AgentConfig].Timeout,
+// and gives the model the text of its artifacts (else of its final message).
+// A task that fails, is rejected or cancelled ([ErrTaskFailed]), a transport
+// error or the timeout ([ErrTimeout]) is a failed tool call with the reason.
+// When the caller's context ends (its run was cancelled), the timeout passes
+// or the call fails otherwise while the remote task is still running, the
+// task is cancelled with [a2aclient.Client.CancelTask] (bounded by
+// [CancelTimeout]). A remote that does neither gets a blocking SendMessage;
 // cancelling it closes the request, and its task, whose id is known only
 // with the answer, is not sent a CancelTask.
 //
-// Bounds: max_response_bytes per HTTP response (a whole SSE stream
-// included), DefaultMaxCardBytes per card, max_output_bytes of text into
-// the model, max_concurrent calls in flight per agent (more wait for a slot
-// within their timeout). Header values, the URL's credentials and the
-// host's secrets (Config.Scrub) are scrubbed from results, errors, events
-// and logs; no redirect is followed, so headers go only where the card
-// says the agent is.
+// # Bounds and secrets
+//
+// [AgentConfig].MaxResponseBytes bounds each HTTP response (a whole SSE
+// stream included, else [ErrResponseTooLarge]), [DefaultMaxCardBytes] each
+// card, [AgentConfig].MaxOutputBytes the text handed to the model and
+// [AgentConfig].MaxConcurrent the calls in flight per agent (more wait for a
+// slot within their timeout). Header values (secrets, [secret.Secret]), the
+// URL's credentials and the host's secrets ([Config].Scrub) are scrubbed from
+// results, errors, events and logs; no redirect is followed, so headers go
+// only where the card says the agent is.
 package a2aremote
 
 import (
@@ -70,7 +96,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
-// Errors of calls; check them with errors.Is.
+// Errors of calls; check them with [errors.Is].
 var (
 	// ErrUnavailable: the agent's card has not been read (yet).
 	ErrUnavailable = errors.New("remote a2a agent unavailable")
@@ -92,8 +118,8 @@ var inputSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type
 // producer is the produced_by of the module's events.
 const producer = "a2aremote"
 
-// Module is the remote A2A agents module. Create it with New and attach it
-// with Engine.Use.
+// Module is the remote A2A agents module. Create it with [New] and attach it
+// with [axocoatl.Engine.Use].
 type Module struct {
 	cfg Config
 	// transport is the base RoundTripper of every agent's HTTP client:
@@ -116,11 +142,11 @@ func New(cfg Config) (*Module, error) {
 	return &Module{cfg: cfg}, nil
 }
 
-// Name implements axocoatl.Module.
+// Name implements [axocoatl.Module].
 func (m *Module) Name() string { return "a2aremote" }
 
-// Start implements axocoatl.Module: it registers every agent's tool and
-// starts reading the cards in the background (see Ready).
+// Start implements [axocoatl.Module]: it registers every agent's tool and
+// starts reading the cards in the background (see [Module.Ready]).
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -154,7 +180,7 @@ func (m *Module) unregister() {
 	}
 }
 
-// Stop implements axocoatl.Module: calls in flight are cancelled (their
+// Stop implements [axocoatl.Module]: calls in flight are cancelled (their
 // remote tasks too), card reads end, and the tools are unregistered.
 func (m *Module) Stop(ctx context.Context) error {
 	m.mu.Lock()
@@ -241,7 +267,7 @@ func (m *Module) Status() []AgentStatus {
 	return out
 }
 
-// CardInfo is what Check found.
+// CardInfo is what [Check] found.
 type CardInfo struct {
 	Name        string
 	Description string
@@ -256,7 +282,7 @@ type CardInfo struct {
 }
 
 // Check reads one agent's card and builds a client from it, without
-// calling the agent: the `doctor` probe. Bounded by ResolveTimeout and
+// calling the agent: the `doctor` probe. Bounded by [ResolveTimeout] and
 // ctx. Errors name the agent and contain no header value nor any of scrub.
 func Check(ctx context.Context, ac AgentConfig, scrub []secret.Secret) (CardInfo, error) {
 	if err := ac.Validate(); err != nil {
@@ -281,7 +307,7 @@ func Check(ctx context.Context, ac AgentConfig, scrub []secret.Secret) (CardInfo
 	return info, nil
 }
 
-// resolve reads the card and builds the client, bounded by ResolveTimeout.
+// resolve reads the card and builds the client, bounded by [ResolveTimeout].
 func resolve(ctx context.Context, ac AgentConfig, hc *http.Client) (*a2a1.AgentCard, *a2aclient.Client, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, ResolveTimeout)
 	defer cancel()
@@ -394,7 +420,7 @@ func describeCard(card *a2a1.AgentCard) string {
 }
 
 // cleanText is the card's text as the model may read it: stripped of
-// what a human reviewing the tool would not see (textsafe.Clean).
+// what a human reviewing the tool would not see ([textsafe.Clean]).
 func cleanText(s string) string { return strings.TrimSpace(textsafe.Clean(s)) }
 
 // cut shortens s to at most n bytes on a UTF-8 boundary.

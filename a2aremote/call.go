@@ -211,10 +211,10 @@ func (r *remote) ended(ctx, cctx context.Context, timeout time.Duration, what st
 	return r.bound(fmt.Errorf("a2a agent %s: %w", r.cfg.Name, r.red.Error(err)))
 }
 
-// bound cuts the text of a call's error to max_output_bytes: a remote's
-// own words in it (a JSON-RPC error's message, an HTTP status line) reach
+// bound cuts the text of a call's error to [AgentConfig].MaxOutputBytes: a
+// remote's own words in it (a JSON-RPC error's message, an HTTP status line) reach
 // the model as its answer would, within the same bound. The error's kinds
-// stay checkable with errors.Is.
+// stay checkable with [errors.Is].
 func (r *remote) bound(err error) error {
 	msg, limit := err.Error(), r.cfg.maxOutput()
 	if len(msg) <= limit {
@@ -233,7 +233,7 @@ func (e *boundedError) Error() string { return e.msg }
 func (e *boundedError) Unwrap() error { return e.err }
 
 // cancelRemote cancels the task the call started, if it is known and not
-// over, with a fresh context bounded by CancelTimeout (the call's own has
+// over, with a fresh context bounded by [CancelTimeout] (the call's own has
 // ended).
 func (r *remote) cancelRemote(ctx context.Context, c *a2aclient.Client, t taskState) {
 	if t.id == "" || t.done {
@@ -417,7 +417,7 @@ func (t *taskState) addArtifact(a *a2a1.Artifact, appendTo bool) {
 }
 
 // text is the answer: the artifacts' text, else the message's, with a note
-// when max_output_bytes cut it.
+// when [AgentConfig].MaxOutputBytes cut it.
 func (t *taskState) text() string {
 	var out string
 	if len(t.artifacts) == 1 { // the usual answer, without building a list

@@ -13,7 +13,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
-// Defaults applied where a Config or AgentConfig field is zero.
+// Defaults applied where a [Config] or [AgentConfig] field is zero.
 const (
 	DefaultTimeout    = 120 * time.Second
 	DefaultMinBackoff = 250 * time.Millisecond
@@ -31,7 +31,8 @@ const (
 	// more wait (within their timeout) for a slot.
 	DefaultMaxConcurrent = 16
 
-	// CancelTimeout bounds the CancelTask sent when a call is abandoned.
+	// CancelTimeout bounds the [a2aclient.Client.CancelTask] sent when a call
+	// is abandoned.
 	CancelTimeout = 5 * time.Second
 	// ResolveTimeout bounds one attempt at reading the agent card.
 	ResolveTimeout = 10 * time.Second
@@ -46,7 +47,7 @@ const (
 	ApprovalDeny   = axocoatl.ApprovalDeny
 )
 
-// Config configures the module. The zero value calls no remote agent.
+// Config configures the module ([New]). The zero value calls no remote agent.
 type Config struct {
 	// Agents are the `a2a_agents:` entries of the config file.
 	Agents []AgentConfig `yaml:"a2a_agents"`
@@ -64,10 +65,10 @@ type Config struct {
 	Scrub []secret.Secret `yaml:"-"`
 }
 
-// AgentConfig is one entry of `a2a_agents:`.
+// AgentConfig is one entry of [Config].Agents (`a2a_agents:`).
 type AgentConfig struct {
 	// Name makes the tool name a2a__<name>: [a-z0-9_-]+, at most 59
-	// characters (the tool name stays within MaxToolNameLen), unique.
+	// characters (the tool name stays within [MaxToolNameLen]), unique.
 	// Required.
 	Name string `yaml:"name"`
 	// URL is the agent's base URL (its card is read at
@@ -81,7 +82,7 @@ type AgentConfig struct {
 	// task's end. Zero: 120s.
 	Timeout time.Duration `yaml:"timeout"`
 	// Approval is the decision gates apply to this agent's tool (prompt,
-	// allow, deny), set on the Engine tool (axocoatl.Tool.Approval).
+	// allow, deny), set on the Engine tool ([axocoatl.Tool].Approval).
 	// Zero: the gate's default.
 	Approval string `yaml:"approval"`
 	// MaxResponseBytes bounds one HTTP response read from the agent.
@@ -94,7 +95,7 @@ type AgentConfig struct {
 	MaxConcurrent int `yaml:"max_concurrent"`
 }
 
-// ToolName is the Engine tool of the agent: a2a__<name>.
+// ToolName is the Engine tool of the agent: a2a__<name> ([ToolPrefix]).
 func (a AgentConfig) ToolName() string { return ToolPrefix + a.Name }
 
 // ToolPrefix starts the name of every tool this module registers.
@@ -142,7 +143,7 @@ func CardURL(raw string) (string, error) {
 // for the callers that check errors.Is(err, a2aremote.ErrInvalidConfig).
 var ErrInvalidConfig = axocoatl.ErrInvalidConfig
 
-// Validate checks one entry. Errors are [*axocoatl.ConfigError]s naming the
+// Validate checks one entry. Errors are [*axocoatl.ConfigError] values naming the
 // key, never a secret value.
 func (a AgentConfig) Validate() error {
 	bad := cfgerr.Errorf
@@ -179,7 +180,7 @@ func (a AgentConfig) Validate() error {
 }
 
 // Validate checks every agent and that names are unique. Errors are
-// [*axocoatl.ConfigError]s keyed "a2a_agents[i].<key>".
+// [*axocoatl.ConfigError] values keyed "a2a_agents[i].<key>".
 func (c Config) Validate() error {
 	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
 		return cfgerr.Errorf("", "backoff must not be negative")

@@ -118,7 +118,7 @@ func task03(data json.RawMessage) (*a2a1.Task, error) {
 	return a2awire.Task1(&t)
 }
 
-// SendMessage implements a2aclient.Transport (message/send).
+// SendMessage implements [a2aclient.Transport] (message/send).
 func (t *jsonrpc03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.SendMessageRequest) (a2a1.SendMessageResult, error) {
 	result, err := t.call(ctx, a2awire.Method03Send, sp, a2awire.SendParams03(req))
 	if err != nil {
@@ -138,7 +138,7 @@ func (t *jsonrpc03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams,
 	}
 }
 
-// SendStreamingMessage implements a2aclient.Transport (message/stream).
+// SendStreamingMessage implements [a2aclient.Transport] (message/stream).
 func (t *jsonrpc03) SendStreamingMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.SendMessageRequest) iter.Seq2[a2a1.Event, error] {
 	return func(yield func(a2a1.Event, error) bool) {
 		resp, err := t.post(ctx, a2awire.Method03Stream, sp, a2awire.SendParams03(req), true)
@@ -190,7 +190,7 @@ func streamEvent03(data []byte, what string) (a2a1.Event, error) {
 	return event03(result)
 }
 
-// GetTask implements a2aclient.Transport (tasks/get).
+// GetTask implements [a2aclient.Transport] (tasks/get).
 func (t *jsonrpc03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.GetTaskRequest) (*a2a1.Task, error) {
 	result, err := t.call(ctx, a2awire.Method03GetTask, sp, &a2a03.TaskQueryParams{ID: a2a03.TaskID(req.ID), HistoryLength: req.HistoryLength})
 	if err != nil {
@@ -199,7 +199,7 @@ func (t *jsonrpc03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req
 	return task03(result)
 }
 
-// CancelTask implements a2aclient.Transport (tasks/cancel).
+// CancelTask implements [a2aclient.Transport] (tasks/cancel).
 func (t *jsonrpc03) CancelTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.CancelTaskRequest) (*a2a1.Task, error) {
 	result, err := t.call(ctx, a2awire.Method03CancelTask, sp, &a2a03.TaskIDParams{ID: a2a03.TaskID(req.ID), Metadata: req.Metadata})
 	if err != nil {

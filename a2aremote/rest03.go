@@ -82,7 +82,7 @@ func (t *rest03) read(ctx context.Context, method, path string, query url.Values
 	return readBody(resp)
 }
 
-// SendMessage implements a2aclient.Transport.
+// SendMessage implements [a2aclient.Transport].
 func (t *rest03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.SendMessageRequest) (a2a1.SendMessageResult, error) {
 	body, err := pbjson.ToProtoSendMessageRequest(req)
 	if err != nil {
@@ -99,7 +99,7 @@ func (t *rest03) SendMessage(ctx context.Context, sp a2aclient.ServiceParams, re
 	return res, nil
 }
 
-// SendStreamingMessage implements a2aclient.Transport.
+// SendStreamingMessage implements [a2aclient.Transport].
 func (t *rest03) SendStreamingMessage(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.SendMessageRequest) iter.Seq2[a2a1.Event, error] {
 	body, err := pbjson.ToProtoSendMessageRequest(req)
 	if err != nil {
@@ -133,7 +133,7 @@ func (t *rest03) SendStreamingMessage(ctx context.Context, sp a2aclient.ServiceP
 	}
 }
 
-// GetTask implements a2aclient.Transport.
+// GetTask implements [a2aclient.Transport].
 func (t *rest03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.GetTaskRequest) (*a2a1.Task, error) {
 	q := url.Values{}
 	if req.HistoryLength != nil {
@@ -150,7 +150,7 @@ func (t *rest03) GetTask(ctx context.Context, sp a2aclient.ServiceParams, req *a
 	return restTask03(data)
 }
 
-// CancelTask implements a2aclient.Transport.
+// CancelTask implements [a2aclient.Transport].
 func (t *rest03) CancelTask(ctx context.Context, sp a2aclient.ServiceParams, req *a2a1.CancelTaskRequest) (*a2a1.Task, error) {
 	path, err := taskPath03(req.ID)
 	if err != nil {
@@ -194,7 +194,7 @@ type restErrorBody03 struct {
 }
 
 // err1 is the A2A 1.0 error the body names by the reason of its
-// ErrorInfo detail of domain a2a1.ProtocolDomain (a2a1.ErrInternalError
+// ErrorInfo detail of domain [a2a1.ProtocolDomain] ([a2a1.ErrInternalError]
 // without one), with the remote's message, as a2a-go's internal/rest
 // reads it. Other details are not read.
 func (b *restErrorBody03) err1() error {
@@ -220,7 +220,7 @@ func (b *restErrorBody03) err1() error {
 }
 
 // restError03 is the error of a 0.3 HTTP+JSON answer whose status is not
-// 200: the A2A error its JSON body names, else a2a1.ErrServerError with
+// 200: the A2A error its JSON body names, else [a2a1.ErrServerError] with
 // the status. The body is a google.rpc.Status under "error" (a2a-go's
 // servers, read as a2av0 reads it) or, from @a2a-js/sdk's 0.3 layer, a
 // JSON-RPC error object {"code": -32001, "message": …} (which a2av0 reads

@@ -21,7 +21,7 @@ import (
 )
 
 // ErrResponseTooLarge: a remote's HTTP response went over
-// max_response_bytes (or its card over DefaultMaxCardBytes).
+// [AgentConfig].MaxResponseBytes (or its card over [DefaultMaxCardBytes]).
 var ErrResponseTooLarge = errors.New("a2a response over its bound")
 
 // newHTTPClient is the HTTP client of one remote agent: it adds the
@@ -43,8 +43,8 @@ func newHTTPClient(a AgentConfig, base http.RoundTripper) *http.Client {
 	}
 }
 
-// newTransport is an http.Transport with the settings of
-// http.DefaultTransport, owned by its caller, who closes its idle
+// newTransport is an [http.Transport] with the settings of
+// [http.DefaultTransport], owned by its caller, who closes its idle
 // connections when done.
 func newTransport() *http.Transport {
 	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
@@ -103,9 +103,9 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // fetchCard reads and parses the agent card at cardURL with hc. The body
-// is bounded by DefaultMaxCardBytes. Both generations parse: a 1.0 card
+// is bounded by [DefaultMaxCardBytes]. Both generations parse: a 1.0 card
 // by its supportedInterfaces, a 0.3 card by url, preferredTransport and
-// additionalInterfaces (a2awire.ParseCard).
+// additionalInterfaces ([a2awire.ParseCard]).
 func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a1.AgentCard, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cardURL, nil)
 	if err != nil {
@@ -233,8 +233,8 @@ func newRPCRequest(ctx context.Context, u string, ids *atomic.Uint64, method str
 	return hr, nil
 }
 
-// readBody reads the body of an answer, bounded by max_response_bytes
-// (limitedBody).
+// readBody reads the body of an answer, bounded by
+// [AgentConfig].MaxResponseBytes (limitedBody).
 func readBody(resp *http.Response) ([]byte, error) {
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -243,7 +243,7 @@ func readBody(resp *http.Response) ([]byte, error) {
 	return data, nil
 }
 
-// SendMessage implements a2aclient.Transport.
+// SendMessage implements [a2aclient.Transport].
 func (t *sendTransport) SendMessage(ctx context.Context, params a2aclient.ServiceParams, req *a2a1.SendMessageRequest) (a2a1.SendMessageResult, error) {
 	hr, err := newRPCRequest(ctx, t.url, &t.ids, a2awire.Method1Send, req)
 	if err != nil {

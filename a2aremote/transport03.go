@@ -37,7 +37,8 @@ func withTransports03(hc *http.Client) []a2aclient.FactoryOption {
 }
 
 // newTransport03 is the 0.3 transport of binding at u over hc. An SSE
-// line may be as long as hc's response bound (max_response_bytes).
+// line may be as long as hc's response bound
+// ([AgentConfig].MaxResponseBytes).
 func newTransport03(binding a2a1.TransportProtocol, u string, hc *http.Client) (a2aclient.Transport, error) {
 	limit := int64(DefaultMaxResponseBytes)
 	if rt, ok := hc.Transport.(*roundTripper); ok {
@@ -53,9 +54,9 @@ func newTransport03(binding a2a1.TransportProtocol, u string, hc *http.Client) (
 	return &rest03{base: base, hc: hc, lineLimit: limit}, nil
 }
 
-// unsupported03 is the part of a2aclient.Transport this module never
+// unsupported03 is the part of [a2aclient.Transport] this module never
 // calls on a 0.3 remote (push configs, resubscription, the extended
-// card): each answers a2a1.ErrUnsupportedOperation.
+// card): each answers [a2a1.ErrUnsupportedOperation].
 type unsupported03 struct{}
 
 func (unsupported03) ListTasks(context.Context, a2aclient.ServiceParams, *a2a1.ListTasksRequest) (*a2a1.ListTasksResponse, error) {

@@ -11,7 +11,7 @@ import (
 // deadline or when the module stops (a session's Close waits for its calls,
 // so a hung one must not hold up Stop).
 //
-// Why not context.WithTimeout plus context.AfterFunc per call: together they
+// Why not [context.WithTimeout] plus [context.AfterFunc] per call: together they
 // cost a runtime timer and seven allocations, more than the rest of the
 // module's and the Engine's bookkeeping of a call (bench/README.md, "MCP
 // client"). Here one timer per server is armed for the earliest deadline

@@ -1,15 +1,55 @@
-// Package mcpclient connects the MCP servers of the config's `mcp_servers:`
-// section and registers their tools on the Engine as mcp__<server>__<tool>.
+// Package mcpclient is a tool source: it connects MCP servers and registers
+// each server's tools on the Engine as mcp__<server>__<tool> (see
+// [QualifiedName]), so the agents whose allow-list ([agent.Spec].Tools)
+// matches them can call them.
 //
-// Each server has one supervisor goroutine: it connects (stdio child or
-// streamable HTTP), lists and registers the tools, follows
-// notifications/tools/list_changed, and reconnects with capped exponential
-// backoff when the session ends. Start never waits for a server: a slow or
-// broken one does not delay the Engine or the others; a run whose agent may
-// use a server still on its first connect waits for it instead (see
-// [axocoatl.Engine.AddPendingTools]), at most the server's timeout. A call routes the
-// qualified name to the live session of its server; while a server is down
-// its tools stay registered and fail at once with ErrServerDown.
+// # In Go terms
+//
+// A host describes the servers in a [Config] (one [ServerConfig] each: a
+// Command for a stdio child, a URL for streamable HTTP, or a Dial func for a
+// server embedded in the host), builds the module with [New] and attaches it
+// with [axocoatl.Engine.Use], which calls [Module.Start];
+// [axocoatl.Engine.Close] calls [Module.Stop]. The module serves no HTTP: it
+// only registers tools. The Engine hooks it uses are
+// [axocoatl.Engine.RegisterTool] and [axocoatl.Engine.UnregisterTool] (each
+// tool an [axocoatl.Tool] whose Server is the server's name and whose
+// Approval carries [ServerConfig].Approval for gates to read),
+// [axocoatl.Engine.AddPendingTools] (runs wait for a server still on its
+// first connect) and [axocoatl.Engine.Publish] for its events
+// ([EventServerConnected], [EventServerDisconnected], [EventToolChanged],
+// declared with [Module.Events]). The `mcp_servers:` section of the daemon's
+// config file decodes straight into [Config]; nothing here needs the file.
+//
+// # Supervisors
+//
+// Each server has one supervisor goroutine, owned by the module and ended by
+// [Module.Stop]: it connects (a child process in its own process group over
+// an [mcp.IOTransport], or an [mcp.StreamableClientTransport]), lists and registers
+// the tools, follows notifications/tools/list_changed (at most one re-list per
+// [RelistInterval]), checks the session every [ServerConfig].KeepAlive and
+// reconnects with capped exponential backoff ([Config].MinBackoff,
+// [Config].MaxBackoff) when the session ends. [Module.Start] never waits for
+// a server: a slow or broken one does not delay the Engine or the others; a
+// run whose agent may use a server still on its first connect waits for it
+// instead, at most the server's timeout. [Module.Ready] waits for every first
+// attempt and [Module.Status] reports each server ([ServerStatus]).
+//
+// # Calls
+//
+// A call ([axocoatl.ToolCall], through [axocoatl.Engine.CallTool] and so
+// through every gate) routes the qualified name to the live session of its
+// server, bounded by [ServerConfig].Timeout ([ErrTimeout]); while a server is
+// down its tools stay registered and fail at once with [ErrServerDown].
+//
+// # Bounds and secrets
+//
+// A server's listing is bounded by [ServerConfig].MaxTools,
+// [ServerConfig].MaxListPages and [ServerConfig].MaxListBytes; going over one
+// disconnects that server with [ErrOverBound] and leaves the others alone.
+// Env and header values are secrets ([secret.Secret]): they, and the host's own
+// credentials in [Config].Scrub, are removed from everything a server says
+// (results, errors, stderr, logs). [Check] is the one-shot probe behind the
+// daemon's `doctor`.
 package mcpclient
 
 import (
@@ -29,7 +69,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Errors of tool calls and connections; check them with errors.Is.
+// Errors of tool calls and connections; check them with [errors.Is].
 var (
 	// ErrServerDown: the call's server has no live session right now.
 	ErrServerDown = errors.New("mcp server is down")
@@ -37,15 +77,16 @@ var (
 	ErrTimeout = errors.New("mcp tool call timed out")
 	// ErrConnect: connecting or listing tools failed.
 	ErrConnect = errors.New("connect failed")
-	// ErrOverBound: a server went over one of its bounds (max_tools,
-	// max_list_pages, max_list_bytes) and was disconnected.
+	// ErrOverBound: a server went over one of its bounds
+	// ([ServerConfig].MaxTools, MaxListPages, MaxListBytes) and was
+	// disconnected.
 	ErrOverBound = errors.New("mcp server over a bound")
 	// ErrStopped: the module is stopped.
 	ErrStopped = errors.New("mcp client stopped")
 )
 
-// Module is the MCP client module. Create it with New and attach it with
-// Engine.Use.
+// Module is the MCP client module. Create it with [New] and attach it with
+// [axocoatl.Engine.Use].
 type Module struct {
 	cfg Config
 
@@ -67,12 +108,12 @@ func New(cfg Config) (*Module, error) {
 	return &Module{cfg: cfg.withDefaults()}, nil
 }
 
-// Name implements axocoatl.Module.
+// Name implements [axocoatl.Module].
 func (m *Module) Name() string { return "mcpclient" }
 
-// Start implements axocoatl.Module. It logs each server with its transport
+// Start implements [axocoatl.Module]. It logs each server with its transport
 // and starts one supervisor per server; it does not wait for any of them
-// (see Ready).
+// (see [Module.Ready]).
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -93,7 +134,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	return nil
 }
 
-// Stop implements axocoatl.Module: it ends every supervisor, closes every
+// Stop implements [axocoatl.Module]: it ends every supervisor, closes every
 // session, kills what is left of each child's process group and
 // unregisters the tools. If ctx ends first, Stop still waits for the
 // goroutines (which are then past their last bounded step) and returns
@@ -161,9 +202,9 @@ func (m *Module) Status() []ServerStatus {
 // `doctor` probe. It returns the qualified tool names, sorted. The whole
 // check is bounded by the server's timeout (and ctx), twice that for a
 // server that never answers server/discover: when that probe times out,
-// Check tries initialize once more, as the Module does. Errors name the
+// Check tries initialize once more, as the [Module] does. Errors name the
 // server and never contain env or header values, nor the host credentials
-// in scrub (see Config.Scrub).
+// in scrub (see [Config].Scrub).
 func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *slog.Logger) ([]string, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("mcp server %s: %w", cfg.Name, err)

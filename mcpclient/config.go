@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Defaults applied where a Config field is zero.
+// Defaults applied where a [Config] or [ServerConfig] field is zero.
 const (
 	DefaultTimeout     = 60 * time.Second
 	DefaultMinBackoff  = 250 * time.Millisecond
@@ -47,7 +47,7 @@ const (
 	ApprovalDeny   = axocoatl.ApprovalDeny
 )
 
-// Config configures the module. The zero value connects to no server.
+// Config configures the module ([New]). The zero value connects to no server.
 type Config struct {
 	// Servers are the `mcp_servers:` entries of the config file.
 	Servers []ServerConfig `yaml:"mcp_servers"`
@@ -63,12 +63,12 @@ type Config struct {
 	// server may echo what it was sent: they are removed, like each
 	// server's own env and header values, from all a server says (stderr,
 	// errors, every tool result, successful or failed, logs). Values under
-	// MinRedactLen characters cannot be redacted and are warned about.
+	// [MinRedactLen] characters cannot be redacted and are warned about.
 	// Set by the host, not read from the config file. Zero: none.
 	Scrub []secret.Secret `yaml:"-"`
 }
 
-// ServerConfig is one entry of `mcp_servers:`. Exactly one of Command (stdio)
+// ServerConfig is one entry of [Config].Servers (`mcp_servers:`). Exactly one of Command (stdio)
 // and URL (streamable HTTP) is set, unless Dial is.
 type ServerConfig struct {
 	// Name identifies the server in tool names (mcp__<name>__<tool>), events
@@ -107,7 +107,7 @@ type ServerConfig struct {
 	// Negative: no checks.
 	KeepAlive time.Duration `yaml:"keep_alive"`
 	// Approval is the decision for this server's tools (prompt, allow,
-	// deny), set on each of its Engine tools (axocoatl.Tool.Approval) for
+	// deny), set on each of its Engine tools ([axocoatl.Tool].Approval) for
 	// gates to read. Zero: the gate's default.
 	Approval string `yaml:"approval"`
 
@@ -173,7 +173,7 @@ func (s ServerConfig) inheritEnv() bool { return s.InheritEnv == nil || *s.Inher
 // for the callers that check errors.Is(err, mcpclient.ErrInvalidConfig).
 var ErrInvalidConfig = axocoatl.ErrInvalidConfig
 
-// Validate checks one server entry. Errors are [*axocoatl.ConfigError]s
+// Validate checks one server entry. Errors are [*axocoatl.ConfigError] values
 // naming the key, never a secret value.
 func (s ServerConfig) Validate() error {
 	bad := cfgerr.Errorf
@@ -234,7 +234,7 @@ func (s ServerConfig) Validate() error {
 }
 
 // Validate checks every server and that names are unique. Errors are
-// [*axocoatl.ConfigError]s keyed "mcp_servers[i].<key>".
+// [*axocoatl.ConfigError] values keyed "mcp_servers[i].<key>".
 func (c Config) Validate() error {
 	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
 		return cfgerr.Errorf("", "backoff must not be negative")

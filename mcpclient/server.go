@@ -46,7 +46,7 @@ type server struct {
 	firstAttempt chan struct{} // closed after the first connect attempt
 	firstOnce    sync.Once
 	// pendingDone tells the Engine that runs need not wait for this
-	// server's tools any more (Engine.AddPendingTools).
+	// server's tools any more ([axocoatl.Engine.AddPendingTools]).
 	pendingDone func()
 	refreshes   atomic.Int64 // tool lists re-read after list_changed
 	// legacy makes the next connect start with initialize (2025-11-25)
@@ -263,7 +263,7 @@ func (s *server) down(ctx context.Context, err error, what string) {
 //
 // Re-lists are coalesced: at most one is in flight (this loop runs them),
 // notifications that arrive meanwhile are merged into one pending signal,
-// and two re-lists are at least RelistInterval apart. A re-list that goes
+// and two re-lists are at least [RelistInterval] apart. A re-list that goes
 // over a bound ends the session like any other failure.
 //
 // A 2026-07-28 session is checked here every KeepAlive, as the go-sdk pings
@@ -421,7 +421,7 @@ type regTool struct {
 // registered, tools gone are unregistered, unchanged ones are left alone.
 // A re-list thus costs what changed, never a pass over every tool of the
 // Engine. A changed definition (description or schema) is published as
-// EventToolChanged with the old and new fingerprints.
+// [EventToolChanged] with the old and new fingerprints.
 func (s *server) setTools(ctx context.Context, tools []listedTool) {
 	next := qualifyAll(s.cfg.Name, toolNames(tools))
 	byBare := make(map[string]*listedTool, len(tools))
@@ -500,7 +500,7 @@ func (s *server) setTools(ctx context.Context, tools []listedTool) {
 	}
 }
 
-// toolChange is the payload of EventToolChanged.
+// toolChange is the payload of [EventToolChanged].
 type toolChange struct {
 	Server         string   `json:"server"`
 	Tool           string   `json:"tool"`
@@ -630,7 +630,7 @@ func sessionDead(err error) bool {
 }
 
 // warnTooShort names the configured secrets too short to be scrubbed
-// (see MinRedactLen).
+// (see [MinRedactLen]).
 func warnTooShort(log *slog.Logger, server string, keys []string) {
 	for _, k := range keys {
 		log.Warn("mcp server secret too short to redact: it is not scrubbed from what the server says",

@@ -83,8 +83,8 @@ func (d *dialer) transport(ctx context.Context) (mcp.Transport, error) {
 	return &cmdTransport{cmd: cmd, d: d}, nil
 }
 
-// cmdTransport is the go-sdk's CommandTransport with two differences: it
-// learns the child's pid (read on the goroutine that started it: exec.Cmd
+// cmdTransport is the go-sdk's [mcp.CommandTransport] with two differences: it
+// learns the child's pid (read on the goroutine that started it: [exec.Cmd]
 // is not safe to read concurrently), and it reads the child's stdout
 // through listChangedFilter, so that a server flooding
 // notifications/tools/list_changed costs a line check each, not a JSON-RPC
@@ -125,7 +125,7 @@ func (t *cmdTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 }
 
 // childStdin closes the session the way the MCP spec and the go-sdk's
-// CommandTransport do: close the child's stdin, wait for it to exit, then
+// [mcp.CommandTransport] do: close the child's stdin, wait for it to exit, then
 // SIGTERM, then SIGKILL, each after grace. Close returns the child's Wait
 // error, which tells how it ended.
 type childStdin struct {

@@ -10,7 +10,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
-// ElicitationBy is the UserAnswer.By of an answer given through MCP form
+// ElicitationBy is the [axocoatl.UserAnswer].By of an answer given through MCP form
 // elicitation: what the audit trail of a gate records as its resolver.
 const ElicitationBy = "mcp_elicitation"
 
@@ -31,11 +31,11 @@ var noElicitation = axocoatl.UserPrompterFunc(func(context.Context, axocoatl.Use
 	return axocoatl.UserAnswer{}, ErrNoElicitation
 })
 
-// elicitPrompter returns the calling client as an axocoatl.UserPrompter
+// elicitPrompter returns the calling client as an [axocoatl.UserPrompter]
 // when it supports form elicitation (accept = yes; decline or cancel = no),
 // else nil. A gate (approval) asks the user of the calling client through
 // it. A client of the stateless era, elicitation capability or not, gets
-// a prompter that fails at once with ErrNoElicitation, so the gate logs
+// a prompter that fails at once with [ErrNoElicitation], so the gate logs
 // why its user is not asked (and the call does not decode the client's
 // capabilities from its _meta for nothing).
 func elicitPrompter(req *mcp.CallToolRequest) axocoatl.UserPrompter {

@@ -35,7 +35,7 @@ type frameInfo struct {
 	tooMany, tooDeep bool
 }
 
-// scanFrame validates frame (JSON, as json.Valid), counts its values and
+// scanFrame validates frame (JSON, as [json.Valid]), counts its values and
 // depth against lim and notes the members checkFrame and precheckPOST
 // need, in one pass that allocates nothing. ok false: not JSON.
 func scanFrame(frame []byte, lim frameLimits) (info frameInfo, ok bool) {

@@ -29,8 +29,8 @@ import (
 // A client's GET stream (the standalone SSE stream, which carries
 // tools/list_changed when agents are added) stays open for the session's
 // life, as does a 2026-07-28 client's subscriptions/listen POST, and
-// http.Server.Shutdown waits for them: call Shutdown beside it (or
-// Engine.Close, which ends every session and stream at once).
+// [http.Server.Shutdown] waits for them: call [Server.Shutdown] beside it
+// (or [axocoatl.Engine.Close], which ends every session and stream at once).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.life.Started() {
 		writeHTTPError(w, http.StatusServiceUnavailable, ErrNotStarted.Error())
@@ -45,7 +45,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 const Path = "/mcp"
 
 // Routes are the Server's doors at [Path]: POST, GET and DELETE of
-// streamable HTTP, bounded by MaxMessageBytes.
+// streamable HTTP, bounded by [Config].MaxMessageBytes.
 func (s *Server) Routes() []axocoatl.Route {
 	limit := s.cfg.MaxMessageBytes
 	if limit == 0 {

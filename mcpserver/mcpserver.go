@@ -1,12 +1,37 @@
-// Package mcpserver exposes an Engine's agents as MCP tools: one tool per
-// agent, named agent_<id>, taking {"input": "..."} and returning the agent's
-// output as text. It speaks MCP over stdio (ServeStdio) and over streamable
-// HTTP (Server is an http.Handler, to mount at /mcp on any mux).
+// Package mcpserver is a door: it exposes an Engine's agents as MCP tools,
+// one tool per agent, named agent_<id> ([ToolPrefix]), taking
+// {"input": "..."} and returning the agent's output as text. It speaks MCP
+// over stdio ([Server.ServeStdio]) and over streamable HTTP ([Server] is an
+// [http.Handler], to mount at [Path] or anywhere on any mux).
 //
-// It is built on the official go-sdk's mcp.Server; what this package adds is
-// the bridge to Engine.ExecuteRequest, progress notifications while a run is
-// going, an Origin check on HTTP, and a stdio framing layer that answers
-// malformed input with JSON-RPC errors instead of ending the session.
+// # In Go terms
+//
+// A host fills a [Config] (its zero value is usable), builds the [Server]
+// with [New] and attaches it with [axocoatl.Engine.Use], which calls
+// [Server.Start] (the Server is the [axocoatl.Module]); [axocoatl.Engine.Close]
+// calls [Server.Stop], which ends every session. Then it mounts the Server on
+// its mux, or hands it the process's stdin and stdout, or both: one Server
+// serves any number of sessions on both transports. [Server.Routes] lists the
+// HTTP doors for hosts that compose routes ([axocoatl.Route]).
+//
+// The Engine hooks it uses: every tools/call ends in
+// [axocoatl.Engine.ExecuteRequest] with [axocoatl.SourceMCP]; the tool list
+// follows [axocoatl.Engine.Agents] and is refreshed by
+// [axocoatl.Engine.WatchAgents] (a client with a GET stream gets
+// tools/list_changed); progress comes from the tool-call events on the
+// Engine's lattice ([axocoatl.Engine.Bus], a [lattice.Bus]); every HTTP
+// request passes the Engine's guard ([axocoatl.Engine.GuardHTTP]); and a gate
+// that asks the caller (approval) reaches the calling client through the
+// [axocoatl.UserPrompter] put on the run's context
+// ([axocoatl.WithUserPrompter]), as MCP form elicitation.
+//
+// It is built on the official go-sdk's [mcp.Server] ([Server.MCP]); what this
+// package adds is the bridge to [axocoatl.Engine.ExecuteRequest], progress
+// notifications while a run is going, the Engine's HTTP guard, bounds on
+// every incoming message ([Config].MaxMessageBytes, MaxMessageValues,
+// MaxMessageDepth, MaxBytesInFlight, MaxSessions), and a stdio framing layer
+// that answers malformed input with JSON-RPC errors instead of ending the
+// session.
 //
 // Two eras of the protocol are served side by side, on both transports:
 //
@@ -25,7 +50,7 @@
 //
 // Progress is the same in both: a tools/call with a progressToken gets
 // notifications/progress when the run starts, for each tool it calls and
-// every Config.ProgressInterval, on the call's own stream (stdio, or the
+// every [Config].ProgressInterval, on the call's own stream (stdio, or the
 // POST's SSE response). Cancellation ends the run in both: in the handshake
 // era by notifications/cancelled (stdio and HTTP); in the stateless era by
 // notifications/cancelled on stdio, and over HTTP by the client closing the
@@ -78,7 +103,7 @@ func ProtocolVersions() []string {
 // statelessEra reports whether a protocol version is of the stateless era.
 func statelessEra(v string) bool { return v >= ProtocolVersion2026 }
 
-// Defaults applied to a zero Config.
+// Defaults applied to a zero [Config].
 const (
 	DefaultName             = "axocoatl"
 	DefaultVersion          = "dev"
@@ -91,9 +116,9 @@ const (
 	DefaultMaxBytesInFlight = 64 << 20
 )
 
-// Errors returned by the package; check them with errors.Is.
+// Errors returned by the package; check them with [errors.Is].
 var (
-	// ErrClosed is returned by ServeStdio after Close.
+	// ErrClosed is returned by [Server.ServeStdio] after [Server.Close].
 	ErrClosed = errors.New("mcpserver: closed")
 	// ErrInvalidConfig is [axocoatl.ErrInvalidConfig], kept under this
 	// name for the callers that check errors.Is(err,
@@ -105,7 +130,7 @@ var (
 // contract gives it.
 var inputSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string"}},"required":["input"]}`)
 
-// Config configures a Server. The zero value is usable; every field's comment
+// Config configures a [Server]. The zero value is usable; every field's comment
 // says what zero means.
 type Config struct {
 	// Name is the serverInfo.name clients see. Zero: "axocoatl".
@@ -145,10 +170,11 @@ type Config struct {
 	// (what a body costs is held that long: its decoded message lives as
 	// long as the call). A POST waits for room before its body is read
 	// (its declared Content-Length, or MaxMessageBytes when undeclared,
-	// until the body is read), for at most the Engine's body timeout, then
-	// gets 503 with a -32000 error. A subscriptions/listen gives its room
-	// back once read. Zero: 64 MiB, or MaxMessageBytes when that is
-	// larger. Negative: no bound. At least MaxMessageBytes.
+	// until the body is read), for at most the Engine's body timeout
+	// ([axocoatl.HTTPOptions].BodyTimeout), then gets 503 with a -32000
+	// error. A subscriptions/listen gives its room back once read. Zero:
+	// 64 MiB, or MaxMessageBytes when that is larger. Negative: no bound.
+	// At least MaxMessageBytes.
 	MaxBytesInFlight int64 `yaml:"max_bytes_in_flight"`
 	// MaxSessions bounds the HTTP sessions open at once: handshake-era
 	// sessions (each holds memory until DELETE or SessionTimeout) and
@@ -161,7 +187,7 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the config. Its errors are [*axocoatl.ConfigError]s
+// Validate checks the config. Its errors are [*axocoatl.ConfigError] values
 // naming the key, without a package prefix: hosts put them at the key's
 // position ("axocoatl.yaml:12: mcp_server.max_message_bytes: …").
 func (c Config) Validate() error {
@@ -219,7 +245,7 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 }
 
 // Server exposes an Engine's agents as MCP tools. It is an
-// [axocoatl.Module]: create it with New, start it with [axocoatl.Engine.Use]
+// [axocoatl.Module]: create it with [New], start it with [axocoatl.Engine.Use]
 // (which binds it to that Engine), and [axocoatl.Engine.Close] stops it,
 // ending every session. It is safe for concurrent use; one Server serves any
 // number of stdio and HTTP sessions at once. Until it is started, HTTP
@@ -275,7 +301,8 @@ type Server struct {
 	openStreams sync.WaitGroup
 }
 
-// ErrNotStarted is returned by ServeStdio before the Server is started.
+// ErrNotStarted is returned by [Server.ServeStdio] before the [Server] is
+// started ([Server.Start]).
 var ErrNotStarted = errors.New("mcpserver: module not started: pass it to Engine.Use")
 
 // New returns a Server; pass it to [axocoatl.Engine.Use] to serve that
@@ -287,10 +314,10 @@ func New(cfg Config) (*Server, error) {
 	return &Server{cfg: cfg, tools: map[string]bool{}}, nil
 }
 
-// Name, Start and Stop make the Server an axocoatl.Module.
+// Name, [Server.Start] and [Server.Stop] make the Server an [axocoatl.Module].
 func (s *Server) Name() string { return "mcpserver" }
 
-// Start binds the Server to e and builds its MCP server; it starts no
+// Start binds the Server to e and builds its MCP server ([Server.MCP]); it starts no
 // goroutine (sessions start with their transports).
 func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	s.mu.Lock()
@@ -463,11 +490,11 @@ func (s *Server) beginPost() bool {
 	return true
 }
 
-// Stop is Close.
+// Stop is [Server.Close].
 func (s *Server) Stop(context.Context) error { return s.Close() }
 
 // MCP returns the underlying go-sdk server once started, to serve it over
-// another transport (mcp.NewInMemoryTransports in tests, a custom one in a
+// another transport ([mcp.NewInMemoryTransports] in tests, a custom one in a
 // host); nil before. Add nothing to it: its tools mirror the Engine's agents.
 func (s *Server) MCP() *mcp.Server {
 	if !s.life.Started() {
@@ -478,9 +505,9 @@ func (s *Server) MCP() *mcp.Server {
 
 // Shutdown lets the HTTP requests in flight (calls and their answers)
 // finish, within ctx, then ends every session — the GET streams that wait
-// for notifications included, which http.Server.Shutdown would otherwise
+// for notifications included, which [http.Server.Shutdown] would otherwise
 // wait on for its whole grace period. A POST that arrives once Shutdown
-// began gets 503. Call it beside Server.Shutdown.
+// began gets 503. Call it beside [http.Server.Shutdown].
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.postMu.Lock()
 	s.draining = true
@@ -495,7 +522,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Close ends every open session (stdio and HTTP); calls in flight are
-// cancelled. Further HTTP requests get 503 and ServeStdio returns ErrClosed.
+// cancelled. Further HTTP requests get 503 and [Server.ServeStdio] returns [ErrClosed].
 // Close does not close the Engine.
 func (s *Server) Close() error {
 	s.mu.Lock()
@@ -551,7 +578,7 @@ func (s *Server) syncMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // agent that has none yet, and, as agents of other daemons of a cluster
 // come and go, their tools added, moved or removed (clients hear
 // tools/list_changed). It runs on each tools/list, on a call of an unknown
-// tool and whenever the Engine's agent set changes (WatchAgents).
+// tool and whenever the Engine's agent set changes ([axocoatl.Engine.WatchAgents]).
 func (s *Server) syncTools() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

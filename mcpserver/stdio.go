@@ -27,7 +27,7 @@ import (
 // client ends it), then the session ends and ServeStdio returns nil. So
 // `printf '<init>\n<call>\n' | axocoatl mcp serve` prints both answers.
 // It returns ctx.Err() when ctx ends first (calls in flight are cancelled)
-// and ErrClosed when the Server is closed.
+// and [ErrClosed] when the Server is closed ([Server.Close]).
 //
 // A line that is not JSON gets a -32700 parse error, one that is not a
 // JSON-RPC message a -32600 invalid request (as does a batch, which the
@@ -35,14 +35,14 @@ import (
 // too, as does a call whose numeric id is not a plain integer of at most
 // 2^53 in magnitude (the go-sdk would answer 1.5 as 1), a call with a
 // notifications/ method, a call reusing the id of one in flight, a
-// subscriptions/listen beyond MaxStdioListens open (-32000), and an
+// subscriptions/listen beyond [MaxStdioListens] open (-32000), and an
 // initialize once the session has served a 2026-07-28 request (a session
 // is of one era); the session goes on in every case. The go-sdk's own reader would end
 // the session on such input, so lines are checked here before it sees them.
 //
 // When ServeStdio returns before in's EOF, it closes in if in is an
-// io.Closer, to end the goroutine reading it, and waits a moment for that
-// goroutine. A read that Close cannot interrupt (a blocking os.Stdin) ends
+// [io.Closer], to end the goroutine reading it, and waits a moment for that
+// goroutine. A read that Close cannot interrupt (a blocking [os.Stdin]) ends
 // the goroutine at the next line or at process exit.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	if !s.life.Started() {
@@ -142,7 +142,7 @@ func (f *frameWriter) reply(p []byte) (int, error) {
 	return f.w.Write(p)
 }
 
-// Close is a no-op: out belongs to the caller (it is often os.Stdout).
+// Close is a no-op: out belongs to the caller (it is often [os.Stdout]).
 func (f *frameWriter) Close() error { return nil }
 
 // inflight is the set of requests read from stdin and not yet answered.
@@ -169,7 +169,7 @@ func (f *inflight) busy() bool { return f.awaited > 0 || f.writing > 0 }
 
 // add notes id, which EOF waits for when await is set; it reports
 // errInFlight when id is in flight already, errTooManyListens when id is a
-// listen (not awaited) and MaxStdioListens are open.
+// listen (not awaited) and [MaxStdioListens] are open.
 func (f *inflight) add(id jsonrpc.ID, await bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -452,7 +452,7 @@ func track(pending *inflight, msg jsonrpc.Message, rawID []byte) (forward bool, 
 // error to its call (and checkFrame can read a numeric id's literal). Only
 // the member named exactly "id" counts: a struct field would also take "ID"
 // or "Id", which JSON-RPC does not know, and echo that as the request's id.
-// frame must be valid JSON (checkFrame's json.Valid comes first); the id is
+// frame must be valid JSON (checkFrame's [json.Valid] comes first); the id is
 // found without decoding the rest of the frame (the call's arguments).
 func requestID(frame []byte) json.RawMessage { return idLiteral(memberValue(frame, "id")) }
 
