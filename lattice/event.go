@@ -9,14 +9,13 @@
 // The Engine owns one Bus: the in-process [Memory] bus ([NewMemory]) unless
 // the host passes another, such as the NATS bus of package lattice/nats,
 // which lets the daemons of a cluster share one lattice. The Engine
-// publishes the events of every run (AgentActivated, TaskCompleted,
-// AgentFailed, tool calls); modules publish their own (approval's
-// Approval*, mcpclient's Mcp*). Observers subscribe with a [Filter] that
-// selects by type glob, by [Class] (coordination or telemetry) and, on a
-// shared lattice, by origin ([Filter].Local). A [History] keeps the latest
-// events for a view that opens late. The package names no event type of
-// its own: it imports nothing of the house, so every other package can
-// import it.
+// publishes the events of every run (its start, its end, its tool calls)
+// and modules publish their own; each publisher declares its types and
+// their classes, the bus names none. Observers subscribe with a [Filter]
+// that selects by type glob, by [Class] (coordination or telemetry) and,
+// on a shared lattice, by origin ([Filter].Local). A [History] keeps the
+// latest events for a view that opens late. The package imports nothing of
+// the house, so every other package can import it.
 package lattice
 
 import (
