@@ -31,8 +31,8 @@ const (
 	StatusWithdrawn = "withdrawn" // the run ended (cancelled, its door's deadline, shutdown): not run
 )
 
-// DefaultTimeout is how long a call waits for a verdict when Config.Timeout
-// is zero.
+// DefaultTimeout is how long a call waits for a verdict when
+// [Config].Timeout is zero.
 const DefaultTimeout = 5 * time.Minute
 
 // Config is the `approval:` section of the config file. The zero value
