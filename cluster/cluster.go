@@ -136,8 +136,8 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the config. Its errors are [*axocoatl.ConfigError]s
-// naming the key.
+// Validate checks the config. Each of its errors is an
+// [*axocoatl.ConfigError] naming the key.
 func (c Config) Validate() error {
 	if err := cfgerr.NotNegative(cfgerr.N("heartbeat_interval", c.HeartbeatInterval), cfgerr.N("expire_after", c.ExpireAfter),
 		cfgerr.N("accept_timeout", c.AcceptTimeout), cfgerr.N("max_concurrent_runs", c.MaxConcurrentRuns),
