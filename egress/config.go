@@ -154,8 +154,8 @@ var reserved = []string{"Content-Type", "Content-Length", "Host", "User-Agent", 
 	"X-Axocoatl-Delivery", "X-Axocoatl-Timestamp", "X-Axocoatl-Signature", "Webhook-Id",
 	"Webhook-Timestamp", "Webhook-Signature"}
 
-// Validate checks one entry. Errors are [*axocoatl.ConfigError]s naming the
-// key, never a secret value nor the URL's query.
+// Validate checks one entry. Each error is an [*axocoatl.ConfigError]
+// naming the key, never a secret value nor the URL's query.
 func (w Webhook) Validate() error {
 	bad := cfgerr.Errorf
 	if w.Name == "" {
@@ -203,8 +203,8 @@ func (w Webhook) Validate() error {
 		cfgerr.N("concurrency", w.Concurrency), cfgerr.N("max_dead_letters", w.MaxDeadLetters))
 }
 
-// Validate checks every webhook and that names are unique. Errors are
-// [*axocoatl.ConfigError]s keyed "webhooks[i].<key>".
+// Validate checks every webhook and that names are unique. Each error is
+// an [*axocoatl.ConfigError] keyed "webhooks[i].<key>".
 func (c Config) Validate() error {
 	if err := cfgerr.Entries("webhooks", c.Webhooks); err != nil {
 		return err
