@@ -86,8 +86,8 @@ var ErrInvalidConfig = axocoatl.ErrInvalidConfig
 
 func validDecision(d string) bool { return d != "" && axocoatl.ValidApproval(d) }
 
-// Validate checks the config. Its errors are [*axocoatl.ConfigError]s
-// naming the key ("rules[2].decision: …").
+// Validate checks the config. Each of its errors is an
+// [*axocoatl.ConfigError] naming the key ("rules[2].decision: …").
 func (c Config) Validate() error {
 	bad := cfgerr.Errorf
 	if c.Default != "" && !validDecision(c.Default) {
