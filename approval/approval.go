@@ -3,6 +3,22 @@
 // whose policy is "prompt" until someone allows or denies them, and fails
 // closed (no answer within the timeout is a denial).
 //
+// # In Go terms
+//
+// Approval is the house's gate. [New] validates a [Config] (the daemon's
+// `approval:` section; DataDir and Logger are set by the host) and returns
+// a [*Module]. [axocoatl.Engine.Use] calls [Module.Start], which installs
+// the gate with [axocoatl.Engine.Intercept]: every tool call the agent
+// loop makes goes through [axocoatl.Engine.CallTool] and so through it,
+// whichever tool source registered the tool. [axocoatl.Engine.Close] calls
+// [Module.Stop], which removes the gate and withdraws what still waits.
+// Install it before the tool sources and doors (package config does), so
+// that no call runs ungated. The Module declares its events
+// ([Module.Events], an [axocoatl.EventDeclarer]), answers
+// [axocoatl.Engine.Resync] after a cluster outage ([Module.Resync], an
+// [axocoatl.ReplicatingModule]) and serves its routes as an
+// [axocoatl.HTTPModule] ([Module.Routes]).
+//
 // # Policy
 //
 // Each tool call is decided by the first of these that has an answer:
@@ -43,7 +59,7 @@
 //
 // # Routes
 //
-// The Module is an http.Handler for GET /api/approvals, POST
+// The Module is an [http.Handler] for GET /api/approvals, POST
 // /api/approvals/{id}, GET and DELETE /api/approvals/decisions (see
 // [PathApprovals]), behind the Engine's guard ([axocoatl.Engine.GuardHTTP]).
 // [Module.Pending] and [Module.Resolve] are the same for a host's own UI or
@@ -123,7 +139,7 @@ type PendingApproval struct {
 	Holder string `json:"holder"`
 }
 
-// Resolution is how an approval ended: the ApprovalResolved payload.
+// Resolution is how an approval ended: the [EventResolved] payload.
 type Resolution struct {
 	ApprovalID string `json:"approval_id"`
 	AgentID    string `json:"agent_id"`
@@ -133,7 +149,7 @@ type Resolution struct {
 	Status     string `json:"status"`   // approved, denied, expired, withdrawn
 	Remember   string `json:"remember"` // once or always
 	// ResolvedBy says who resolved it and how: the resolvedBy given to
-	// Resolve ("http", "websocket", …), the answer's By of a door's
+	// [Module.Resolve] ("http", "websocket", …), the answer's By of a door's
 	// prompter, "timeout", "run_ended" or "shutdown".
 	ResolvedBy string    `json:"resolved_by"`
 	ResolvedAt time.Time `json:"resolved_at"`
@@ -142,8 +158,8 @@ type Resolution struct {
 	VerdictID string `json:"verdict_id,omitempty"`
 }
 
-// Module is the approval gate. Create it with New, attach it with
-// [axocoatl.Engine.Use]; it is an http.Handler for its routes.
+// Module is the approval gate. Create it with [New], attach it with
+// [axocoatl.Engine.Use]; it is an [http.Handler] for its routes.
 type Module struct {
 	cfg    Config
 	policy *policy
@@ -174,7 +190,7 @@ type pending struct {
 	verdict chan Resolution // receives the one resolution
 }
 
-// New validates cfg and returns the module.
+// New validates cfg ([Config.Validate]) and returns the module.
 func New(cfg Config) (*Module, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -194,10 +210,10 @@ func New(cfg Config) (*Module, error) {
 	return m, nil
 }
 
-// Name implements axocoatl.Module.
+// Name implements [axocoatl.Module].
 func (m *Module) Name() string { return "approval" }
 
-// Start implements axocoatl.Module: it loads the remembered decisions,
+// Start implements [axocoatl.Module]: it loads the remembered decisions,
 // follows the lattice's approval events and installs the gate.
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
@@ -237,7 +253,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	return nil
 }
 
-// Stop implements axocoatl.Module: it removes the gate, withdraws every
+// Stop implements [axocoatl.Module]: it removes the gate, withdraws every
 // call still waiting (they are not run) and ends the module's goroutines.
 func (m *Module) Stop(ctx context.Context) error {
 	m.mu.Lock()

@@ -31,8 +31,8 @@ const (
 	StatusWithdrawn = "withdrawn" // the run ended (cancelled, its door's deadline, shutdown): not run
 )
 
-// DefaultTimeout is how long a call waits for a verdict when Config.Timeout
-// is zero.
+// DefaultTimeout is how long a call waits for a verdict when
+// [Config].Timeout is zero.
 const DefaultTimeout = 5 * time.Minute
 
 // Config is the `approval:` section of the config file. The zero value
@@ -86,8 +86,8 @@ var ErrInvalidConfig = axocoatl.ErrInvalidConfig
 
 func validDecision(d string) bool { return d != "" && axocoatl.ValidApproval(d) }
 
-// Validate checks the config. Its errors are [*axocoatl.ConfigError]s
-// naming the key ("rules[2].decision: …").
+// Validate checks the config. Each of its errors is an
+// [*axocoatl.ConfigError] naming the key ("rules[2].decision: …").
 func (c Config) Validate() error {
 	bad := cfgerr.Errorf
 	if c.Default != "" && !validDecision(c.Default) {

@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// StoreFile is the name of the file in Config.DataDir that holds remembered
-// decisions.
+// StoreFile is the name of the file in [Config].DataDir that holds
+// remembered decisions ([Remembered]).
 const StoreFile = "approvals.json"
 
 // Remembered is a decision a human asked to keep ("remember": "always") for

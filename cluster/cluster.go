@@ -9,6 +9,23 @@
 // which sends a remote agent's task over NATS; the answer comes back the
 // same way.
 //
+// # In Go terms
+//
+// The module is a door (other daemons' tasks enter through it) with no
+// HTTP of its own. [New] takes a [Config] (the daemon's `cluster:`
+// section; its zero value takes the NATS connection, node name and
+// subject prefix of the Engine's bus, which must then be the NATS bus of
+// package lattice/nats) and returns a [*Module]; [axocoatl.Engine.Use]
+// calls [Module.Start], [axocoatl.Engine.Close] calls [Module.Closing] and
+// then [Module.Stop]. The Engine hooks it uses: [axocoatl.Engine.Agents]
+// and [axocoatl.Engine.WatchAgents] to learn what to announce,
+// [axocoatl.Engine.AddRemoteAgent] with an [axocoatl.RemoteRun] to list
+// another daemon's agents, [axocoatl.Engine.ExecuteRequest] to run the
+// tasks others send here, and [axocoatl.Engine.Resync] after an outage, so
+// that modules replicating state over the lattice
+// ([axocoatl.ReplicatingModule], such as approval's gate) exchange it
+// again. [Module.Peers] and [Module.Connected] say what it sees now.
+//
 // # Guarantees
 //
 //   - Exactly one executor per task: a task is a NATS request on the
@@ -63,7 +80,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
-// Defaults of the zero Config fields.
+// Defaults of the zero [Config] fields.
 const (
 	DefaultHeartbeatInterval = time.Second
 	DefaultExpireAfter       = 5 * time.Second
@@ -81,8 +98,8 @@ const (
 	maxPendingCall = 8           // replies queued for one call
 )
 
-// Config configures a Module. The zero value is usable on an Engine whose
-// bus is a lattice/nats Bus; every field's comment says what zero means.
+// Config configures a [Module] made by [New]. The zero value is usable on
+// an Engine whose bus ([axocoatl.Options].Bus) is a lattice/nats Bus; every field's comment says what zero means.
 // Every daemon of a cluster should use the same heartbeat settings.
 type Config struct {
 	// HeartbeatInterval is how often this daemon announces its agents.
@@ -90,15 +107,16 @@ type Config struct {
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
 	// ExpireAfter is how long the others keep this daemon's agents listed
 	// after its last heartbeat (it travels in each announcement, capped at
-	// 1m). Zero: 5s. It must be at least twice HeartbeatInterval.
+	// 1m). Zero: 5s. It must be at least twice HeartbeatInterval
+	// ([Config.Validate] says so).
 	ExpireAfter time.Duration `yaml:"expire_after"`
 	// AcceptTimeout bounds the wait for a daemon to take a task (it
 	// answers at once unless it is stuck); then the task fails with
-	// ErrUnavailable. Zero: 5s.
+	// [axocoatl.ErrUnavailable]. Zero: 5s.
 	AcceptTimeout time.Duration `yaml:"accept_timeout"`
 	// MaxConcurrentRuns bounds the tasks this daemon runs for others at
-	// once; beyond it a task is refused (the caller gets ErrUnavailable,
-	// 503). Zero: 64.
+	// once; beyond it a task is refused (the caller gets
+	// [axocoatl.ErrUnavailable], 503). Zero: 64.
 	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
 	// MaxAnnounceBytes bounds one announcement, sent and received: agents
 	// that do not fit are not announced (logged), a larger one received is
@@ -118,8 +136,8 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the config. Its errors are [*axocoatl.ConfigError]s
-// naming the key.
+// Validate checks the config. Each of its errors is an
+// [*axocoatl.ConfigError] naming the key.
 func (c Config) Validate() error {
 	if err := cfgerr.NotNegative(cfgerr.N("heartbeat_interval", c.HeartbeatInterval), cfgerr.N("expire_after", c.ExpireAfter),
 		cfgerr.N("accept_timeout", c.AcceptTimeout), cfgerr.N("max_concurrent_runs", c.MaxConcurrentRuns),
@@ -163,8 +181,9 @@ type natsBus interface {
 }
 
 // Module is the cluster membership and task routing of one Engine. Create
-// it with New and start it with [axocoatl.Engine.Use]; Engine.Close stops
-// it (the others hear of the departure at once).
+// it with [New] and start it with [axocoatl.Engine.Use];
+// [axocoatl.Engine.Close] stops it (the others hear of the departure at
+// once).
 type Module struct {
 	cfg    Config
 	nc     *natsgo.Conn
@@ -252,13 +271,14 @@ func New(cfg Config) (*Module, error) {
 	return m, nil
 }
 
-// Name implements axocoatl.Module.
+// Name implements [axocoatl.Module].
 func (m *Module) Name() string { return "cluster" }
 
-// Node is this daemon's name in the cluster.
+// Node is this daemon's name in the cluster ([Config].Node, or the
+// Engine's bus's).
 func (m *Module) Node() string { return m.node }
 
-// Start implements axocoatl.Module: it serves the Engine's agents,
+// Start implements [axocoatl.Module]: it serves the Engine's agents,
 // subscribes to the others' announcements, announces itself and asks the
 // others to announce at once, so their agents are listed within a round
 // trip.
@@ -343,11 +363,12 @@ func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 
 var _ axocoatl.ClosingModule = (*Module)(nil)
 
-// Closing implements axocoatl.ClosingModule: while the Engine waits for its
+// Closing implements [axocoatl.ClosingModule]: while the Engine waits for its
 // runs in flight, this daemon takes no new task from the others (its
 // Engine would refuse it), so that a task for an agent another daemon
 // also hosts goes there. Its agents stay listed and the tasks it runs for
-// others finish and are answered; Stop then announces the departure.
+// others finish and are answered; [Module.Stop] then announces the
+// departure.
 func (m *Module) Closing() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -363,7 +384,7 @@ func (m *Module) Closing() {
 	m.served = map[string]*natsgo.Subscription{}
 }
 
-// Stop implements axocoatl.Module: it stops serving, tells the others this
+// Stop implements [axocoatl.Module]: it stops serving, tells the others this
 // daemon left, cancels the runs it still serves and takes the other
 // daemons' agents out of the Engine.
 func (m *Module) Stop(ctx context.Context) error {

@@ -33,8 +33,9 @@ import (
 	"github.com/axocoatl/axocoatl-go/mcpserver"
 )
 
-// Runtime is an Engine built from a Config, with the modules the config
-// asks for started on it. Modules a config does not use are nil.
+// Runtime is an [axocoatl.Engine] built from a [Config] by [Config.Build],
+// with the modules the config asks for started on it. Modules a config does
+// not use are nil.
 type Runtime struct {
 	Engine *axocoatl.Engine
 	// MCPClient connects mcp_servers; nil when there are none.
@@ -69,7 +70,7 @@ type Runtime struct {
 	waited      chan struct{}
 }
 
-// BuildOptions tune Build. The zero value is usable.
+// BuildOptions tune [Config.Build]. The zero value is usable.
 type BuildOptions struct {
 	// Logger receives the Engine's and the modules' logs. Zero: discard.
 	Logger *slog.Logger
@@ -77,7 +78,7 @@ type BuildOptions struct {
 	// unset. Zero: the mcpserver default.
 	Version string
 	// SharedDataDir builds a process that shares server.data_dir with the
-	// one holding its lock (Config.LockDataDir), as `mcp serve` does: it
+	// one holding its lock ([Config.LockDataDir]), as `mcp serve` does: it
 	// shares the remembered approvals and keeps its webhook deliveries in
 	// memory rather than in the holder's egress.db (they do not outlive
 	// the process). Zero: the deliveries are kept in egress.db.
@@ -88,8 +89,9 @@ type BuildOptions struct {
 // their providers, then the modules (the MCP client and the remote A2A
 // agents first, so that their tools exist for the doors). MCP servers
 // connect and A2A cards are read in the background: Runtime's
-// MCPClient.Ready and A2ARemote.Ready wait for their first attempts. On
-// error nothing is left running.
+// MCPClient.Ready ([mcpclient.Module.Ready]) and A2ARemote.Ready
+// ([a2aremote.Module.Ready]) wait for their first attempts. On error
+// nothing is left running.
 func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error) {
 	log := opts.Logger
 	if log == nil {
@@ -330,15 +332,16 @@ func natsErrorLogger(log *slog.Logger, every time.Duration) natsgo.ErrHandler {
 	}
 }
 
-// Route is one HTTP door of a module with the handler that serves it (the
-// module's, which guards it: Host, token, Origin, bounds).
+// Route is one HTTP door of a module ([axocoatl.Route]) with the handler
+// that serves it (the module's, which guards it: Host, token, Origin,
+// bounds).
 type Route struct {
 	axocoatl.Route
 	Handler http.Handler
 }
 
-// HTTPModules are the started modules that serve HTTP, in the order of
-// Routes: the MCP server, A2A, approval, egress, the HTTP API.
+// HTTPModules are the started modules that serve HTTP
+// ([axocoatl.HTTPModule]), in the order of [Runtime.Routes]: the MCP server, A2A, approval, egress, the HTTP API.
 func (rt *Runtime) HTTPModules() []axocoatl.HTTPModule {
 	return []axocoatl.HTTPModule{rt.MCPServer, rt.A2A, rt.Approval, rt.Egress, rt.HTTPAPI}
 }
@@ -355,7 +358,7 @@ func (rt *Runtime) Routes() []Route {
 	return routes
 }
 
-// Mount routes every module's HTTP doors (Routes) on mux: the protocols,
+// Mount routes every module's HTTP doors ([Runtime.Routes]) on mux: the protocols,
 // the HTTP API, health, metrics, the event WebSocket and the dashboard at
 // "/". A route mux already has (a host's own "GET /{$}") is an error that
 // names it; the routes before it stay mounted.
@@ -380,7 +383,7 @@ func handle(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
 	return nil
 }
 
-// Handler is every route (Routes) on a router of its own: what the daemon
+// Handler is every route ([Runtime.Routes]) on a router of its own: what the daemon
 // serves. A path no route has answers 404, a path with other methods 405
 // with Allow, both in the JSON error shape and with the unread body
 // drained under server.body_timeout; a handler that panics answers 500 and
@@ -440,8 +443,8 @@ func allowed(mux *http.ServeMux, r *http.Request) string {
 
 // Shutdown ends the long-lived streams (the event WebSockets with a 1001
 // close frame, the MCP GET streams once their calls are answered), waiting
-// within ctx: http.Server.Shutdown waits for neither. Call it beside
-// http.Server.Shutdown, then Close.
+// within ctx: [http.Server.Shutdown] waits for neither. Call it beside
+// http.Server.Shutdown, then [Runtime.Close].
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	rt.HTTPAPI.Shutdown(ctx)
 	return rt.MCPServer.Shutdown(ctx)
@@ -468,8 +471,9 @@ const natsConnectTimeout = 5 * time.Second
 // up to 100ms of jitter).
 const natsReconnectWait = time.Second
 
-// Open returns the NATS bus when the section asks for it (the caller closes
-// it); nil means the Engine's own in-memory bus.
+// Open returns the NATS bus ([latticenats.Bus]) when the section asks for
+// it (the caller closes it); nil means the Engine's own in-memory bus
+// ([lattice.Memory]).
 func (l LatticeConfig) Open() (lattice.Bus, error) {
 	if l.Backend != "nats" {
 		return nil, nil
@@ -531,7 +535,8 @@ func (rt *Runtime) MCPReady() bool {
 	}
 }
 
-// MCPStatus reports each MCP server (nil when there are none).
+// MCPStatus reports each MCP server ([mcpclient.Module.Status]; nil when
+// there are none).
 func (rt *Runtime) MCPStatus() []mcpclient.ServerStatus {
 	if rt.MCPClient == nil {
 		return nil
@@ -555,7 +560,7 @@ type ToolInfo struct {
 	Agents []string `json:"agents"`
 }
 
-// Tools lists every registered tool with its source, that source's state
+// Tools lists every registered tool ([axocoatl.Engine.Tools]) with its source, that source's state
 // and the agents that may call it, sorted by name.
 func (rt *Runtime) Tools() []ToolInfo {
 	states := map[string]string{}

@@ -5,6 +5,21 @@
 // loads the same file and gets the same Engine, or takes only the sections
 // it wants (each section is the module's own Config struct).
 //
+// In Go terms: [Load] (or [Parse] for YAML text) gives a [*Config], whose
+// fields are the modules' own structs ([agent.Spec], [mcpclient.ServerConfig],
+// [mcpserver.Config], [a2a.Config], [approval.Config], [egress.Webhook],
+// [cluster.Config]). [Config.Build] turns it into a [*Runtime]: an
+// [axocoatl.Engine] on the lattice [LatticeConfig.Open] chose (in memory,
+// or NATS), guarded by [Config.HTTPOptions], with each module made by its
+// package's New and started by [axocoatl.Engine.Use] in an order that
+// matters: the approval gate first (no tool is callable before it stands),
+// egress, the tool sources (mcpclient, a2aremote), then the doors (mcpserver,
+// a2a, httpapi) and, on NATS, the cluster module last so that it stops
+// first. A host mounts the doors on its own mux with [Runtime.Mount], or
+// serves [Runtime.Handler] as the daemon does, and ends with
+// [Runtime.Shutdown] and [Runtime.Close]. [Config.Doctor] checks what a
+// config will reach without building anything.
+//
 // Loading: `${VAR}` and `${VAR:-default}` expand in string values after
 // parsing (never in the raw text; `$${` is a literal `${`); unknown keys
 // inside a known section are errors, unknown top-level sections warnings;
@@ -46,29 +61,34 @@ import (
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
-// Config is the whole config file. Each module's section is that module's
-// own Config struct, decoded straight from the YAML.
+// Config is the whole config file, as [Load] and [Parse] return it. Each
+// module's section is that module's own Config struct, decoded straight
+// from the YAML; [Config.Build] makes the Engine of it.
 type Config struct {
 	Server    ServerConfig     `yaml:"server"`
 	Log       LogConfig        `yaml:"log"`
 	Providers provider.Configs `yaml:"providers"`
 	Agents    []agent.Spec     `yaml:"agents"`
 	Lattice   LatticeConfig    `yaml:"lattice"`
-	// MCPServers are the MCP servers whose tools the agents may call.
+	// MCPServers are the MCP servers whose tools the agents may call
+	// (the [mcpclient.Module] tool source).
 	MCPServers MCPServers `yaml:"mcp_servers"`
-	// MCPServer tunes the agents' own MCP server (/mcp, `mcp serve`).
+	// MCPServer tunes the agents' own MCP server (/mcp, `mcp serve`), a
+	// door: [mcpserver.Server].
 	MCPServer mcpserver.Config `yaml:"mcp_server"`
-	// A2A tunes the A2A doors (cards, /a2a/tasks, JSON-RPC).
+	// A2A tunes the A2A doors (cards, /a2a/tasks, JSON-RPC): [a2a.Handler].
 	A2A a2a.Config `yaml:"a2a"`
 	// A2AAgents are the remote A2A agents the agents may call as tools
-	// a2a__<name>.
+	// a2a__<name> (the [a2aremote.Module] tool source).
 	A2AAgents A2AAgents `yaml:"a2a_agents"`
-	// Approval is the human-approval gate on tool calls.
+	// Approval is the human-approval gate on tool calls
+	// ([approval.Module]).
 	Approval approval.Config `yaml:"approval"`
-	// Webhooks are where lattice events are POSTed, signed (egress).
+	// Webhooks are where lattice events are POSTed, signed, by the
+	// [egress.Module] observer.
 	Webhooks Webhooks `yaml:"webhooks"`
 	// Cluster tunes how daemons on one NATS lattice share their agents
-	// (used only with lattice.backend nats).
+	// ([cluster.Module]; used only with lattice.backend nats).
 	Cluster cluster.Config `yaml:"cluster"`
 
 	// Source is where the config came from: a path, or "<built-in>".
@@ -89,28 +109,29 @@ type Config struct {
 
 // FieldError is one problem in a config file: File, Line (0 when the key
 // is not in the file), Key (a dotted path such as agents[1].id) and Msg.
-// Load, Parse and Build return them, joined; find them with errors.As.
+// [Load], [Parse] and [Config.Build] return them, joined; find them with
+// [errors.As].
 type FieldError = yamlconf.Error
 
-// Webhooks is the `webhooks:` list; it validates unique names (each entry
-// validates itself).
+// Webhooks is the `webhooks:` list; it validates unique names (each entry,
+// an [egress.Webhook], validates itself).
 type Webhooks []egress.Webhook
 
-// Validate checks that names are unique.
+// Validate checks that names are unique ([egress.ValidateNames]).
 func (l Webhooks) Validate() error { return egress.ValidateNames(l) }
 
 // MCPServers is the `mcp_servers:` list. It validates what the entries
 // cannot see alone: unique names (each entry validates itself).
 type MCPServers []mcpclient.ServerConfig
 
-// Validate checks that names are unique.
+// Validate checks that names are unique ([mcpclient.ValidateNames]).
 func (l MCPServers) Validate() error { return mcpclient.ValidateNames(l) }
 
 // A2AAgents is the `a2a_agents:` list. It validates unique names (each
 // entry validates itself).
 type A2AAgents []a2aremote.AgentConfig
 
-// Validate checks that names are unique.
+// Validate checks that names are unique ([a2aremote.ValidateNames]).
 func (l A2AAgents) Validate() error { return a2aremote.ValidateNames(l) }
 
 // ServerConfig is the `server:` section.
@@ -158,7 +179,8 @@ type ServerConfig struct {
 }
 
 // HTTPOptions is how the Engine guards every HTTP door, from the server
-// section. A public URL defaulted from a listen address on port 0 is left
+// section: the [axocoatl.Options].HTTP that [Config.Build] passes to
+// [axocoatl.New]. A public URL defaulted from a listen address on port 0 is left
 // out: the real port is known only per request, from its Host.
 func (c *Config) HTTPOptions() axocoatl.HTTPOptions {
 	public := c.Server.PublicURL
@@ -264,7 +286,7 @@ type LatticeConfig struct {
 
 // JetStreamConfig is `lattice.jetstream:`: where webhook deliveries wait
 // when the lattice is NATS (a work queue shared by every daemon on it, see
-// egress.JetStream). Created if missing.
+// [egress.JetStream]). Created if missing.
 type JetStreamConfig struct {
 	// Stream of pending deliveries; dead letters go to Stream+"_DEAD".
 	// Zero: the prefix in upper case with "_EGRESS" (AXOCOATL_EGRESS).
@@ -336,7 +358,8 @@ var movedKeys = map[string]string{
 	"mcp_server.allowed_origins": "server.allowed_origins", "mcp_server.body_timeout": "server.body_timeout",
 }
 
-// BuiltinSource is the Source of a config read from LoadOptions.Default.
+// BuiltinSource is the [Config].Source of a config read from
+// [LoadOptions].Default.
 const BuiltinSource = "<built-in>"
 
 // envOverrides are the AXOCOATL_* variables; they win over the file.
@@ -349,7 +372,8 @@ type envOverrides struct {
 	LogFormat *string        `env:"AXOCOATL_LOG_FORMAT"`
 }
 
-// LoadOptions say where a config comes from. Zero fields: the process's.
+// LoadOptions say where a config comes from for [Load]. Zero fields: the
+// process's.
 type LoadOptions struct {
 	// Path of the file. Zero: $AXOCOATL_CONFIG, else ./axocoatl.yaml, else
 	// Default.
@@ -405,7 +429,8 @@ func Load(ctx context.Context, opts LoadOptions) (*Config, error) {
 }
 
 // Parse reads a config from YAML text with the process's environment
-// (variables and AXOCOATL_* overrides); source names it in errors.
+// (variables and AXOCOATL_* overrides); source names it in errors. It is
+// [Load] without the search for a file.
 func Parse(source string, data []byte) (*Config, error) {
 	return ParseWith(context.Background(), source, data, os.LookupEnv)
 }
@@ -424,7 +449,7 @@ func readEnv(ctx context.Context, lookup func(string) (string, bool)) (envOverri
 	return env, nil
 }
 
-// ParseWith is Parse with the environment read through lookup.
+// ParseWith is [Parse] with the environment read through lookup.
 func ParseWith(ctx context.Context, source string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	env, err := readEnv(ctx, lookup)
 	if err != nil {
@@ -535,7 +560,7 @@ func (c *Config) provider(kind string) provider.Config {
 	return pc
 }
 
-// Errorf returns a *FieldError about key (a dotted path such as
+// Errorf returns a [*FieldError] about key (a dotted path such as
 // "agents[1].id"), at its line in the file.
 func (c *Config) Errorf(key, format string, args ...any) error { return c.errorf(key, format, args...) }
 
@@ -657,12 +682,13 @@ func (c *Config) validate() error {
 	return errors.Join(errs...)
 }
 
-// ErrRefuseUnauthenticated is returned by CheckListen for a non-loopback
-// address without a token.
+// ErrRefuseUnauthenticated is returned by [Config.CheckListen] for a
+// non-loopback address without a token.
 var ErrRefuseUnauthenticated = errors.New("refusing to serve without authentication on a non-loopback address")
 
 // CheckListen refuses a public listener without a token, unless
-// server.allow_unauthenticated says so.
+// server.allow_unauthenticated says so ([ServerConfig].AllowUnauthenticated;
+// [IsLoopback] tells which addresses are public).
 func (c *Config) CheckListen() error {
 	s := c.Server
 	if !s.APIToken.IsZero() || s.AllowUnauthenticated || IsLoopback(s.Addr) {
@@ -701,7 +727,7 @@ func (c *Config) NewLogger(w io.Writer) *slog.Logger {
 
 var secretType = reflect.TypeFor[secret.Secret]()
 
-// Secrets returns every secret value in the config: the API token, model
+// Secrets returns every secret value ([secret.Secret]) in the config: the API token, model
 // provider keys, MCP servers' env and headers, and whatever a section adds
 // later (found by type, so new sections are covered). Modules that pass
 // outside text along (MCP servers' stderr and errors) scrub them all, since

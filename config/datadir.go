@@ -9,7 +9,7 @@ import (
 )
 
 // LockFile is the file in server.data_dir that the process owning the data
-// dir's exclusive files holds (see LockDataDir).
+// dir's exclusive files holds (see [Config.LockDataDir]).
 const LockFile = "axocoatl.lock"
 
 // resolveDataDir makes a relative server.data_dir (the default ./data
@@ -29,7 +29,8 @@ func (c *Config) resolveDataDir() {
 	c.Server.DataDir = filepath.Join(dir, c.Server.DataDir)
 }
 
-// DataDirLock is a process's hold on its data dir; Close releases it.
+// DataDirLock is a process's hold on its data dir, from
+// [Config.LockDataDir]; [DataDirLock.Close] releases it.
 type DataDirLock struct{ l *dirlock.Lock }
 
 // Close releases the lock.
@@ -40,11 +41,11 @@ func (l *DataDirLock) Close() error {
 	return l.l.Close()
 }
 
-// LockDataDir takes server.data_dir's lock file (LockFile) without waiting:
+// LockDataDir takes server.data_dir's lock file ([LockFile]) without waiting:
 // the process that holds it owns the files only one process may use, the
 // webhook deliveries' egress.db. A second holder fails at once, naming the
 // first one (pid, command, start). Remembered approvals (approvals.json)
-// are not exclusive: a process built with BuildOptions.SharedDataDir (`mcp
+// are not exclusive: a process built with [BuildOptions].SharedDataDir (`mcp
 // serve`) shares them with the holder and takes no lock. On the NATS
 // lattice nothing of the data dir is exclusive (webhooks queue in
 // JetStream) and LockDataDir takes no lock (nil, nil).

@@ -21,7 +21,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
 
-// Report is what Doctor found: one line per check, and the hosts that
+// Report is what [Config.Doctor] found: one line per check, and the hosts that
 // receive requests. Nothing in it contains a secret (hosts, never URLs with
 // credentials or header values).
 type Report struct {
@@ -88,13 +88,13 @@ func (r *Report) Print(w io.Writer) {
 // the listen address can be bound, every provider an agent uses (one cheap
 // authenticated call each), the lattice, every MCP server (connect and
 // list tools), every remote A2A agent (read and parse its card) and every
-// webhook (resolve and connect; see DoctorWith),
+// webhook (resolve and connect; see [Config.DoctorWith]),
 // concurrently; and it records where egress goes.
 func (c *Config) Doctor(ctx context.Context) *Report {
 	return c.DoctorWith(ctx, DoctorOptions{})
 }
 
-// DoctorWith is Doctor with options; every webhook's host must resolve and
+// DoctorWith is [Config.Doctor] with [DoctorOptions]; every webhook's host must resolve and
 // accept a connection, and an unsigned webhook is a warning.
 func (c *Config) DoctorWith(ctx context.Context, opts DoctorOptions) *Report {
 	r := &Report{}

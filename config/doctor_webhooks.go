@@ -13,10 +13,11 @@ import (
 	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
 
-// DoctorOptions tune DoctorWith. The zero value is Doctor's checks.
+// DoctorOptions tune [Config.DoctorWith]. The zero value is
+// [Config.Doctor]'s checks.
 type DoctorOptions struct {
 	// SendTest sends each webhook one signed test delivery (event_type
-	// WebhookTest, see egress.SendTest) and fails the webhooks that do not
+	// WebhookTest, see [egress.SendTest]) and fails the webhooks that do not
 	// answer 2xx. Zero: only resolve and connect.
 	SendTest bool
 }

@@ -36,22 +36,22 @@ const (
 )
 
 // ErrInvalidConfig is [axocoatl.ErrInvalidConfig], kept under this name
-// for the callers that check errors.Is(err, egress.ErrInvalidConfig).
+// for the callers that check [errors.Is](err, egress.ErrInvalidConfig).
 var ErrInvalidConfig = axocoatl.ErrInvalidConfig
 
-// Config configures the module. The zero value has no webhooks: the module
-// then starts nothing and sends nothing.
+// Config configures the [Module] made by [New]. The zero value has no
+// webhooks: the module then starts nothing and sends nothing.
 type Config struct {
 	// Webhooks are the `webhooks:` entries of the config file.
 	Webhooks []Webhook `yaml:"webhooks"`
 	// DataDir is where deliveries are kept across restarts and crashes
-	// (file egress.db, a bbolt database). Set by the host, not read from the
+	// (file [DBFile], a bbolt database). Set by the host, not read from the
 	// `webhooks:` list (the daemon passes its data dir, ./data by default).
 	// Zero: deliveries live in memory only and a restart loses those not
 	// yet delivered.
 	DataDir string `yaml:"-"`
 	// Transport sends the requests (a proxy, a custom dialer, tests).
-	// Zero: a transport like http.DefaultTransport that keeps as many idle
+	// Zero: a transport like [http.DefaultTransport] that keeps as many idle
 	// connections per host as the webhook's concurrency.
 	Transport http.RoundTripper `yaml:"-"`
 	// JetStream, when set, keeps deliveries in NATS JetStream, shared with
@@ -61,7 +61,7 @@ type Config struct {
 	JetStream *JetStream `yaml:"-"`
 }
 
-// Webhook is one entry of `webhooks:`.
+// Webhook is one entry of `webhooks:` ([Config].Webhooks).
 type Webhook struct {
 	// Name identifies the webhook in the API, metrics and logs:
 	// [a-z0-9_-]+, at most 64 characters, unique. Required.
@@ -70,7 +70,7 @@ type Webhook struct {
 	// Required. Only its host is ever shown (logs, doctor, the API show the
 	// URL without query string or credentials).
 	URL string `yaml:"url"`
-	// Events selects what is sent: event types or path.Match globs
+	// Events selects what is sent: event types or [path.Match] globs
 	// ("Task*"). Zero: every coordination event (TaskCompleted,
 	// AgentFailed, approvals, custom events). Telemetry events
 	// (AgentActivated, ToolCalled, ToolResult, McpServer*) are sent only
@@ -154,8 +154,8 @@ var reserved = []string{"Content-Type", "Content-Length", "Host", "User-Agent", 
 	"X-Axocoatl-Delivery", "X-Axocoatl-Timestamp", "X-Axocoatl-Signature", "Webhook-Id",
 	"Webhook-Timestamp", "Webhook-Signature"}
 
-// Validate checks one entry. Errors are [*axocoatl.ConfigError]s naming the
-// key, never a secret value nor the URL's query.
+// Validate checks one entry. Each error is an [*axocoatl.ConfigError]
+// naming the key, never a secret value nor the URL's query.
 func (w Webhook) Validate() error {
 	bad := cfgerr.Errorf
 	if w.Name == "" {
@@ -203,8 +203,8 @@ func (w Webhook) Validate() error {
 		cfgerr.N("concurrency", w.Concurrency), cfgerr.N("max_dead_letters", w.MaxDeadLetters))
 }
 
-// Validate checks every webhook and that names are unique. Errors are
-// [*axocoatl.ConfigError]s keyed "webhooks[i].<key>".
+// Validate checks every webhook and that names are unique. Each error is
+// an [*axocoatl.ConfigError] keyed "webhooks[i].<key>".
 func (c Config) Validate() error {
 	if err := cfgerr.Entries("webhooks", c.Webhooks); err != nil {
 		return err
@@ -218,7 +218,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// ValidateNames reports a webhook name used twice.
+// ValidateNames reports a webhook name used twice (part of
+// [Config.Validate]).
 func ValidateNames(hooks []Webhook) error {
 	return cfgerr.UniqueNames(hooks, func(w Webhook) string { return w.Name })
 }
@@ -270,10 +271,10 @@ func (w Webhook) String() string {
 	return fmt.Sprintf("webhook %s → %s (%s)", w.Name, w.Target(), w.FilterText())
 }
 
-// GoString is String, for %#v.
+// GoString is [Webhook.String], for %#v.
 func (w Webhook) GoString() string { return w.String() }
 
-// LogValue implements slog.LogValuer with the same safe fields.
+// LogValue implements [slog.LogValuer] with the same safe fields.
 func (w Webhook) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("name", w.Name), slog.String("host", w.Host()), slog.String("filter", w.FilterText()))
 }
@@ -282,7 +283,7 @@ func (w Webhook) LogValue() slog.Value {
 // [secret.Secret] never its secret, header values or URL query.
 func (w Webhook) MarshalJSON() ([]byte, error) { return json.Marshal(w.info()) }
 
-// LogValue implements slog.LogValuer: the webhooks' descriptions.
+// LogValue implements [slog.LogValuer]: the webhooks' descriptions.
 func (c Config) LogValue() slog.Value {
 	attrs := make([]slog.Attr, 0, len(c.Webhooks)+1)
 	for _, w := range c.Webhooks {

@@ -20,6 +20,23 @@
 //
 // With no webhooks configured the module starts nothing: no goroutine, no
 // HTTP client, no store, and no request is ever sent.
+//
+// # In Go terms
+//
+// Egress is an observer. [New] validates a [Config] (its [Webhook] list is
+// the daemon's `webhooks:` section, its DataDir and [JetStream] are set by
+// the host) and returns a [*Module]. [axocoatl.Engine.Use] calls
+// [Module.Start], which takes one subscription on the Engine's lattice
+// ([axocoatl.Engine.Bus], [lattice.Bus.Subscribe] with [SubscribeBuffer]
+// events of room; with a JetStream backend a [lattice.Filter].Local one,
+// so each event is queued once, by the process that published it); [axocoatl.Engine.Close] calls
+// [Module.Stop]. The Module is also an [axocoatl.HTTPModule]: a host
+// mounts it at each pattern of [Module.Routes] (the webhook API behind
+// [axocoatl.Engine.GuardHTTP]) and registers [Module.Collector] with
+// Prometheus. A Go program reads the same state with [Module.Status],
+// [Module.Deliveries] and [Module.Retry]. [SendTest] sends one signed test
+// delivery without a module, and [Config.Describe] says where a config
+// sends without starting anything.
 package egress
 
 import (
@@ -49,7 +66,8 @@ import (
 // publishes none today).
 const ProducerName = "egress"
 
-// SubscribeBuffer is the lattice buffer of the module's one subscription.
+// SubscribeBuffer is the lattice buffer of the module's one subscription
+// (the buffer passed to [lattice.Bus.Subscribe]).
 // Egress drains it into the webhooks' queues at once; it only has to
 // absorb a burst while a batch is being written to the store.
 const SubscribeBuffer = 1 << 16
@@ -58,11 +76,11 @@ const SubscribeBuffer = 1 << 16
 // can show.
 const recentDelivered = 100
 
-// ErrStopped is returned by Start after Stop.
+// ErrStopped is returned by [Module.Start] after [Module.Stop].
 var ErrStopped = errors.New("egress: module stopped")
 
 // Module is the webhook egress module. Create it with [New], attach it with
-// [axocoatl.Engine.Use], mount it (it is an http.Handler) and register
+// [axocoatl.Engine.Use], mount it (it is an [http.Handler]) and register
 // [Module.Collector] with Prometheus.
 type Module struct {
 	cfg     Config
@@ -87,7 +105,8 @@ type Module struct {
 	missed atomic.Uint64 // events the lattice dropped before egress took them
 }
 
-// New validates cfg and returns the module. It starts nothing.
+// New validates cfg ([Config.Validate]) and returns the module. It starts
+// nothing.
 func New(cfg Config) (*Module, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -341,7 +360,7 @@ func (h *hook) logDrops(final bool) {
 		"total_dropped", total, "queue_size", h.cfg.QueueSize)
 }
 
-// Retry errors, mapped to HTTP statuses by the handler.
+// Retry errors ([Module.Retry]), mapped to HTTP statuses by the handler.
 var (
 	ErrWebhookNotFound  = errors.New("egress: no such webhook")
 	ErrDeliveryNotFound = errors.New("egress: no such delivery")
@@ -366,7 +385,8 @@ func (m *Module) Retry(webhook, id string) (Delivery, error) {
 
 var errNotRunning = errors.New("egress: module not running")
 
-// WebhookStatus is one webhook's state, as GET /api/webhooks shows it.
+// WebhookStatus is one webhook's state, as GET /api/webhooks and
+// [Module.Status] show it.
 type WebhookStatus struct {
 	WebhookInfo
 	Queued   int `json:"queued"`
@@ -377,7 +397,8 @@ type WebhookStatus struct {
 	DeadLettered uint64 `json:"dead_lettered"`
 	Dropped      uint64 `json:"dropped"` // queue full
 	// DeadLetters is how many failed and dead-lettered deliveries are kept
-	// (at most MaxDeadLetters); Evicted counts those discarded beyond it.
+	// (at most [Webhook].MaxDeadLetters); Evicted counts those discarded
+	// beyond it.
 	DeadLetters int    `json:"dead_letters"`
 	Evicted     uint64 `json:"evicted"`
 	// Store is where deliveries wait: "memory", "bbolt" (a data dir) or
@@ -408,8 +429,8 @@ func (m *Module) Status() []WebhookStatus {
 // Missed is the number of events the lattice lost for egress before it
 // could queue them: dropped from its buffer (it drains a large buffer at
 // once, so this stays 0 unless the process is starved) or, on NATS, lost
-// on the way as the Bus counts them (publishes that failed while NATS was
-// away).
+// on the way as the Bus counts them ([lattice.Subscription.Missed]:
+// publishes that failed while NATS was away).
 func (m *Module) Missed() uint64 { return m.missed.Load() }
 
 // backendState is the backend once started, else nil. Start sets it
@@ -459,8 +480,8 @@ func (m *Module) storeKind() string {
 	return "memory"
 }
 
-// Deliveries lists a webhook's recent deliveries with the given status
-// (empty: all), newest first, at most limit (0: 100).
+// Deliveries lists a webhook's recent deliveries ([Delivery]) with the given
+// [Status] (empty: all), newest first, at most limit (0: 100).
 func (m *Module) Deliveries(webhook string, status Status, limit int) ([]Delivery, error) {
 	h := m.byName[webhook]
 	if h == nil {

@@ -48,7 +48,8 @@ const (
 // Bounds: a webhook's queue holds at most the largest QueueSize of the
 // webhooks (one per-subject limit per stream), for the whole cluster; a
 // delivery beyond it, or bigger than MaxMsgSize, is dropped and counted.
-// Dead letters: at most the sum of MaxDeadLetters, oldest discarded first.
+// Dead letters: at most the sum of [Webhook].MaxDeadLetters, oldest
+// discarded first.
 // Each process pulls only as many deliveries as it has free senders
 // (Concurrency); the server hands out at most 16×Concurrency per webhook
 // unacknowledged across the cluster. A delivery's MaxAttempts count starts
@@ -101,7 +102,8 @@ func (j JetStream) withDefaults() JetStream {
 	return j
 }
 
-// ValidJetStreamName reports whether s may name a stream or consumer:
+// ValidJetStreamName reports whether s may name a stream or consumer
+// ([JetStream].Stream, [JetStream].Consumer):
 // 1-200 characters, none of space, '.', '*', '>', '/', '\' or controls.
 func ValidJetStreamName(s string) bool {
 	if s == "" || len(s) > 200 {
@@ -116,7 +118,7 @@ func ValidJetStreamName(s string) bool {
 }
 
 // Validate checks the names and bounds (the connection is checked by
-// Start).
+// [Module.Start]).
 func (j JetStream) Validate() error {
 	bad := cfgerr.Errorf
 	switch {

@@ -52,7 +52,7 @@ func newMetrics(m *Module) *metrics {
 // dead letters.
 func (m *Module) Collector() prometheus.Collector { return m.metrics }
 
-// Describe implements prometheus.Collector.
+// Describe implements [prometheus.Collector].
 func (c *metrics) Describe(ch chan<- *prometheus.Desc) {
 	c.deliveries.Describe(ch)
 	c.attempts.Describe(ch)
@@ -64,7 +64,7 @@ func (c *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.deadLetter
 }
 
-// Collect implements prometheus.Collector.
+// Collect implements [prometheus.Collector].
 func (c *metrics) Collect(ch chan<- prometheus.Metric) {
 	c.deliveries.Collect(ch)
 	c.attempts.Collect(ch)

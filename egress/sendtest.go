@@ -11,7 +11,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
-// TestEventType is the event_type of the delivery SendTest sends.
+// TestEventType is the event_type of the delivery [SendTest] sends.
 const TestEventType = "WebhookTest"
 
 // maxTestResponse bounds what is read of the answer to a test delivery.
@@ -19,7 +19,7 @@ const maxTestResponse = 64 << 10
 
 // SendTest POSTs one test delivery to w (event_type WebhookTest, payload
 // {"test":true}), built, signed and stamped exactly as a real one, so that
-// the receiver can check its verification (Verify). It makes one attempt,
+// the receiver can check its verification ([Verify]). It makes one attempt,
 // bounded by w's timeout and ctx, follows no redirect, and returns the
 // answer's status: a 2xx is a receiver that took it. Errors never contain
 // the URL's query or credentials, header values or the secret.

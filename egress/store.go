@@ -81,7 +81,7 @@ type boltStore struct {
 	done  chan struct{}
 }
 
-// DBFile is the store's file name inside Config.DataDir.
+// DBFile is the store's file name inside [Config].DataDir.
 const DBFile = "egress.db"
 
 // editBuffer bounds the changes waiting for the writer; senders block

@@ -21,7 +21,7 @@ type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }
 
-// ErrorDetail is the inside of ErrorBody.
+// ErrorDetail is the inside of [ErrorBody].
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
@@ -76,7 +76,8 @@ func (m *Module) listTools(w http.ResponseWriter, _ *http.Request) {
 
 func (m *Module) serveMetrics(w http.ResponseWriter, r *http.Request) { m.met.handler.ServeHTTP(w, r) }
 
-// AgentView is an agent as GET /api/agents shows it.
+// AgentView is an agent as GET /api/agents shows it: an
+// [axocoatl.AgentInfo] in the API's JSON shape.
 type AgentView struct {
 	ID            string   `json:"id"`
 	Name          string   `json:"name"`
@@ -122,7 +123,8 @@ type executeRequest struct {
 	Input *string `json:"input"`
 }
 
-// ExecuteResponse is the answer of POST /api/agents/{id}/execute.
+// ExecuteResponse is the answer of POST /api/agents/{id}/execute: the
+// [axocoatl.Result] of the run.
 type ExecuteResponse struct {
 	TaskID  string `json:"task_id"`
 	AgentID string `json:"agent_id"`

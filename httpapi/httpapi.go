@@ -8,6 +8,22 @@
 // The module meets the others only through the Engine (agents, tools, the
 // lattice, the HTTP guard) and through the hooks of its [Config] (readiness,
 // tool listing, approvals), which the host composes (config.Build does).
+//
+// In Go terms: [New] takes a [Config] whose zero value is an API over the
+// Engine alone and returns a [*Module], an [axocoatl.HTTPModule].
+// [axocoatl.Engine.Use] calls [Module.Start], which subscribes the
+// /metrics counters and the event history to the Engine's lattice
+// ([axocoatl.Engine.Bus]); [axocoatl.Engine.Close] calls [Module.Stop]. A
+// host mounts the Module (an [http.Handler] that answers 503 until
+// started) on its own mux at each pattern of [Module.Routes], and calls
+// [Module.Shutdown] beside [http.Server.Shutdown] so that event streams
+// end with a close frame. It is a door: POST /api/agents/{id}/execute ends
+// in [axocoatl.Engine.ExecuteRequest] with [axocoatl.SourceAPI], every
+// route guarded by the Engine's one guard ([axocoatl.Engine.GuardHTTP]);
+// and an observer: the
+// metrics and the WebSocket stream subscribe to the lattice with a
+// [lattice.Filter]. The dashboard page is package dashboard's
+// [dashboard.Handler].
 package httpapi
 
 import (
@@ -28,7 +44,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
-// Defaults of zero Config fields.
+// Defaults of zero [Config] fields.
 const (
 	DefaultRequestTimeout = 5 * time.Minute
 	// DefaultHistoryEvents is how many recent events a new event stream
@@ -39,21 +55,22 @@ const (
 	DefaultHistoryPayload = 16 << 10
 )
 
-// Config configures the Module. The zero value is usable: an API over the
+// Config configures the [Module] made by [New]. The zero value is usable: an API over the
 // Engine alone, always ready, no approvals.
 type Config struct {
 	// RequestTimeout bounds one execute request (the run is cancelled
-	// after it, with 504). Zero: DefaultRequestTimeout.
+	// after it, with 504). Zero: [DefaultRequestTimeout].
 	RequestTimeout time.Duration
 	// Ready reports whether what the host waits for at boot is done (the
 	// first connect of its MCP servers): GET /health/ready answers 503
-	// until it is, and from Shutdown on. Zero: ready once started.
+	// until it is, and from [Module.Shutdown] on. Zero: ready once
+	// started.
 	Ready func() bool
 	// MCPServers is the "mcp_servers" list of GET /health/ready (each
 	// server's state). Zero: an empty list.
 	MCPServers func() any
 	// Tools is the "tools" list of GET /api/tools. Zero: the Engine's
-	// tools (name, description, server).
+	// tools ([axocoatl.Engine.Tools]: name, description, server).
 	Tools func() any
 	// Approvals connect the event stream to an approval gate. Zero: none
 	// (the ready frame lists none, approve commands get an error frame).
@@ -66,8 +83,8 @@ type Config struct {
 	// the events of modules this host did not start but another daemon on
 	// a shared lattice may (config passes every module's). Zero: none.
 	ReservedEvents []string
-	// HistoryEvents bounds the recent events of the ready frame. Zero:
-	// DefaultHistoryEvents.
+	// HistoryEvents bounds the recent events of the ready frame (a
+	// [lattice.History]). Zero: [DefaultHistoryEvents].
 	HistoryEvents int
 	// Logger receives the module's logs. Zero: the Engine's.
 	Logger *slog.Logger
@@ -133,7 +150,7 @@ func New(cfg Config) (*Module, error) {
 	return m, nil
 }
 
-// Name, Start and Stop make the Module an axocoatl.Module.
+// Name, Start and Stop make the Module an [axocoatl.Module].
 func (m *Module) Name() string { return "httpapi" }
 
 // Start subscribes the metrics counter and the history to the Engine's
@@ -180,8 +197,8 @@ func (m *Module) isReserved(eventType string) bool {
 	return m.reserved[eventType] || m.eng.Declared(eventType)
 }
 
-// ServeHTTP serves the module's Routes. Before Start it answers 503
-// not_started.
+// ServeHTTP serves the module's [Module.Routes]. Before [Module.Start] it
+// answers 503 not_started.
 func (m *Module) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := m.handler.Load()
 	if h == nil {
@@ -193,8 +210,8 @@ func (m *Module) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Shutdown begins a graceful stop: GET /health/ready answers 503, new
 // event streams are refused, and the open ones end with a 1001 close frame;
-// it waits within ctx for their close frames (http.Server.Shutdown does not
-// wait for hijacked connections). Call it beside http.Server.Shutdown.
+// it waits within ctx for their close frames ([http.Server.Shutdown] does
+// not wait for hijacked connections). Call it beside http.Server.Shutdown.
 func (m *Module) Shutdown(ctx context.Context) {
 	m.ready.Store(false)
 	m.mu.Lock()
@@ -205,7 +222,8 @@ func (m *Module) Shutdown(ctx context.Context) {
 	}
 }
 
-// Stop is Shutdown, then it ends the metrics counter and the history.
+// Stop is [Module.Shutdown], then it ends the metrics counter and the
+// history.
 func (m *Module) Stop(ctx context.Context) error {
 	m.Shutdown(ctx)
 	m.mu.Lock()
@@ -225,7 +243,8 @@ type door struct {
 	guarded bool
 }
 
-// Routes are the module's doors:
+// Routes are the module's doors ([axocoatl.Route], each with the
+// [axocoatl.Scope] it needs):
 //
 //	GET|HEAD /health, /health/live, /health/ready   public
 //	GET      /api/agents, /api/agents/{id}, /api/tools, /metrics

@@ -8,27 +8,30 @@ import (
 	"sync/atomic"
 )
 
-// ErrClosed is returned by Publish and Subscribe on a closed bus.
+// ErrClosed is returned by [Bus.Publish] and [Bus.Subscribe] on a closed bus.
 var ErrClosed = errors.New("lattice: bus closed")
 
-// DefaultBuffer is the per-subscriber buffer when a caller passes 0.
+// DefaultBuffer is the per-subscriber buffer when a caller of
+// [Bus.Subscribe] passes 0.
 const DefaultBuffer = 256
 
-// Bus is an event bus. Implementations: Memory (this package) and NATS.
+// Bus is an event bus. Implementations: [Memory] (this package) and the NATS
+// bus of package lattice/nats.
 type Bus interface {
 	// Publish delivers ev to every matching subscriber without waiting for
 	// any of them. It fails only if the bus is closed or ev is invalid.
 	Publish(ctx context.Context, ev Event) error
 	// Subscribe registers a subscriber with a buffer of the given size (0
-	// means DefaultBuffer). Events that arrive while the buffer is full are
-	// dropped for that subscriber and counted in Subscription.Missed.
+	// means [DefaultBuffer]). Events that arrive while the buffer is full are
+	// dropped for that subscriber and counted in [Subscription.Missed].
 	Subscribe(filter Filter, buffer int) (Subscription, error)
 	// Close ends every subscription (their channels close) and refuses
 	// further publishes.
 	Close() error
 }
 
-// Subscription is one subscriber's view of a Bus.
+// Subscription is one subscriber's view of a [Bus], returned by
+// [Bus.Subscribe].
 type Subscription interface {
 	// Events yields matching events in publish order. It is closed when the
 	// subscription or the bus is closed.
@@ -43,7 +46,7 @@ type Subscription interface {
 	Close() error
 }
 
-// Memory is the in-process Bus. The zero value is not usable; call NewMemory.
+// Memory is the in-process [Bus]. The zero value is not usable; call [NewMemory].
 type Memory struct {
 	// mu guards subs and closed. Publish holds the read lock while it fans
 	// out, so a subscription's channel is never closed under a sender.

@@ -1,8 +1,21 @@
 // Package lattice is the event bus every Axocoatl module talks through.
 //
-// An Event is a typed JSON object with an id that sorts by time. A Bus fans
-// events out to subscribers, each with its own bounded buffer: a slow
-// subscriber misses events (and can count them), it never slows anyone else.
+// An [Event] is a typed JSON object with an id that sorts by time ([NewID]),
+// built with [New]. A [Bus] fans events out to subscribers, each with its
+// own bounded buffer (a [Subscription], [DefaultBuffer] events unless the
+// subscriber asks for another size): a slow subscriber misses events (and
+// can count them with [Subscription.Missed]), it never slows anyone else.
+//
+// The Engine owns one Bus: the in-process [Memory] bus ([NewMemory]) unless
+// the host passes another, such as the NATS bus of package lattice/nats,
+// which lets the daemons of a cluster share one lattice. The Engine
+// publishes the events of every run (its start, its end, its tool calls)
+// and modules publish their own; each publisher declares its types and
+// their classes, the bus names none. Observers subscribe with a [Filter]
+// that selects by type glob, by [Class] (coordination or telemetry) and,
+// on a shared lattice, by origin ([Filter].Local). A [History] keeps the
+// latest events for a view that opens late. The package imports nothing of
+// the house, so every other package can import it.
 package lattice
 
 import (
@@ -22,8 +35,8 @@ type Event struct {
 	ProducedBy string          `json:"produced_by"`
 	Timestamp  int64           `json:"timestamp"` // unix seconds
 	Payload    json.RawMessage `json:"payload"`   // a JSON object
-	// Class is what the publisher declares the event to be; a Filter's
-	// Class selects by it. Zero (ClassAny) means coordination, the class
+	// Class is what the publisher declares the event to be; a [Filter]'s
+	// Class selects by it. Zero ([ClassAny]) means coordination, the class
 	// of every event whose publisher declares none. It is not part of the
 	// JSON form: a Bus over a network carries it beside the event
 	// (lattice/nats: the ClassHeader header). The bus names no event
@@ -51,8 +64,8 @@ func (c Class) String() string {
 	return "any"
 }
 
-// EffectiveClass is the class of an event as a Filter sees it: its Class, or
-// coordination when it declares none.
+// EffectiveClass is the class of an event as a [Filter] sees it: its Class, or
+// [ClassCoordination] when it declares none.
 func (e Event) EffectiveClass() Class {
 	if e.Class == ClassAny {
 		return ClassCoordination
@@ -110,7 +123,8 @@ func isObject(raw []byte) bool {
 	return false
 }
 
-// Validate checks an event received from outside (a host, POST /api/events).
+// Validate checks an event received from outside (a host, POST /api/events)
+// before [Bus.Publish] takes it.
 func (e Event) Validate() error {
 	if e.Type == "" {
 		return fmt.Errorf("event type is required")
@@ -193,7 +207,7 @@ func hasMeta(t string) bool {
 
 // AppendJSON appends the event's wire form, as json.Marshal gives it (but
 // for HTML escaping and the payload's whitespace, kept as it is), to b.
-// It is for an event that passed Validate (its payload is then a JSON
+// It is for an event that passed [Event.Validate] (its payload is then a JSON
 // object, or empty): buses that encode every event save json.Marshal's
 // reflection and its second check of the payload.
 func (e Event) AppendJSON(b []byte) []byte {

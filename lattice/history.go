@@ -6,9 +6,10 @@ import (
 	"sync"
 )
 
-// History keeps the latest events of a bus in a bounded ring, for a view
+// History keeps the latest events of a [Bus] in a bounded ring, for a view
 // that must show what happened before it opened (a dashboard's first
-// frame). Its subscriber goroutine ends on Close or when the bus closes.
+// frame). Its subscriber goroutine ends on [History.Close] or when the bus
+// closes.
 type History struct {
 	sub        Subscription
 	done       chan struct{}

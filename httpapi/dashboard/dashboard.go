@@ -10,6 +10,12 @@
 // embedded in the binary: no build step, nothing fetched from elsewhere. It
 // talks only to the API of its own host, so it works wherever that API is
 // mounted at the root of its host.
+//
+// In Go terms the package is one function: [Handler] returns the page as
+// an [http.Handler], which the httpapi module serves at GET and HEAD /{$}
+// (public: the page holds no data, the API calls it makes carry the
+// token). It has no Config and no Module of its own, and imports nothing
+// of the house.
 package dashboard
 
 import (
@@ -26,7 +32,7 @@ import (
 )
 
 // The page's parts; they are kept apart so each stays readable and is
-// inlined when the Handler is built.
+// inlined when the [Handler] is built.
 var (
 	//go:embed page/index.html
 	indexHTML string

@@ -1,27 +1,34 @@
-// Package nats is the lattice on NATS: the same Bus as the in-memory one,
-// shared by every process connected to one NATS server or cluster.
+// Package nats is the lattice on NATS: the same [lattice.Bus] as the
+// in-memory [lattice.Memory], shared by every process connected to one NATS
+// server or cluster. A host builds one with [Connect] (the Bus owns the
+// connection) or [New] (on a connection the host keeps) and hands it to the
+// Engine as its Options.Bus. The cluster module, and package config when it
+// gives egress a JetStream backend, reach the same NATS connection through
+// [Bus.Conn].
 //
 // Events travel as their JSON wire form on core NATS subjects
 // "<prefix>.<type>", so an exact-type filter is filtered by the server and
 // other processes can tap the lattice with a plain `nats sub 'axocoatl.>'`;
-// an event's class travels in the ClassHeader header.
+// an event's class travels in the [ClassHeader] header.
 // Delivery is at most once, as on the in-memory bus: each subscriber has a
 // bounded buffer and counts what it misses; no subscriber slows another.
-// A subscription also has Drain(ctx) error (beside Close): it ends the
-// subscription without dropping what the server already sent to it.
+// A subscription also has Drain(ctx) error (beside
+// [lattice.Subscription].Close): it ends the subscription without dropping
+// what the server already sent to it.
 //
-// What a subscription's Missed counts on NATS, exactly:
+// What a subscription's [lattice.Subscription].Missed counts on NATS,
+// exactly:
 //   - events dropped because its buffer was full (as on every Bus);
 //   - for a subscription on the whole lattice (any filter but one exact
 //     type), events of any node, its own included (a Local one: of its own
 //     Bus only), that it never received:
-//     each Bus numbers its events (the SeqHeader), a failed publish
+//     each Bus numbers its events (the [SeqHeader]), a failed publish
 //     included, and a gap in a node's numbers (this process disconnected
 //     while that node published, that node's publishes failing while it
 //     was cut off with its reconnect buffer full) is counted when the
 //     node's next event arrives, whatever the subscription's filter (the
 //     type of a lost event is unknown). A node seen again with a lower number
-//     restarted: that is no gap. At most MaxTrackedNodes nodes are followed
+//     restarted: that is no gap. At most [MaxTrackedNodes] nodes are followed
 //     per subscription; beyond, tracking starts over;
 //   - for a subscription on one exact type, the events of its own Bus of
 //     that type whose Publish failed (the connection closed, or lost with
@@ -47,17 +54,18 @@ import (
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
-// DefaultPrefix is the subject prefix when Options.Prefix is zero.
+// DefaultPrefix is the subject prefix when [Options].Prefix is zero.
 const DefaultPrefix = "axocoatl"
 
-// Options configure a Bus.
+// Options configure a [Bus] made by [New] or [Connect].
 type Options struct {
 	// Prefix of every subject. Zero: "axocoatl". Two lattices on one NATS
 	// server stay apart by using different prefixes.
 	Prefix string
 	// Node names this process on the lattice; each published event carries
-	// it in the NodeHeader header, which is how a Local subscription knows
-	// its own events. Zero: a new random id. Two Buses must not share one.
+	// it in the [NodeHeader] header, which is how a [lattice.Filter].Local
+	// subscription knows its own events. Zero: a new random id. Two Buses
+	// must not share one.
 	Node string
 }
 
@@ -70,15 +78,15 @@ const SeqHeader = "Axocoatl-Seq"
 
 // ClassHeader carries an event's class, which its JSON form does not: it
 // is "telemetry" on a telemetry event and absent on any other, which a
-// Filter then takes for coordination (as an event of a node that predates
-// the header is taken).
+// [lattice.Filter] then takes for coordination (as an event of a node that
+// predates the header is taken).
 const ClassHeader = "Axocoatl-Class"
 
 // MaxTrackedNodes bounds the nodes whose numbering one subscription
 // follows (gap counting); beyond it the tracking is cleared.
 const MaxTrackedNodes = 4096
 
-// Bus is a lattice.Bus on a NATS connection.
+// Bus is a [lattice.Bus] on a NATS connection.
 type Bus struct {
 	nc      *natsgo.Conn
 	ownConn bool
@@ -98,7 +106,7 @@ type Bus struct {
 
 var _ lattice.Bus = (*Bus)(nil)
 
-// New returns a Bus on an existing connection, which Close leaves open.
+// New returns a Bus on an existing connection, which [Bus.Close] leaves open.
 func New(nc *natsgo.Conn, opts Options) *Bus {
 	prefix := opts.Prefix
 	if prefix == "" {
@@ -111,10 +119,10 @@ func New(nc *natsgo.Conn, opts Options) *Bus {
 	return &Bus{nc: nc, prefix: prefix, node: node, subs: map[*subscription]struct{}{}}
 }
 
-// Node is the name of this process on the lattice (Options.Node).
+// Node is the name of this process on the lattice ([Options].Node).
 func (b *Bus) Node() string { return b.node }
 
-// Prefix is the subject prefix of this lattice (Options.Prefix).
+// Prefix is the subject prefix of this lattice ([Options].Prefix).
 func (b *Bus) Prefix() string { return b.prefix }
 
 // Conn is the NATS connection, for modules that use NATS beyond the
@@ -145,7 +153,7 @@ func (b *Bus) subject(eventType string) string {
 	return b.prefix + "." + eventType
 }
 
-// Publish implements lattice.Bus.
+// Publish implements [lattice.Bus].
 func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 	if b.closed.Load() {
 		return lattice.ErrClosed
@@ -304,7 +312,7 @@ func (s *subscription) countGap(node, seq string) {
 	s.last[node] = n
 }
 
-// Subscribe implements lattice.Bus. A filter of one exact type subscribes to
+// Subscribe implements [lattice.Bus]. A filter of one exact type subscribes to
 // that type's subject; any other takes the whole prefix and filters here.
 func (b *Bus) Subscribe(filter lattice.Filter, buffer int) (lattice.Subscription, error) {
 	if err := filter.Validate(); err != nil {
