@@ -1,8 +1,3 @@
-// Package axocoatl is the spine of an agent runtime that speaks open
-// protocols. A host constructs an Engine, registers agents, attaches the
-// protocol modules it wants (mcpclient, mcpserver, a2a, egress, approval) and
-// mounts their handlers on its own mux. Every door ends in Engine.Execute;
-// everything that happens is published on the Engine's lattice.
 package axocoatl
 
 import (
