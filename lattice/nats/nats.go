@@ -1,26 +1,38 @@
-// Package nats is the lattice on NATS: the same Bus as the in-memory one,
-// shared by every process connected to one NATS server or cluster.
+// Package nats is the lattice on NATS: the same [lattice.Bus] as the
+// in-memory [lattice.Memory], shared by every process connected to one NATS
+// server or cluster.
+//
+// [Connect] dials a server and returns a [*Bus] that owns the connection;
+// [New] puts a Bus on a connection the host already has (and keeps). Either
+// way the Bus goes into the Engine's options in place of the in-memory one,
+// and every module then publishes and subscribes across the processes.
+// [Options] names the subject prefix (processes with one prefix share one
+// lattice) and this process's node name. Modules that need NATS beyond
+// events (JetStream for webhooks, request/reply for the cluster's tasks)
+// reach the connection through [Bus.Conn].
 //
 // Events travel as their JSON wire form on core NATS subjects
 // "<prefix>.<type>", so an exact-type filter is filtered by the server and
 // other processes can tap the lattice with a plain `nats sub 'axocoatl.>'`.
 // Delivery is at most once, as on the in-memory bus: each subscriber has a
-// bounded buffer and counts what it misses; no subscriber slows another.
-// A subscription also has Drain(ctx) error (beside Close): it ends the
-// subscription without dropping what the server already sent to it.
+// bounded buffer and counts what it misses ([lattice.Subscription.Missed]);
+// no subscriber slows another. A subscription also has Drain(ctx) error
+// (beside Close): it ends the subscription without dropping what the server
+// already sent to it. A [lattice.Filter] with Local set receives only the
+// events this Bus published, told apart by the [NodeHeader] header.
 //
 // What a subscription's Missed counts on NATS, exactly:
 //   - events dropped because its buffer was full (as on every Bus);
 //   - for a subscription on the whole lattice (any filter but one exact
 //     type), events of any node, its own included (a Local one: of its own
 //     Bus only), that it never received:
-//     each Bus numbers its events (the SeqHeader), a failed publish
+//     each Bus numbers its events (the [SeqHeader]), a failed publish
 //     included, and a gap in a node's numbers (this process disconnected
 //     while that node published, that node's publishes failing while it
 //     was cut off with its reconnect buffer full) is counted when the
 //     node's next event arrives, whatever the subscription's filter (the
 //     type of a lost event is unknown). A node seen again with a lower number
-//     restarted: that is no gap. At most MaxTrackedNodes nodes are followed
+//     restarted: that is no gap. At most [MaxTrackedNodes] nodes are followed
 //     per subscription; beyond, tracking starts over;
 //   - for a subscription on one exact type, the events of its own Bus of
 //     that type whose Publish failed (the connection closed, or lost with
@@ -46,10 +58,11 @@ import (
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
-// DefaultPrefix is the subject prefix when Options.Prefix is zero.
+// DefaultPrefix is the subject prefix when [Options.Prefix] is zero.
 const DefaultPrefix = "axocoatl"
 
-// Options configure a Bus.
+// Options configure a [Bus] made by [New] or [Connect]. The zero value is
+// the default prefix and a random node name.
 type Options struct {
 	// Prefix of every subject. Zero: "axocoatl". Two lattices on one NATS
 	// server stay apart by using different prefixes.
@@ -71,7 +84,8 @@ const SeqHeader = "Axocoatl-Seq"
 // follows (gap counting); beyond it the tracking is cleared.
 const MaxTrackedNodes = 4096
 
-// Bus is a lattice.Bus on a NATS connection.
+// Bus is a [lattice.Bus] on a NATS connection ([New], [Connect]). It is
+// safe for concurrent use.
 type Bus struct {
 	nc      *natsgo.Conn
 	ownConn bool
@@ -104,17 +118,18 @@ func New(nc *natsgo.Conn, opts Options) *Bus {
 	return &Bus{nc: nc, prefix: prefix, node: node, subs: map[*subscription]struct{}{}}
 }
 
-// Node is the name of this process on the lattice (Options.Node).
+// Node is the name of this process on the lattice ([Options.Node]).
 func (b *Bus) Node() string { return b.node }
 
-// Prefix is the subject prefix of this lattice (Options.Prefix).
+// Prefix is the subject prefix of this lattice ([Options.Prefix]).
 func (b *Bus) Prefix() string { return b.prefix }
 
 // Conn is the NATS connection, for modules that use NATS beyond the
 // lattice (JetStream, request/reply). It is owned by the Bus.
 func (b *Bus) Conn() *natsgo.Conn { return b.nc }
 
-// Connect dials url and returns a Bus that owns the connection.
+// Connect dials url and returns a [Bus] that owns the connection:
+// [Bus.Close] closes it. natsOpts are passed to the NATS client as they are.
 func Connect(url string, opts Options, natsOpts ...natsgo.Option) (*Bus, error) {
 	nc, err := natsgo.Connect(url, natsOpts...)
 	if err != nil {
@@ -138,7 +153,8 @@ func (b *Bus) subject(eventType string) string {
 	return b.prefix + "." + eventType
 }
 
-// Publish implements lattice.Bus.
+// Publish implements [lattice.Bus]. A failed publish is counted
+// ([Bus.Failed]) and returned.
 func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 	if b.closed.Load() {
 		return lattice.ErrClosed
@@ -288,7 +304,7 @@ func (s *subscription) countGap(node, seq string) {
 	s.last[node] = n
 }
 
-// Subscribe implements lattice.Bus. A filter of one exact type subscribes to
+// Subscribe implements [lattice.Bus]. A filter of one exact type subscribes to
 // that type's subject; any other takes the whole prefix and filters here.
 func (b *Bus) Subscribe(filter lattice.Filter, buffer int) (lattice.Subscription, error) {
 	if err := filter.Validate(); err != nil {
