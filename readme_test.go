@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // TestREADMEEmbedding builds the Go program under the README's
@@ -70,4 +73,85 @@ func readmeGoBlock(t *testing.T, heading string) string {
 		t.Fatalf("the ```go block under %q does not end", heading)
 	}
 	return text[:end+1]
+}
+
+// TestDocsLinks: every relative link of README.md and docs/*.md names a
+// file of the repository and, with a #fragment, a heading of that file (as
+// GitHub makes anchors of headings), so moving text between documents
+// cannot leave a link behind.
+func TestDocsLinks(t *testing.T) {
+	files, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "README.md")
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(withoutCode(string(data)), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, anchor, _ := strings.Cut(target, "#")
+			resolved := file
+			if path != "" {
+				resolved = filepath.Join(filepath.Dir(file), path)
+				if _, err := os.Stat(resolved); err != nil {
+					t.Errorf("%s: link %q: %v", file, target, err)
+					continue
+				}
+			}
+			if anchor != "" && !slices.Contains(anchors(t, resolved), anchor) {
+				t.Errorf("%s: link %q: %s has no heading with that anchor (has %v)", file, target, resolved, anchors(t, resolved))
+			}
+		}
+	}
+}
+
+// withoutCode drops fenced code blocks, whose brackets are not links.
+func withoutCode(md string) string {
+	var b strings.Builder
+	in := false
+	for line := range strings.SplitSeq(md, "\n") {
+		if strings.HasPrefix(line, "```") {
+			in = !in
+			continue
+		}
+		if !in {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// anchors are the GitHub anchors of a Markdown file's headings: lower
+// case, punctuation but '-' and '_' dropped, spaces as '-'.
+func anchors(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.SplitSeq(withoutCode(string(data)), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }
