@@ -26,7 +26,7 @@
 // A host rarely calls Run itself: the Engine of the root package keeps the
 // agents (a Spec and a Model each), builds the Toolbox from its tool
 // registry, filtered by the spec and passed through its interceptors, and
-// runs every task through it, whichever door it came in by.
+// runs every task with Run, whichever door it came in by.
 package agent
 
 import (
