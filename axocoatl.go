@@ -98,6 +98,11 @@ type Engine struct {
 	remote map[string]*remoteAgent
 	// watchers are told when the agent set changes (WatchAgents).
 	watchers map[*agentWatcher]struct{}
+	// classes are the event classes modules declared (EventDeclarer).
+	classes map[string]lattice.Class
+	// pending are the tool sources still on their first attempt
+	// (AddPendingTools); runs wait for those their agent may use.
+	pending map[*pendingSource]struct{}
 }
 
 type registeredAgent struct {
@@ -150,12 +155,15 @@ func (e *Engine) Bus() lattice.Bus { return e.bus }
 // Logger returns the Engine's logger, for modules.
 func (e *Engine) Logger() *slog.Logger { return e.log }
 
-// Publish builds an event with a fresh id and publishes it on the lattice.
+// Publish builds an event with a fresh id and publishes it on the lattice,
+// of the class the Engine or a module declared for its type
+// ([EventDeclarer]; coordination when none did).
 func (e *Engine) Publish(ctx context.Context, eventType, producedBy string, payload any) error {
 	ev, err := lattice.New(eventType, producedBy, payload)
 	if err != nil {
 		return err
 	}
+	ev.Class = e.ClassOf(eventType)
 	return e.bus.Publish(ctx, ev)
 }
 
@@ -268,6 +276,12 @@ func (e *Engine) Use(ctx context.Context, m Module) error {
 	e.mu.RUnlock()
 	if closed {
 		return ErrClosed
+	}
+	// Before Start: a module may publish as it starts.
+	if d, ok := m.(EventDeclarer); ok {
+		if err := e.declare(d); err != nil {
+			return fmt.Errorf("module %s: %w", m.Name(), err)
+		}
 	}
 	// Start runs without the lock: a module calls back into the Engine.
 	if err := m.Start(ctx, e); err != nil {

@@ -71,11 +71,11 @@ func TestExecuteEcho(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	ev, p := next(t, events)
-	if ev.Type != lattice.AgentActivated || p["task_id"] != res.TaskID || p["source"] != "library" || p["agent_id"] != "assistant" {
+	if ev.Type != axocoatl.EventAgentActivated || p["task_id"] != res.TaskID || p["source"] != "library" || p["agent_id"] != "assistant" {
 		t.Fatalf("first event %s %v", ev.Type, p)
 	}
 	ev, p = next(t, events)
-	if ev.Type != lattice.TaskCompleted || p["output"] != "hello there" || p["task_id"] != res.TaskID {
+	if ev.Type != axocoatl.EventTaskCompleted || p["output"] != "hello there" || p["task_id"] != res.TaskID {
 		t.Fatalf("second event %s %v", ev.Type, p)
 	}
 	if _, ok := p["duration_ms"]; !ok {
@@ -200,7 +200,7 @@ func TestToolsAllowListErrorsAndConcurrency(t *testing.T) {
 	var failed, ok int
 	for range 6 {
 		ev, p := next(t, events)
-		if ev.Type == lattice.ToolResult {
+		if ev.Type == axocoatl.EventToolResult {
 			if p["ok"] == true {
 				ok++
 			} else if strings.Contains(p["error"].(string), "disk on fire") {
@@ -224,7 +224,7 @@ func TestMaxIterations(t *testing.T) {
 	}
 	model := &scriptModel{turns: turns}
 	must(t, e.AddAgent(agent.Spec{ID: "looper", MaxIterations: 3}, model))
-	failed := subscribe(t, e, lattice.AgentFailed)
+	failed := subscribe(t, e, axocoatl.EventAgentFailed)
 	_, err := e.Execute(context.Background(), "looper", "x")
 	if !errors.Is(err, agent.ErrMaxIterations) {
 		t.Fatalf("err = %v, want ErrMaxIterations", err)
@@ -441,10 +441,10 @@ func TestToolCallEventPayloads(t *testing.T) {
 		calledEv, _ := next(t, events)
 		resultEv, result := next(t, events)
 		want, _ := json.Marshal(map[string]string{"agent_id": "", "task_id": "task-1", "tool": c.tool})
-		if calledEv.Type != lattice.ToolCalled || string(calledEv.Payload) != string(want) {
+		if calledEv.Type != axocoatl.EventToolCalled || string(calledEv.Payload) != string(want) {
 			t.Fatalf("%s: ToolCalled %s payload %s, want %s", c.tool, calledEv.Type, calledEv.Payload, want)
 		}
-		if resultEv.Type != lattice.ToolResult || result["tool"] != c.tool || result["ok"] != (c.err == "") {
+		if resultEv.Type != axocoatl.EventToolResult || result["tool"] != c.tool || result["ok"] != (c.err == "") {
 			t.Fatalf("%s: ToolResult %s payload %s", c.tool, resultEv.Type, resultEv.Payload)
 		}
 		if c.err != "" && result["error"] != c.err {
@@ -462,7 +462,7 @@ func TestCancelIsNotAFailure(t *testing.T) {
 	m := blockingModel{make(chan struct{})}
 	must(t, e.AddAgent(agent.Spec{ID: "hang"}, m))
 	must(t, e.AddAgent(agent.Spec{ID: "slow", Timeout: 20 * time.Millisecond}, blockingModel{make(chan struct{})}))
-	sub := subscribe(t, e, lattice.AgentFailed)
+	sub := subscribe(t, e, axocoatl.EventAgentFailed)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-m.started; cancel() }()
 	if _, err := e.Execute(ctx, "hang", "x"); !errors.Is(err, context.Canceled) {

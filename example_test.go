@@ -17,7 +17,7 @@ func ExampleEngine_Execute() {
 	if err := engine.AddAgent(agent.Spec{ID: "assistant"}, provider.EchoModel{}); err != nil {
 		panic(err)
 	}
-	done, _ := engine.Bus().Subscribe(lattice.Filter{Types: []string{lattice.TaskCompleted}}, 0)
+	done, _ := engine.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventTaskCompleted}}, 0)
 
 	res, err := engine.Execute(context.Background(), "assistant", "hello")
 	if err != nil {

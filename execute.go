@@ -86,9 +86,18 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 
 	a.running.Add(1)
 	defer a.running.Add(-1)
+	// A run right after start must not miss the tools of a source still
+	// connecting: it waits (bounded) for those its agent may use.
+	missing := e.awaitTools(ctx, &a.spec)
+	if len(missing) > 0 {
+		e.log.Warn("run started without the tools of sources still connecting", "agent", req.AgentID, "task", req.TaskID, "tools_pending", missing)
+	}
 	p := newPayload()
 	p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("source", string(req.Source))
-	e.publishEvent(ctx, event(lattice.AgentActivated, req.AgentID, start, p.done()))
+	if len(missing) > 0 {
+		p.strs("tools_pending", missing)
+	}
+	e.publishEvent(ctx, event(EventAgentActivated, req.AgentID, start, p.done()))
 
 	tools := &runToolbox{engine: e, spec: &a.spec, taskID: req.TaskID}
 	out, err := e.runContained(ctx, a, tools, req)
@@ -105,7 +114,7 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 		if canceled {
 			p.bool("canceled", true)
 		}
-		e.publishEvent(ctx, event(lattice.AgentFailed, req.AgentID, time.Now(), p.done()))
+		e.publishEvent(ctx, event(EventAgentFailed, req.AgentID, time.Now(), p.done()))
 		if canceled {
 			e.log.Info("task canceled", "agent", req.AgentID, "task", req.TaskID, "source", req.Source)
 		} else {
@@ -117,7 +126,7 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	p = newPayload()
 	p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("output", out).
 		int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
-	e.publishEvent(ctx, event(lattice.TaskCompleted, req.AgentID, time.Now(), p.done()))
+	e.publishEvent(ctx, event(EventTaskCompleted, req.AgentID, time.Now(), p.done()))
 	return res, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/jsonio"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -62,6 +63,41 @@ type HTTPRoute struct {
 	TooLarge http.HandlerFunc
 }
 
+// Scope is what a route asks of its caller. It is a field of its own, not a
+// bool, so that finer scopes (read, execute, approve, admin) can be added per
+// route; the zero value is the safe one.
+type Scope string
+
+const (
+	// ScopeToken needs the API token when one is configured (the zero value).
+	ScopeToken Scope = ""
+	// ScopePublic needs no token (health, agent cards, the dashboard page).
+	// The Host and Origin checks still apply.
+	ScopePublic Scope = "public"
+)
+
+// Route is one HTTP door of a module, declared once: the module builds its
+// own handler from its list, and a host composes the lists of its modules
+// (config.Runtime.Routes, Mount) onto its router.
+type Route struct {
+	Method string
+	// Pattern is the path in [net/http.ServeMux] syntax, relative to where
+	// the module is mounted: {name} is one segment, {$} the end of the
+	// path, and everything else is literal (a colon too: /a2a/message:send).
+	Pattern string
+	Scope   Scope
+	// MaxBodyBytes bounds the request body. Zero: 1 MiB.
+	MaxBodyBytes int64
+}
+
+// HTTPModule is a Module that serves HTTP: its ServeHTTP answers every one
+// of its Routes, each behind the Engine's guard, once the Module is started.
+type HTTPModule interface {
+	Module
+	http.Handler
+	Routes() []Route
+}
+
 // GuardHTTP wraps h with the Engine's HTTP guard (see [HTTPOptions]): the
 // Host check, the token, the Origin check for writes, the body bound and
 // read deadline, and per-write deadlines. Every module serves its routes
@@ -107,6 +143,6 @@ func (e *Engine) CheckHTTP(w http.ResponseWriter, r *http.Request, public bool) 
 		w.Header().Set("Retry-After", code)
 		code = "too_many_requests"
 	}
-	httpguard.WriteError(w, status, code, msg)
+	jsonio.WriteError(w, status, code, msg)
 	return false
 }

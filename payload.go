@@ -35,6 +35,19 @@ func (p *payload) str(k, v string) *payload {
 	return p
 }
 
+func (p *payload) strs(k string, v []string) *payload {
+	p.key(k)
+	p.b = append(p.b, '[')
+	for i, s := range v {
+		if i > 0 {
+			p.b = append(p.b, ',')
+		}
+		p.b = appendJSONString(p.b, s)
+	}
+	p.b = append(p.b, ']')
+	return p
+}
+
 func (p *payload) int(k string, v int64) *payload {
 	p.key(k)
 	p.b = strconv.AppendInt(p.b, v, 10)
@@ -65,7 +78,7 @@ func (p *payload) split() ([]byte, payload) {
 // event wraps a payload the Engine built itself, so it skips the validation
 // lattice.New gives payloads from elsewhere.
 func event(eventType, producedBy string, now time.Time, payload []byte) lattice.Event {
-	return lattice.Event{ID: lattice.NewID(now), Type: eventType, ProducedBy: producedBy, Timestamp: now.Unix(), Payload: payload}
+	return lattice.Event{ID: lattice.NewID(now), Type: eventType, ProducedBy: producedBy, Timestamp: now.Unix(), Payload: payload, Class: coreClass(eventType)}
 }
 
 const hexDigits = "0123456789abcdef"

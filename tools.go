@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
-	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
 // ToolResult is the outcome of a tool call as the model sees it.
@@ -222,7 +221,7 @@ func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall) 
 	p := payload{b: make([]byte, 0, 2*ids+128)}
 	p.str("agent_id", call.AgentID).str("task_id", call.TaskID).str("tool", call.Tool)
 	called, p := p.split()
-	e.publishEvent(ctx, event(lattice.ToolCalled, call.AgentID, start, called))
+	e.publishEvent(ctx, event(EventToolCalled, call.AgentID, start, called))
 	res, err := e.invokeContained(ctx, chain[:len(chain):len(chain)], call, t.Call)
 	if err != nil {
 		res = ToolResult{Content: err.Error(), IsError: true}
@@ -233,7 +232,7 @@ func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall) 
 		p.str("error", res.Content)
 	}
 	p.int("duration_ms", end.Sub(start).Milliseconds())
-	e.publishEvent(ctx, event(lattice.ToolResult, call.AgentID, end, p.done()))
+	e.publishEvent(ctx, event(EventToolResult, call.AgentID, end, p.done()))
 	return res, err
 }
 

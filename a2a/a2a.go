@@ -37,11 +37,13 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
+	"github.com/axocoatl/axocoatl-go/internal/mount"
 )
 
 // Defaults for the zero fields of Config.
@@ -111,21 +113,12 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the configuration.
+// Validate checks the configuration. Its errors are
+// [*axocoatl.ConfigError]s naming the key.
 func (c Config) Validate() error {
-	switch {
-	case c.MaxTasks < 0:
-		return errors.New("a2a: max_tasks must not be negative")
-	case c.TaskTTL < 0:
-		return errors.New("a2a: task_ttl must not be negative")
-	case c.MaxStoreBytes < 0:
-		return errors.New("a2a: max_store_bytes must not be negative")
-	case c.MaxBodyBytes < 0:
-		return errors.New("a2a: max_body_bytes must not be negative")
-	case c.MaxBackgroundTasks < 0:
-		return errors.New("a2a: max_background_tasks must not be negative")
-	}
-	return nil
+	return cfgerr.NotNegative(cfgerr.N("max_tasks", c.MaxTasks), cfgerr.N("task_ttl", c.TaskTTL),
+		cfgerr.N("max_store_bytes", c.MaxStoreBytes), cfgerr.N("max_body_bytes", c.MaxBodyBytes),
+		cfgerr.N("max_background_tasks", c.MaxBackgroundTasks))
 }
 
 func (c Config) withDefaults() Config {
@@ -167,9 +160,10 @@ type Handler struct {
 	cfg   Config
 	store *taskStore
 
-	// started is set once by Start; eng, log, routes and bodyTimeout are
-	// written before it and read only after it.
-	started     atomic.Bool
+	// life is marked started once by Start; eng, log, routes and
+	// bodyTimeout are written before it and read only after it. Close
+	// stops it (under mu).
+	life        lifecycle.State
 	eng         *axocoatl.Engine
 	log         *slog.Logger
 	routes      http.Handler
@@ -179,11 +173,10 @@ type Handler struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// mu guards closed and the start; runs joins under its read lock so
+	// mu guards the stop and the start; runs joins under its read lock so
 	// Close, which takes the write lock, cannot miss a run that is starting.
-	mu     sync.RWMutex
-	closed bool
-	runs   sync.WaitGroup
+	mu   sync.RWMutex
+	runs sync.WaitGroup
 	// background bounds detached runs (non-blocking message/send).
 	background chan struct{}
 }
@@ -192,7 +185,7 @@ type Handler struct {
 // Engine's agents.
 func New(cfg Config) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("a2a: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	h := &Handler{
@@ -224,7 +217,7 @@ func New(cfg Config) (*Handler, error) {
 // URL with the prefix (https://host/ai), or the card's URL itself. Every
 // route is behind the Engine's HTTP guard; the cards are public.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.started.Load() {
+	if !h.life.Started() {
 		writeHTTPError(w, http.StatusServiceUnavailable, "not_started", "a2a: module not started: pass it to Engine.Use")
 		return
 	}
@@ -238,45 +231,78 @@ func Paths() []string {
 	return []string{PathAxocoatlCard, PathTasks, PathAgentCard, PathJSONRPC, PathJSONRPC + "/", PathAgentPrefix}
 }
 
-// Route is one door ServeHTTP answers: a method and a path pattern in
-// http.ServeMux syntax ({id} is one segment). Public routes (the cards)
-// need no token.
-type Route struct {
-	Method  string
-	Pattern string
-	Public  bool
+// Routes lists every method and pattern ServeHTTP answers, from the list
+// Start builds the Handler's routes from, for hosts that mount each route
+// on their own router. Patterns are in http.ServeMux syntax, literal but
+// for {name} segments; the A2A 1.0 REST verbs contain a literal colon
+// (/a2a/message:send), which routers that read ":name" as a parameter
+// cannot express. The cards are public.
+func (h *Handler) Routes() []axocoatl.Route {
+	var out []axocoatl.Route
+	for _, d := range h.table() {
+		out = append(out, d.Route)
+	}
+	return out
 }
 
-// Routes lists every method and pattern ServeHTTP answers, for hosts that
-// mount each route on their own router. Patterns are literal but for
-// {name} segments; the A2A 1.0 REST verbs contain a literal colon
-// (/a2a/message:send), which routers that read ":name" as a parameter must
-// keep literal or route to the Handler by prefix.
-func Routes() []Route {
-	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
-	rs := []Route{
-		{get, PathAxocoatlCard, true},
-		{get, PathAgentCard, true},
-		{get, PathAgentPrefix + "{id}" + PathAgentCard, true},
-		{post, PathTasks, false},
-		{post, PathJSONRPC, false},
-		{post, PathAgentPrefix + "{id}", false},
+// door is one route of the Handler with its handler and, for protocols
+// that answer an oversized body in their own shape, its TooLarge.
+type door struct {
+	axocoatl.Route
+	tooLarge http.HandlerFunc
+	serve    http.Handler
+}
+
+// table is the one list of the Handler's routes.
+func (h *Handler) table() []door {
+	get, post := http.MethodGet, http.MethodPost
+	limit := h.cfg.MaxBodyBytes
+	public := func(pattern string, fn http.HandlerFunc) door {
+		return door{axocoatl.Route{Method: get, Pattern: pattern, Scope: axocoatl.ScopePublic}, nil, fn}
 	}
-	for _, base := range []string{PathJSONRPC, PathAgentPrefix + "{id}"} {
-		rs = append(rs,
-			Route{post, base + "/message:send", false},
-			Route{post, base + "/message:stream", false},
-			Route{get, base + "/tasks", false},
-			Route{get, base + "/tasks/{task}", false},
-			Route{post, base + "/tasks/{task}", false},
-			Route{get, base + "/extendedAgentCard", false},
-			Route{get, base + "/tasks/{task}/pushNotificationConfigs", false},
-			Route{post, base + "/tasks/{task}/pushNotificationConfigs", false},
-			Route{get, base + "/tasks/{task}/pushNotificationConfigs/{config}", false},
-			Route{del, base + "/tasks/{task}/pushNotificationConfigs/{config}", false},
-		)
+	rpcTooLarge := func(w http.ResponseWriter, r *http.Request) {
+		g, _ := negotiate(r.Header.Get(HeaderVersion))
+		writeRPCError(w, nullID, rpcErr(a2awire.CodeInvalidRequest, "request body exceeds %d bytes", limit), g)
 	}
-	return rs
+	rpc := func(pattern string, fn http.HandlerFunc) door {
+		return door{axocoatl.Route{Method: post, Pattern: pattern, MaxBodyBytes: limit}, rpcTooLarge, fn}
+	}
+	ds := []door{
+		public(PathAxocoatlCard, h.serveAxocoatlCard),
+		public(PathAgentCard, func(w http.ResponseWriter, r *http.Request) { h.serveAgentCard(w, r, "") }),
+		public(PathAgentPrefix+"{id}"+PathAgentCard, func(w http.ResponseWriter, r *http.Request) {
+			h.serveAgentCard(w, r, r.PathValue("id"))
+		}),
+		{axocoatl.Route{Method: post, Pattern: PathTasks, MaxBodyBytes: limit}, nil, http.HandlerFunc(h.serveTasks)},
+		rpc(PathJSONRPC, func(w http.ResponseWriter, r *http.Request) { h.serveJSONRPC(w, r, "") }),
+		rpc(PathAgentPrefix+"{id}", func(w http.ResponseWriter, r *http.Request) { h.serveJSONRPC(w, r, r.PathValue("id")) }),
+	}
+	restTooLarge := func(w http.ResponseWriter, r *http.Request) {
+		writeRESTError(w, rpcErr(a2awire.CodeInvalidRequest, "request body exceeds %d bytes", limit))
+	}
+	// rest checks the version and resolves the per-agent {id} of the path
+	// (perAgent) before fn.
+	rest := func(perAgent bool) func(method, pattern string, fn func(http.ResponseWriter, *http.Request, string)) door {
+		return func(method, pattern string, fn func(http.ResponseWriter, *http.Request, string)) door {
+			return door{axocoatl.Route{Method: method, Pattern: pattern, MaxBodyBytes: limit}, restTooLarge, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if rerr := restVersion(r); rerr != nil {
+					writeRESTError(w, rerr)
+					return
+				}
+				var agentID string
+				if perAgent {
+					agentID = r.PathValue("id")
+					if _, err := h.eng.Agent(agentID); err != nil {
+						writeRESTError(w, rpcErr(a2awire.CodeInvalidParams, "no agent %q at this endpoint", agentID))
+						return
+					}
+				}
+				fn(w, r, agentID)
+			})}
+		}
+	}
+	ds = append(ds, h.restDoors(PathJSONRPC, rest(false))...)
+	return append(ds, h.restDoors(PathAgentPrefix+"{id}", rest(true))...)
 }
 
 // Name, Start and Stop make the Handler an axocoatl.Module.
@@ -286,11 +312,8 @@ func (h *Handler) Name() string { return "a2a" }
 func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.started.Load() {
-		return errors.New("a2a: handler already started")
-	}
-	if h.closed {
-		return ErrClosed
+	if err := h.life.CheckStart("a2a", ErrClosed); err != nil {
+		return err
 	}
 	h.eng = e
 	h.log = h.cfg.Logger
@@ -301,61 +324,20 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	if h.bodyTimeout == 0 {
 		h.bodyTimeout = 30 * time.Second
 	}
-	public := axocoatl.HTTPRoute{Public: true}
-	private := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes}
-	rpc := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes, TooLarge: func(w http.ResponseWriter, r *http.Request) {
-		g, _ := negotiate(r.Header.Get(HeaderVersion))
-		writeRPCError(w, nullID, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes), g)
-	}}
-	restRoute := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes, TooLarge: func(w http.ResponseWriter, r *http.Request) {
-		writeRESTError(w, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", h.cfg.MaxBodyBytes))
-	}}
-	// rest guards a REST handler, checks the version and resolves the
-	// per-agent {id} of the path (perAgent).
-	rest := func(perAgent bool) func(func(http.ResponseWriter, *http.Request, string)) http.Handler {
-		return func(fn func(http.ResponseWriter, *http.Request, string)) http.Handler {
-			return e.GuardHTTP(restRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if rerr := restVersion(r); rerr != nil {
-					writeRESTError(w, rerr)
-					return
-				}
-				var agentID string
-				if perAgent {
-					agentID = r.PathValue("id")
-					if _, err := h.eng.Agent(agentID); err != nil {
-						writeRESTError(w, rpcErr(codeInvalidParams, "no agent %q at this endpoint", agentID))
-						return
-					}
-				}
-				fn(w, r, agentID)
-			}))
-		}
-	}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+PathAxocoatlCard, e.GuardHTTP(public, http.HandlerFunc(h.serveAxocoatlCard)))
-	mux.Handle("POST "+PathTasks, e.GuardHTTP(private, http.HandlerFunc(h.serveTasks)))
-	mux.Handle("GET "+PathAgentCard, e.GuardHTTP(public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.serveAgentCard(w, r, "")
-	})))
-	mux.Handle("POST "+PathJSONRPC, e.GuardHTTP(rpc, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.serveJSONRPC(w, r, "")
-	})))
-	mux.Handle("GET "+PathAgentPrefix+"{id}"+PathAgentCard, e.GuardHTTP(public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.serveAgentCard(w, r, r.PathValue("id"))
-	})))
-	mux.Handle("POST "+PathAgentPrefix+"{id}", e.GuardHTTP(rpc, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.serveJSONRPC(w, r, r.PathValue("id"))
-	})))
-	h.restRoutes(mux, PathJSONRPC, rest(false))
-	h.restRoutes(mux, PathAgentPrefix+"{id}", rest(true))
-	// Unknown routes are behind the token too: a router that sends a
-	// pattern's whole family here (the daemon's message:verb) answers a
-	// caller without the token 401, like every route it knows.
+	for _, d := range h.table() {
+		mux.Handle(d.Method+" "+d.Pattern, e.GuardHTTP(axocoatl.HTTPRoute{
+			Public: d.Scope == axocoatl.ScopePublic, MaxBodyBytes: d.MaxBodyBytes, TooLarge: d.tooLarge}, d.serve))
+	}
+	private := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes}
+	// Unknown routes are behind the token too: a host that mounts the
+	// Handler by prefix (Paths) answers a caller without the token 401,
+	// like every route it knows.
 	mux.Handle("/", e.GuardHTTP(private, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, "not_found", "no such A2A route")
 	})))
 	h.routes = mux
-	h.started.Store(true)
+	h.life.MarkStarted()
 	return nil
 }
 
@@ -366,7 +348,7 @@ func (h *Handler) Stop(ctx context.Context) error { return h.Close(ctx) }
 // for them to end, or for ctx. Tasks still running are marked canceled.
 func (h *Handler) Close(ctx context.Context) error {
 	h.mu.Lock()
-	h.closed = true
+	h.life.Stop()
 	h.mu.Unlock()
 	h.cancel()
 	done := make(chan struct{})
@@ -383,7 +365,7 @@ func (h *Handler) Close(ctx context.Context) error {
 func (h *Handler) join() error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if h.closed {
+	if h.life.Stopped() {
 		return ErrClosed
 	}
 	h.runs.Add(1)
@@ -403,5 +385,5 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 
 // baseURL is the absolute URL endpoints are advertised under.
 func (h *Handler) baseURL(r *http.Request) string {
-	return httpguard.BaseURL(h.eng.HTTP().PublicURL, r)
+	return mount.BaseURL(h.eng.HTTP().PublicURL, r)
 }

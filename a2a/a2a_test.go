@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	a2apb "github.com/a2aproject/a2a-go/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 	"go.uber.org/goleak"
@@ -109,7 +109,7 @@ func must(t testing.TB, err error) {
 
 // a2aClient resolves the card at base with a2a-go's default resolver and
 // connects with its JSON-RPC transport, as any a2a-go user would.
-func (f *fixture) a2aClient(t testing.TB, base string, cfg *a2aclient.Config) (*a2aclient.Client, *a2apb.AgentCard) {
+func (f *fixture) a2aClient(t testing.TB, base string, cfg *a2aclient.Config) (*a2aclient.Client, *a2a03.AgentCard) {
 	t.Helper()
 	ctx := context.Background()
 	card, err := agentcard.DefaultResolver.Resolve(ctx, base)
@@ -128,31 +128,31 @@ func (f *fixture) a2aClient(t testing.TB, base string, cfg *a2aclient.Config) (*
 	return c, card
 }
 
-func userMessage(text string, meta map[string]any) *a2apb.MessageSendParams {
-	m := a2apb.NewMessage(a2apb.MessageRoleUser, a2apb.TextPart{Text: text})
+func userMessage(text string, meta map[string]any) *a2a03.MessageSendParams {
+	m := a2a03.NewMessage(a2a03.MessageRoleUser, a2a03.TextPart{Text: text})
 	m.Metadata = meta
-	return &a2apb.MessageSendParams{Message: m}
+	return &a2a03.MessageSendParams{Message: m}
 }
 
-func outputOf(t testing.TB, task *a2apb.Task) string {
+func outputOf(t testing.TB, task *a2a03.Task) string {
 	t.Helper()
 	if len(task.Artifacts) != 1 || len(task.Artifacts[0].Parts) != 1 {
 		t.Fatalf("task %s: want one artifact with one part, got %+v", task.ID, task.Artifacts)
 	}
-	p, ok := task.Artifacts[0].Parts[0].(a2apb.TextPart)
+	p, ok := task.Artifacts[0].Parts[0].(a2a03.TextPart)
 	if !ok {
 		t.Fatalf("artifact part is %T, want TextPart", task.Artifacts[0].Parts[0])
 	}
 	return p.Text
 }
 
-func sendTask(t testing.TB, c *a2aclient.Client, params *a2apb.MessageSendParams) *a2apb.Task {
+func sendTask(t testing.TB, c *a2aclient.Client, params *a2a03.MessageSendParams) *a2a03.Task {
 	t.Helper()
 	res, err := c.SendMessage(context.Background(), params)
 	if err != nil {
 		t.Fatalf("SendMessage: %v", err)
 	}
-	task, ok := res.(*a2apb.Task)
+	task, ok := res.(*a2a03.Task)
 	if !ok {
 		t.Fatalf("SendMessage result is %T, want *a2a.Task", res)
 	}
@@ -167,7 +167,7 @@ func TestA2AGoClientCardAndSend(t *testing.T) {
 
 	c, card := f.a2aClient(t, f.srv.URL, nil)
 	if card.ProtocolVersion != "0.3.0" || card.URL != f.srv.URL+"/a2a" ||
-		card.PreferredTransport != a2apb.TransportProtocolJSONRPC || !card.Capabilities.Streaming {
+		card.PreferredTransport != a2a03.TransportProtocolJSONRPC || !card.Capabilities.Streaming {
 		t.Fatalf("card: %+v", card)
 	}
 	if len(card.Skills) != 4 || card.Skills[0].ID != "assistant" || card.Skills[1].ID != "upper" {
@@ -179,7 +179,7 @@ func TestA2AGoClientCardAndSend(t *testing.T) {
 
 	// Default agent: the first one, the echo.
 	task := sendTask(t, c, userMessage("hello there", nil))
-	if task.Status.State != a2apb.TaskStateCompleted || outputOf(t, task) != "hello there" {
+	if task.Status.State != a2a03.TaskStateCompleted || outputOf(t, task) != "hello there" {
 		t.Fatalf("default agent: %+v", task)
 	}
 	if task.ContextID == "" || len(task.History) != 1 || task.History[0].TaskID != task.ID {
@@ -194,43 +194,43 @@ func TestA2AGoClientCardAndSend(t *testing.T) {
 
 	// A failing agent gives a failed task that says why.
 	failed := sendTask(t, c, userMessage("x", map[string]any{"receiver_id": "broken"}))
-	if failed.Status.State != a2apb.TaskStateFailed || len(failed.Artifacts) != 0 || failed.Status.Message == nil ||
-		!strings.Contains(failed.Status.Message.Parts[0].(a2apb.TextPart).Text, "model exploded") {
+	if failed.Status.State != a2a03.TaskStateFailed || len(failed.Artifacts) != 0 || failed.Status.Message == nil ||
+		!strings.Contains(failed.Status.Message.Parts[0].(a2a03.TextPart).Text, "model exploded") {
 		t.Fatalf("failed task: %+v", failed)
 	}
 
 	// GetTask after completion.
-	got, err := c.GetTask(context.Background(), &a2apb.TaskQueryParams{ID: named.ID})
+	got, err := c.GetTask(context.Background(), &a2a03.TaskQueryParams{ID: named.ID})
 	must(t, err)
-	if got.ID != named.ID || got.Status.State != a2apb.TaskStateCompleted || outputOf(t, got) != "upper: hi" {
+	if got.ID != named.ID || got.Status.State != a2a03.TaskStateCompleted || outputOf(t, got) != "upper: hi" {
 		t.Fatalf("GetTask: %+v", got)
 	}
 	zero := 0
-	got, err = c.GetTask(context.Background(), &a2apb.TaskQueryParams{ID: named.ID, HistoryLength: &zero})
+	got, err = c.GetTask(context.Background(), &a2a03.TaskQueryParams{ID: named.ID, HistoryLength: &zero})
 	must(t, err)
 	if len(got.History) != 0 {
 		t.Fatalf("historyLength 0 still gave history %+v", got.History)
 	}
 
 	// Unknown task.
-	_, err = c.GetTask(context.Background(), &a2apb.TaskQueryParams{ID: "no-such-task"})
-	if !errors.Is(err, a2apb.ErrTaskNotFound) {
+	_, err = c.GetTask(context.Background(), &a2a03.TaskQueryParams{ID: "no-such-task"})
+	if !errors.Is(err, a2a03.ErrTaskNotFound) {
 		t.Fatalf("GetTask unknown: %v, want ErrTaskNotFound", err)
 	}
-	_, err = c.CancelTask(context.Background(), &a2apb.TaskIDParams{ID: "no-such-task"})
-	if !errors.Is(err, a2apb.ErrTaskNotFound) {
+	_, err = c.CancelTask(context.Background(), &a2a03.TaskIDParams{ID: "no-such-task"})
+	if !errors.Is(err, a2a03.ErrTaskNotFound) {
 		t.Fatalf("CancelTask unknown: %v, want ErrTaskNotFound", err)
 	}
 	// A finished task cannot be canceled.
-	_, err = c.CancelTask(context.Background(), &a2apb.TaskIDParams{ID: named.ID})
-	if !errors.Is(err, a2apb.ErrTaskNotCancelable) {
+	_, err = c.CancelTask(context.Background(), &a2a03.TaskIDParams{ID: named.ID})
+	if !errors.Is(err, a2a03.ErrTaskNotCancelable) {
 		t.Fatalf("CancelTask completed: %v, want ErrTaskNotCancelable", err)
 	}
 
 	// The lattice saw the named task like any door's, with the A2A task id.
-	want := map[string]bool{lattice.AgentActivated: false, lattice.TaskCompleted: false}
+	want := map[string]bool{axocoatl.EventAgentActivated: false, axocoatl.EventTaskCompleted: false}
 	deadline := time.After(5 * time.Second)
-	for !want[lattice.AgentActivated] || !want[lattice.TaskCompleted] {
+	for !want[axocoatl.EventAgentActivated] || !want[axocoatl.EventTaskCompleted] {
 		select {
 		case ev := <-sub.Events():
 			var p struct {
@@ -266,8 +266,8 @@ func TestA2AGoClientPerAgentEndpoint(t *testing.T) {
 		t.Fatalf("receiver_id over per-agent URL ran %q", got)
 	}
 	// A task of another agent is not visible through this endpoint.
-	_, err := c.GetTask(context.Background(), &a2apb.TaskQueryParams{ID: task.ID})
-	if !errors.Is(err, a2apb.ErrTaskNotFound) {
+	_, err := c.GetTask(context.Background(), &a2a03.TaskQueryParams{ID: task.ID})
+	if !errors.Is(err, a2a03.ErrTaskNotFound) {
 		t.Fatalf("cross-agent GetTask: %v", err)
 	}
 	resp, err := f.client.Get(f.srv.URL + "/a2a/agents/nobody/.well-known/agent-card.json")
@@ -282,7 +282,7 @@ func TestA2AGoClientStreaming(t *testing.T) {
 	f := newFixture(t, a2a.Config{})
 	c, _ := f.a2aClient(t, f.srv.URL, nil)
 	long := strings.Repeat("é\"\n<", 20_000) // 120 KB, escapes grow it: must arrive in chunks under 64 KiB lines
-	var events []a2apb.Event
+	var events []a2a03.Event
 	for ev, err := range c.SendStreamingMessage(context.Background(), userMessage(long, nil)) {
 		must(t, err)
 		events = append(events, ev)
@@ -290,51 +290,51 @@ func TestA2AGoClientStreaming(t *testing.T) {
 	if len(events) < 4 {
 		t.Fatalf("want task, working, artifact(s), final; got %d events", len(events))
 	}
-	first, ok := events[0].(*a2apb.Task)
-	if !ok || first.Status.State != a2apb.TaskStateSubmitted {
+	first, ok := events[0].(*a2a03.Task)
+	if !ok || first.Status.State != a2a03.TaskStateSubmitted {
 		t.Fatalf("first event: %#v", events[0])
 	}
-	if st, ok := events[1].(*a2apb.TaskStatusUpdateEvent); !ok || st.Status.State != a2apb.TaskStateWorking || st.Final {
+	if st, ok := events[1].(*a2a03.TaskStatusUpdateEvent); !ok || st.Status.State != a2a03.TaskStateWorking || st.Final {
 		t.Fatalf("second event: %#v", events[1])
 	}
 	var out strings.Builder
 	for i, ev := range events[2 : len(events)-1] {
-		a, ok := ev.(*a2apb.TaskArtifactUpdateEvent)
+		a, ok := ev.(*a2a03.TaskArtifactUpdateEvent)
 		if !ok || a.TaskID != first.ID || a.Append != (i > 0) {
 			t.Fatalf("artifact event %d: %#v", i, ev)
 		}
-		out.WriteString(a.Artifact.Parts[0].(a2apb.TextPart).Text)
+		out.WriteString(a.Artifact.Parts[0].(a2a03.TextPart).Text)
 	}
 	if out.String() != long {
 		t.Fatalf("streamed output differs: %d bytes, want %d", out.Len(), len(long))
 	}
-	last, ok := events[len(events)-1].(*a2apb.TaskStatusUpdateEvent)
-	if !ok || !last.Final || last.Status.State != a2apb.TaskStateCompleted {
+	last, ok := events[len(events)-1].(*a2a03.TaskStatusUpdateEvent)
+	if !ok || !last.Final || last.Status.State != a2a03.TaskStateCompleted {
 		t.Fatalf("last event: %#v", events[len(events)-1])
 	}
-	if prev, ok := events[len(events)-2].(*a2apb.TaskArtifactUpdateEvent); !ok || !prev.LastChunk {
+	if prev, ok := events[len(events)-2].(*a2a03.TaskArtifactUpdateEvent); !ok || !prev.LastChunk {
 		t.Fatalf("last artifact chunk not marked: %#v", events[len(events)-2])
 	}
 
 	// Resubscribing to the finished task replays its end.
-	var re []a2apb.Event
-	for ev, err := range c.ResubscribeToTask(context.Background(), &a2apb.TaskIDParams{ID: first.ID}) {
+	var re []a2a03.Event
+	for ev, err := range c.ResubscribeToTask(context.Background(), &a2a03.TaskIDParams{ID: first.ID}) {
 		must(t, err)
 		re = append(re, ev)
 	}
-	if fin, ok := re[len(re)-1].(*a2apb.TaskStatusUpdateEvent); !ok || !fin.Final || fin.Status.State != a2apb.TaskStateCompleted {
+	if fin, ok := re[len(re)-1].(*a2a03.TaskStatusUpdateEvent); !ok || !fin.Final || fin.Status.State != a2a03.TaskStateCompleted {
 		t.Fatalf("resubscribe end: %#v", re)
 	}
 
 	// A failing agent ends the stream with a failed final status that says why.
-	var fin *a2apb.TaskStatusUpdateEvent
+	var fin *a2a03.TaskStatusUpdateEvent
 	for ev, err := range c.SendStreamingMessage(context.Background(), userMessage("x", map[string]any{"receiver_id": "broken"})) {
 		must(t, err)
-		if s, ok := ev.(*a2apb.TaskStatusUpdateEvent); ok && s.Final {
+		if s, ok := ev.(*a2a03.TaskStatusUpdateEvent); ok && s.Final {
 			fin = s
 		}
 	}
-	if fin == nil || fin.Status.State != a2apb.TaskStateFailed || !strings.Contains(fin.Status.Message.Parts[0].(a2apb.TextPart).Text, "model exploded") {
+	if fin == nil || fin.Status.State != a2a03.TaskStateFailed || !strings.Contains(fin.Status.Message.Parts[0].(a2a03.TextPart).Text, "model exploded") {
 		t.Fatalf("failed stream end: %#v", fin)
 	}
 
@@ -343,7 +343,7 @@ func TestA2AGoClientStreaming(t *testing.T) {
 	for _, err := range c.SendStreamingMessage(context.Background(), userMessage("x", map[string]any{"receiver_id": "nobody"})) {
 		streamErr = err
 	}
-	if !errors.Is(streamErr, a2apb.ErrInvalidParams) {
+	if !errors.Is(streamErr, a2a03.ErrInvalidParams) {
 		t.Fatalf("stream to unknown receiver: %v", streamErr)
 	}
 }
@@ -354,21 +354,21 @@ func TestA2AGoClientCancel(t *testing.T) {
 	ctx := context.Background()
 
 	// A streaming run on the slow agent, canceled from a second call.
-	var events []a2apb.Event
+	var events []a2a03.Event
 	for ev, err := range c.SendStreamingMessage(ctx, userMessage("wait", map[string]any{"receiver_id": "slow"})) {
 		must(t, err)
 		events = append(events, ev)
-		if task, ok := ev.(*a2apb.Task); ok {
+		if task, ok := ev.(*a2a03.Task); ok {
 			<-f.started // the model is running
-			canceled, err := c.CancelTask(ctx, &a2apb.TaskIDParams{ID: task.ID})
+			canceled, err := c.CancelTask(ctx, &a2a03.TaskIDParams{ID: task.ID})
 			must(t, err)
-			if canceled.Status.State != a2apb.TaskStateCanceled {
+			if canceled.Status.State != a2a03.TaskStateCanceled {
 				t.Fatalf("CancelTask returned state %s", canceled.Status.State)
 			}
 		}
 	}
-	last, ok := events[len(events)-1].(*a2apb.TaskStatusUpdateEvent)
-	if !ok || !last.Final || last.Status.State != a2apb.TaskStateCanceled {
+	last, ok := events[len(events)-1].(*a2a03.TaskStatusUpdateEvent)
+	if !ok || !last.Final || last.Status.State != a2a03.TaskStateCanceled {
 		t.Fatalf("stream end after cancel: %#v", events[len(events)-1])
 	}
 
@@ -380,11 +380,11 @@ func TestA2AGoClientCancel(t *testing.T) {
 		t.Fatalf("non-blocking send returned a finished task: %s", task.Status.State)
 	}
 	<-f.started
-	_, err := pc.CancelTask(ctx, &a2apb.TaskIDParams{ID: task.ID})
+	_, err := pc.CancelTask(ctx, &a2a03.TaskIDParams{ID: task.ID})
 	must(t, err)
-	got, err := pc.GetTask(ctx, &a2apb.TaskQueryParams{ID: task.ID})
+	got, err := pc.GetTask(ctx, &a2a03.TaskQueryParams{ID: task.ID})
 	must(t, err)
-	if got.Status.State != a2apb.TaskStateCanceled {
+	if got.Status.State != a2a03.TaskStateCanceled {
 		t.Fatalf("GetTask after cancel: %s", got.Status.State)
 	}
 }
@@ -403,9 +403,9 @@ func TestA2AGoClientConcurrent(t *testing.T) {
 				errs <- err
 				return
 			}
-			task, ok := res.(*a2apb.Task)
-			if !ok || task.Status.State != a2apb.TaskStateCompleted || len(task.Artifacts) != 1 ||
-				task.Artifacts[0].Parts[0].(a2apb.TextPart).Text != text {
+			task, ok := res.(*a2a03.Task)
+			if !ok || task.Status.State != a2a03.TaskStateCompleted || len(task.Artifacts) != 1 ||
+				task.Artifacts[0].Parts[0].(a2a03.TextPart).Text != text {
 				errs <- fmt.Errorf("message %d: wrong answer %#v", i, res)
 			}
 		})
@@ -442,20 +442,20 @@ func TestResubscribeToRunningTask(t *testing.T) {
 	ctx := context.Background()
 	task := sendTask(t, pc, userMessage("wait", map[string]any{"receiver_id": "slow"}))
 	<-f.started
-	var events []a2apb.Event
-	for ev, err := range pc.ResubscribeToTask(ctx, &a2apb.TaskIDParams{ID: task.ID}) {
+	var events []a2a03.Event
+	for ev, err := range pc.ResubscribeToTask(ctx, &a2a03.TaskIDParams{ID: task.ID}) {
 		must(t, err)
 		events = append(events, ev)
-		if snap, ok := ev.(*a2apb.Task); ok {
-			if snap.Status.State != a2apb.TaskStateWorking {
+		if snap, ok := ev.(*a2a03.Task); ok {
+			if snap.Status.State != a2a03.TaskStateWorking {
 				t.Fatalf("resubscribe snapshot state %s", snap.Status.State)
 			}
-			_, err := pc.CancelTask(ctx, &a2apb.TaskIDParams{ID: task.ID})
+			_, err := pc.CancelTask(ctx, &a2a03.TaskIDParams{ID: task.ID})
 			must(t, err)
 		}
 	}
-	last, ok := events[len(events)-1].(*a2apb.TaskStatusUpdateEvent)
-	if len(events) != 2 || !ok || !last.Final || last.Status.State != a2apb.TaskStateCanceled {
+	last, ok := events[len(events)-1].(*a2a03.TaskStatusUpdateEvent)
+	if len(events) != 2 || !ok || !last.Final || last.Status.State != a2a03.TaskStateCanceled {
 		t.Fatalf("resubscribe events: %#v", events)
 	}
 }
@@ -510,13 +510,13 @@ func TestCloseEndsStuckStream(t *testing.T) {
 func TestCloseFinishesReadingStream(t *testing.T) {
 	f := newFixture(t, a2a.Config{})
 	c, _ := f.a2aClient(t, f.srv.URL, nil)
-	var events []a2apb.Event
+	var events []a2a03.Event
 	var closeErr error
 	var wg sync.WaitGroup
 	for ev, err := range c.SendStreamingMessage(context.Background(), userMessage("wait", map[string]any{"receiver_id": "slow"})) {
 		must(t, err)
 		events = append(events, ev)
-		if _, ok := ev.(*a2apb.Task); ok {
+		if _, ok := ev.(*a2a03.Task); ok {
 			<-f.started
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -527,8 +527,8 @@ func TestCloseFinishesReadingStream(t *testing.T) {
 	}
 	wg.Wait()
 	must(t, closeErr)
-	last, ok := events[len(events)-1].(*a2apb.TaskStatusUpdateEvent)
-	if !ok || !last.Final || last.Status.State != a2apb.TaskStateCanceled {
+	last, ok := events[len(events)-1].(*a2a03.TaskStatusUpdateEvent)
+	if !ok || !last.Final || last.Status.State != a2a03.TaskStateCanceled {
 		t.Fatalf("stream end after Close: %#v", events[len(events)-1])
 	}
 }
@@ -548,8 +548,8 @@ func TestStreamSaysWorkingWhileRunning(t *testing.T) {
 			<-f.started
 			continue
 		}
-		st, ok := ev.(*a2apb.TaskStatusUpdateEvent)
-		if !ok || st.Status.State != a2apb.TaskStateWorking || st.Final {
+		st, ok := ev.(*a2a03.TaskStatusUpdateEvent)
+		if !ok || st.Status.State != a2a03.TaskStateWorking || st.Final {
 			t.Fatalf("second event of a running task: %#v, want working", ev)
 		}
 		break // the run is still blocked: working came before any end

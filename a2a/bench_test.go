@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	a2apb "github.com/a2aproject/a2a-go/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 	"github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	v1client "github.com/a2aproject/a2a-go/v2/a2aclient"
 	v1card "github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 	v1srv "github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -36,26 +36,26 @@ type referenceEcho struct{}
 func (referenceEcho) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
 	var text string
 	for _, p := range rc.Message.Parts {
-		if tp, ok := p.(a2apb.TextPart); ok {
+		if tp, ok := p.(a2a03.TextPart); ok {
 			text += tp.Text
 		}
 	}
 	if rc.StoredTask == nil {
-		if err := q.Write(ctx, a2apb.NewSubmittedTask(rc, rc.Message)); err != nil {
+		if err := q.Write(ctx, a2a03.NewSubmittedTask(rc, rc.Message)); err != nil {
 			return err
 		}
 	}
-	art := a2apb.NewArtifactEvent(rc, a2apb.TextPart{Text: text})
+	art := a2a03.NewArtifactEvent(rc, a2a03.TextPart{Text: text})
 	if err := q.Write(ctx, art); err != nil {
 		return err
 	}
-	done := a2apb.NewStatusUpdateEvent(rc, a2apb.TaskStateCompleted, nil)
+	done := a2a03.NewStatusUpdateEvent(rc, a2a03.TaskStateCompleted, nil)
 	done.Final = true
 	return q.Write(ctx, done)
 }
 
 func (referenceEcho) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
-	ev := a2apb.NewStatusUpdateEvent(rc, a2apb.TaskStateCanceled, nil)
+	ev := a2a03.NewStatusUpdateEvent(rc, a2a03.TaskStateCanceled, nil)
 	ev.Final = true
 	return q.Write(ctx, ev)
 }
@@ -68,12 +68,12 @@ func serveReference(b *testing.B) string {
 	b.Cleanup(srv.Close)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(referenceEcho{}, a2asrv.WithLogger(quiet))))
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2apb.AgentCard{
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a03.AgentCard{
 		Name: "echo", Description: "echo", Version: "1", ProtocolVersion: "0.3.0",
-		URL: srv.URL + "/a2a", PreferredTransport: a2apb.TransportProtocolJSONRPC,
-		Capabilities:      a2apb.AgentCapabilities{Streaming: true},
+		URL: srv.URL + "/a2a", PreferredTransport: a2a03.TransportProtocolJSONRPC,
+		Capabilities:      a2a03.AgentCapabilities{Streaming: true},
 		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
-		Skills: []a2apb.AgentSkill{{ID: "echo", Name: "echo", Description: "echo", Tags: []string{"echo"}}},
+		Skills: []a2a03.AgentSkill{{ID: "echo", Name: "echo", Description: "echo", Tags: []string{"echo"}}},
 	}))
 	return srv.URL
 }
@@ -130,14 +130,14 @@ func BenchmarkMessageSend(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
-				params := &a2apb.MessageSendParams{Message: a2apb.NewMessage(a2apb.MessageRoleUser, a2apb.TextPart{Text: "ping"})}
+				params := &a2a03.MessageSendParams{Message: a2a03.NewMessage(a2a03.MessageRoleUser, a2a03.TextPart{Text: "ping"})}
 				for pb.Next() {
 					res, err := c.SendMessage(ctx, params)
 					if err != nil {
 						b.Error(err)
 						return
 					}
-					if task, ok := res.(*a2apb.Task); !ok || task.Status.State != a2apb.TaskStateCompleted {
+					if task, ok := res.(*a2a03.Task); !ok || task.Status.State != a2a03.TaskStateCompleted {
 						b.Error(fmt.Errorf("unexpected result %#v", res))
 						return
 					}
@@ -152,25 +152,25 @@ func BenchmarkMessageSend(b *testing.B) {
 // submitted task, one artifact with the input text, then completed.
 type referenceEchoV1 struct{}
 
-func (referenceEchoV1) Execute(ctx context.Context, ec *v1srv.ExecutorContext) iter.Seq2[v1.Event, error] {
-	return func(yield func(v1.Event, error) bool) {
+func (referenceEchoV1) Execute(ctx context.Context, ec *v1srv.ExecutorContext) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) {
 		var text string
 		for _, p := range ec.Message.Parts {
 			text += p.Text()
 		}
-		if ec.StoredTask == nil && !yield(v1.NewSubmittedTask(ec, ec.Message), nil) {
+		if ec.StoredTask == nil && !yield(a2a1.NewSubmittedTask(ec, ec.Message), nil) {
 			return
 		}
-		if !yield(v1.NewArtifactEvent(ec, v1.NewTextPart(text)), nil) {
+		if !yield(a2a1.NewArtifactEvent(ec, a2a1.NewTextPart(text)), nil) {
 			return
 		}
-		yield(v1.NewStatusUpdateEvent(ec, v1.TaskStateCompleted, nil), nil)
+		yield(a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateCompleted, nil), nil)
 	}
 }
 
-func (referenceEchoV1) Cancel(ctx context.Context, ec *v1srv.ExecutorContext) iter.Seq2[v1.Event, error] {
-	return func(yield func(v1.Event, error) bool) {
-		yield(v1.NewStatusUpdateEvent(ec, v1.TaskStateCanceled, nil), nil)
+func (referenceEchoV1) Cancel(ctx context.Context, ec *v1srv.ExecutorContext) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) {
+		yield(a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateCanceled, nil), nil)
 	}
 }
 
@@ -185,15 +185,15 @@ func serveReferenceV1(b *testing.B) string {
 	rh := v1srv.NewHandler(referenceEchoV1{}, v1srv.WithLogger(quiet))
 	mux.Handle("POST /a2a", v1srv.NewJSONRPCHandler(rh))
 	mux.Handle("/a2a/", http.StripPrefix("/a2a", v1srv.NewRESTHandler(rh)))
-	mux.Handle(v1srv.WellKnownAgentCardPath, v1srv.NewStaticAgentCardHandler(&v1.AgentCard{
+	mux.Handle(v1srv.WellKnownAgentCardPath, v1srv.NewStaticAgentCardHandler(&a2a1.AgentCard{
 		Name: "echo", Description: "echo", Version: "1",
-		SupportedInterfaces: []*v1.AgentInterface{
-			v1.NewAgentInterface(srv.URL+"/a2a", v1.TransportProtocolJSONRPC),
-			v1.NewAgentInterface(srv.URL+"/a2a", v1.TransportProtocolHTTPJSON),
+		SupportedInterfaces: []*a2a1.AgentInterface{
+			a2a1.NewAgentInterface(srv.URL+"/a2a", a2a1.TransportProtocolJSONRPC),
+			a2a1.NewAgentInterface(srv.URL+"/a2a", a2a1.TransportProtocolHTTPJSON),
 		},
-		Capabilities:      v1.AgentCapabilities{Streaming: true},
+		Capabilities:      a2a1.AgentCapabilities{Streaming: true},
 		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
-		Skills: []v1.AgentSkill{{ID: "echo", Name: "echo", Description: "echo", Tags: []string{"echo"}}},
+		Skills: []a2a1.AgentSkill{{ID: "echo", Name: "echo", Description: "echo", Tags: []string{"echo"}}},
 	}))
 	return srv.URL
 }
@@ -203,7 +203,7 @@ func serveReferenceV1(b *testing.B) string {
 // a2a-go/v2's reference server, in the same run, 16 concurrent callers, over
 // each binding.
 func BenchmarkSendMessageV1(b *testing.B) {
-	for _, binding := range []v1.TransportProtocol{v1.TransportProtocolJSONRPC, v1.TransportProtocolHTTPJSON} {
+	for _, binding := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
 		for _, sys := range []struct {
 			name  string
 			serve func(*testing.B) string
@@ -222,7 +222,7 @@ func BenchmarkSendMessageV1(b *testing.B) {
 					b.Fatal(err)
 				}
 				c, err := v1client.NewFromCard(ctx, card, v1client.WithJSONRPCTransport(hc), v1client.WithRESTTransport(hc),
-					v1client.WithConfig(v1client.Config{PreferredTransports: []v1.TransportProtocol{binding}}))
+					v1client.WithConfig(v1client.Config{PreferredTransports: []a2a1.TransportProtocol{binding}}))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -231,13 +231,13 @@ func BenchmarkSendMessageV1(b *testing.B) {
 				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						req := &v1.SendMessageRequest{Message: v1.NewMessage(v1.MessageRoleUser, v1.NewTextPart("ping"))}
+						req := &a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("ping"))}
 						res, err := c.SendMessage(ctx, req)
 						if err != nil {
 							b.Error(err)
 							return
 						}
-						if task, ok := res.(*v1.Task); !ok || task.Status.State != v1.TaskStateCompleted {
+						if task, ok := res.(*a2a1.Task); !ok || task.Status.State != a2a1.TaskStateCompleted {
 							b.Error(fmt.Errorf("unexpected result %#v", res))
 							return
 						}

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 
-	a2a "github.com/a2aproject/a2a-go/a2a"
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 )
@@ -77,28 +77,28 @@ func (h *Handler) serveAgentCard(w http.ResponseWriter, r *http.Request, agentID
 
 // card builds the standard A2A 0.3 card whose JSON-RPC endpoint is url;
 // writeDualCard adds what A2A 1.0 readers need.
-func (h *Handler) card(url string, agents []axocoatl.AgentInfo) *a2a.AgentCard {
-	card := &a2a.AgentCard{
+func (h *Handler) card(url string, agents []axocoatl.AgentInfo) *a2a03.AgentCard {
+	card := &a2a03.AgentCard{
 		Name:               h.cfg.Name,
 		Description:        h.cfg.Description,
 		Version:            h.cfg.Version,
 		ProtocolVersion:    ProtocolVersion,
 		URL:                url,
-		PreferredTransport: a2a.TransportProtocolJSONRPC,
-		AdditionalInterfaces: []a2a.AgentInterface{
-			{Transport: a2a.TransportProtocolJSONRPC, URL: url},
+		PreferredTransport: a2a03.TransportProtocolJSONRPC,
+		AdditionalInterfaces: []a2a03.AgentInterface{
+			{Transport: a2a03.TransportProtocolJSONRPC, URL: url},
 		},
-		Capabilities:       a2a.AgentCapabilities{Streaming: true},
+		Capabilities:       a2a03.AgentCapabilities{Streaming: true},
 		DefaultInputModes:  []string{"text/plain", "application/json"},
 		DefaultOutputModes: []string{"text/plain"},
-		Skills:             make([]a2a.AgentSkill, 0, len(agents)),
+		Skills:             make([]a2a03.AgentSkill, 0, len(agents)),
 	}
 	for _, a := range agents {
 		desc := a.Description
 		if desc == "" {
 			desc = "Agent " + a.Name + "."
 		}
-		card.Skills = append(card.Skills, a2a.AgentSkill{
+		card.Skills = append(card.Skills, a2a03.AgentSkill{
 			ID:          a.ID,
 			Name:        a.Name,
 			Description: desc,
@@ -113,10 +113,10 @@ func (h *Handler) card(url string, agents []axocoatl.AgentInfo) *a2a.AgentCard {
 // @a2a-js/sdk picks its transport from them and refuses a card without),
 // and, with a token, the security schemes in a shape both generations read.
 type v1CardFields struct {
-	SupportedInterfaces  []*v1.AgentInterface           `json:"supportedInterfaces"`
-	SecuritySchemes      map[string]map[string]any      `json:"securitySchemes,omitempty"`
-	Security             []map[string][]string          `json:"security,omitempty"`
-	SecurityRequirements v1.SecurityRequirementsOptions `json:"securityRequirements,omitempty"`
+	SupportedInterfaces  []*a2a1.AgentInterface           `json:"supportedInterfaces"`
+	SecuritySchemes      map[string]map[string]any        `json:"securitySchemes,omitempty"`
+	Security             []map[string][]string            `json:"security,omitempty"`
+	SecurityRequirements a2a1.SecurityRequirementsOptions `json:"securityRequirements,omitempty"`
 }
 
 // writeDualCard writes card (0.3, whose Security fields are empty) with the
@@ -124,10 +124,10 @@ type v1CardFields struct {
 // scheme, in, name: a2a-go v0.3 and @a2a-js/sdk read these) and the 1.0
 // oneof member (httpAuthSecurityScheme, apiKeySecurityScheme: a2a-go/v2
 // reads these); every reader ignores the other generation's keys.
-func (h *Handler) writeDualCard(w http.ResponseWriter, card *a2a.AgentCard) {
-	extra := v1CardFields{SupportedInterfaces: []*v1.AgentInterface{
-		{URL: card.URL, ProtocolBinding: v1.TransportProtocolJSONRPC, ProtocolVersion: ProtocolVersion1},
-		{URL: card.URL, ProtocolBinding: v1.TransportProtocolHTTPJSON, ProtocolVersion: ProtocolVersion1},
+func (h *Handler) writeDualCard(w http.ResponseWriter, card *a2a03.AgentCard) {
+	extra := v1CardFields{SupportedInterfaces: []*a2a1.AgentInterface{
+		{URL: card.URL, ProtocolBinding: a2a1.TransportProtocolJSONRPC, ProtocolVersion: ProtocolVersion1},
+		{URL: card.URL, ProtocolBinding: a2a1.TransportProtocolHTTPJSON, ProtocolVersion: ProtocolVersion1},
 	}}
 	if !h.eng.HTTP().APIToken.IsZero() {
 		const bearerDesc, keyDesc = "Authorization: Bearer <api_token>", "the api_token"
@@ -138,7 +138,7 @@ func (h *Handler) writeDualCard(w http.ResponseWriter, card *a2a.AgentCard) {
 				"apiKeySecurityScheme": map[string]any{"location": "header", "name": "X-API-Key", "description": keyDesc}},
 		}
 		extra.Security = []map[string][]string{{"bearer": {}}, {"apiKey": {}}}
-		extra.SecurityRequirements = v1.SecurityRequirementsOptions{{"bearer": {}}, {"apiKey": {}}}
+		extra.SecurityRequirements = a2a1.SecurityRequirementsOptions{{"bearer": {}}, {"apiKey": {}}}
 	}
 	b03, err := json.Marshal(card)
 	if err == nil {

@@ -10,40 +10,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	a2a "github.com/a2aproject/a2a-go/a2a"
-)
-
-// JSON-RPC method names of A2A 0.3.
-const (
-	methodMessageSend      = "message/send"
-	methodMessageStream    = "message/stream"
-	methodTasksGet         = "tasks/get"
-	methodTasksCancel      = "tasks/cancel"
-	methodTasksResubscribe = "tasks/resubscribe"
-	methodPushConfigGet    = "tasks/pushNotificationConfig/get"
-	methodPushConfigSet    = "tasks/pushNotificationConfig/set"
-	methodPushConfigList   = "tasks/pushNotificationConfig/list"
-	methodPushConfigDelete = "tasks/pushNotificationConfig/delete"
-	methodExtendedCard     = "agent/getAuthenticatedExtendedCard"
-)
-
-// JSON-RPC and A2A error codes.
-const (
-	codeParseError             = -32700
-	codeInvalidRequest         = -32600
-	codeMethodNotFound         = -32601
-	codeInvalidParams          = -32602
-	codeInternalError          = -32603
-	codeServerError            = -32000
-	codeTaskNotFound           = -32001
-	codeTaskNotCancelable      = -32002
-	codePushNotSupported       = -32003
-	codeUnsupportedOperation   = -32004
-	codeUnsupportedContentType = -32005
-	codeInvalidAgentResponse   = -32006
-	codeExtendedCardNotConfig  = -32007
-	codeExtensionRequired      = -32008 // A2A 1.0
-	codeVersionNotSupported    = -32009 // A2A 1.0
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
 // Limits that keep every SSE data line under the 64 KiB a default
@@ -55,89 +22,18 @@ const (
 )
 
 // rpcError is a JSON-RPC error. Detail, when set, travels as
-// error.data.error: a2a-go's client folds it into the error it returns.
-type rpcError struct {
-	Code    int
-	Message string
-	Detail  string
-}
+// error.data.error in 0.3 (a2a-go's client folds it into the error it
+// returns) and in the message in 1.0.
+type rpcError = a2awire.Error
 
-func (e *rpcError) Error() string {
-	if e.Detail != "" {
-		return fmt.Sprintf("%d %s: %s", e.Code, e.Message, e.Detail)
-	}
-	return fmt.Sprintf("%d %s", e.Code, e.Message)
-}
-
-// rpcErr builds an error whose message is the standard one for code.
+// rpcErr builds an error whose message is the standard (0.3) one for code,
+// so that a2a-go's errors.Is checks work on it.
 func rpcErr(code int, format string, args ...any) *rpcError {
-	e := &rpcError{Code: code, Message: codeMessage(code)}
+	e := &rpcError{Code: code, Message: a2awire.CodeText03(code)}
 	if format != "" {
 		e.Detail = cut(fmt.Sprintf(format, args...), maxErrorText)
 	}
 	return e
-}
-
-// codeMessage is the message a2a-go uses for each code, so that its
-// client's errors.Is checks work on our errors.
-func codeMessage(code int) string {
-	switch code {
-	case codeParseError:
-		return a2a.ErrParseError.Error()
-	case codeInvalidRequest:
-		return a2a.ErrInvalidRequest.Error()
-	case codeMethodNotFound:
-		return a2a.ErrMethodNotFound.Error()
-	case codeInvalidParams:
-		return a2a.ErrInvalidParams.Error()
-	case codeServerError:
-		return a2a.ErrServerError.Error()
-	case codeTaskNotFound:
-		return a2a.ErrTaskNotFound.Error()
-	case codeTaskNotCancelable:
-		return a2a.ErrTaskNotCancelable.Error()
-	case codePushNotSupported:
-		return a2a.ErrPushNotificationNotSupported.Error()
-	case codeUnsupportedOperation:
-		return a2a.ErrUnsupportedOperation.Error()
-	case codeUnsupportedContentType:
-		return a2a.ErrUnsupportedContentType.Error()
-	case codeInvalidAgentResponse:
-		return a2a.ErrInvalidAgentResponse.Error()
-	case codeExtendedCardNotConfig:
-		return a2a.ErrAuthenticatedExtendedCardNotConfigured.Error()
-	}
-	return a2a.ErrInternalError.Error()
-}
-
-// appendJSON appends e as a JSON-RPC error object of generation g. In 0.3
-// the detail travels as error.data.error (a2a-go v0.3's client folds it into
-// its error); in 1.0 error.data is a list of google.rpc details, and both
-// 1.0 SDKs drop it, so the detail goes into the message and data carries
-// only the ErrorInfo with the 1.0 reason.
-func (e *rpcError) appendJSON(b []byte, g generation) []byte {
-	b = append(b, `{"code":`...)
-	b = strconv.AppendInt(b, int64(e.Code), 10)
-	b = append(b, `,"message":`...)
-	if g == gen10 {
-		b = appendString(b, e.v1Message())
-		b = append(b, `,"data":[`...)
-		b = appendErrorInfo(b, reasonOf(e.Code))
-		b = append(b, ']')
-		return append(b, '}')
-	}
-	b = appendString(b, e.Message)
-	if e.Detail != "" {
-		b = append(b, `,"data":{"error":`...)
-		b = appendString(b, e.Detail)
-		b = append(b, '}')
-	}
-	return append(b, '}')
-}
-
-func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
 }
 
 // rpcRequest is a decoded JSON-RPC request envelope.
@@ -159,14 +55,14 @@ func decodeRequest(body []byte) (rpcRequest, *rpcError) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		if !json.Valid(trimmed) {
-			return rpcRequest{ID: nullID}, rpcErr(codeParseError, "body is not valid JSON")
+			return rpcRequest{ID: nullID}, rpcErr(a2awire.CodeParseError, "body is not valid JSON")
 		}
-		return rpcRequest{ID: nullID}, rpcErr(codeInvalidRequest, "batch requests are not supported")
+		return rpcRequest{ID: nullID}, rpcErr(a2awire.CodeInvalidRequest, "batch requests are not supported")
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) || len(trimmed) == 0 {
-			return rpcRequest{ID: nullID}, rpcErr(codeParseError, "body is not valid JSON: %v", err)
+			return rpcRequest{ID: nullID}, rpcErr(a2awire.CodeParseError, "body is not valid JSON: %v", err)
 		}
 		// Valid JSON of the wrong shape (a method that is no string…): the
 		// id, when it is usable, still tells the client which call failed.
@@ -178,23 +74,23 @@ func decodeRequest(body []byte) (rpcRequest, *rpcError) {
 		if !ok {
 			id = nullID
 		}
-		return rpcRequest{ID: id}, rpcErr(codeInvalidRequest, "not a JSON-RPC request object: %v", err)
+		return rpcRequest{ID: id}, rpcErr(a2awire.CodeInvalidRequest, "not a JSON-RPC request object: %v", err)
 	}
 	if len(req.ID) == 0 {
 		req.ID = nullID
-		return req, rpcErr(codeInvalidRequest, "id is required: A2A has no notifications")
+		return req, rpcErr(a2awire.CodeInvalidRequest, "id is required: A2A has no notifications")
 	}
 	id, ok := usableID(req.ID)
 	if !ok {
 		req.ID = nullID
-		return req, rpcErr(codeInvalidRequest, "id must be a string or a number")
+		return req, rpcErr(a2awire.CodeInvalidRequest, "id must be a string or a number")
 	}
 	req.ID = id
 	if req.JSONRPC != "2.0" {
-		return req, rpcErr(codeInvalidRequest, `jsonrpc must be "2.0"`)
+		return req, rpcErr(a2awire.CodeInvalidRequest, `jsonrpc must be "2.0"`)
 	}
 	if req.Method == "" {
-		return req, rpcErr(codeInvalidRequest, "method is required")
+		return req, rpcErr(a2awire.CodeInvalidRequest, "method is required")
 	}
 	return req, nil
 }
@@ -222,10 +118,10 @@ func usableID(raw json.RawMessage) (json.RawMessage, bool) {
 // decodeParams unmarshals params into v; params are required.
 func decodeParams(raw json.RawMessage, v any) *rpcError {
 	if len(raw) == 0 || bytes.Equal(raw, nullID) {
-		return rpcErr(codeInvalidParams, "params are required")
+		return rpcErr(a2awire.CodeInvalidParams, "params are required")
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return rpcErr(codeInvalidParams, "%v", err)
+		return rpcErr(a2awire.CodeInvalidParams, "%v", err)
 	}
 	return nil
 }
@@ -241,10 +137,10 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeRPCError(w, nullID, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", tooBig.Limit), g)
+			writeRPCError(w, nullID, rpcErr(a2awire.CodeInvalidRequest, "request body exceeds %d bytes", tooBig.Limit), g)
 			return
 		}
-		writeRPCError(w, nullID, rpcErr(codeParseError, "reading body: %v", err), g)
+		writeRPCError(w, nullID, rpcErr(a2awire.CodeParseError, "reading body: %v", err), g)
 		return
 	}
 	req, rerr := decodeRequest(body)
@@ -261,7 +157,7 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 	pathAgent := agentID
 	if pathAgent != "" {
 		if _, err := h.eng.Agent(pathAgent); err != nil {
-			h.answer(w, req, nil, rpcErr(codeInvalidParams, "no agent %q at this endpoint", pathAgent))
+			h.answer(w, req, nil, rpcErr(a2awire.CodeInvalidParams, "no agent %q at this endpoint", pathAgent))
 			return
 		}
 	}
@@ -272,28 +168,28 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 
 	var result any
 	switch req.Method {
-	case methodMessageSend:
+	case a2awire.Method03Send:
 		result, rerr = h.messageSend(req.Params, pathAgent)
-	case methodMessageStream:
+	case a2awire.Method03Stream:
 		h.messageStream(w, r, req, pathAgent)
 		return
-	case methodTasksGet:
+	case a2awire.Method03GetTask:
 		result, rerr = h.tasksGet(req.Params, pathAgent)
-	case methodTasksCancel:
+	case a2awire.Method03CancelTask:
 		result, rerr = h.tasksCancel(req.Params, pathAgent)
-	case methodTasksResubscribe:
+	case a2awire.Method03Resubscribe:
 		h.tasksResubscribe(w, r, req, pathAgent)
 		return
-	case methodPushConfigGet, methodPushConfigSet, methodPushConfigList, methodPushConfigDelete:
-		rerr = rpcErr(codePushNotSupported, "")
-	case methodExtendedCard:
-		rerr = rpcErr(codeExtendedCardNotConfig, "")
+	case a2awire.Method03PushConfigGet, a2awire.Method03PushConfigSet, a2awire.Method03PushConfigList, a2awire.Method03PushConfigDelete:
+		rerr = rpcErr(a2awire.CodePushNotSupported, "")
+	case a2awire.Method03ExtendedCard:
+		rerr = rpcErr(a2awire.CodeExtendedCardNotConfig, "")
 	default:
-		if isV1Method(req.Method) {
-			rerr = rpcErr(codeMethodNotFound, "%q is an A2A 1.0 method: send the header %s: 1.0 (without it this endpoint speaks A2A 0.3)", req.Method, HeaderVersion)
+		if a2awire.IsMethod1(req.Method) {
+			rerr = rpcErr(a2awire.CodeMethodNotFound, "%q is an A2A 1.0 method: send the header %s: 1.0 (without it this endpoint speaks A2A 0.3)", req.Method, HeaderVersion)
 			break
 		}
-		rerr = rpcErr(codeMethodNotFound, "unknown method %q", req.Method)
+		rerr = rpcErr(a2awire.CodeMethodNotFound, "unknown method %q", req.Method)
 	}
 	h.answer(w, req, result, rerr)
 }
@@ -315,7 +211,7 @@ func (h *Handler) answer(w http.ResponseWriter, req rpcRequest, result any, rerr
 	b, err := encodeResponse(req.ID, result, nil, req.gen)
 	if err != nil {
 		h.log.Error("a2a: encoding response", "method", req.Method, "error", err)
-		writeRPCError(w, req.ID, rpcErr(codeInternalError, "encoding the result failed"), req.gen)
+		writeRPCError(w, req.ID, rpcErr(a2awire.CodeInternalError, "encoding the result failed"), req.gen)
 		return
 	}
 	writeJSON(w, b)
@@ -323,7 +219,7 @@ func (h *Handler) answer(w http.ResponseWriter, req rpcRequest, result any, rerr
 
 func isStreamMethod(m string) bool {
 	switch m {
-	case methodMessageStream, methodTasksResubscribe, methodV1MessageStream, methodV1Subscribe:
+	case a2awire.Method03Stream, a2awire.Method03Resubscribe, a2awire.Method1Stream, a2awire.Method1Subscribe:
 		return true
 	}
 	return false
@@ -337,7 +233,11 @@ func encodeResponse(id json.RawMessage, result any, rerr *rpcError, g generation
 	b = append(b, id...)
 	if rerr != nil {
 		b = append(b, `,"error":`...)
-		b = rerr.appendJSON(b, g)
+		if g == gen10 {
+			b = rerr.AppendJSON1(b)
+		} else {
+			b = rerr.AppendJSON03(b)
+		}
 	} else {
 		res, err := json.Marshal(result)
 		if err != nil {

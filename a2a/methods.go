@@ -10,10 +10,11 @@ import (
 	"strings"
 	"time"
 
-	a2a "github.com/a2aproject/a2a-go/a2a"
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -24,8 +25,8 @@ const ReceiverKey = "receiver_id"
 // sendRequest is a message/send (0.3) or SendMessage (1.0) reduced to what
 // running it needs; exactly one of msg03 and msg10 is set.
 type sendRequest struct {
-	msg03    *a2a.Message
-	msg10    *v1.Message
+	msg03    *a2a03.Message
+	msg10    *a2a1.Message
 	reqMeta  map[string]any // the request's metadata (receiver_id may be there)
 	blocking bool
 	history  int // < 0: all
@@ -34,7 +35,7 @@ type sendRequest struct {
 	size     int64 // bytes of the request, for the store's bound
 }
 
-func sendFromV03(p *a2a.MessageSendParams, size int64) *sendRequest {
+func sendFromV03(p *a2a03.MessageSendParams, size int64) *sendRequest {
 	sr := &sendRequest{msg03: p.Message, reqMeta: p.Metadata, blocking: true, history: -1, size: size}
 	if c := p.Config; c != nil {
 		sr.blocking = c.Blocking == nil || *c.Blocking
@@ -50,7 +51,7 @@ func sendFromV03(p *a2a.MessageSendParams, size int64) *sendRequest {
 // messageSend answers message/send: the task runs to its end in this
 // goroutine unless the client asked for configuration.blocking false.
 func (h *Handler) messageSend(raw json.RawMessage, pathAgent string) (any, *rpcError) {
-	var p a2a.MessageSendParams
+	var p a2a03.MessageSendParams
 	if rerr := decodeParams(raw, &p); rerr != nil {
 		return nil, rerr
 	}
@@ -66,14 +67,14 @@ func (h *Handler) messageSend(raw json.RawMessage, pathAgent string) (any, *rpcE
 // a non-blocking one runs on, detached and bounded.
 func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
 	if err := h.join(); err != nil {
-		return nil, rpcErr(codeInternalError, "%v", err)
+		return nil, rpcErr(a2awire.CodeInternalError, "%v", err)
 	}
 	defer h.runs.Done()
 	if !sr.blocking {
 		select {
 		case h.background <- struct{}{}:
 		default:
-			return nil, rpcErr(codeServerError, "too many background tasks (%d); retry later or send blocking", cap(h.background))
+			return nil, rpcErr(a2awire.CodeServerError, "too many background tasks (%d); retry later or send blocking", cap(h.background))
 		}
 	}
 	t, ctx, rerr := h.startTask(sr, pathAgent)
@@ -90,7 +91,7 @@ func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
 	if err := h.join(); err != nil { // Close began: the run would be orphaned
 		<-h.background
 		t.cancelRun()
-		t.finish(a2a.TaskStateCanceled, "", "server shutting down")
+		t.finish(a2a03.TaskStateCanceled, "", "server shutting down")
 		return t, nil
 	}
 	go func() {
@@ -116,30 +117,30 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 	case sr.msg10 != nil:
 		m := sr.msg10
 		taskID, contextID, msgID, msgMeta, nParts = string(m.TaskID), m.ContextID, m.ID, m.Metadata, len(m.Parts)
-		if m.Role != v1.MessageRoleUser && m.Role != v1.MessageRoleAgent && m.Role != v1.MessageRoleUnspecified {
-			return nil, nil, rpcErr(codeInvalidParams, "message.role %q is not an A2A 1.0 role: use ROLE_USER or ROLE_AGENT", cut(string(m.Role), 32))
+		if m.Role != a2a1.MessageRoleUser && m.Role != a2a1.MessageRoleAgent && m.Role != a2a1.MessageRoleUnspecified {
+			return nil, nil, rpcErr(a2awire.CodeInvalidParams, "message.role %q is not an A2A 1.0 role: use ROLE_USER or ROLE_AGENT", cut(string(m.Role), 32))
 		}
 	default:
-		return nil, nil, rpcErr(codeInvalidParams, "message is required")
+		return nil, nil, rpcErr(a2awire.CodeInvalidParams, "message is required")
 	}
 	if nParts == 0 {
-		return nil, nil, rpcErr(codeInvalidParams, "message.parts must not be empty")
+		return nil, nil, rpcErr(a2awire.CodeInvalidParams, "message.parts must not be empty")
 	}
 	if sr.push {
-		return nil, nil, rpcErr(codePushNotSupported, "")
+		return nil, nil, rpcErr(a2awire.CodePushNotSupported, "")
 	}
 	if !acceptsText(sr.modes) {
-		return nil, nil, rpcErr(codeUnsupportedContentType, "agents answer text/plain; acceptedOutputModes %v excludes it", sr.modes)
+		return nil, nil, rpcErr(a2awire.CodeUnsupportedContentType, "agents answer text/plain; acceptedOutputModes %v excludes it", sr.modes)
 	}
 	if taskID != "" {
-		prev := h.store.get(a2a.TaskID(taskID))
+		prev := h.store.get(a2a03.TaskID(taskID))
 		if prev == nil || (pathAgent != "" && prev.agentID != pathAgent) {
-			return nil, nil, rpcErr(codeTaskNotFound, "task %q", taskID)
+			return nil, nil, rpcErr(a2awire.CodeTaskNotFound, "task %q", taskID)
 		}
 		if st := prev.view().state; st.Terminal() {
-			return nil, nil, rpcErr(codeInvalidParams, "task %s is %s and takes no more messages; omit taskId to start a new task", taskID, st)
+			return nil, nil, rpcErr(a2awire.CodeInvalidParams, "task %s is %s and takes no more messages; omit taskId to start a new task", taskID, st)
 		}
-		return nil, nil, rpcErr(codeUnsupportedOperation, "task %s is still working; its agent does not take further input", taskID)
+		return nil, nil, rpcErr(a2awire.CodeUnsupportedOperation, "task %s is still working; its agent does not take further input", taskID)
 	}
 	agentID, rerr := h.selectAgent(msgMeta, sr.reqMeta, pathAgent)
 	if rerr != nil {
@@ -153,11 +154,11 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 		input, err = renderPartsV1(sr.msg10.Parts)
 	}
 	if err != nil {
-		return nil, nil, rpcErr(codeInvalidParams, "%v", err)
+		return nil, nil, rpcErr(a2awire.CodeInvalidParams, "%v", err)
 	}
 
 	now := time.Now()
-	id := a2a.TaskID(lattice.NewID(now))
+	id := a2a03.TaskID(lattice.NewID(now))
 	if contextID == "" {
 		contextID = lattice.NewID(now)
 	}
@@ -168,15 +169,15 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 	if sr.msg03 != nil {
 		m := *sr.msg03
 		m.TaskID, m.ContextID, m.ID = id, contextID, msgID
-		if m.Role == a2a.MessageRoleUnspecified {
-			m.Role = a2a.MessageRoleUser
+		if m.Role == a2a03.MessageRoleUnspecified {
+			m.Role = a2a03.MessageRoleUser
 		}
 		stored.v03 = &m
 	} else {
 		m := *sr.msg10
-		m.TaskID, m.ContextID, m.ID = v1.TaskID(id), contextID, msgID
-		if m.Role == v1.MessageRoleUnspecified {
-			m.Role = v1.MessageRoleUser
+		m.TaskID, m.ContextID, m.ID = a2a1.TaskID(id), contextID, msgID
+		if m.Role == a2a1.MessageRoleUnspecified {
+			m.Role = a2a1.MessageRoleUser
 		}
 		stored.v10 = &m
 	}
@@ -198,7 +199,7 @@ func (h *Handler) selectAgent(msgMeta, reqMeta map[string]any, pathAgent string)
 	}
 	if id != "" {
 		if _, err := h.eng.Agent(id); err != nil {
-			return "", rpcErr(codeInvalidParams, "%s %q: no such agent", ReceiverKey, id)
+			return "", rpcErr(a2awire.CodeInvalidParams, "%s %q: no such agent", ReceiverKey, id)
 		}
 		return id, nil
 	}
@@ -207,7 +208,7 @@ func (h *Handler) selectAgent(msgMeta, reqMeta map[string]any, pathAgent string)
 	}
 	agents := h.eng.Agents()
 	if len(agents) == 0 {
-		return "", rpcErr(codeInternalError, "no agents are registered")
+		return "", rpcErr(a2awire.CodeInternalError, "no agents are registered")
 	}
 	return agents[0].ID, nil
 }
@@ -219,7 +220,7 @@ func receiverOf(meta map[string]any) (string, *rpcError) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", rpcErr(codeInvalidParams, "metadata.%s must be a string", ReceiverKey)
+		return "", rpcErr(a2awire.CodeInvalidParams, "metadata.%s must be a string", ReceiverKey)
 	}
 	return s, nil
 }
@@ -245,22 +246,22 @@ func acceptsText(modes []string) bool {
 
 // renderParts turns a message into the text a model reads: text as is, data
 // as JSON, files as a line naming them (text files inline).
-func renderParts(parts a2a.ContentParts) (string, error) {
+func renderParts(parts a2a03.ContentParts) (string, error) {
 	var b strings.Builder
 	for i, part := range parts {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
 		switch p := part.(type) {
-		case a2a.TextPart:
+		case a2a03.TextPart:
 			b.WriteString(p.Text)
-		case a2a.DataPart:
+		case a2a03.DataPart:
 			d, err := json.Marshal(p.Data)
 			if err != nil {
 				return "", fmt.Errorf("parts[%d]: data: %w", i, err)
 			}
 			b.Write(d)
-		case a2a.FilePart:
+		case a2a03.FilePart:
 			renderFile(&b, p.File)
 		default:
 			return "", fmt.Errorf("parts[%d]: unsupported part %T", i, part)
@@ -269,11 +270,11 @@ func renderParts(parts a2a.ContentParts) (string, error) {
 	return b.String(), nil
 }
 
-func renderFile(b *strings.Builder, f a2a.FilePartContent) {
+func renderFile(b *strings.Builder, f a2a03.FilePartContent) {
 	switch f := f.(type) {
-	case a2a.FileURI:
+	case a2a03.FileURI:
 		fmt.Fprintf(b, "[file %q (%s) at %s]", f.Name, orUnknown(f.MimeType), f.URI)
-	case a2a.FileBytes:
+	case a2a03.FileBytes:
 		data, err := base64.StdEncoding.DecodeString(f.Bytes)
 		if err == nil && strings.HasPrefix(f.MimeType, "text/") {
 			fmt.Fprintf(b, "[file %q (%s)]\n%s", f.Name, f.MimeType, data)
@@ -306,21 +307,21 @@ func (h *Handler) execute(ctx context.Context, t *task) {
 	})
 	switch {
 	case err == nil:
-		if t.finish(a2a.TaskStateCompleted, res.Output, "") {
+		if t.finish(a2a03.TaskStateCompleted, res.Output, "") {
 			h.store.grow(t, int64(len(res.Output)))
 		}
 	case h.ctx.Err() != nil || errors.Is(err, axocoatl.ErrClosed):
-		t.finish(a2a.TaskStateCanceled, "", "server shutting down")
+		t.finish(a2a03.TaskStateCanceled, "", "server shutting down")
 	case ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded):
-		t.finish(a2a.TaskStateCanceled, "", "canceled")
+		t.finish(a2a03.TaskStateCanceled, "", "canceled")
 	default:
-		t.finish(a2a.TaskStateFailed, "", err.Error())
+		t.finish(a2a03.TaskStateFailed, "", err.Error())
 	}
 }
 
 // tasksGet answers tasks/get.
 func (h *Handler) tasksGet(raw json.RawMessage, pathAgent string) (any, *rpcError) {
-	var q a2a.TaskQueryParams
+	var q a2a03.TaskQueryParams
 	if rerr := decodeParams(raw, &q); rerr != nil {
 		return nil, rerr
 	}
@@ -338,7 +339,7 @@ func (h *Handler) tasksGet(raw json.RawMessage, pathAgent string) (any, *rpcErro
 // tasksCancel answers tasks/cancel: the task is canceled at once and its
 // run's context ends; the run unwinds on its own.
 func (h *Handler) tasksCancel(raw json.RawMessage, pathAgent string) (any, *rpcError) {
-	var p a2a.TaskIDParams
+	var p a2a03.TaskIDParams
 	if rerr := decodeParams(raw, &p); rerr != nil {
 		return nil, rerr
 	}
@@ -346,20 +347,20 @@ func (h *Handler) tasksCancel(raw json.RawMessage, pathAgent string) (any, *rpcE
 	if rerr != nil {
 		return nil, rerr
 	}
-	if !t.finish(a2a.TaskStateCanceled, "", "canceled by the client") {
-		return nil, rpcErr(codeTaskNotCancelable, "task %s is already %s", t.id, t.view().state)
+	if !t.finish(a2a03.TaskStateCanceled, "", "canceled by the client") {
+		return nil, rpcErr(a2awire.CodeTaskNotCancelable, "task %s is already %s", t.id, t.view().state)
 	}
 	t.cancelRun()
 	return t.snapshot(-1, true), nil
 }
 
-func (h *Handler) lookup(id a2a.TaskID, pathAgent string) (*task, *rpcError) {
+func (h *Handler) lookup(id a2a03.TaskID, pathAgent string) (*task, *rpcError) {
 	if id == "" {
-		return nil, rpcErr(codeInvalidParams, "id is required")
+		return nil, rpcErr(a2awire.CodeInvalidParams, "id is required")
 	}
 	t := h.store.get(id)
 	if t == nil || (pathAgent != "" && t.agentID != pathAgent) {
-		return nil, rpcErr(codeTaskNotFound, "task %q", id)
+		return nil, rpcErr(a2awire.CodeTaskNotFound, "task %q", id)
 	}
 	return t, nil
 }

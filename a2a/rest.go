@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
 // The A2A 1.0 HTTP+JSON (REST) binding, on the same base URLs as JSON-RPC
@@ -28,24 +30,27 @@ import (
 // with the HTTP status of the a2a.proto mapping; clients type them by the
 // ErrorInfo reason.
 
-// restRoutes registers the REST binding under base ("/a2a", or the
-// per-agent pattern with {id}); route wraps each handler in the guard.
-func (h *Handler) restRoutes(mux *http.ServeMux, base string, route func(func(http.ResponseWriter, *http.Request, string)) http.Handler) {
-	mux.Handle("POST "+base+"/message:send", route(h.restSend))
-	mux.Handle("POST "+base+"/message:stream", route(h.restStream))
-	mux.Handle("GET "+base+"/tasks", route(h.restList))
-	mux.Handle("GET "+base+"/tasks/{task}", route(h.restTask))
-	mux.Handle("POST "+base+"/tasks/{task}", route(h.restTask))
-	push := route(func(w http.ResponseWriter, r *http.Request, _ string) {
-		writeRESTError(w, rpcErr(codePushNotSupported, "this agent sends no push notifications; poll GetTask or stream"))
-	})
-	mux.Handle("GET "+base+"/tasks/{task}/pushNotificationConfigs", push)
-	mux.Handle("POST "+base+"/tasks/{task}/pushNotificationConfigs", push)
-	mux.Handle("GET "+base+"/tasks/{task}/pushNotificationConfigs/{config}", push)
-	mux.Handle("DELETE "+base+"/tasks/{task}/pushNotificationConfigs/{config}", push)
-	mux.Handle("GET "+base+"/extendedAgentCard", route(func(w http.ResponseWriter, r *http.Request, _ string) {
-		writeRESTError(w, rpcErr(codeExtendedCardNotConfig, "this agent has no extended card"))
-	}))
+// restDoors are the REST binding's routes under base ("/a2a", or the
+// per-agent pattern with {id}); route makes each a door.
+func (h *Handler) restDoors(base string, route func(method, pattern string, fn func(http.ResponseWriter, *http.Request, string)) door) []door {
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	push := func(w http.ResponseWriter, r *http.Request, _ string) {
+		writeRESTError(w, rpcErr(a2awire.CodePushNotSupported, "this agent sends no push notifications; poll GetTask or stream"))
+	}
+	return []door{
+		route(post, base+"/message:send", h.restSend),
+		route(post, base+"/message:stream", h.restStream),
+		route(get, base+"/tasks", h.restList),
+		route(get, base+"/tasks/{task}", h.restTask),
+		route(post, base+"/tasks/{task}", h.restTask),
+		route(get, base+"/tasks/{task}/pushNotificationConfigs", push),
+		route(post, base+"/tasks/{task}/pushNotificationConfigs", push),
+		route(get, base+"/tasks/{task}/pushNotificationConfigs/{config}", push),
+		route(del, base+"/tasks/{task}/pushNotificationConfigs/{config}", push),
+		route(get, base+"/extendedAgentCard", func(w http.ResponseWriter, r *http.Request, _ string) {
+			writeRESTError(w, rpcErr(a2awire.CodeExtendedCardNotConfig, "this agent has no extended card"))
+		}),
+	}
 }
 
 // restVersion accepts no header or 1.0.
@@ -59,7 +64,7 @@ func restVersion(r *http.Request) *rpcError {
 		return rerr
 	}
 	if g != gen10 {
-		return rpcErr(codeVersionNotSupported, "%s %q on the HTTP+JSON binding, which exists only in A2A 1.0; supported versions here: 1.0 (A2A 0.3 is served over JSON-RPC)",
+		return rpcErr(a2awire.CodeVersionNotSupported, "%s %q on the HTTP+JSON binding, which exists only in A2A 1.0; supported versions here: 1.0 (A2A 0.3 is served over JSON-RPC)",
 			HeaderVersion, cut(strings.TrimSpace(hv), 32))
 	}
 	return nil
@@ -78,7 +83,7 @@ func (h *Handler) restSend(w http.ResponseWriter, r *http.Request, pathAgent str
 		writeRESTError(w, rerr)
 		return
 	}
-	writeRESTJSON(w, v1.StreamResponse{Event: t.snapshotV1(sr.history, true)})
+	writeRESTJSON(w, a2a1.StreamResponse{Event: t.snapshotV1(sr.history, true)})
 }
 
 // restStream answers POST {base}/message:stream: SSE whose data lines are
@@ -99,25 +104,25 @@ func (h *Handler) restStream(w http.ResponseWriter, r *http.Request, pathAgent s
 }
 
 // restMessage reads and decodes a SendMessageRequest body.
-func (h *Handler) restMessage(w http.ResponseWriter, r *http.Request) (*v1.SendMessageRequest, int64, *rpcError) {
+func (h *Handler) restMessage(w http.ResponseWriter, r *http.Request) (*a2a1.SendMessageRequest, int64, *rpcError) {
 	body, err := h.readBody(w, r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, 0, rpcErr(codeInvalidRequest, "request body exceeds %d bytes", tooBig.Limit)
+			return nil, 0, rpcErr(a2awire.CodeInvalidRequest, "request body exceeds %d bytes", tooBig.Limit)
 		}
-		return nil, 0, rpcErr(codeParseError, "reading body: %v", err)
+		return nil, 0, rpcErr(a2awire.CodeParseError, "reading body: %v", err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, 0, rpcErr(codeInvalidRequest, "the body must be a SendMessageRequest object")
+		return nil, 0, rpcErr(a2awire.CodeInvalidRequest, "the body must be a SendMessageRequest object")
 	}
-	var p v1.SendMessageRequest
+	var p a2a1.SendMessageRequest
 	if err := json.Unmarshal(body, &p); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
-			return nil, 0, rpcErr(codeParseError, "body is not valid JSON: %v", err)
+			return nil, 0, rpcErr(a2awire.CodeParseError, "body is not valid JSON: %v", err)
 		}
-		return nil, 0, rpcErr(codeInvalidParams, "%v", err)
+		return nil, 0, rpcErr(a2awire.CodeInvalidParams, "%v", err)
 	}
 	return &p, int64(len(body)), nil
 }
@@ -127,12 +132,12 @@ func (h *Handler) restTask(w http.ResponseWriter, r *http.Request, pathAgent str
 	seg := r.PathValue("task")
 	id, action, _ := strings.Cut(seg, ":")
 	if id == "" {
-		writeRESTError(w, rpcErr(codeInvalidParams, "the task id is empty"))
+		writeRESTError(w, rpcErr(a2awire.CodeInvalidParams, "the task id is empty"))
 		return
 	}
 	switch {
 	case action == "" && r.Method == http.MethodGet:
-		q := &v1.GetTaskRequest{ID: v1.TaskID(id)}
+		q := &a2a1.GetTaskRequest{ID: a2a1.TaskID(id)}
 		if rerr := queryInt(r, "historyLength", &q.HistoryLength); rerr != nil {
 			writeRESTError(w, rerr)
 			return
@@ -144,21 +149,21 @@ func (h *Handler) restTask(w http.ResponseWriter, r *http.Request, pathAgent str
 		}
 		writeRESTJSON(w, task)
 	case action == "cancel" && r.Method == http.MethodPost:
-		task, rerr := h.cancelTaskV1(v1.TaskID(id), pathAgent)
+		task, rerr := h.cancelTaskV1(a2a1.TaskID(id), pathAgent)
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return
 		}
 		writeRESTJSON(w, task)
 	case action == "subscribe":
-		t, rerr := h.subscribable(v1.TaskID(id), pathAgent)
+		t, rerr := h.subscribable(a2a1.TaskID(id), pathAgent)
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return
 		}
 		h.follow(r, t, &out{s: newSSE(w), g: gen10, rest: true})
 	default:
-		writeRESTError(w, rpcErr(codeMethodNotFound, "%s on tasks/{id}%s: use GET tasks/{id}, POST tasks/{id}:cancel or tasks/{id}:subscribe",
+		writeRESTError(w, rpcErr(a2awire.CodeMethodNotFound, "%s on tasks/{id}%s: use GET tasks/{id}, POST tasks/{id}:cancel or tasks/{id}:subscribe",
 			r.Method, cut(strings.TrimPrefix(seg, id), 32)))
 	}
 }
@@ -167,9 +172,9 @@ func (h *Handler) restTask(w http.ResponseWriter, r *http.Request, pathAgent str
 // ListTasksRequest.
 func (h *Handler) restList(w http.ResponseWriter, r *http.Request, pathAgent string) {
 	qv := r.URL.Query()
-	q := &v1.ListTasksRequest{
+	q := &a2a1.ListTasksRequest{
 		ContextID: qv.Get("contextId"),
-		Status:    v1.TaskState(qv.Get("status")),
+		Status:    a2a1.TaskState(qv.Get("status")),
 		PageToken: qv.Get("pageToken"),
 	}
 	var size *int
@@ -183,7 +188,7 @@ func (h *Handler) restList(w http.ResponseWriter, r *http.Request, pathAgent str
 	}
 	if size != nil {
 		if *size == 0 {
-			writeRESTError(w, rpcErr(codeInvalidParams, "pageSize 0 is out of range 1..%d", maxListPageSize))
+			writeRESTError(w, rpcErr(a2awire.CodeInvalidParams, "pageSize 0 is out of range 1..%d", maxListPageSize))
 			return
 		}
 		q.PageSize = *size
@@ -191,7 +196,7 @@ func (h *Handler) restList(w http.ResponseWriter, r *http.Request, pathAgent str
 	if s := qv.Get("includeArtifacts"); s != "" {
 		b, err := strconv.ParseBool(s)
 		if err != nil {
-			writeRESTError(w, rpcErr(codeInvalidParams, "includeArtifacts %q is not a boolean", cut(s, 32)))
+			writeRESTError(w, rpcErr(a2awire.CodeInvalidParams, "includeArtifacts %q is not a boolean", cut(s, 32)))
 			return
 		}
 		q.IncludeArtifacts = b
@@ -205,7 +210,7 @@ func (h *Handler) restList(w http.ResponseWriter, r *http.Request, pathAgent str
 	if s := qv.Get(tsName); s != "" {
 		ts, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			writeRESTError(w, rpcErr(codeInvalidParams, "%s %q is not an RFC 3339 time", tsName, cut(s, 64)))
+			writeRESTError(w, rpcErr(a2awire.CodeInvalidParams, "%s %q is not an RFC 3339 time", tsName, cut(s, 64)))
 			return
 		}
 		q.StatusTimestampAfter = &ts
@@ -225,7 +230,7 @@ func queryInt(r *http.Request, name string, dst **int) *rpcError {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return rpcErr(codeInvalidParams, "%s %q is not an integer", name, cut(s, 32))
+		return rpcErr(a2awire.CodeInvalidParams, "%s %q is not an integer", name, cut(s, 32))
 	}
 	*dst = &n
 	return nil
@@ -234,7 +239,7 @@ func queryInt(r *http.Request, name string, dst **int) *rpcError {
 func writeRESTJSON(w http.ResponseWriter, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		writeRESTError(w, rpcErr(codeInternalError, "encoding the result failed"))
+		writeRESTError(w, rpcErr(a2awire.CodeInternalError, "encoding the result failed"))
 		return
 	}
 	writeJSON(w, b)
@@ -244,16 +249,16 @@ func writeRESTJSON(w http.ResponseWriter, v any) {
 // status name of the A2A 1.0 REST binding.
 func restStatus(code int) (int, string) {
 	switch code {
-	case codeParseError, codeInvalidRequest, codeInvalidParams, codeUnsupportedContentType:
+	case a2awire.CodeParseError, a2awire.CodeInvalidRequest, a2awire.CodeInvalidParams, a2awire.CodeUnsupportedContentType:
 		return http.StatusBadRequest, "INVALID_ARGUMENT"
-	case codeMethodNotFound:
+	case a2awire.CodeMethodNotFound:
 		return http.StatusNotImplemented, "UNIMPLEMENTED"
-	case codeTaskNotFound:
+	case a2awire.CodeTaskNotFound:
 		return http.StatusNotFound, "NOT_FOUND"
-	case codeTaskNotCancelable, codePushNotSupported, codeUnsupportedOperation, codeExtendedCardNotConfig,
-		codeExtensionRequired, codeVersionNotSupported:
+	case a2awire.CodeTaskNotCancelable, a2awire.CodePushNotSupported, a2awire.CodeUnsupportedOperation, a2awire.CodeExtendedCardNotConfig,
+		a2awire.CodeExtensionRequired, a2awire.CodeVersionNotSupported:
 		return http.StatusBadRequest, "FAILED_PRECONDITION"
-	case codeServerError:
+	case a2awire.CodeServerError:
 		return http.StatusServiceUnavailable, "UNAVAILABLE"
 	}
 	return http.StatusInternalServerError, "INTERNAL"
@@ -268,15 +273,15 @@ func restErrorJSON(e *rpcError) []byte {
 	b = append(b, `,"status":"`...)
 	b = append(b, name...)
 	b = append(b, `","message":`...)
-	b = appendString(b, e.v1Message())
+	b = a2awire.AppendString(b, e.Text1())
 	b = append(b, `,"details":[`...)
-	b = appendErrorInfo(b, reasonOf(e.Code))
+	b = a2awire.AppendErrorInfo(b, e.Code)
 	return append(b, "]}}"...)
 }
 
 func writeRESTError(w http.ResponseWriter, e *rpcError) {
 	status, _ := restStatus(e.Code)
-	if e.Code == codeInvalidRequest && strings.HasPrefix(e.Detail, "request body exceeds") {
+	if e.Code == a2awire.CodeInvalidRequest && strings.HasPrefix(e.Detail, "request body exceeds") {
 		status = http.StatusRequestEntityTooLarge
 	}
 	b := restErrorJSON(e)

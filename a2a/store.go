@@ -6,16 +6,18 @@ import (
 	"sync"
 	"time"
 
-	a2a "github.com/a2aproject/a2a-go/a2a"
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
 // outputArtifactID names the one artifact a task produces: the agent's output.
-const outputArtifactID a2a.ArtifactID = "output"
+const outputArtifactID a2a03.ArtifactID = "output"
 
 // task is one JSON-RPC task: what was asked, of whom, and how it ended.
 type task struct {
-	id        a2a.TaskID
+	id        a2a03.TaskID
 	contextID string
 	agentID   string
 	msg       storedMessage // the user message, with taskId and contextId filled in
@@ -33,7 +35,7 @@ type task struct {
 	seq  uint64
 
 	mu      sync.Mutex
-	state   a2a.TaskState
+	state   a2a03.TaskState
 	output  string
 	errText string
 	updated time.Time
@@ -43,25 +45,25 @@ type task struct {
 // generation's view converts it when asked (a task sent over 0.3 read over
 // 1.0, or the other way round). Exactly one field is set.
 type storedMessage struct {
-	v03 *a2a.Message
-	v10 *v1.Message
+	v03 *a2a03.Message
+	v10 *a2a1.Message
 }
 
-func (m storedMessage) asV03() *a2a.Message {
+func (m storedMessage) asV03() *a2a03.Message {
 	if m.v03 != nil {
 		return m.v03
 	}
-	return messageToV03(m.v10)
+	return a2awire.Message03(m.v10)
 }
 
-func (m storedMessage) asV10() *v1.Message {
+func (m storedMessage) asV10() *a2a1.Message {
 	if m.v10 != nil {
 		return m.v10
 	}
-	return messageToV10(m.v03)
+	return a2awire.Message1(m.v03)
 }
 
-func newTask(id a2a.TaskID, contextID, agentID string, msg storedMessage, input string, cancel context.CancelFunc) *task {
+func newTask(id a2a03.TaskID, contextID, agentID string, msg storedMessage, input string, cancel context.CancelFunc) *task {
 	return &task{
 		id:        id,
 		contextID: contextID,
@@ -70,7 +72,7 @@ func newTask(id a2a.TaskID, contextID, agentID string, msg storedMessage, input 
 		input:     input,
 		cancelRun: cancel,
 		done:      make(chan struct{}),
-		state:     a2a.TaskStateSubmitted,
+		state:     a2a03.TaskStateSubmitted,
 		updated:   time.Now(),
 	}
 }
@@ -78,8 +80,8 @@ func newTask(id a2a.TaskID, contextID, agentID string, msg storedMessage, input 
 // setWorking moves a submitted task to working.
 func (t *task) setWorking() {
 	t.mu.Lock()
-	if t.state == a2a.TaskStateSubmitted {
-		t.state = a2a.TaskStateWorking
+	if t.state == a2a03.TaskStateSubmitted {
+		t.state = a2a03.TaskStateWorking
 		t.updated = time.Now()
 	}
 	t.mu.Unlock()
@@ -87,7 +89,7 @@ func (t *task) setWorking() {
 
 // finish moves the task to a terminal state once; later calls (a run
 // unwinding after a cancel) change nothing and report false.
-func (t *task) finish(state a2a.TaskState, output, errText string) bool {
+func (t *task) finish(state a2a03.TaskState, output, errText string) bool {
 	t.mu.Lock()
 	if t.state.Terminal() {
 		t.mu.Unlock()
@@ -101,7 +103,7 @@ func (t *task) finish(state a2a.TaskState, output, errText string) bool {
 
 // view is a consistent copy of the mutable part of a task.
 type view struct {
-	state   a2a.TaskState
+	state   a2a03.TaskState
 	output  string
 	errText string
 	updated time.Time
@@ -116,21 +118,21 @@ func (t *task) view() view {
 // snapshot renders the task on the wire. history < 0 keeps the whole
 // history (the user message); artifacts false leaves the output out, for
 // stream events that must stay small (outputs follow as artifact chunks).
-func (t *task) snapshot(history int, artifacts bool) *a2a.Task {
+func (t *task) snapshot(history int, artifacts bool) *a2a03.Task {
 	v := t.view()
-	out := &a2a.Task{
+	out := &a2a03.Task{
 		ID:        t.id,
 		ContextID: t.contextID,
 		Status:    t.status(v),
 	}
 	if history != 0 {
-		out.History = []*a2a.Message{t.msg.asV03()}
+		out.History = []*a2a03.Message{t.msg.asV03()}
 	}
-	if artifacts && v.state == a2a.TaskStateCompleted {
-		out.Artifacts = []*a2a.Artifact{{
+	if artifacts && v.state == a2a03.TaskStateCompleted {
+		out.Artifacts = []*a2a03.Artifact{{
 			ID:    outputArtifactID,
 			Name:  "output",
-			Parts: a2a.ContentParts{a2a.TextPart{Text: v.output}},
+			Parts: a2a03.ContentParts{a2a03.TextPart{Text: v.output}},
 		}}
 	}
 	return out
@@ -138,16 +140,16 @@ func (t *task) snapshot(history int, artifacts bool) *a2a.Task {
 
 // status is the task's status; a failed or canceled task says why in an
 // agent message.
-func (t *task) status(v view) a2a.TaskStatus {
+func (t *task) status(v view) a2a03.TaskStatus {
 	ts := v.updated
-	st := a2a.TaskStatus{State: v.state, Timestamp: &ts}
+	st := a2a03.TaskStatus{State: v.state, Timestamp: &ts}
 	if v.errText != "" {
-		st.Message = &a2a.Message{
+		st.Message = &a2a03.Message{
 			ID:        string(t.id) + "-status",
 			ContextID: t.contextID,
 			TaskID:    t.id,
-			Role:      a2a.MessageRoleAgent,
-			Parts:     a2a.ContentParts{a2a.TextPart{Text: cut(v.errText, maxErrorText)}},
+			Role:      a2a03.MessageRoleAgent,
+			Parts:     a2a03.ContentParts{a2a03.TextPart{Text: cut(v.errText, maxErrorText)}},
 		}
 	}
 	return st
@@ -163,7 +165,7 @@ type taskStore struct {
 	maxBytes int64
 
 	mu    sync.Mutex
-	byID  map[a2a.TaskID]*task
+	byID  map[a2a03.TaskID]*task
 	order *list.List // of *task, oldest first
 	bytes int64
 	seq   uint64 // of the last task added
@@ -174,7 +176,7 @@ func newTaskStore(maxTasks int, ttl time.Duration, maxBytes int64) *taskStore {
 		maxTasks: maxTasks,
 		ttl:      ttl,
 		maxBytes: maxBytes,
-		byID:     map[a2a.TaskID]*task{},
+		byID:     map[a2a03.TaskID]*task{},
 		order:    list.New(),
 	}
 }
@@ -205,7 +207,7 @@ func (s *taskStore) grow(t *task, n int64) {
 }
 
 // get returns the task, or nil when it is unknown, evicted or expired.
-func (s *taskStore) get(id a2a.TaskID) *task {
+func (s *taskStore) get(id a2a03.TaskID) *task {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.byID[id]

@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	a2a "github.com/a2aproject/a2a-go/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
 )
 
 func storedTask(s *taskStore, id string, size int64, finished bool) *task {
-	t := newTask(a2a.TaskID(id), "c", "agent", storedMessage{v03: &a2a.Message{}}, "", func() {})
+	t := newTask(a2a03.TaskID(id), "c", "agent", storedMessage{v03: &a2a03.Message{}}, "", func() {})
 	s.add(t, size)
 	if finished {
-		t.finish(a2a.TaskStateCompleted, "out", "")
+		t.finish(a2a03.TaskStateCompleted, "out", "")
 	}
 	return t
 }

@@ -8,8 +8,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	a2a "github.com/a2aproject/a2a-go/a2a"
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
 // sse writes one JSON-RPC response per event as a single `data:` line.
@@ -42,18 +44,14 @@ func (s *sse) send(id json.RawMessage, result any, rerr *rpcError, g generation,
 	}
 	b, err := encodeResponse(id, result, rerr, g)
 	if err != nil {
-		b, _ = encodeResponse(id, nil, rpcErr(codeInternalError, "encoding the event failed"), g)
+		b, _ = encodeResponse(id, nil, rpcErr(a2awire.CodeInternalError, "encoding the event failed"), g)
 	}
 	s.data(b, flush)
 }
 
 // data writes b (one line of JSON) as one SSE event.
 func (s *sse) data(b []byte, flush bool) {
-	line := make([]byte, 0, len(b)+8)
-	line = append(line, "data: "...)
-	line = append(line, b...)
-	line = append(line, '\n', '\n')
-	s.write(line, flush)
+	s.write(a2awire.AppendEvent(make([]byte, 0, len(b)+8), b), flush)
 }
 
 func (s *sse) write(b []byte, flush bool) {
@@ -163,7 +161,7 @@ func (o *out) write(ev any, flush bool) {
 	}
 	b, err := json.Marshal(ev)
 	if err != nil {
-		b = restErrorJSON(rpcErr(codeInternalError, "encoding the event failed"))
+		b = restErrorJSON(rpcErr(a2awire.CodeInternalError, "encoding the event failed"))
 	}
 	o.s.data(b, flush)
 }
@@ -172,41 +170,41 @@ func (o *out) write(ev any, flush bool) {
 // output (that follows in chunks).
 func (o *out) taskEvent(t *task) any {
 	if o.g == gen10 {
-		return v1.StreamResponse{Event: t.snapshotV1(0, false)}
+		return a2a1.StreamResponse{Event: t.snapshotV1(0, false)}
 	}
 	return t.snapshot(0, false)
 }
 
 func (o *out) statusEvent(t *task, final bool) any {
 	if o.g == gen10 {
-		return v1.StreamResponse{Event: t.statusEventV1()}
+		return a2a1.StreamResponse{Event: t.statusEventV1()}
 	}
 	return t.statusEvent(final)
 }
 
 func (o *out) artifactEvent(t *task, i int, last bool, text string) any {
 	if o.g == gen10 {
-		return v1.StreamResponse{Event: &v1.TaskArtifactUpdateEvent{
-			TaskID:    v1.TaskID(t.id),
+		return a2a1.StreamResponse{Event: &a2a1.TaskArtifactUpdateEvent{
+			TaskID:    a2a1.TaskID(t.id),
 			ContextID: t.contextID,
 			Append:    i > 0,
 			LastChunk: last,
-			Artifact: &v1.Artifact{
-				ID:    v1.ArtifactID(outputArtifactID),
+			Artifact: &a2a1.Artifact{
+				ID:    a2a1.ArtifactID(outputArtifactID),
 				Name:  "output",
-				Parts: v1.ContentParts{v1.NewTextPart(text)},
+				Parts: a2a1.ContentParts{a2a1.NewTextPart(text)},
 			},
 		}}
 	}
-	return &a2a.TaskArtifactUpdateEvent{
+	return &a2a03.TaskArtifactUpdateEvent{
 		TaskID:    t.id,
 		ContextID: t.contextID,
 		Append:    i > 0,
 		LastChunk: last,
-		Artifact: &a2a.Artifact{
+		Artifact: &a2a03.Artifact{
 			ID:    outputArtifactID,
 			Name:  "output",
-			Parts: a2a.ContentParts{a2a.TextPart{Text: text}},
+			Parts: a2a03.ContentParts{a2a03.TextPart{Text: text}},
 		},
 	}
 }
@@ -216,7 +214,7 @@ func (o *out) artifactEvent(t *task, i int, last bool, text string) any {
 // final status update, after which the response ends. The run goes on if the
 // client leaves; tasks/resubscribe or tasks/get can pick it up.
 func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcRequest, pathAgent string) {
-	var p a2a.MessageSendParams
+	var p a2a03.MessageSendParams
 	if rerr := decodeParams(req.Params, &p); rerr != nil {
 		h.answer(w, req, nil, rerr)
 		return
@@ -236,7 +234,7 @@ func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcR
 // then returns nil). The same sequence serves both generations and bindings.
 func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rpcError) *out) {
 	if err := h.join(); err != nil {
-		open(nil, rpcErr(codeInternalError, "%v", err))
+		open(nil, rpcErr(a2awire.CodeInternalError, "%v", err))
 		return
 	}
 	defer h.runs.Done()
@@ -259,7 +257,7 @@ func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rp
 // tasksResubscribe answers tasks/resubscribe: the task as it is now, then,
 // once it has ended, its output and the final status update.
 func (h *Handler) tasksResubscribe(w http.ResponseWriter, r *http.Request, req rpcRequest, pathAgent string) {
-	var p a2a.TaskIDParams
+	var p a2a03.TaskIDParams
 	if rerr := decodeParams(req.Params, &p); rerr != nil {
 		h.answer(w, req, nil, rerr)
 		return
@@ -292,7 +290,7 @@ func (h *Handler) follow(r *http.Request, t *task, o *out) {
 // small, then the final status update.
 func (h *Handler) sendEnd(o *out, t *task) {
 	v := t.view()
-	if v.state == a2a.TaskStateCompleted {
+	if v.state == a2a03.TaskStateCompleted {
 		chunks := chunk(v.output, maxChunk)
 		for i, c := range chunks {
 			o.hold(o.artifactEvent(t, i, i == len(chunks)-1, c))
@@ -302,8 +300,8 @@ func (h *Handler) sendEnd(o *out, t *task) {
 }
 
 // statusEvent is the task's current status as a status-update event.
-func (t *task) statusEvent(final bool) *a2a.TaskStatusUpdateEvent {
-	return &a2a.TaskStatusUpdateEvent{
+func (t *task) statusEvent(final bool) *a2a03.TaskStatusUpdateEvent {
+	return &a2a03.TaskStatusUpdateEvent{
 		TaskID:    t.id,
 		ContextID: t.contextID,
 		Status:    t.status(t.view()),

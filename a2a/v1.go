@@ -1,15 +1,16 @@
 package a2a
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
-	a2a "github.com/a2aproject/a2a-go/a2a"
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
 // A2A 1.0 on the JSON-RPC binding. Requests are decoded into a2a-go/v2's
@@ -27,10 +28,10 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 	var result any
 	var rerr *rpcError
 	switch req.Method {
-	case methodV1MessageSend:
+	case a2awire.Method1Send:
 		result, rerr = h.sendMessageV1(req.Params, pathAgent)
-	case methodV1MessageStream:
-		var p v1.SendMessageRequest
+	case a2awire.Method1Stream:
+		var p a2a1.SendMessageRequest
 		if rerr := decodeParams(req.Params, &p); rerr != nil {
 			h.answer(w, req, nil, rerr)
 			return
@@ -43,25 +44,25 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 			return &out{s: newSSE(w), g: gen10, id: req.ID}
 		})
 		return
-	case methodV1GetTask:
-		var q v1.GetTaskRequest
+	case a2awire.Method1GetTask:
+		var q a2a1.GetTaskRequest
 		if rerr = decodeParams(req.Params, &q); rerr == nil {
 			result, rerr = h.getTaskV1(&q, pathAgent)
 		}
-	case methodV1ListTasks:
-		var q v1.ListTasksRequest
+	case a2awire.Method1ListTasks:
+		var q a2a1.ListTasksRequest
 		if len(req.Params) == 0 || string(req.Params) == "null" {
 			result, rerr = h.listTasksV1(&q, pathAgent)
 		} else if rerr = decodeParams(req.Params, &q); rerr == nil {
 			result, rerr = h.listTasksV1(&q, pathAgent)
 		}
-	case methodV1CancelTask:
-		var q v1.CancelTaskRequest
+	case a2awire.Method1CancelTask:
+		var q a2a1.CancelTaskRequest
 		if rerr = decodeParams(req.Params, &q); rerr == nil {
 			result, rerr = h.cancelTaskV1(q.ID, pathAgent)
 		}
-	case methodV1Subscribe:
-		var q v1.SubscribeToTaskRequest
+	case a2awire.Method1Subscribe:
+		var q a2a1.SubscribeToTaskRequest
 		if rerr := decodeParams(req.Params, &q); rerr != nil {
 			h.answer(w, req, nil, rerr)
 			return
@@ -73,17 +74,17 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 		}
 		h.follow(r, t, &out{s: newSSE(w), g: gen10, id: req.ID})
 		return
-	case methodV1PushGet, methodV1PushCreate, methodV1PushList, methodV1PushDelete:
-		rerr = rpcErr(codePushNotSupported, "this agent sends no push notifications; poll GetTask or stream")
-	case methodV1GetExtendedCard:
-		rerr = rpcErr(codeExtendedCardNotConfig, "this agent has no extended card")
+	case a2awire.Method1PushGet, a2awire.Method1PushCreate, a2awire.Method1PushList, a2awire.Method1PushDelete:
+		rerr = rpcErr(a2awire.CodePushNotSupported, "this agent sends no push notifications; poll GetTask or stream")
+	case a2awire.Method1ExtendedCard:
+		rerr = rpcErr(a2awire.CodeExtendedCardNotConfig, "this agent has no extended card")
 	default:
-		if isV03Method(req.Method) {
-			rerr = rpcErr(codeMethodNotFound, "%q is an A2A 0.3 method; in A2A 1.0 (the %s header says 1.0) use %s",
+		if a2awire.IsMethod03(req.Method) {
+			rerr = rpcErr(a2awire.CodeMethodNotFound, "%q is an A2A 0.3 method; in A2A 1.0 (the %s header says 1.0) use %s",
 				req.Method, HeaderVersion, v1Name(req.Method))
 			break
 		}
-		rerr = rpcErr(codeMethodNotFound, "unknown method %q", req.Method)
+		rerr = rpcErr(a2awire.CodeMethodNotFound, "unknown method %q", req.Method)
 	}
 	h.answer(w, req, result, rerr)
 }
@@ -92,13 +93,13 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 // only on a task not yet in a terminal state (UnsupportedOperationError
 // otherwise; GetTask reads a finished one). 0.3's tasks/resubscribe still
 // replays a finished task's end.
-func (h *Handler) subscribable(id v1.TaskID, pathAgent string) (*task, *rpcError) {
-	t, rerr := h.lookup(a2a.TaskID(id), pathAgent)
+func (h *Handler) subscribable(id a2a1.TaskID, pathAgent string) (*task, *rpcError) {
+	t, rerr := h.lookup(a2a03.TaskID(id), pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
 	if st := t.view().state; st.Terminal() {
-		return nil, rpcErr(codeUnsupportedOperation, "task %s is already %s: subscribing needs a task still running; read it with GetTask", t.id, stateV1(st))
+		return nil, rpcErr(a2awire.CodeUnsupportedOperation, "task %s is already %s: subscribing needs a task still running; read it with GetTask", t.id, a2awire.State1(st))
 	}
 	return t, nil
 }
@@ -106,23 +107,23 @@ func (h *Handler) subscribable(id v1.TaskID, pathAgent string) (*task, *rpcError
 // v1Name is the 1.0 name of a 0.3 method, for error messages.
 func v1Name(m string) string {
 	switch m {
-	case methodMessageSend:
-		return methodV1MessageSend
-	case methodMessageStream:
-		return methodV1MessageStream
-	case methodTasksGet:
-		return methodV1GetTask
-	case methodTasksCancel:
-		return methodV1CancelTask
-	case methodTasksResubscribe:
-		return methodV1Subscribe
-	case methodExtendedCard:
-		return methodV1GetExtendedCard
+	case a2awire.Method03Send:
+		return a2awire.Method1Send
+	case a2awire.Method03Stream:
+		return a2awire.Method1Stream
+	case a2awire.Method03GetTask:
+		return a2awire.Method1GetTask
+	case a2awire.Method03CancelTask:
+		return a2awire.Method1CancelTask
+	case a2awire.Method03Resubscribe:
+		return a2awire.Method1Subscribe
+	case a2awire.Method03ExtendedCard:
+		return a2awire.Method1ExtendedCard
 	}
 	return "the *TaskPushNotificationConfig methods"
 }
 
-func sendFromV1(p *v1.SendMessageRequest, size int64) *sendRequest {
+func sendFromV1(p *a2a1.SendMessageRequest, size int64) *sendRequest {
 	sr := &sendRequest{msg10: p.Message, reqMeta: p.Metadata, blocking: true, history: -1, size: size}
 	if c := p.Config; c != nil {
 		sr.blocking = !c.ReturnImmediately
@@ -137,7 +138,7 @@ func sendFromV1(p *v1.SendMessageRequest, size int64) *sendRequest {
 
 // sendMessageV1 answers SendMessage: a SendMessageResponse with the task.
 func (h *Handler) sendMessageV1(raw json.RawMessage, pathAgent string) (any, *rpcError) {
-	var p v1.SendMessageRequest
+	var p a2a1.SendMessageRequest
 	if rerr := decodeParams(raw, &p); rerr != nil {
 		return nil, rerr
 	}
@@ -146,11 +147,11 @@ func (h *Handler) sendMessageV1(raw json.RawMessage, pathAgent string) (any, *rp
 	if rerr != nil {
 		return nil, rerr
 	}
-	return v1.StreamResponse{Event: t.snapshotV1(sr.history, true)}, nil
+	return a2a1.StreamResponse{Event: t.snapshotV1(sr.history, true)}, nil
 }
 
-func (h *Handler) getTaskV1(q *v1.GetTaskRequest, pathAgent string) (*v1.Task, *rpcError) {
-	t, rerr := h.lookup(a2a.TaskID(q.ID), pathAgent)
+func (h *Handler) getTaskV1(q *a2a1.GetTaskRequest, pathAgent string) (*a2a1.Task, *rpcError) {
+	t, rerr := h.lookup(a2a03.TaskID(q.ID), pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -161,13 +162,13 @@ func (h *Handler) getTaskV1(q *v1.GetTaskRequest, pathAgent string) (*v1.Task, *
 	return t.snapshotV1(history, true), nil
 }
 
-func (h *Handler) cancelTaskV1(id v1.TaskID, pathAgent string) (*v1.Task, *rpcError) {
-	t, rerr := h.lookup(a2a.TaskID(id), pathAgent)
+func (h *Handler) cancelTaskV1(id a2a1.TaskID, pathAgent string) (*a2a1.Task, *rpcError) {
+	t, rerr := h.lookup(a2a03.TaskID(id), pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
-	if !t.finish(a2a.TaskStateCanceled, "", "canceled by the client") {
-		return nil, rpcErr(codeTaskNotCancelable, "task %s is already %s", t.id, stateV1(t.view().state))
+	if !t.finish(a2a03.TaskStateCanceled, "", "canceled by the client") {
+		return nil, rpcErr(a2awire.CodeTaskNotCancelable, "task %s is already %s", t.id, a2awire.State1(t.view().state))
 	}
 	t.cancelRun()
 	return t.snapshotV1(-1, true), nil
@@ -176,24 +177,24 @@ func (h *Handler) cancelTaskV1(id v1.TaskID, pathAgent string) (*v1.Task, *rpcEr
 // listTasksV1 answers ListTasks: the stored tasks newest first, filtered,
 // in pages of at most 100 (default 50). The page token is the opaque
 // position after the last task of the previous page.
-func (h *Handler) listTasksV1(q *v1.ListTasksRequest, pathAgent string) (*v1.ListTasksResponse, *rpcError) {
+func (h *Handler) listTasksV1(q *a2a1.ListTasksRequest, pathAgent string) (*a2a1.ListTasksResponse, *rpcError) {
 	size := q.PageSize
 	switch {
 	case size == 0:
 		size = defaultListPageSize
 	case size < 0 || size > maxListPageSize:
-		return nil, rpcErr(codeInvalidParams, "pageSize %d is out of range 1..%d", size, maxListPageSize)
+		return nil, rpcErr(a2awire.CodeInvalidParams, "pageSize %d is out of range 1..%d", size, maxListPageSize)
 	}
 	var before uint64
 	if q.PageToken != "" {
 		n, err := strconv.ParseUint(q.PageToken, 10, 64)
 		if err != nil || n == 0 {
-			return nil, rpcErr(codeInvalidParams, "pageToken %q is not one this server issued", cut(q.PageToken, 64))
+			return nil, rpcErr(a2awire.CodeInvalidParams, "pageToken %q is not one this server issued", cut(q.PageToken, 64))
 		}
 		before = n
 	}
-	if q.Status != v1.TaskStateUnspecified && stateV03(q.Status) == a2a.TaskStateUnspecified {
-		return nil, rpcErr(codeInvalidParams, "status %q is not a task state", cut(string(q.Status), 64))
+	if q.Status != a2a1.TaskStateUnspecified && a2awire.State03(q.Status) == a2a03.TaskStateUnspecified {
+		return nil, rpcErr(a2awire.CodeInvalidParams, "status %q is not a task state", cut(string(q.Status), 64))
 	}
 	history := -1
 	if q.HistoryLength != nil {
@@ -206,17 +207,17 @@ func (h *Handler) listTasksV1(q *v1.ListTasksRequest, pathAgent string) (*v1.Lis
 		if q.ContextID != "" && t.contextID != q.ContextID {
 			return false
 		}
-		if q.Status == v1.TaskStateUnspecified && q.StatusTimestampAfter == nil {
+		if q.Status == a2a1.TaskStateUnspecified && q.StatusTimestampAfter == nil {
 			return true
 		}
 		v := t.view()
-		if q.Status != v1.TaskStateUnspecified && stateV1(v.state) != q.Status {
+		if q.Status != a2a1.TaskStateUnspecified && a2awire.State1(v.state) != q.Status {
 			return false
 		}
 		return q.StatusTimestampAfter == nil || v.updated.After(*q.StatusTimestampAfter)
 	}
 	tasks, total, next := h.store.page(before, size, keep)
-	resp := &v1.ListTasksResponse{Tasks: make([]*v1.Task, 0, len(tasks)), TotalSize: total, PageSize: size}
+	resp := &a2a1.ListTasksResponse{Tasks: make([]*a2a1.Task, 0, len(tasks)), TotalSize: total, PageSize: size}
 	for _, t := range tasks {
 		resp.Tasks = append(resp.Tasks, t.snapshotV1(history, q.IncludeArtifacts))
 	}
@@ -226,62 +227,52 @@ func (h *Handler) listTasksV1(q *v1.ListTasksRequest, pathAgent string) (*v1.Lis
 	return resp, nil
 }
 
-// stateV03 maps a 1.0 task state to the stored (0.3) one.
-func stateV03(s v1.TaskState) a2a.TaskState {
-	for _, p := range taskStates {
-		if p.v10 == s {
-			return p.v03
-		}
-	}
-	return a2a.TaskStateUnspecified
-}
-
 // snapshotV1 is snapshot in the 1.0 shape.
-func (t *task) snapshotV1(history int, artifacts bool) *v1.Task {
+func (t *task) snapshotV1(history int, artifacts bool) *a2a1.Task {
 	v := t.view()
-	out := &v1.Task{
-		ID:        v1.TaskID(t.id),
+	out := &a2a1.Task{
+		ID:        a2a1.TaskID(t.id),
 		ContextID: t.contextID,
 		Status:    t.statusV1(v),
 	}
 	if history != 0 {
-		out.History = []*v1.Message{t.msg.asV10()}
+		out.History = []*a2a1.Message{t.msg.asV10()}
 	}
-	if artifacts && v.state == a2a.TaskStateCompleted {
-		out.Artifacts = []*v1.Artifact{{
-			ID:    v1.ArtifactID(outputArtifactID),
+	if artifacts && v.state == a2a03.TaskStateCompleted {
+		out.Artifacts = []*a2a1.Artifact{{
+			ID:    a2a1.ArtifactID(outputArtifactID),
 			Name:  "output",
-			Parts: v1.ContentParts{v1.NewTextPart(v.output)},
+			Parts: a2a1.ContentParts{a2a1.NewTextPart(v.output)},
 		}}
 	}
 	return out
 }
 
-func (t *task) statusV1(v view) v1.TaskStatus {
+func (t *task) statusV1(v view) a2a1.TaskStatus {
 	ts := v.updated
-	st := v1.TaskStatus{State: stateV1(v.state), Timestamp: &ts}
+	st := a2a1.TaskStatus{State: a2awire.State1(v.state), Timestamp: &ts}
 	if v.errText != "" {
-		st.Message = &v1.Message{
+		st.Message = &a2a1.Message{
 			ID:        string(t.id) + "-status",
 			ContextID: t.contextID,
-			TaskID:    v1.TaskID(t.id),
-			Role:      v1.MessageRoleAgent,
-			Parts:     v1.ContentParts{v1.NewTextPart(cut(v.errText, maxErrorText))},
+			TaskID:    a2a1.TaskID(t.id),
+			Role:      a2a1.MessageRoleAgent,
+			Parts:     a2a1.ContentParts{a2a1.NewTextPart(cut(v.errText, maxErrorText))},
 		}
 	}
 	return st
 }
 
-func (t *task) statusEventV1() *v1.TaskStatusUpdateEvent {
-	return &v1.TaskStatusUpdateEvent{
-		TaskID:    v1.TaskID(t.id),
+func (t *task) statusEventV1() *a2a1.TaskStatusUpdateEvent {
+	return &a2a1.TaskStatusUpdateEvent{
+		TaskID:    a2a1.TaskID(t.id),
 		ContextID: t.contextID,
 		Status:    t.statusV1(t.view()),
 	}
 }
 
 // renderPartsV1 is renderParts for 1.0 parts.
-func renderPartsV1(parts v1.ContentParts) (string, error) {
+func renderPartsV1(parts a2a1.ContentParts) (string, error) {
 	var b strings.Builder
 	for i, p := range parts {
 		if p == nil {
@@ -291,17 +282,17 @@ func renderPartsV1(parts v1.ContentParts) (string, error) {
 			b.WriteByte('\n')
 		}
 		switch c := p.Content.(type) {
-		case v1.Text:
+		case a2a1.Text:
 			b.WriteString(string(c))
-		case v1.Data:
+		case a2a1.Data:
 			d, err := json.Marshal(c.Value)
 			if err != nil {
 				return "", fmt.Errorf("parts[%d]: data: %w", i, err)
 			}
 			b.Write(d)
-		case v1.URL:
+		case a2a1.URL:
 			fmt.Fprintf(&b, "[file %q (%s) at %s]", p.Filename, orUnknown(p.MediaType), string(c))
-		case v1.Raw:
+		case a2a1.Raw:
 			if strings.HasPrefix(p.MediaType, "text/") {
 				fmt.Fprintf(&b, "[file %q (%s)]\n%s", p.Filename, p.MediaType, []byte(c))
 				continue
@@ -312,88 +303,4 @@ func renderPartsV1(parts v1.ContentParts) (string, error) {
 		}
 	}
 	return b.String(), nil
-}
-
-// messageToV10 converts a stored 0.3 message for a 1.0 reader.
-func messageToV10(m *a2a.Message) *v1.Message {
-	out := &v1.Message{
-		ID:         m.ID,
-		ContextID:  m.ContextID,
-		TaskID:     v1.TaskID(m.TaskID),
-		Extensions: m.Extensions,
-		Metadata:   m.Metadata,
-		Parts:      make(v1.ContentParts, 0, len(m.Parts)),
-	}
-	switch m.Role {
-	case a2a.MessageRoleUser:
-		out.Role = v1.MessageRoleUser
-	case a2a.MessageRoleAgent:
-		out.Role = v1.MessageRoleAgent
-	}
-	for _, id := range m.ReferenceTasks {
-		out.ReferenceTasks = append(out.ReferenceTasks, v1.TaskID(id))
-	}
-	for _, part := range m.Parts {
-		switch p := part.(type) {
-		case a2a.TextPart:
-			out.Parts = append(out.Parts, &v1.Part{Content: v1.Text(p.Text), Metadata: p.Metadata})
-		case a2a.DataPart:
-			out.Parts = append(out.Parts, &v1.Part{Content: v1.Data{Value: p.Data}, Metadata: p.Metadata})
-		case a2a.FilePart:
-			switch f := p.File.(type) {
-			case a2a.FileURI:
-				out.Parts = append(out.Parts, &v1.Part{Content: v1.URL(f.URI), Filename: f.Name, MediaType: f.MimeType, Metadata: p.Metadata})
-			case a2a.FileBytes:
-				data, err := base64.StdEncoding.DecodeString(f.Bytes)
-				if err != nil {
-					data = []byte(f.Bytes)
-				}
-				out.Parts = append(out.Parts, &v1.Part{Content: v1.Raw(data), Filename: f.Name, MediaType: f.MimeType, Metadata: p.Metadata})
-			}
-		}
-	}
-	return out
-}
-
-// messageToV03 converts a stored 1.0 message for a 0.3 reader. Data that is
-// no JSON object (0.3 data parts are objects) is wrapped as {"value": …}.
-func messageToV03(m *v1.Message) *a2a.Message {
-	out := &a2a.Message{
-		ID:         m.ID,
-		ContextID:  m.ContextID,
-		TaskID:     a2a.TaskID(m.TaskID),
-		Extensions: m.Extensions,
-		Metadata:   m.Metadata,
-		Parts:      make(a2a.ContentParts, 0, len(m.Parts)),
-	}
-	switch m.Role {
-	case v1.MessageRoleUser:
-		out.Role = a2a.MessageRoleUser
-	case v1.MessageRoleAgent:
-		out.Role = a2a.MessageRoleAgent
-	}
-	for _, id := range m.ReferenceTasks {
-		out.ReferenceTasks = append(out.ReferenceTasks, a2a.TaskID(id))
-	}
-	for _, p := range m.Parts {
-		if p == nil {
-			continue
-		}
-		meta := a2a.FileMeta{Name: p.Filename, MimeType: p.MediaType}
-		switch c := p.Content.(type) {
-		case v1.Text:
-			out.Parts = append(out.Parts, a2a.TextPart{Text: string(c), Metadata: p.Metadata})
-		case v1.Data:
-			obj, ok := c.Value.(map[string]any)
-			if !ok {
-				obj = map[string]any{"value": c.Value}
-			}
-			out.Parts = append(out.Parts, a2a.DataPart{Data: obj, Metadata: p.Metadata})
-		case v1.URL:
-			out.Parts = append(out.Parts, a2a.FilePart{File: a2a.FileURI{FileMeta: meta, URI: string(c)}, Metadata: p.Metadata})
-		case v1.Raw:
-			out.Parts = append(out.Parts, a2a.FilePart{File: a2a.FileBytes{FileMeta: meta, Bytes: base64.StdEncoding.EncodeToString(c)}, Metadata: p.Metadata})
-		}
-	}
-	return out
 }

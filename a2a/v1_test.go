@@ -7,9 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
-	a2apb "github.com/a2aproject/a2a-go/a2a"
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	v1client "github.com/a2aproject/a2a-go/v2/a2aclient"
 	v1card "github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
@@ -39,7 +40,7 @@ func (p *pathRecorder) seen() string {
 
 // v1Client resolves the card at base with a2a-go/v2's resolver and connects
 // over the given binding (JSONRPC or HTTP+JSON) as an a2a-go/v2 user would.
-func (f *fixture) v1Client(t testing.TB, base string, binding v1.TransportProtocol) (*v1client.Client, *v1.AgentCard, *pathRecorder) {
+func (f *fixture) v1Client(t testing.TB, base string, binding a2a1.TransportProtocol) (*v1client.Client, *a2a1.AgentCard, *pathRecorder) {
 	t.Helper()
 	ctx := context.Background()
 	rec := &pathRecorder{next: f.client.Transport}
@@ -50,7 +51,7 @@ func (f *fixture) v1Client(t testing.TB, base string, binding v1.TransportProtoc
 	}
 	c, err := v1client.NewFromCard(ctx, card,
 		v1client.WithJSONRPCTransport(hc), v1client.WithRESTTransport(hc),
-		v1client.WithConfig(v1client.Config{PreferredTransports: []v1.TransportProtocol{binding}}))
+		v1client.WithConfig(v1client.Config{PreferredTransports: []a2a1.TransportProtocol{binding}}))
 	if err != nil {
 		t.Fatalf("new a2a-go/v2 client from card: %v", err)
 	}
@@ -58,26 +59,26 @@ func (f *fixture) v1Client(t testing.TB, base string, binding v1.TransportProtoc
 	return c, card, rec
 }
 
-func v1Message(text string, meta map[string]any) *v1.SendMessageRequest {
-	m := v1.NewMessage(v1.MessageRoleUser, v1.NewTextPart(text))
+func v1Message(text string, meta map[string]any) *a2a1.SendMessageRequest {
+	m := a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart(text))
 	m.Metadata = meta
-	return &v1.SendMessageRequest{Message: m}
+	return &a2a1.SendMessageRequest{Message: m}
 }
 
-func v1Send(t testing.TB, c *v1client.Client, req *v1.SendMessageRequest) *v1.Task {
+func v1Send(t testing.TB, c *v1client.Client, req *a2a1.SendMessageRequest) *a2a1.Task {
 	t.Helper()
 	res, err := c.SendMessage(context.Background(), req)
 	if err != nil {
 		t.Fatalf("SendMessage: %v", err)
 	}
-	task, ok := res.(*v1.Task)
+	task, ok := res.(*a2a1.Task)
 	if !ok {
-		t.Fatalf("SendMessage result is %T, want *a2a.Task", res)
+		t.Fatalf("SendMessage result is %T, want *a2a1.Task", res)
 	}
 	return task
 }
 
-func v1Output(t testing.TB, task *v1.Task) string {
+func v1Output(t testing.TB, task *a2a1.Task) string {
 	t.Helper()
 	if len(task.Artifacts) != 1 || len(task.Artifacts[0].Parts) != 1 {
 		t.Fatalf("task %s: want one artifact with one part, got %+v", task.ID, task.Artifacts)
@@ -89,21 +90,21 @@ func v1Output(t testing.TB, task *v1.Task) string {
 // get, list, stream, cancel and the typed errors, on the instance endpoint
 // and on a per-agent one.
 func TestV1ClientBothBindings(t *testing.T) {
-	for _, binding := range []v1.TransportProtocol{v1.TransportProtocolJSONRPC, v1.TransportProtocolHTTPJSON} {
+	for _, binding := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
 		t.Run(string(binding), func(t *testing.T) {
 			f := newFixture(t, a2a.Config{})
 			ctx := context.Background()
 			c, card, rec := f.v1Client(t, f.srv.URL, binding)
 			if len(card.SupportedInterfaces) != 2 || card.SupportedInterfaces[0].URL != f.srv.URL+"/a2a" ||
-				card.SupportedInterfaces[1].ProtocolBinding != v1.TransportProtocolHTTPJSON || card.SupportedInterfaces[1].ProtocolVersion != "1.0" {
+				card.SupportedInterfaces[1].ProtocolBinding != a2a1.TransportProtocolHTTPJSON || card.SupportedInterfaces[1].ProtocolVersion != "1.0" {
 				t.Fatalf("supportedInterfaces: %+v", card.SupportedInterfaces)
 			}
 
 			task := v1Send(t, c, v1Message("hello there", nil))
-			if task.Status.State != v1.TaskStateCompleted || v1Output(t, task) != "hello there" {
+			if task.Status.State != a2a1.TaskStateCompleted || v1Output(t, task) != "hello there" {
 				t.Fatalf("default agent: %+v", task)
 			}
-			if len(task.History) != 1 || task.History[0].Role != v1.MessageRoleUser || task.History[0].TaskID != task.ID {
+			if len(task.History) != 1 || task.History[0].Role != a2a1.MessageRoleUser || task.History[0].TaskID != task.ID {
 				t.Fatalf("history: %+v", task.History)
 			}
 			named := v1Send(t, c, v1Message("hi", map[string]any{"receiver_id": "upper"}))
@@ -111,54 +112,54 @@ func TestV1ClientBothBindings(t *testing.T) {
 				t.Fatalf("named agent output %q", got)
 			}
 			failed := v1Send(t, c, v1Message("x", map[string]any{"receiver_id": "broken"}))
-			if failed.Status.State != v1.TaskStateFailed || failed.Status.Message == nil ||
+			if failed.Status.State != a2a1.TaskStateFailed || failed.Status.Message == nil ||
 				!strings.Contains(failed.Status.Message.Parts[0].Text(), "model exploded") {
 				t.Fatalf("failed task: %+v", failed)
 			}
 
-			got, err := c.GetTask(ctx, &v1.GetTaskRequest{ID: named.ID})
+			got, err := c.GetTask(ctx, &a2a1.GetTaskRequest{ID: named.ID})
 			must(t, err)
-			if got.Status.State != v1.TaskStateCompleted || v1Output(t, got) != "upper: hi" {
+			if got.Status.State != a2a1.TaskStateCompleted || v1Output(t, got) != "upper: hi" {
 				t.Fatalf("GetTask: %+v", got)
 			}
 			zero := 0
-			got, err = c.GetTask(ctx, &v1.GetTaskRequest{ID: named.ID, HistoryLength: &zero})
+			got, err = c.GetTask(ctx, &a2a1.GetTaskRequest{ID: named.ID, HistoryLength: &zero})
 			must(t, err)
 			if len(got.History) != 0 {
 				t.Fatalf("historyLength 0 gave %+v", got.History)
 			}
 
 			// ListTasks: newest first, paged, filtered.
-			list, err := c.ListTasks(ctx, &v1.ListTasksRequest{PageSize: 2})
+			list, err := c.ListTasks(ctx, &a2a1.ListTasksRequest{PageSize: 2})
 			must(t, err)
 			if list.TotalSize != 3 || len(list.Tasks) != 2 || list.Tasks[0].ID != failed.ID || list.Tasks[1].ID != named.ID || list.NextPageToken == "" {
 				t.Fatalf("ListTasks page 1: %+v", list)
 			}
-			list, err = c.ListTasks(ctx, &v1.ListTasksRequest{PageSize: 2, PageToken: list.NextPageToken})
+			list, err = c.ListTasks(ctx, &a2a1.ListTasksRequest{PageSize: 2, PageToken: list.NextPageToken})
 			must(t, err)
 			if len(list.Tasks) != 1 || list.Tasks[0].ID != task.ID || list.NextPageToken != "" {
 				t.Fatalf("ListTasks page 2: %+v", list)
 			}
-			list, err = c.ListTasks(ctx, &v1.ListTasksRequest{Status: v1.TaskStateFailed})
+			list, err = c.ListTasks(ctx, &a2a1.ListTasksRequest{Status: a2a1.TaskStateFailed})
 			must(t, err)
 			if len(list.Tasks) != 1 || list.Tasks[0].ID != failed.ID {
 				t.Fatalf("ListTasks status filter: %+v", list)
 			}
 
 			// Typed errors.
-			if _, err := c.GetTask(ctx, &v1.GetTaskRequest{ID: "no-such-task"}); !errors.Is(err, v1.ErrTaskNotFound) {
+			if _, err := c.GetTask(ctx, &a2a1.GetTaskRequest{ID: "no-such-task"}); !errors.Is(err, a2a1.ErrTaskNotFound) {
 				t.Fatalf("GetTask unknown: %v, want ErrTaskNotFound", err)
 			}
-			if _, err := c.CancelTask(ctx, &v1.CancelTaskRequest{ID: named.ID}); !errors.Is(err, v1.ErrTaskNotCancelable) {
+			if _, err := c.CancelTask(ctx, &a2a1.CancelTaskRequest{ID: named.ID}); !errors.Is(err, a2a1.ErrTaskNotCancelable) {
 				t.Fatalf("CancelTask completed: %v, want ErrTaskNotCancelable", err)
 			}
-			if _, err := c.SendMessage(ctx, v1Message("x", map[string]any{"receiver_id": "nobody"})); !errors.Is(err, v1.ErrInvalidParams) ||
+			if _, err := c.SendMessage(ctx, v1Message("x", map[string]any{"receiver_id": "nobody"})); !errors.Is(err, a2a1.ErrInvalidParams) ||
 				!strings.Contains(err.Error(), `"nobody"`) {
 				t.Fatalf("unknown receiver: %v", err)
 			}
 
 			// A stream: the task, working, the output, completed.
-			var events []v1.Event
+			var events []a2a1.Event
 			for ev, err := range c.SendStreamingMessage(ctx, v1Message("streamed", nil)) {
 				must(t, err)
 				events = append(events, ev)
@@ -166,74 +167,74 @@ func TestV1ClientBothBindings(t *testing.T) {
 			if len(events) != 4 {
 				t.Fatalf("stream: want task, working, artifact, completed; got %d events %#v", len(events), events)
 			}
-			first, ok := events[0].(*v1.Task)
-			if !ok || first.Status.State != v1.TaskStateSubmitted {
+			first, ok := events[0].(*a2a1.Task)
+			if !ok || first.Status.State != a2a1.TaskStateSubmitted {
 				t.Fatalf("first event %#v", events[0])
 			}
-			if a, ok := events[2].(*v1.TaskArtifactUpdateEvent); !ok || a.Artifact.Parts[0].Text() != "streamed" || !a.LastChunk {
+			if a, ok := events[2].(*a2a1.TaskArtifactUpdateEvent); !ok || a.Artifact.Parts[0].Text() != "streamed" || !a.LastChunk {
 				t.Fatalf("artifact event %#v", events[2])
 			}
-			if s, ok := events[3].(*v1.TaskStatusUpdateEvent); !ok || s.Status.State != v1.TaskStateCompleted {
+			if s, ok := events[3].(*a2a1.TaskStatusUpdateEvent); !ok || s.Status.State != a2a1.TaskStateCompleted {
 				t.Fatalf("last event %#v", events[3])
 			}
 
 			// Cancel a running task from a second call; its stream ends canceled.
-			var last v1.Event
+			var last a2a1.Event
 			for ev, err := range c.SendStreamingMessage(ctx, v1Message("wait", map[string]any{"receiver_id": "slow"})) {
 				must(t, err)
 				last = ev
-				if tk, ok := ev.(*v1.Task); ok {
+				if tk, ok := ev.(*a2a1.Task); ok {
 					<-f.started
-					canceled, err := c.CancelTask(ctx, &v1.CancelTaskRequest{ID: tk.ID})
+					canceled, err := c.CancelTask(ctx, &a2a1.CancelTaskRequest{ID: tk.ID})
 					must(t, err)
-					if canceled.Status.State != v1.TaskStateCanceled {
+					if canceled.Status.State != a2a1.TaskStateCanceled {
 						t.Fatalf("CancelTask returned %s", canceled.Status.State)
 					}
 				}
 			}
-			if s, ok := last.(*v1.TaskStatusUpdateEvent); !ok || s.Status.State != v1.TaskStateCanceled {
+			if s, ok := last.(*a2a1.TaskStatusUpdateEvent); !ok || s.Status.State != a2a1.TaskStateCanceled {
 				t.Fatalf("stream end after cancel: %#v", last)
 			}
 
 			// SubscribeToTask follows a running task to its end; on a
 			// finished one it is UnsupportedOperation (a2a.proto).
-			for _, err := range c.SubscribeToTask(ctx, &v1.SubscribeToTaskRequest{ID: first.ID}) {
-				if !errors.Is(err, v1.ErrUnsupportedOperation) {
+			for _, err := range c.SubscribeToTask(ctx, &a2a1.SubscribeToTaskRequest{ID: first.ID}) {
+				if !errors.Is(err, a2a1.ErrUnsupportedOperation) {
 					t.Fatalf("SubscribeToTask on a completed task: %v, want ErrUnsupportedOperation", err)
 				}
 			}
 			bg := v1Message("wait", map[string]any{"receiver_id": "slow"})
-			bg.Config = &v1.SendMessageConfig{ReturnImmediately: true}
+			bg.Config = &a2a1.SendMessageConfig{ReturnImmediately: true}
 			running := v1Send(t, c, bg)
 			if running.Status.State.Terminal() {
 				t.Fatalf("returnImmediately gave a finished task: %s", running.Status.State)
 			}
 			<-f.started
-			var sub []v1.Event
-			for ev, err := range c.SubscribeToTask(ctx, &v1.SubscribeToTaskRequest{ID: running.ID}) {
+			var sub []a2a1.Event
+			for ev, err := range c.SubscribeToTask(ctx, &a2a1.SubscribeToTaskRequest{ID: running.ID}) {
 				must(t, err)
 				sub = append(sub, ev)
-				if _, ok := ev.(*v1.Task); ok {
-					_, err := c.CancelTask(ctx, &v1.CancelTaskRequest{ID: running.ID})
+				if _, ok := ev.(*a2a1.Task); ok {
+					_, err := c.CancelTask(ctx, &a2a1.CancelTaskRequest{ID: running.ID})
 					must(t, err)
 				}
 			}
 			if len(sub) != 2 {
 				t.Fatalf("subscribe events: %#v", sub)
 			}
-			if s, ok := sub[1].(*v1.TaskStatusUpdateEvent); !ok || s.Status.State != v1.TaskStateCanceled {
+			if s, ok := sub[1].(*a2a1.TaskStatusUpdateEvent); !ok || s.Status.State != a2a1.TaskStateCanceled {
 				t.Fatalf("subscribe end: %#v", sub)
 			}
 
 			// Push configs and the extended card are not offered.
-			if _, err := c.GetExtendedAgentCard(ctx, &v1.GetExtendedAgentCardRequest{}); err == nil {
+			if _, err := c.GetExtendedAgentCard(ctx, &a2a1.GetExtendedAgentCardRequest{}); err == nil {
 				t.Fatal("GetExtendedAgentCard succeeded")
 			}
 
 			// The client spoke the binding asked for, with the 1.0 header.
 			seen := rec.seen()
 			want := "POST /a2a 1.0"
-			if binding == v1.TransportProtocolHTTPJSON {
+			if binding == a2a1.TransportProtocolHTTPJSON {
 				want = "POST /a2a/message:send 1.0"
 			}
 			if !strings.Contains(seen, want) {
@@ -249,7 +250,7 @@ func TestV1ClientBothBindings(t *testing.T) {
 			if got := v1Output(t, v1Send(t, pc, v1Message("x", nil))); got != "upper: x" {
 				t.Fatalf("per-agent endpoint ran %q", got)
 			}
-			if _, err := pc.GetTask(ctx, &v1.GetTaskRequest{ID: task.ID}); !errors.Is(err, v1.ErrTaskNotFound) {
+			if _, err := pc.GetTask(ctx, &a2a1.GetTaskRequest{ID: task.ID}); !errors.Is(err, a2a1.ErrTaskNotFound) {
 				t.Fatalf("another agent's task through a per-agent endpoint: %v", err)
 			}
 		})
@@ -262,52 +263,77 @@ func TestCrossGenerationTasks(t *testing.T) {
 	f := newFixture(t, a2a.Config{})
 	ctx := context.Background()
 	c03, _ := f.a2aClient(t, f.srv.URL, nil)
-	for _, binding := range []v1.TransportProtocol{v1.TransportProtocolJSONRPC, v1.TransportProtocolHTTPJSON} {
+	for _, binding := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
 		c10, _, _ := f.v1Client(t, f.srv.URL, binding)
 
-		old := sendTask(t, c03, &a2apb.MessageSendParams{Message: a2apb.NewMessage(a2apb.MessageRoleUser,
-			a2apb.TextPart{Text: "from 0.3"}, a2apb.DataPart{Data: map[string]any{"k": "v"}})})
-		got, err := c10.GetTask(ctx, &v1.GetTaskRequest{ID: v1.TaskID(old.ID)})
+		old := sendTask(t, c03, &a2a03.MessageSendParams{Message: a2a03.NewMessage(a2a03.MessageRoleUser,
+			a2a03.TextPart{Text: "from 0.3"}, a2a03.DataPart{Data: map[string]any{"k": "v"}})})
+		got, err := c10.GetTask(ctx, &a2a1.GetTaskRequest{ID: a2a1.TaskID(old.ID)})
 		must(t, err)
-		if got.Status.State != v1.TaskStateCompleted || v1Output(t, got) != "from 0.3\n{\"k\":\"v\"}" ||
-			len(got.History) != 1 || got.History[0].Role != v1.MessageRoleUser || got.History[0].Parts[0].Text() != "from 0.3" ||
+		if got.Status.State != a2a1.TaskStateCompleted || v1Output(t, got) != "from 0.3\n{\"k\":\"v\"}" ||
+			len(got.History) != 1 || got.History[0].Role != a2a1.MessageRoleUser || got.History[0].Parts[0].Text() != "from 0.3" ||
 			got.History[0].Parts[1].Data().(map[string]any)["k"] != "v" {
 			t.Fatalf("%s: 0.3 task read over 1.0: %+v", binding, got)
 		}
 
-		m := v1.NewMessage(v1.MessageRoleUser, v1.NewTextPart("from 1.0"), v1.NewDataPart([]any{1.0, "two"}))
+		m := a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("from 1.0"), a2a1.NewDataPart([]any{1.0, "two"}))
 		m.Metadata = map[string]any{"receiver_id": "upper"}
-		neu := v1Send(t, c10, &v1.SendMessageRequest{Message: m})
-		back, err := c03.GetTask(ctx, &a2apb.TaskQueryParams{ID: a2apb.TaskID(neu.ID)})
+		neu := v1Send(t, c10, &a2a1.SendMessageRequest{Message: m})
+		back, err := c03.GetTask(ctx, &a2a03.TaskQueryParams{ID: a2a03.TaskID(neu.ID)})
 		must(t, err)
-		if back.Status.State != a2apb.TaskStateCompleted || outputOf(t, back) != "upper: from 1.0\n[1,\"two\"]" ||
-			len(back.History) != 1 || back.History[0].Role != a2apb.MessageRoleUser ||
-			back.History[0].Parts[0].(a2apb.TextPart).Text != "from 1.0" {
+		if back.Status.State != a2a03.TaskStateCompleted || outputOf(t, back) != "upper: from 1.0\n[1,\"two\"]" ||
+			len(back.History) != 1 || back.History[0].Role != a2a03.MessageRoleUser ||
+			back.History[0].Parts[0].(a2a03.TextPart).Text != "from 1.0" {
 			t.Fatalf("%s: 1.0 task read over 0.3: %+v", binding, back)
 		}
-		if d, ok := back.History[0].Parts[1].(a2apb.DataPart); !ok || d.Data["value"] == nil {
+		if d, ok := back.History[0].Parts[1].(a2a03.DataPart); !ok || d.Data["value"] == nil {
 			t.Fatalf("%s: a 1.0 list data part over 0.3: %#v", binding, back.History[0].Parts[1])
 		}
 		// Cancel across generations: 1.0 cancels what 0.3 started.
 		pc, _ := f.a2aClient(t, f.srv.URL, nil)
 		slow := sendTaskNonBlocking(t, pc)
 		<-f.started
-		canceled, err := c10.CancelTask(ctx, &v1.CancelTaskRequest{ID: v1.TaskID(slow.ID)})
+		canceled, err := c10.CancelTask(ctx, &a2a1.CancelTaskRequest{ID: a2a1.TaskID(slow.ID)})
 		must(t, err)
-		if canceled.Status.State != v1.TaskStateCanceled {
+		if canceled.Status.State != a2a1.TaskStateCanceled {
 			t.Fatalf("%s: cross-generation cancel: %s", binding, canceled.Status.State)
 		}
 	}
 }
 
 func sendTaskNonBlocking(t testing.TB, c interface {
-	SendMessage(context.Context, *a2apb.MessageSendParams) (a2apb.SendMessageResult, error)
-}) *a2apb.Task {
+	SendMessage(context.Context, *a2a03.MessageSendParams) (a2a03.SendMessageResult, error)
+}) *a2a03.Task {
 	t.Helper()
 	no := false
 	p := userMessage("wait", map[string]any{"receiver_id": "slow"})
-	p.Config = &a2apb.MessageSendConfig{Blocking: &no}
+	p.Config = &a2a03.MessageSendConfig{Blocking: &no}
 	res, err := c.SendMessage(context.Background(), p)
 	must(t, err)
-	return res.(*a2apb.Task)
+	return res.(*a2a03.Task)
+}
+
+// ListTasks' status timestamp filter works with the a2a-go/v2 client on
+// both bindings: over HTTP+JSON it sends the filter as lastUpdatedAfter
+// (a2a.proto names it statusTimestampAfter; both are read).
+func TestV1ListTasksTimestampFilter(t *testing.T) {
+	for _, binding := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
+		t.Run(string(binding), func(t *testing.T) {
+			f := newFixture(t, a2a.Config{})
+			c, _, _ := f.v1Client(t, f.srv.URL, binding)
+			v1Send(t, c, v1Message("one", nil))
+			ctx := context.Background()
+			all, err := c.ListTasks(ctx, &a2a1.ListTasksRequest{})
+			must(t, err)
+			if len(all.Tasks) != 1 {
+				t.Fatalf("ListTasks without a filter: %d tasks, want 1", len(all.Tasks))
+			}
+			future := time.Now().Add(time.Hour)
+			none, err := c.ListTasks(ctx, &a2a1.ListTasksRequest{StatusTimestampAfter: &future})
+			must(t, err)
+			if len(none.Tasks) != 0 {
+				t.Fatalf("ListTasks updated after %s: %d tasks, want none", future, len(none.Tasks))
+			}
+		})
+	}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	v1card "github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
@@ -172,7 +172,7 @@ func TestV1StreamShape(t *testing.T) {
 			if len(ev) != 1 {
 				t.Fatalf("event with %d members: %s", len(ev), raw)
 			}
-			var sr v1.StreamResponse
+			var sr a2a1.StreamResponse
 			must(t, json.Unmarshal(raw, &sr))
 			for k, v := range ev {
 				var st struct {
@@ -210,8 +210,8 @@ func TestV1CardWithToken(t *testing.T) {
 	ctx := context.Background()
 	c1, err := v1card.NewResolver(f.client).Resolve(ctx, f.srv.URL)
 	must(t, err)
-	bearer, ok := c1.SecuritySchemes["bearer"].(v1.HTTPAuthSecurityScheme)
-	key, ok2 := c1.SecuritySchemes["apiKey"].(v1.APIKeySecurityScheme)
+	bearer, ok := c1.SecuritySchemes["bearer"].(a2a1.HTTPAuthSecurityScheme)
+	key, ok2 := c1.SecuritySchemes["apiKey"].(a2a1.APIKeySecurityScheme)
 	if !ok || !ok2 || bearer.Scheme != "bearer" || key.Name != "X-API-Key" || len(c1.SecurityRequirements) != 2 {
 		t.Fatalf("a2a-go/v2 reads the schemes as %#v, requirements %v", c1.SecuritySchemes, c1.SecurityRequirements)
 	}
@@ -226,5 +226,20 @@ func TestV1CardWithToken(t *testing.T) {
 	if status, out := do(t, f, "POST", "/a2a/message:send", v1SendBody, "Authorization", "Bearer s3cret"); status != http.StatusOK ||
 		!strings.Contains(out, `"TASK_STATE_COMPLETED"`) {
 		t.Fatalf("REST with token: %d %s", status, out)
+	}
+}
+
+// The REST binding's writes refuse a foreign browser Origin like JSON-RPC
+// does (a text/plain POST is a simple request: no preflight protects it).
+func TestRESTCrossOriginWritesRefused(t *testing.T) {
+	f := newFixture(t, a2a.Config{}, axocoatl.HTTPOptions{AllowedOrigins: []string{"https://app.example.com"}})
+	for _, path := range []string{"/a2a/message:send", "/a2a/message:stream", "/a2a/agents/assistant/message:send", "/a2a/tasks/x:cancel"} {
+		status, out := do(t, f, "POST", path, v1SendBody, "Content-Type", "text/plain", "Origin", "http://evil.example")
+		if status != http.StatusForbidden {
+			t.Fatalf("%s from a foreign origin: %d %s", path, status, out)
+		}
+	}
+	if status, out := do(t, f, "POST", "/a2a/message:send", v1SendBody, "Content-Type", "text/plain", "Origin", "https://app.example.com"); status != http.StatusOK {
+		t.Fatalf("allowed origin: %d %s", status, out)
 	}
 }

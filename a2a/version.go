@@ -3,8 +3,7 @@ package a2a
 import (
 	"strings"
 
-	a2a "github.com/a2aproject/a2a-go/a2a"
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
 // HeaderVersion is the request header an A2A 1.0 client names its protocol
@@ -39,122 +38,6 @@ func negotiate(header string) (generation, *rpcError) {
 	case v == "1.0" || v == "1" || strings.HasPrefix(v, "1.0."):
 		return gen10, nil
 	}
-	return gen10, rpcErr(codeVersionNotSupported, "%s %q; supported versions: %s (no header means 0.3)",
+	return gen10, rpcErr(a2awire.CodeVersionNotSupported, "%s %q; supported versions: %s (no header means 0.3)",
 		HeaderVersion, cut(v, 32), strings.Join(SupportedVersions, ", "))
-}
-
-// v1Message is the error's 1.0 message: the standard text with the detail.
-func (e *rpcError) v1Message() string {
-	m := codeMessageV1(e.Code)
-	if e.Detail != "" {
-		m += ": " + e.Detail
-	}
-	return m
-}
-
-// codeMessageV1 is the message a2a-go/v2 uses for each code.
-func codeMessageV1(code int) string {
-	if err, ok := v1CodeErrors[code]; ok {
-		return err.Error()
-	}
-	return v1.ErrInternalError.Error()
-}
-
-var v1CodeErrors = map[int]error{
-	codeParseError:             v1.ErrParseError,
-	codeInvalidRequest:         v1.ErrInvalidRequest,
-	codeMethodNotFound:         v1.ErrMethodNotFound,
-	codeInvalidParams:          v1.ErrInvalidParams,
-	codeInternalError:          v1.ErrInternalError,
-	codeServerError:            v1.ErrServerError,
-	codeTaskNotFound:           v1.ErrTaskNotFound,
-	codeTaskNotCancelable:      v1.ErrTaskNotCancelable,
-	codePushNotSupported:       v1.ErrPushNotificationNotSupported,
-	codeUnsupportedOperation:   v1.ErrUnsupportedOperation,
-	codeUnsupportedContentType: v1.ErrUnsupportedContentType,
-	codeInvalidAgentResponse:   v1.ErrInvalidAgentResponse,
-	codeExtendedCardNotConfig:  v1.ErrExtendedCardNotConfigured,
-	codeExtensionRequired:      v1.ErrExtensionSupportRequired,
-	codeVersionNotSupported:    v1.ErrVersionNotSupported,
-}
-
-// reasonOf is the 1.0 ErrorInfo reason of a code: the REST binding's
-// clients (a2a-go/v2, @a2a-js/sdk) type errors by it.
-func reasonOf(code int) string {
-	if err, ok := v1CodeErrors[code]; ok {
-		return v1.ErrorReason(err)
-	}
-	return "INTERNAL_ERROR"
-}
-
-// errorInfoType and errorDomain make the google.rpc.ErrorInfo detail that
-// carries the reason.
-const (
-	errorInfoType = "type.googleapis.com/google.rpc.ErrorInfo"
-	errorDomain   = v1.ProtocolDomain
-)
-
-func appendErrorInfo(b []byte, reason string) []byte {
-	b = append(b, `{"@type":"`+errorInfoType+`","reason":`...)
-	b = appendString(b, reason)
-	return append(b, `,"domain":"`+errorDomain+`"}`...)
-}
-
-// The JSON-RPC method names of A2A 1.0.
-const (
-	methodV1MessageSend     = "SendMessage"
-	methodV1MessageStream   = "SendStreamingMessage"
-	methodV1GetTask         = "GetTask"
-	methodV1ListTasks       = "ListTasks"
-	methodV1CancelTask      = "CancelTask"
-	methodV1Subscribe       = "SubscribeToTask"
-	methodV1PushGet         = "GetTaskPushNotificationConfig"
-	methodV1PushCreate      = "CreateTaskPushNotificationConfig"
-	methodV1PushList        = "ListTaskPushNotificationConfigs"
-	methodV1PushDelete      = "DeleteTaskPushNotificationConfig"
-	methodV1GetExtendedCard = "GetExtendedAgentCard"
-)
-
-func isV1Method(m string) bool {
-	switch m {
-	case methodV1MessageSend, methodV1MessageStream, methodV1GetTask, methodV1ListTasks, methodV1CancelTask,
-		methodV1Subscribe, methodV1PushGet, methodV1PushCreate, methodV1PushList, methodV1PushDelete, methodV1GetExtendedCard:
-		return true
-	}
-	return false
-}
-
-func isV03Method(m string) bool {
-	switch m {
-	case methodMessageSend, methodMessageStream, methodTasksGet, methodTasksCancel, methodTasksResubscribe,
-		methodPushConfigGet, methodPushConfigSet, methodPushConfigList, methodPushConfigDelete, methodExtendedCard:
-		return true
-	}
-	return false
-}
-
-// taskStates pairs each task state's 0.3 and 1.0 names, for both
-// directions of the mapping.
-var taskStates = [...]struct {
-	v03 a2a.TaskState
-	v10 v1.TaskState
-}{
-	{a2a.TaskStateSubmitted, v1.TaskStateSubmitted},
-	{a2a.TaskStateWorking, v1.TaskStateWorking},
-	{a2a.TaskStateCompleted, v1.TaskStateCompleted},
-	{a2a.TaskStateCanceled, v1.TaskStateCanceled},
-	{a2a.TaskStateFailed, v1.TaskStateFailed},
-	{a2a.TaskStateRejected, v1.TaskStateRejected},
-	{a2a.TaskStateInputRequired, v1.TaskStateInputRequired},
-	{a2a.TaskStateAuthRequired, v1.TaskStateAuthRequired},
-}
-
-// stateV1 maps a task state to its 1.0 name.
-func stateV1(s a2a.TaskState) v1.TaskState {
-	for _, p := range taskStates {
-		if p.v03 == s {
-			return p.v10
-		}
-	}
-	return v1.TaskStateUnspecified
 }

@@ -5,7 +5,8 @@
 // Each agent's card is read from its URL (the base URL's
 // /.well-known/agent-card.json, or the card's own URL) and a client is built
 // with a2a-go/v2's a2aclient on the newest generation the card offers: A2A
-// 1.0, or 0.3 through transports of its own (v03.go), over JSON-RPC or HTTP+JSON.
+// 1.0, or 0.3 through transports of its own (transport03.go, jsonrpc03.go,
+// rest03.go), over JSON-RPC or HTTP+JSON.
 //
 // Tools are registered at Start, before any card is read, and called through
 // the Engine's tool registry like every other tool: the agent's tools:
@@ -56,11 +57,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/internal/retry"
 	"github.com/axocoatl/axocoatl-go/internal/scrub"
 	"github.com/axocoatl/axocoatl-go/internal/textsafe"
@@ -77,8 +79,9 @@ var (
 	// ErrTaskFailed: the remote task ended failed, rejected or cancelled,
 	// or needs authentication.
 	ErrTaskFailed = errors.New("remote a2a task did not complete")
-	// ErrBadInput: the tool's arguments are not {"input": "<text>"}.
-	ErrBadInput = errors.New(`a2a tool input must be {"input": "<text>"}`)
+	// ErrBadInput: the tool's arguments are not {"input": "<text>"}. It is
+	// [axocoatl.ErrBadInput], kept under this name for its callers.
+	ErrBadInput = axocoatl.ErrBadInput
 	// ErrStopped: the module is stopped.
 	ErrStopped = errors.New("a2a remote module stopped")
 )
@@ -98,12 +101,11 @@ type Module struct {
 	// their goroutines) without touching other users of a shared one.
 	transport *http.Transport
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	agents  []*remote
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	mu     sync.Mutex
+	life   lifecycle.State
+	agents []*remote
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // New validates cfg and returns the module.
@@ -122,13 +124,10 @@ func (m *Module) Name() string { return "a2aremote" }
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.stopped {
-		return ErrStopped
+	if err := m.life.CheckStart("a2aremote", ErrStopped); err != nil {
+		return err
 	}
-	if m.started {
-		return errors.New("a2aremote: already started")
-	}
-	m.started = true
+	m.life.MarkStarted()
 	life, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	m.transport = newTransport()
@@ -159,12 +158,10 @@ func (m *Module) unregister() {
 // remote tasks too), card reads end, and the tools are unregistered.
 func (m *Module) Stop(ctx context.Context) error {
 	m.mu.Lock()
-	if m.stopped || !m.started {
-		m.stopped = true
+	if !m.life.Stop() {
 		m.mu.Unlock()
 		return nil
 	}
-	m.stopped = true
 	cancel := m.cancel
 	m.mu.Unlock()
 
@@ -285,7 +282,7 @@ func Check(ctx context.Context, ac AgentConfig, scrub []secret.Secret) (CardInfo
 }
 
 // resolve reads the card and builds the client, bounded by ResolveTimeout.
-func resolve(ctx context.Context, ac AgentConfig, hc *http.Client) (*a2a.AgentCard, *a2aclient.Client, string, error) {
+func resolve(ctx context.Context, ac AgentConfig, hc *http.Client) (*a2a1.AgentCard, *a2aclient.Client, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, ResolveTimeout)
 	defer cancel()
 	cardURL, err := ac.cardURL()
@@ -354,7 +351,7 @@ func newRemote(ac AgentConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger
 }
 
 // tool is the Engine tool of the agent; card nil: not read yet.
-func (r *remote) tool(card *a2a.AgentCard) axocoatl.Tool {
+func (r *remote) tool(card *a2a1.AgentCard) axocoatl.Tool {
 	desc := fmt.Sprintf("Remote A2A agent %q at %s. Its card could not be read yet, so calls fail until it is. Input: the request as text.", r.cfg.Name, r.cfg.Target())
 	if card != nil {
 		desc = describeCard(card)
@@ -372,7 +369,7 @@ func (r *remote) tool(card *a2a.AgentCard) axocoatl.Tool {
 // describeCard is the tool description from the card: its name and
 // description, then its skills, cleaned of what a human reviewing the tool
 // would not see, at most maxDescription bytes.
-func describeCard(card *a2a.AgentCard) string {
+func describeCard(card *a2a1.AgentCard) string {
 	var b strings.Builder
 	b.WriteString(cleanText(card.Name))
 	if d := cleanText(card.Description); d != "" {
@@ -431,7 +428,7 @@ func (r *remote) resolveLoop(life context.Context) {
 	}
 }
 
-func (r *remote) up(ctx context.Context, card *a2a.AgentCard, c *a2aclient.Client, gen string) {
+func (r *remote) up(ctx context.Context, card *a2a1.AgentCard, c *a2aclient.Client, gen string) {
 	findable := gen == "1.0" && r.canFind(ctx, c)
 	r.mu.Lock()
 	r.client, r.generation, r.streaming, r.findable, r.lastErr = c, gen, card.Capabilities.Streaming, findable, ""
@@ -440,7 +437,7 @@ func (r *remote) up(ctx context.Context, card *a2a.AgentCard, c *a2aclient.Clien
 		r.log.Warn("a2a agent tool not registered", "agent", r.cfg.Name, "error", err)
 	}
 	r.log.Info("a2a agent card read", "agent", r.cfg.Name, "tool", r.cfg.ToolName(), "generation", gen, "streaming", card.Capabilities.Streaming)
-	r.publish(ctx, lattice.A2AAgentConnected, agentEvent{Agent: r.cfg.Name, Tool: r.cfg.ToolName(), URL: r.cfg.Target(), Generation: gen})
+	r.publish(ctx, EventAgentConnected, agentEvent{Agent: r.cfg.Name, Tool: r.cfg.ToolName(), URL: r.cfg.Target(), Generation: gen})
 }
 
 // down records why the card is not read; a failure that repeats the last
@@ -456,7 +453,7 @@ func (r *remote) down(ctx context.Context, err error, failures int) {
 		return
 	}
 	r.log.Warn("a2a agent card unreadable; retrying with backoff", "agent", r.cfg.Name, "target", r.cfg.Target(), "error", msg)
-	r.publish(ctx, lattice.A2AAgentDisconnected, agentEvent{Agent: r.cfg.Name, Tool: r.cfg.ToolName(), URL: r.cfg.Target(), Error: msg})
+	r.publish(ctx, EventAgentDisconnected, agentEvent{Agent: r.cfg.Name, Tool: r.cfg.ToolName(), URL: r.cfg.Target(), Error: msg})
 }
 
 type agentEvent struct {
@@ -486,7 +483,7 @@ func backoff(c Config, failures int) time.Duration {
 	return retry.Backoff(c.minBackoff(), c.maxBackoff(), failures)
 }
 
-func redactURL(u string) string { return httpguard.RedactURL(u) }
+func redactURL(u string) string { return redact.URL(u) }
 
 // hostOf is the host[:port] of an absolute URL, "" when it has none.
 func hostOf(raw string) string {

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 
@@ -158,7 +158,7 @@ func TestUnreachableRemoteIsFailedCall(t *testing.T) {
 	peer := serveV1(t, answer)
 	s := newSetup(t, "anyone there?", nil, remoteCfg(peer.URL))
 	s.ready(t)
-	sub, err := s.eng.Bus().Subscribe(lattice.Filter{Types: []string{lattice.ToolResult}}, 16)
+	sub, err := s.eng.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventToolResult}}, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestBadInput(t *testing.T) {
 	s := newSetup(t, "", nil, remoteCfg(peer.URL))
 	s.ready(t)
 	before := peer.calls.Load()
-	for _, args := range []string{`{}`, `{"input":3}`, `[1]`, `{"input":null}`} {
+	for _, args := range []string{`{}`, `{"input":3}`, `[1]`, `{"input":null}`, `{"INPUT":"hi"}`, `null`} {
 		_, err := s.eng.CallTool(context.Background(), axocoatl.ToolCall{Tool: "a2a__remote", Arguments: json.RawMessage(args)})
 		if !errors.Is(err, a2aremote.ErrBadInput) {
 			t.Errorf("args %s: %v, want ErrBadInput", args, err)
@@ -599,32 +599,32 @@ func TestClientMethods03(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))})
+			res, err := c.SendMessage(ctx, &a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("hello"))})
 			if err != nil {
 				t.Fatal(err)
 			}
-			task, ok := res.(*a2a.Task)
-			if !ok || task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != "remote answer to: hello" {
+			task, ok := res.(*a2a1.Task)
+			if !ok || task.Status.State != a2a1.TaskStateCompleted || len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != "remote answer to: hello" {
 				t.Fatalf("SendMessage = %#v, want the completed task with its artifact", res)
 			}
-			got, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
-			if err != nil || got.ID != task.ID || got.Status.State != a2a.TaskStateCompleted || len(got.Artifacts) != 1 || got.Artifacts[0].Parts[0].Text() != "remote answer to: hello" {
+			got, err := c.GetTask(ctx, &a2a1.GetTaskRequest{ID: task.ID})
+			if err != nil || got.ID != task.ID || got.Status.State != a2a1.TaskStateCompleted || len(got.Artifacts) != 1 || got.Artifacts[0].Parts[0].Text() != "remote answer to: hello" {
 				t.Fatalf("GetTask = %+v, %v", got, err)
 			}
-			if _, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: "no-such-task"}); !errors.Is(err, a2a.ErrTaskNotFound) {
+			if _, err := c.GetTask(ctx, &a2a1.GetTaskRequest{ID: "no-such-task"}); !errors.Is(err, a2a1.ErrTaskNotFound) {
 				t.Fatalf("GetTask of an unknown task = %v, want ErrTaskNotFound", err)
 			}
 			// A task id is the remote's word: whatever it holds, the server
 			// reads it as one id (over HTTP+JSON, one path segment).
 			for _, id := range []string{"a/b", "../../" + string(task.ID), "x?historyLength=1#f", "a b:c"} {
-				if _, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: a2a.TaskID(id)}); !errors.Is(err, a2a.ErrTaskNotFound) {
+				if _, err := c.GetTask(ctx, &a2a1.GetTaskRequest{ID: a2a1.TaskID(id)}); !errors.Is(err, a2a1.ErrTaskNotFound) {
 					t.Fatalf("GetTask of task id %q = %v, want ErrTaskNotFound", id, err)
 				}
 			}
-			if _, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err == nil || !errors.As(err, new(*a2a.Error)) {
+			if _, err := c.CancelTask(ctx, &a2a1.CancelTaskRequest{ID: task.ID}); err == nil || !errors.As(err, new(*a2a1.Error)) {
 				t.Fatalf("CancelTask of a completed task = %v, want an A2A error", err)
 			}
-			if _, err := c.ListTasks(ctx, &a2a.ListTasksRequest{}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+			if _, err := c.ListTasks(ctx, &a2a1.ListTasksRequest{}); !errors.Is(err, a2a1.ErrUnsupportedOperation) {
 				t.Fatalf("ListTasks = %v, want ErrUnsupportedOperation", err)
 			}
 		})

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
@@ -102,7 +102,7 @@ func pairedCall(b *testing.B, url, mode string) {
 		}
 	}
 	viaClient := func() {
-		req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
+		req := &a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("hi"))}
 		var got string
 		if mode != "stream" {
 			res, err := c.SendMessage(ctx, req)
@@ -128,20 +128,20 @@ func pairedCall(b *testing.B, url, mode string) {
 }
 
 // artifactText is the text of the artifacts an event carries.
-func artifactText(ev a2a.Event) string {
+func artifactText(ev a2a1.Event) string {
 	var parts []string
 	switch e := ev.(type) {
-	case *a2a.Task:
+	case *a2a1.Task:
 		for _, a := range e.Artifacts {
 			for _, p := range a.Parts {
 				parts = append(parts, p.Text())
 			}
 		}
-	case *a2a.TaskArtifactUpdateEvent:
+	case *a2a1.TaskArtifactUpdateEvent:
 		for _, p := range e.Artifact.Parts {
 			parts = append(parts, p.Text())
 		}
-	case *a2a.Message:
+	case *a2a1.Message:
 		for _, p := range e.Parts {
 			parts = append(parts, p.Text())
 		}
@@ -171,7 +171,7 @@ func BenchmarkStreamVsSend(b *testing.B) {
 			var streamCalls, sendCalls []time.Duration
 			stream := func() {
 				start := time.Now()
-				req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
+				req := &a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("hi"))}
 				for _, err := range c.SendStreamingMessage(ctx, req) {
 					if err != nil {
 						b.Fatal(err)
@@ -181,7 +181,7 @@ func BenchmarkStreamVsSend(b *testing.B) {
 			}
 			send := func() {
 				start := time.Now()
-				req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
+				req := &a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("hi"))}
 				if _, err := c.SendMessage(ctx, req); err != nil {
 					b.Fatal(err)
 				}

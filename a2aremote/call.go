@@ -1,7 +1,6 @@
 package a2aremote
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,9 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
@@ -38,68 +36,9 @@ const drainGrace = 100 * time.Millisecond
 // timed out) to learn the id of the task to cancel.
 const idGrace = 2 * time.Second
 
-// parseInput reads {"input": "<text>"}.
-func parseInput(args json.RawMessage) (string, error) {
-	if s, ok := plainInput(args); ok {
-		return s, nil
-	}
-	var in struct {
-		Input *string `json:"input"`
-	}
-	if err := json.Unmarshal(args, &in); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBadInput, err)
-	}
-	if in.Input == nil {
-		return "", fmt.Errorf("%w: input is missing", ErrBadInput)
-	}
-	return *in.Input, nil
-}
-
-// plainInput reads args of exactly the shape {"input": "<text>"} (JSON
-// whitespace allowed between tokens) whose text has no escape, control
-// character or invalid UTF-8, so that it decodes to itself. It is what
-// models send; encoding/json took a third of the module's own CPU per
-// call for it. Any other shape is left to encoding/json (ok false).
-func plainInput(b []byte) (text string, ok bool) {
-	b, ok = afterToken(b, "{")
-	if ok {
-		b, ok = afterToken(b, `"input"`)
-	}
-	if ok {
-		b, ok = afterToken(b, ":")
-	}
-	if ok {
-		b, ok = afterToken(b, `"`)
-	}
-	end := bytes.IndexByte(b, '"')
-	if !ok || end < 0 {
-		return "", false
-	}
-	raw := b[:end]
-	for _, c := range raw {
-		if c == '\\' || c < 0x20 {
-			return "", false
-		}
-	}
-	if !utf8.Valid(raw) {
-		return "", false
-	}
-	if rest, ok := afterToken(b[end+1:], "}"); !ok || len(bytes.TrimLeft(rest, jsonSpace)) > 0 {
-		return "", false
-	}
-	return string(raw), true
-}
-
-const jsonSpace = " \t\r\n"
-
-// afterToken skips JSON whitespace, then tok.
-func afterToken(b []byte, tok string) ([]byte, bool) {
-	return bytes.CutPrefix(bytes.TrimLeft(b, jsonSpace), []byte(tok))
-}
-
 // call sends the input to the remote agent and waits for its task's end.
 func (r *remote) call(ctx context.Context, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
-	input, err := parseInput(call.Arguments)
+	input, err := axocoatl.ParseInput(call.Arguments)
 	if err != nil {
 		return axocoatl.ToolResult{}, fmt.Errorf("a2a agent %s: %w", r.cfg.Name, err)
 	}
@@ -136,7 +75,7 @@ func (r *remote) call(ctx context.Context, call axocoatl.ToolCall) (axocoatl.Too
 		return axocoatl.ToolResult{}, r.ended(ctx, cctx, timeout, fmt.Sprintf("waiting for a free slot (max_concurrent %d)", cap(r.sem)), nil)
 	}
 
-	req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(input))}
+	req := &a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart(input))}
 	var t taskState
 	t.limit = r.cfg.maxOutput()
 	var streamErr error
@@ -193,7 +132,7 @@ func (r *remote) callDone(id uint64) {
 // to idGrace while the task's id is still unknown: a run cancelled right
 // after sending would otherwise drop the stream before its first event,
 // leaving a task running at the remote that nobody can cancel.
-func (r *remote) stream(cctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest, t *taskState) error {
+func (r *remote) stream(cctx context.Context, c *a2aclient.Client, req *a2a1.SendMessageRequest, t *taskState) error {
 	sctx, cancelStream := context.WithCancel(context.WithoutCancel(cctx))
 	defer cancelStream()
 	var idKnown atomic.Bool
@@ -302,7 +241,7 @@ func (r *remote) cancelRemote(ctx context.Context, c *a2aclient.Client, t taskSt
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CancelTimeout)
 	defer cancel()
-	if _, err := c.CancelTask(cctx, &a2a.CancelTaskRequest{ID: t.id}); err != nil {
+	if _, err := c.CancelTask(cctx, &a2a1.CancelTaskRequest{ID: t.id}); err != nil {
 		r.log.Warn("a2a agent: cancelling the remote task failed", "agent", r.cfg.Name, "task", t.id, "error", r.red.Error(err))
 		return
 	}
@@ -314,7 +253,7 @@ func (r *remote) cancelRemote(ctx context.Context, c *a2aclient.Client, t taskSt
 func (r *remote) canFind(ctx context.Context, c *a2aclient.Client) bool {
 	lctx, cancel := context.WithTimeout(ctx, CancelTimeout)
 	defer cancel()
-	res, err := c.ListTasks(lctx, &a2a.ListTasksRequest{ContextID: a2a.NewContextID(), PageSize: 1})
+	res, err := c.ListTasks(lctx, &a2a1.ListTasksRequest{ContextID: a2a1.NewContextID(), PageSize: 1})
 	if err != nil {
 		r.log.Debug("a2a agent does not list tasks by context: calls stream", "agent", r.cfg.Name, "error", r.red.Error(err))
 		return false
@@ -325,11 +264,11 @@ func (r *remote) canFind(ctx context.Context, c *a2aclient.Client) bool {
 // find looks up the running task of a call's context, for a call that
 // ended before its answer (the task may not exist yet at the remote: it is
 // looked for up to idGrace, as a stream is read to learn it).
-func (r *remote) find(ctx context.Context, c *a2aclient.Client, contextID string) a2a.TaskID {
+func (r *remote) find(ctx context.Context, c *a2aclient.Client, contextID string) a2a1.TaskID {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), idGrace)
 	defer cancel()
 	for d := 10 * time.Millisecond; ; d = min(2*d, 200*time.Millisecond) {
-		res, err := c.ListTasks(fctx, &a2a.ListTasksRequest{ContextID: contextID, PageSize: 1})
+		res, err := c.ListTasks(fctx, &a2a1.ListTasksRequest{ContextID: contextID, PageSize: 1})
 		if err == nil && len(res.Tasks) > 0 && !res.Tasks[0].Status.State.Terminal() {
 			return res.Tasks[0].ID
 		}
@@ -347,7 +286,7 @@ func (r *remote) poll(ctx context.Context, c *a2aclient.Client, t *taskState) er
 			return ctx.Err()
 		}
 		d = min(2*d, pollMax)
-		task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: t.id})
+		task, err := c.GetTask(ctx, &a2a1.GetTaskRequest{ID: t.id})
 		if err != nil {
 			return fmt.Errorf("following task %s: %w", t.id, err)
 		}
@@ -360,9 +299,9 @@ func (r *remote) poll(ctx context.Context, c *a2aclient.Client, t *taskState) er
 func (r *remote) result(t taskState) (axocoatl.ToolResult, error) {
 	text := r.red.String(t.text())
 	switch t.state {
-	case "", a2a.TaskStateCompleted: // "": the agent answered with a message
+	case "", a2a1.TaskStateCompleted: // "": the agent answered with a message
 		return axocoatl.ToolResult{Content: text}, nil
-	case a2a.TaskStateInputRequired:
+	case a2a1.TaskStateInputRequired:
 		return axocoatl.ToolResult{Content: "The remote agent needs more input to go on: " + text}, nil
 	}
 	reason := text
@@ -372,7 +311,7 @@ func (r *remote) result(t taskState) (axocoatl.ToolResult, error) {
 	return axocoatl.ToolResult{}, fmt.Errorf("%w: a2a agent %s: task %s ended %s: %s", ErrTaskFailed, r.cfg.Name, t.id, stateName(t.state), reason)
 }
 
-func stateName(s a2a.TaskState) string {
+func stateName(s a2a1.TaskState) string {
 	return strings.ToLower(strings.TrimPrefix(s.String(), "TASK_STATE_"))
 }
 
@@ -380,11 +319,11 @@ func stateName(s a2a.TaskState) string {
 // artifacts' text and its last status or reply message, the text kept
 // within limit bytes.
 type taskState struct {
-	id        a2a.TaskID
-	state     a2a.TaskState
+	id        a2a1.TaskID
+	state     a2a1.TaskState
 	done      bool
 	artifacts []*artifactText // pointers: a Builder must not be copied once used
-	byID      map[a2a.ArtifactID]*artifactText
+	byID      map[a2a1.ArtifactID]*artifactText
 	used      int    // bytes of artifact text kept
 	message   string // the reply message, or the last status message
 	limit     int
@@ -392,14 +331,14 @@ type taskState struct {
 }
 
 type artifactText struct {
-	id   a2a.ArtifactID
+	id   a2a1.ArtifactID
 	text strings.Builder
 }
 
 // apply takes one event; it reports whether the task is over.
-func (t *taskState) apply(ev a2a.Event) bool {
+func (t *taskState) apply(ev a2a1.Event) bool {
 	switch e := ev.(type) {
-	case *a2a.Message:
+	case *a2a1.Message:
 		// A Message ends the exchange (a2a.proto; a2a-go/v2's servers treat
 		// it as final): it is the whole answer even when it names the task
 		// of its execution context, which the remote may never have
@@ -412,7 +351,7 @@ func (t *taskState) apply(ev a2a.Event) bool {
 			t.state = "" // answered by a message, see result
 		}
 		t.done = true
-	case *a2a.Task:
+	case *a2a1.Task:
 		t.id = e.ID
 		t.artifacts, t.byID, t.used = t.artifacts[:0], nil, 0
 		t.dropped = 0
@@ -422,12 +361,12 @@ func (t *taskState) apply(ev a2a.Event) bool {
 			}
 		}
 		t.status(e.Status)
-	case *a2a.TaskStatusUpdateEvent:
+	case *a2a1.TaskStatusUpdateEvent:
 		if t.id == "" {
 			t.id = e.TaskID
 		}
 		t.status(e.Status)
-	case *a2a.TaskArtifactUpdateEvent:
+	case *a2a1.TaskArtifactUpdateEvent:
 		if t.id == "" {
 			t.id = e.TaskID
 		}
@@ -438,7 +377,7 @@ func (t *taskState) apply(ev a2a.Event) bool {
 	return t.done
 }
 
-func (t *taskState) status(s a2a.TaskStatus) {
+func (t *taskState) status(s a2a1.TaskStatus) {
 	t.state = s.State
 	if s.Message != nil {
 		if m := partsText(s.Message.Parts); m != "" {
@@ -446,20 +385,20 @@ func (t *taskState) status(s a2a.TaskStatus) {
 		}
 	}
 	switch s.State {
-	case a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected,
-		a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired:
+	case a2a1.TaskStateCompleted, a2a1.TaskStateFailed, a2a1.TaskStateCanceled, a2a1.TaskStateRejected,
+		a2a1.TaskStateInputRequired, a2a1.TaskStateAuthRequired:
 		t.done = true
 	}
 }
 
-func (t *taskState) addArtifact(a *a2a.Artifact, appendTo bool) {
+func (t *taskState) addArtifact(a *a2a1.Artifact, appendTo bool) {
 	// Found by id in a map and the kept bytes counted as they come: a
 	// remote may send ~100,000 artifacts within max_response_bytes, and a
 	// walk over all of them per event cost minutes of CPU.
 	at := t.byID[a.ID]
 	if at == nil {
 		if t.byID == nil {
-			t.byID = make(map[a2a.ArtifactID]*artifactText)
+			t.byID = make(map[a2a1.ArtifactID]*artifactText)
 		}
 		at = &artifactText{id: a.ID}
 		t.byID[a.ID] = at
@@ -492,7 +431,7 @@ func (t *taskState) text() string {
 		}
 		out = strings.Join(parts, "\n")
 	}
-	if out == "" || (t.state != "" && t.state != a2a.TaskStateCompleted && t.message != "") {
+	if out == "" || (t.state != "" && t.state != a2a1.TaskStateCompleted && t.message != "") {
 		out = t.message
 	}
 	if len(out) > t.limit {
@@ -507,9 +446,9 @@ func (t *taskState) text() string {
 
 // partsText is the text of parts: text as is, data as JSON, files as a
 // line saying what they are.
-func partsText(parts a2a.ContentParts) string {
+func partsText(parts a2a1.ContentParts) string {
 	if len(parts) == 1 && parts[0] != nil {
-		if text, ok := parts[0].Content.(a2a.Text); ok {
+		if text, ok := parts[0].Content.(a2a1.Text); ok {
 			return string(text) // the usual answer, without building a list
 		}
 	}
@@ -519,16 +458,16 @@ func partsText(parts a2a.ContentParts) string {
 			continue
 		}
 		switch c := p.Content.(type) {
-		case a2a.Text:
+		case a2a1.Text:
 			out = append(out, string(c))
-		case a2a.Data:
+		case a2a1.Data:
 			b, err := json.Marshal(c.Value)
 			if err == nil {
 				out = append(out, string(b))
 			}
-		case a2a.Raw:
+		case a2a1.Raw:
 			out = append(out, fmt.Sprintf("[file %s: %s, %d bytes]", p.Filename, orUnknown(p.MediaType), len(c)))
-		case a2a.URL:
+		case a2a1.URL:
 			out = append(out, fmt.Sprintf("[file %s: %s at %s]", p.Filename, orUnknown(p.MediaType), string(c)))
 		}
 	}

@@ -1,15 +1,15 @@
 package a2aremote
 
 import (
-	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/httpheader"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -138,85 +138,64 @@ func CardURL(raw string) (string, error) {
 	return u.String(), nil
 }
 
-// ErrInvalidConfig marks every configuration error.
-var ErrInvalidConfig = errors.New("invalid a2a agent config")
+// ErrInvalidConfig is [axocoatl.ErrInvalidConfig], kept under this name
+// for the callers that check errors.Is(err, a2aremote.ErrInvalidConfig).
+var ErrInvalidConfig = axocoatl.ErrInvalidConfig
 
-// configError is a validation message naming the key but not the section
-// (the config loader adds file, line and section).
-type configError struct{ msg string }
-
-func (e *configError) Error() string        { return e.msg }
-func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
-
-// Validate checks one entry. Errors name the key, never a secret value.
+// Validate checks one entry. Errors are [*axocoatl.ConfigError]s naming the
+// key, never a secret value.
 func (a AgentConfig) Validate() error {
-	bad := func(format string, args ...any) error {
-		return &configError{msg: fmt.Sprintf(format, args...)}
-	}
+	bad := cfgerr.Errorf
 	if a.Name == "" {
-		return bad("name is required")
+		return bad("", "name is required")
 	}
 	if !agent.ValidID(a.Name) || len(a.ToolName()) > MaxToolNameLen {
-		return bad("name %q must match [a-z0-9_-]+ and have at most %d characters (the tool name %s<name> must stay within the %d characters model APIs accept)",
+		return bad("name", "%q must match [a-z0-9_-]+ and have at most %d characters (the tool name %s<name> must stay within the %d characters model APIs accept)",
 			cut(a.Name, 80), MaxToolNameLen-len(ToolPrefix), ToolPrefix, MaxToolNameLen)
 	}
 	if a.URL == "" {
-		return bad("url is required (the agent's base URL or its card's URL)")
+		return bad("", "url is required (the agent's base URL or its card's URL)")
 	}
 	u, err := url.Parse(a.URL)
 	if err != nil {
-		return bad("url: cannot parse %q", httpguard.RedactURL(a.URL))
+		return bad("url", "cannot parse %q", redact.URL(a.URL))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad("url %q must be an absolute http or https URL", httpguard.RedactURL(a.URL))
+		return bad("url", "%q must be an absolute http or https URL", redact.URL(a.URL))
 	}
 	for k, v := range a.Headers {
-		if p := httpguard.HeaderProblem(k, v.Reveal()); p != "" {
-			return bad("headers: %s", p)
+		if p := httpheader.Problem(k, v.Reveal()); p != "" {
+			return bad("headers", "%s", p)
 		}
 	}
-	if a.Timeout < 0 {
-		return bad("timeout must not be negative")
-	}
-	if a.MaxResponseBytes < 0 || a.MaxOutputBytes < 0 || a.MaxConcurrent < 0 {
-		return bad("max_response_bytes, max_output_bytes and max_concurrent must not be negative")
+	if err := cfgerr.NotNegative(cfgerr.N("timeout", a.Timeout), cfgerr.N("max_response_bytes", a.MaxResponseBytes),
+		cfgerr.N("max_output_bytes", a.MaxOutputBytes), cfgerr.N("max_concurrent", a.MaxConcurrent)); err != nil {
+		return err
 	}
 	if !axocoatl.ValidApproval(a.Approval) {
-		return bad("approval %q must be prompt, allow or deny", a.Approval)
+		return bad("approval", "%q must be prompt, allow or deny", a.Approval)
 	}
 	return nil
 }
 
-// Validate checks every agent and that names are unique. Errors read
-// "a2a_agents[i]: <problem>".
+// Validate checks every agent and that names are unique. Errors are
+// [*axocoatl.ConfigError]s keyed "a2a_agents[i].<key>".
 func (c Config) Validate() error {
 	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
-		return &configError{msg: "backoff must not be negative"}
+		return cfgerr.Errorf("", "backoff must not be negative")
 	}
-	for i, a := range c.Agents {
-		if err := a.Validate(); err != nil {
-			return fmt.Errorf("a2a_agents[%d]: %w", i, err)
-		}
+	if err := cfgerr.Entries("a2a_agents", c.Agents); err != nil {
+		return err
 	}
-	if err := ValidateNames(c.Agents); err != nil {
-		return fmt.Errorf("a2a_agents: %w", err)
-	}
-	return nil
+	return cfgerr.At("a2a_agents", ValidateNames(c.Agents))
 }
 
 // ValidateNames reports a name used twice (the message names the entries,
 // not the section).
 func ValidateNames(agents []AgentConfig) error {
-	seen := make(map[string]int, len(agents))
-	for i, a := range agents {
-		if j, dup := seen[a.Name]; dup {
-			return &configError{msg: fmt.Sprintf("duplicate name %q (entries %d and %d)", a.Name, j, i)}
-		}
-		seen[a.Name] = i
-	}
-	return nil
+	return cfgerr.UniqueNames(agents, func(a AgentConfig) string { return a.Name })
 }
 
 // Target is the agent's URL as logs and doctor show it: no userinfo, no
 // query, key-like path segments masked.
-func (a AgentConfig) Target() string { return httpguard.RedactURL(a.URL) }
+func (a AgentConfig) Target() string { return redact.URL(a.URL) }

@@ -96,7 +96,7 @@ func TestRemoteIsAnotherEngine(t *testing.T) {
 		t.Fatalf("output = %q, want %q", res.Output, want)
 	}
 
-	failed, err := remote.Bus().Subscribe(lattice.Filter{Types: []string{lattice.AgentFailed}}, 4)
+	failed, err := remote.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventAgentFailed}}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

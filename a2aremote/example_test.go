@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
@@ -19,15 +19,15 @@ import (
 // greeter is a remote A2A agent that greets whoever the text names.
 type greeter struct{}
 
-func (greeter) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("Hello, "+ec.Message.Parts[0].Text())), nil)
+func (greeter) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) {
+		yield(a2a1.NewMessage(a2a1.MessageRoleAgent, a2a1.NewTextPart("Hello, "+ec.Message.Parts[0].Text())), nil)
 	}
 }
 
-func (greeter) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+func (greeter) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) {
+		yield(a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateCanceled, nil), nil)
 	}
 }
 
@@ -38,9 +38,9 @@ func Example() {
 	remote := httptest.NewServer(mux)
 	defer remote.Close()
 	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(greeter{})))
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a1.AgentCard{
 		Name: "Greeter", Description: "Greets people.", Version: "1",
-		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(remote.URL+"/a2a", a2a.TransportProtocolJSONRPC)},
+		SupportedInterfaces: []*a2a1.AgentInterface{a2a1.NewAgentInterface(remote.URL+"/a2a", a2a1.TransportProtocolJSONRPC)},
 	}))
 
 	ctx := context.Background()

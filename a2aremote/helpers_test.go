@@ -23,10 +23,10 @@ import (
 	"testing"
 	"time"
 
-	a2av03 "github.com/a2aproject/a2a-go/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2asrv03 "github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"go.uber.org/goleak"
@@ -108,10 +108,10 @@ func (p *remotePeer) lastVersion() string { s, _ := p.version.Load().(string); r
 // serveCard1 serves, on mux, a minimal A2A 1.0 card named name whose one
 // interface is JSON-RPC at base+"/a2a".
 func serveCard1(mux *http.ServeMux, base, name string, streaming bool) {
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a1.AgentCard{
 		Name: name, Version: "1",
-		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(base+"/a2a", a2a.TransportProtocolJSONRPC)},
-		Capabilities:        a2a.AgentCapabilities{Streaming: streaming},
+		SupportedInterfaces: []*a2a1.AgentInterface{a2a1.NewAgentInterface(base+"/a2a", a2a1.TransportProtocolJSONRPC)},
+		Capabilities:        a2a1.AgentCapabilities{Streaming: streaming},
 	}))
 }
 
@@ -133,37 +133,37 @@ func serveV1(t testing.TB, do behaviour) *remotePeer {
 	mux := http.NewServeMux()
 	srv := p.serve(t, mux)
 	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(v1Executor{p})))
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a1.AgentCard{
 		Name: "Planner", Description: "Plans trips (A2A 1.0).", Version: "1",
-		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL+"/a2a", a2a.TransportProtocolJSONRPC)},
-		Capabilities:        a2a.AgentCapabilities{Streaming: true},
+		SupportedInterfaces: []*a2a1.AgentInterface{a2a1.NewAgentInterface(srv.URL+"/a2a", a2a1.TransportProtocolJSONRPC)},
+		Capabilities:        a2a1.AgentCapabilities{Streaming: true},
 		DefaultInputModes:   []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
-		Skills: []a2a.AgentSkill{{ID: "plan", Name: "plan", Description: "makes a plan", Tags: []string{"plan"}}},
+		Skills: []a2a1.AgentSkill{{ID: "plan", Name: "plan", Description: "makes a plan", Tags: []string{"plan"}}},
 	}))
 	return p
 }
 
 type v1Executor struct{ p *remotePeer }
 
-func (x v1Executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
+func (x v1Executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) {
 		var text string
 		for _, part := range ec.Message.Parts {
 			text += part.Text()
 		}
-		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+		if ec.StoredTask == nil && !yield(a2a1.NewSubmittedTask(ec, ec.Message), nil) {
 			return
 		}
 		switch x.p.do {
 		case fail:
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("the remote refuses: "+text))), nil)
+			yield(a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateFailed, a2a1.NewMessage(a2a1.MessageRoleAgent, a2a1.NewTextPart("the remote refuses: "+text))), nil)
 		case echoAuth:
 			auth, _ := ec.ServiceParams.Get("Authorization")
-			if yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("you sent: "+strings.Join(auth, ","))), nil) {
-				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+			if yield(a2a1.NewArtifactEvent(ec, a2a1.NewTextPart("you sent: "+strings.Join(auth, ","))), nil) {
+				yield(a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateCompleted, nil), nil)
 			}
 		case block:
-			if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+			if !yield(a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateWorking, nil), nil) {
 				return
 			}
 			x.p.started <- string(ec.TaskID)
@@ -173,17 +173,17 @@ func (x v1Executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 			case <-x.p.release:
 			}
 		default:
-			if yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("remote answer to: "+text)), nil) {
-				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+			if yield(a2a1.NewArtifactEvent(ec, a2a1.NewTextPart("remote answer to: "+text)), nil) {
+				yield(a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateCompleted, nil), nil)
 			}
 		}
 	}
 }
 
-func (x v1Executor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+func (x v1Executor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a1.Event, error] {
 	x.p.cancels <- string(ec.TaskID)
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	return func(yield func(a2a1.Event, error) bool) {
+		yield(a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateCanceled, nil), nil)
 	}
 }
 
@@ -195,12 +195,12 @@ func serveV03(t testing.TB, do behaviour) *remotePeer {
 	srv := p.serve(t, mux)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mux.Handle("/a2a", a2asrv03.NewJSONRPCHandler(a2asrv03.NewHandler(v03Executor{p}, a2asrv03.WithLogger(quiet))))
-	mux.Handle(a2asrv03.WellKnownAgentCardPath, a2asrv03.NewStaticAgentCardHandler(&a2av03.AgentCard{
+	mux.Handle(a2asrv03.WellKnownAgentCardPath, a2asrv03.NewStaticAgentCardHandler(&a2a03.AgentCard{
 		Name: "Planner", Description: "Plans trips (A2A 0.3).", Version: "1", ProtocolVersion: "0.3.0",
-		URL: srv.URL + "/a2a", PreferredTransport: a2av03.TransportProtocolJSONRPC,
-		Capabilities:      a2av03.AgentCapabilities{Streaming: true},
+		URL: srv.URL + "/a2a", PreferredTransport: a2a03.TransportProtocolJSONRPC,
+		Capabilities:      a2a03.AgentCapabilities{Streaming: true},
 		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
-		Skills: []a2av03.AgentSkill{{ID: "plan", Name: "plan", Description: "makes a plan", Tags: []string{"plan"}}},
+		Skills: []a2a03.AgentSkill{{ID: "plan", Name: "plan", Description: "makes a plan", Tags: []string{"plan"}}},
 	}))
 	return p
 }
@@ -214,12 +214,12 @@ func serveV03REST(t testing.TB, do behaviour) *remotePeer {
 	mux := http.NewServeMux()
 	srv := p.serve(t, mux)
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2av0.NewRESTHandler(a2asrv.NewHandler(v1Executor{p}))))
-	mux.Handle(a2asrv03.WellKnownAgentCardPath, a2asrv03.NewStaticAgentCardHandler(&a2av03.AgentCard{
+	mux.Handle(a2asrv03.WellKnownAgentCardPath, a2asrv03.NewStaticAgentCardHandler(&a2a03.AgentCard{
 		Name: "Planner", Description: "Plans trips (A2A 0.3, HTTP+JSON).", Version: "1", ProtocolVersion: "0.3.0",
-		URL: srv.URL + "/rest", PreferredTransport: a2av03.TransportProtocolHTTPJSON,
-		Capabilities:      a2av03.AgentCapabilities{Streaming: true},
+		URL: srv.URL + "/rest", PreferredTransport: a2a03.TransportProtocolHTTPJSON,
+		Capabilities:      a2a03.AgentCapabilities{Streaming: true},
 		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
-		Skills: []a2av03.AgentSkill{{ID: "plan", Name: "plan", Description: "makes a plan", Tags: []string{"plan"}}},
+		Skills: []a2a03.AgentSkill{{ID: "plan", Name: "plan", Description: "makes a plan", Tags: []string{"plan"}}},
 	}))
 	return p
 }
@@ -329,14 +329,26 @@ func serveA2AJS03(t testing.TB, do behaviour) *remotePeer {
 	proxy.FlushInterval = -1 // SSE events as they come
 	mux := http.NewServeMux()
 	srv := p.serve(t, mux)
-	mux.Handle("/v1/", proxy)
-	mux.Handle("/rpc", proxy) // 0.3 JSON-RPC, which the card below does not name
-	mux.Handle(a2asrv03.WellKnownAgentCardPath, a2asrv03.NewStaticAgentCardHandler(&a2av03.AgentCard{
+	// Full duplex: the proxy sends node's response headers while its
+	// transport may still be reading the request body, which a Go HTTP/1
+	// server otherwise closes at the first write of the response; the
+	// transport then closed its connection to node mid-stream and the
+	// client read an unexpected EOF (one call in four under load).
+	duplex := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})
+	mux.Handle("/v1/", duplex)
+	mux.Handle("/rpc", duplex) // 0.3 JSON-RPC, which the card below does not name
+	mux.Handle(a2asrv03.WellKnownAgentCardPath, a2asrv03.NewStaticAgentCardHandler(&a2a03.AgentCard{
 		Name: "Planner", Description: "Plans trips (A2A 0.3 HTTP+JSON, @a2a-js/sdk).", Version: "1", ProtocolVersion: "0.3.0",
-		URL: srv.URL, PreferredTransport: a2av03.TransportProtocolHTTPJSON,
-		Capabilities:      a2av03.AgentCapabilities{Streaming: true},
+		URL: srv.URL, PreferredTransport: a2a03.TransportProtocolHTTPJSON,
+		Capabilities:      a2a03.AgentCapabilities{Streaming: true},
 		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
-		Skills: []a2av03.AgentSkill{{ID: "plan", Name: "plan", Description: "makes a plan", Tags: []string{"plan"}}},
+		Skills: []a2a03.AgentSkill{{ID: "plan", Name: "plan", Description: "makes a plan", Tags: []string{"plan"}}},
 	}))
 	return p
 }
@@ -346,25 +358,25 @@ type v03Executor struct{ p *remotePeer }
 func (x v03Executor) Execute(ctx context.Context, rc *a2asrv03.RequestContext, q eventqueue.Queue) error {
 	var text string
 	for _, part := range rc.Message.Parts {
-		if tp, ok := part.(a2av03.TextPart); ok {
+		if tp, ok := part.(a2a03.TextPart); ok {
 			text += tp.Text
 		}
 	}
 	if rc.StoredTask == nil {
-		if err := q.Write(ctx, a2av03.NewSubmittedTask(rc, rc.Message)); err != nil {
+		if err := q.Write(ctx, a2a03.NewSubmittedTask(rc, rc.Message)); err != nil {
 			return err
 		}
 	}
-	final := func(state a2av03.TaskState, msg *a2av03.Message) error {
-		ev := a2av03.NewStatusUpdateEvent(rc, state, msg)
+	final := func(state a2a03.TaskState, msg *a2a03.Message) error {
+		ev := a2a03.NewStatusUpdateEvent(rc, state, msg)
 		ev.Final = true
 		return q.Write(ctx, ev)
 	}
 	switch x.p.do {
 	case fail:
-		return final(a2av03.TaskStateFailed, a2av03.NewMessage(a2av03.MessageRoleAgent, a2av03.TextPart{Text: "the remote refuses: " + text}))
+		return final(a2a03.TaskStateFailed, a2a03.NewMessage(a2a03.MessageRoleAgent, a2a03.TextPart{Text: "the remote refuses: " + text}))
 	case block:
-		if err := q.Write(ctx, a2av03.NewStatusUpdateEvent(rc, a2av03.TaskStateWorking, nil)); err != nil {
+		if err := q.Write(ctx, a2a03.NewStatusUpdateEvent(rc, a2a03.TaskStateWorking, nil)); err != nil {
 			return err
 		}
 		x.p.started <- string(rc.TaskID)
@@ -376,15 +388,15 @@ func (x v03Executor) Execute(ctx context.Context, rc *a2asrv03.RequestContext, q
 			return nil
 		}
 	}
-	if err := q.Write(ctx, a2av03.NewArtifactEvent(rc, a2av03.TextPart{Text: "remote answer to: " + text})); err != nil {
+	if err := q.Write(ctx, a2a03.NewArtifactEvent(rc, a2a03.TextPart{Text: "remote answer to: " + text})); err != nil {
 		return err
 	}
-	return final(a2av03.TaskStateCompleted, nil)
+	return final(a2a03.TaskStateCompleted, nil)
 }
 
 func (x v03Executor) Cancel(ctx context.Context, rc *a2asrv03.RequestContext, q eventqueue.Queue) error {
 	x.p.cancels <- string(rc.TaskID)
-	ev := a2av03.NewStatusUpdateEvent(rc, a2av03.TaskStateCanceled, nil)
+	ev := a2a03.NewStatusUpdateEvent(rc, a2a03.TaskStateCanceled, nil)
 	ev.Final = true
 	return q.Write(ctx, ev)
 }

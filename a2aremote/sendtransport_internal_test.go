@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 )
 
@@ -27,10 +27,10 @@ func TestSendTransportBadAnswers(t *testing.T) {
 	}{
 		{"task", `{"jsonrpc":"2.0","id":"1","result":{"task":` + task + `}}`, 200, "", nil},
 		{"message", `{"jsonrpc":"2.0","id":"1","result":{"message":` + msg + `}}`, 200, "", nil},
-		{"rpc error", `{"jsonrpc":"2.0","id":"1","error":{"code":-32001,"message":"no task t9"}}`, 200, "no task t9", a2a.ErrTaskNotFound},
-		{"rpc error version", `{"jsonrpc":"2.0","id":"1","error":{"code":-32009,"message":"1.0 only","data":{"not":"a list"}}}`, 200, "1.0 only", a2a.ErrVersionNotSupported},
-		{"rpc error no message", `{"jsonrpc":"2.0","id":"1","error":{"code":-32004}}`, 200, a2a.ErrUnsupportedOperation.Error(), a2a.ErrUnsupportedOperation},
-		{"rpc error other code", `{"jsonrpc":"2.0","id":"1","error":{"code":12,"message":"odd"}}`, 200, "odd", a2a.ErrInternalError},
+		{"rpc error", `{"jsonrpc":"2.0","id":"1","error":{"code":-32001,"message":"no task t9"}}`, 200, "no task t9", a2a1.ErrTaskNotFound},
+		{"rpc error version", `{"jsonrpc":"2.0","id":"1","error":{"code":-32009,"message":"1.0 only","data":{"not":"a list"}}}`, 200, "1.0 only", a2a1.ErrVersionNotSupported},
+		{"rpc error no message", `{"jsonrpc":"2.0","id":"1","error":{"code":-32004}}`, 200, a2a1.ErrUnsupportedOperation.Error(), a2a1.ErrUnsupportedOperation},
+		{"rpc error other code", `{"jsonrpc":"2.0","id":"1","error":{"code":12,"message":"odd"}}`, 200, "odd", a2a1.ErrInternalError},
 		{"both", `{"jsonrpc":"2.0","id":"1","result":{"task":` + task + `,"message":` + msg + `}}`, 200, "exactly one of task and message", nil},
 		{"neither", `{"jsonrpc":"2.0","id":"1","result":{}}`, 200, "exactly one of task and message", nil},
 		{"no result", `{"jsonrpc":"2.0","id":"1"}`, 200, "neither a result nor an error", nil},
@@ -56,7 +56,7 @@ func TestSendTransportBadAnswers(t *testing.T) {
 			hc := newHTTPClient(AgentConfig{Name: "x", URL: srv.URL, MaxResponseBytes: 1024}, http.DefaultTransport)
 			tr := newSendTransport(srv.URL, hc)
 			res, err := tr.SendMessage(context.Background(), a2aclient.ServiceParams{"A2A-Version": {"1.0"}},
-				&a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))})
+				&a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("hi"))})
 			if version != "1.0" || method != "SendMessage" {
 				t.Errorf("request: A2A-Version %q, method %q", version, method)
 			}
@@ -70,9 +70,9 @@ func TestSendTransportBadAnswers(t *testing.T) {
 				t.Fatalf("got %v, %v; want an error with %q", res, err, c.want)
 			}
 			if c.kind != nil {
-				var ae *a2a.Error
+				var ae *a2a1.Error
 				if !errors.Is(err, c.kind) || !errors.As(err, &ae) || err.Error() != c.want {
-					t.Errorf("%v (%T): want an *a2a.Error %q of kind %v, as a2aclient answers", err, err, c.want, c.kind)
+					t.Errorf("%v (%T): want an *a2a1.Error %q of kind %v, as a2aclient answers", err, err, c.want, c.kind)
 				}
 			}
 			if c.name == "too large" && !errors.Is(err, ErrResponseTooLarge) {

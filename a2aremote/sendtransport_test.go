@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
@@ -42,10 +42,10 @@ func TestSendTransportMatchesA2AClient(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			send := func(c *a2aclient.Client, taskID a2a.TaskID) (string, error) {
-				msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))
+			send := func(c *a2aclient.Client, taskID a2a1.TaskID) (string, error) {
+				msg := a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("hi"))
 				msg.TaskID = taskID
-				res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+				res, err := c.SendMessage(ctx, &a2a1.SendMessageRequest{Message: msg})
 				if err != nil {
 					return "", err
 				}
@@ -65,12 +65,12 @@ func TestSendTransportMatchesA2AClient(t *testing.T) {
 			// An unknown task: both fail with the same A2A error (its kind,
 			// checkable with errors.Is, and its text).
 			_, theirErr := send(theirs, "no-such-task")
-			var want2 *a2a.Error
+			var want2 *a2a1.Error
 			if !errors.As(theirErr, &want2) {
-				t.Fatalf("a2aclient: a message to an unknown task: %v, want an *a2a.Error", theirErr)
+				t.Fatalf("a2aclient: a message to an unknown task: %v, want an *a2a1.Error", theirErr)
 			}
 			_, ourErr := send(ours, "no-such-task")
-			var got2 *a2a.Error
+			var got2 *a2a1.Error
 			if !errors.As(ourErr, &got2) || !errors.Is(ourErr, want2.Err) || ourErr.Error() != theirErr.Error() {
 				t.Errorf("ours: a message to an unknown task: %v (%#v); a2aclient's: %v (kind %v)", ourErr, got2, theirErr, want2.Err)
 			}
@@ -80,7 +80,7 @@ func TestSendTransportMatchesA2AClient(t *testing.T) {
 
 // comparable is a result as JSON without what differs between two sends
 // (ids, timestamps).
-func comparable(t *testing.T, res a2a.SendMessageResult) string {
+func comparable(t *testing.T, res a2a1.SendMessageResult) string {
 	t.Helper()
 	b, err := json.Marshal(res)
 	if err != nil {

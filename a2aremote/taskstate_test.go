@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // A remote can send as many artifacts as fit in max_response_bytes (about
@@ -17,10 +17,10 @@ func TestManyArtifactsLinear(t *testing.T) {
 	ts := taskState{limit: 1 << 10}
 	start := time.Now()
 	for i := range n {
-		ts.apply(&a2a.TaskArtifactUpdateEvent{TaskID: "t", Artifact: &a2a.Artifact{
-			ID: a2a.ArtifactID(fmt.Sprint(i)), Parts: a2a.ContentParts{a2a.NewTextPart("xx")}}})
+		ts.apply(&a2a1.TaskArtifactUpdateEvent{TaskID: "t", Artifact: &a2a1.Artifact{
+			ID: a2a1.ArtifactID(fmt.Sprint(i)), Parts: a2a1.ContentParts{a2a1.NewTextPart("xx")}}})
 	}
-	ts.apply(&a2a.TaskStatusUpdateEvent{TaskID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}})
+	ts.apply(&a2a1.TaskStatusUpdateEvent{TaskID: "t", Status: a2a1.TaskStatus{State: a2a1.TaskStateCompleted}})
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("%d artifacts took %s", n, d)
 	}

@@ -13,9 +13,11 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"golang.org/x/mod/semver"
+
+	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
 // ErrResponseTooLarge: a remote's HTTP response went over
@@ -103,8 +105,8 @@ func (b *limitedBody) Close() error { return b.rc.Close() }
 // fetchCard reads and parses the agent card at cardURL with hc. The body
 // is bounded by DefaultMaxCardBytes. Both generations parse: a 1.0 card
 // by its supportedInterfaces, a 0.3 card by url, preferredTransport and
-// additionalInterfaces (parseCard, card03.go).
-func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a.AgentCard, error) {
+// additionalInterfaces (a2awire.ParseCard).
+func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a1.AgentCard, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cardURL, nil)
 	if err != nil {
 		return nil, err
@@ -125,7 +127,7 @@ func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a.Agent
 	if len(body) > DefaultMaxCardBytes {
 		return nil, fmt.Errorf("agent card: %w: more than %d bytes", ErrResponseTooLarge, DefaultMaxCardBytes)
 	}
-	card, err := parseCard(body)
+	card, err := a2awire.ParseCard(body)
 	if err != nil {
 		return nil, fmt.Errorf("agent card is not JSON of an A2A card: %w", err)
 	}
@@ -147,17 +149,17 @@ func fetchCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a.Agent
 // Generation is the protocol generation a card is spoken to in: the
 // newest version among its interfaces this client has a transport for
 // ("1.0" or "0.3"), "" when there is none.
-func Generation(card *a2a.AgentCard) string {
+func Generation(card *a2a1.AgentCard) string {
 	best := ""
 	for _, iface := range card.SupportedInterfaces {
 		switch iface.ProtocolBinding {
-		case a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON:
+		case a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON:
 		default:
 			continue
 		}
 		v := string(iface.ProtocolVersion)
 		if v == "" {
-			v = string(version03)
+			v = string(a2awire.Version03)
 		}
 		var g string
 		switch semver.Major("v" + strings.TrimPrefix(v, "v")) {
@@ -176,13 +178,13 @@ func Generation(card *a2a.AgentCard) string {
 }
 
 // newClient builds the a2aclient for card: JSON-RPC and HTTP+JSON, in
-// 1.0 and in 0.3 (v03.go), all over hc; the factory picks the newest
+// 1.0 and in 0.3 (transport03.go), all over hc; the factory picks the newest
 // version the card offers. 1.0 JSON-RPC is a2aclient's transport with
 // SendMessage of our own (sendTransport).
-func newClient(ctx context.Context, card *a2a.AgentCard, hc *http.Client) (*a2aclient.Client, error) {
+func newClient(ctx context.Context, card *a2a1.AgentCard, hc *http.Client) (*a2aclient.Client, error) {
 	opts := append([]a2aclient.FactoryOption{
-		a2aclient.WithTransport(a2a.TransportProtocolJSONRPC, a2aclient.TransportFactoryFn(
-			func(_ context.Context, _ *a2a.AgentCard, iface *a2a.AgentInterface) (a2aclient.Transport, error) {
+		a2aclient.WithTransport(a2a1.TransportProtocolJSONRPC, a2aclient.TransportFactoryFn(
+			func(_ context.Context, _ *a2a1.AgentCard, iface *a2a1.AgentInterface) (a2aclient.Transport, error) {
 				return newSendTransport(iface.URL, hc), nil
 			})),
 		a2aclient.WithRESTTransport(hc),
@@ -216,63 +218,37 @@ type rpcRequest struct {
 	Params  any    `json:"params"`
 }
 
-// rpcError is a JSON-RPC error answer.
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-// a2aError is e as a2aclient returns it: an *a2a.Error of the A2A error
-// its code names (a2a.ErrInternalError for another code), checkable with
-// errors.Is (a2a.ErrTaskNotFound, a2a.ErrVersionNotSupported, …), whose
-// text is the remote's message (else the kind's). Its data (error
-// details) is not read: a2aclient fails the whole answer when it is not
-// the list A2A 1.0 says, and nothing here reads it.
-func (e *rpcError) a2aError() error {
-	kind, ok := rpcErrorKinds[e.Code]
-	if !ok {
-		kind = a2a.ErrInternalError
-	}
-	msg := e.Message
-	if msg == "" {
-		msg = kind.Error()
-	}
-	return a2a.NewError(kind, msg)
-}
-
-// rpcErrorKinds are the JSON-RPC error codes of A2A 1.0 (a2a-go/v2's
-// internal/jsonrpc, which a2aclient maps errors with).
-var rpcErrorKinds = map[int]error{
-	-32700: a2a.ErrParseError,
-	-32600: a2a.ErrInvalidRequest,
-	-32601: a2a.ErrMethodNotFound,
-	-32602: a2a.ErrInvalidParams,
-	-32603: a2a.ErrInternalError,
-	-32000: a2a.ErrServerError,
-	-32001: a2a.ErrTaskNotFound,
-	-32002: a2a.ErrTaskNotCancelable,
-	-32003: a2a.ErrPushNotificationNotSupported,
-	-32004: a2a.ErrUnsupportedOperation,
-	-32005: a2a.ErrUnsupportedContentType,
-	-32006: a2a.ErrInvalidAgentResponse,
-	-32007: a2a.ErrExtendedCardNotConfigured,
-	-32008: a2a.ErrExtensionSupportRequired,
-	-32009: a2a.ErrVersionNotSupported,
-	-31401: a2a.ErrUnauthenticated,
-	-31403: a2a.ErrUnauthorized,
-}
-
-// SendMessage implements a2aclient.Transport.
-func (t *sendTransport) SendMessage(ctx context.Context, params a2aclient.ServiceParams, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
-	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: strconv.FormatUint(t.ids.Add(1), 10), Method: "SendMessage", Params: req})
+// newRPCRequest is the HTTP request of a JSON-RPC call of method with
+// params to u, its id the next of ids.
+func newRPCRequest(ctx context.Context, u string, ids *atomic.Uint64, method string, params any) (*http.Request, error) {
+	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: strconv.FormatUint(ids.Add(1), 10), Method: method, Params: params})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the request: %w", err)
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	hr.Header.Set("Content-Type", "application/json")
+	return hr, nil
+}
+
+// readBody reads the body of an answer, bounded by max_response_bytes
+// (limitedBody).
+func readBody(resp *http.Response) ([]byte, error) {
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	return data, nil
+}
+
+// SendMessage implements a2aclient.Transport.
+func (t *sendTransport) SendMessage(ctx context.Context, params a2aclient.ServiceParams, req *a2a1.SendMessageRequest) (a2a1.SendMessageResult, error) {
+	hr, err := newRPCRequest(ctx, t.url, &t.ids, a2awire.Method1Send, req)
+	if err != nil {
+		return nil, err
+	}
 	for k, vs := range params {
 		for _, v := range vs {
 			hr.Header.Add(k, v)
@@ -286,23 +262,23 @@ func (t *sendTransport) SendMessage(ctx context.Context, params a2aclient.Servic
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("unexpected HTTP status %s", resp.Status)
 	}
-	data, err := io.ReadAll(resp.Body) // bounded by max_response_bytes (limitedBody)
+	data, err := readBody(resp)
 	if err != nil {
-		return nil, fmt.Errorf("reading the answer: %w", err)
+		return nil, err
 	}
 	var answer struct {
 		Result *struct {
-			Task    *a2a.Task    `json:"task"`
-			Message *a2a.Message `json:"message"`
+			Task    *a2a1.Task    `json:"task"`
+			Message *a2a1.Message `json:"message"`
 		} `json:"result"`
-		Error *rpcError `json:"error"`
+		Error *a2awire.Error `json:"error"`
 	}
 	if err := json.Unmarshal(data, &answer); err != nil {
 		return nil, fmt.Errorf("the answer is not a JSON-RPC response: %w", err)
 	}
 	switch r := answer.Result; {
 	case answer.Error != nil:
-		return nil, answer.Error.a2aError()
+		return nil, answer.Error.Err1()
 	case r == nil:
 		return nil, errors.New("the answer has neither a result nor an error")
 	case (r.Task == nil) == (r.Message == nil):

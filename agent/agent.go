@@ -33,10 +33,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"path"
 	"regexp"
 	"time"
+
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 )
 
 // Defaults applied by [Spec.WithDefaults] to the zero fields of a [Spec].
@@ -88,28 +89,29 @@ var idPattern = regexp.MustCompile(`^[a-z0-9_-]+$`)
 func ValidID(id string) bool { return len(id) <= 64 && idPattern.MatchString(id) }
 
 // Validate checks the spec on its own (uniqueness is the registry's job).
+// Its errors are *axocoatl.ConfigError (internal/cfgerr) naming the key.
 func (s Spec) Validate() error {
 	if s.ID == "" {
-		return errors.New("id is required")
+		return cfgerr.Errorf("", "id is required")
 	}
 	if !ValidID(s.ID) {
-		return fmt.Errorf("id %q must match [a-z0-9_-]+ (at most 64 characters)", s.ID)
+		return cfgerr.Errorf("id", "%q must match [a-z0-9_-]+ (at most 64 characters)", s.ID)
 	}
 	if s.MaxIterations < 0 {
-		return fmt.Errorf("max_iterations must not be negative")
+		return cfgerr.Errorf("max_iterations", "must not be negative")
 	}
 	if s.Timeout < 0 {
-		return fmt.Errorf("timeout must not be negative")
+		return cfgerr.Errorf("timeout", "must not be negative")
 	}
 	if s.MaxToolCallsPerTurn < 0 {
-		return fmt.Errorf("max_tool_calls_per_turn must not be negative")
+		return cfgerr.Errorf("max_tool_calls_per_turn", "must not be negative")
 	}
 	if s.MaxParallelToolCalls < 0 {
-		return fmt.Errorf("max_parallel_tool_calls must not be negative")
+		return cfgerr.Errorf("max_parallel_tool_calls", "must not be negative")
 	}
 	for _, g := range s.Tools {
 		if _, err := path.Match(g, ""); err != nil {
-			return fmt.Errorf("tools: bad glob %q", g)
+			return cfgerr.Errorf("tools", "bad glob %q", g)
 		}
 	}
 	return nil

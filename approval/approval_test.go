@@ -21,6 +21,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/lattice"
+	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
 
 type runResult struct {
@@ -64,7 +65,7 @@ func TestPromptAllowDenyExpire(t *testing.T) {
 
 	t.Run("allow", func(t *testing.T) {
 		done := execute(v.e, "writer", input)
-		req := v.next(t, lattice.ApprovalRequested)
+		req := v.next(t, approval.EventRequested)
 		if req["tool"] != "mcp__files__write" || req["agent_id"] != "writer" || req["server"] != "files" ||
 			req["arguments"] != `{"path":"a.txt","text":"hi"}` || req["expires_at"] == nil || req["requested_at"] == nil {
 			t.Fatalf("ApprovalRequested %v", req)
@@ -84,7 +85,7 @@ func TestPromptAllowDenyExpire(t *testing.T) {
 		if res.err != nil || fs.calls.Load() != 1 || !strings.Contains(res.res.Output, "wrote a.txt") {
 			t.Fatalf("after allow: %+v, %d calls", res, fs.calls.Load())
 		}
-		got := v.next(t, lattice.ApprovalResolved)
+		got := v.next(t, approval.EventResolved)
 		if got["decision"] != "allow" || got["status"] != "approved" || got["remember"] != "once" || got["resolved_by"] != "http" {
 			t.Fatalf("ApprovalResolved %v", got)
 		}
@@ -96,7 +97,7 @@ func TestPromptAllowDenyExpire(t *testing.T) {
 	t.Run("deny", func(t *testing.T) {
 		before := fs.calls.Load()
 		done := execute(v.e, "writer", input)
-		req := v.next(t, lattice.ApprovalRequested)
+		req := v.next(t, approval.EventRequested)
 		if err := v.m.Resolve(context.Background(), req["approval_id"].(string), approval.Deny, "", "websocket"); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +108,7 @@ func TestPromptAllowDenyExpire(t *testing.T) {
 		if told := peer.lastTold(); !strings.Contains(told, "A human denied this call of tool mcp__files__write") {
 			t.Fatalf("the model was told %q", told)
 		}
-		got := v.next(t, lattice.ApprovalResolved)
+		got := v.next(t, approval.EventResolved)
 		if got["status"] != "denied" || got["resolved_by"] != "websocket" {
 			t.Fatalf("ApprovalResolved %v", got)
 		}
@@ -116,8 +117,8 @@ func TestPromptAllowDenyExpire(t *testing.T) {
 	t.Run("expire", func(t *testing.T) {
 		before := fs.calls.Load()
 		done := execute(v.e, "writer", input)
-		req := v.next(t, lattice.ApprovalRequested)
-		got := v.next(t, lattice.ApprovalResolved)
+		req := v.next(t, approval.EventRequested)
+		got := v.next(t, approval.EventResolved)
 		if got["status"] != "expired" || got["decision"] != "deny" || got["resolved_by"] != "timeout" || got["approval_id"] != req["approval_id"] {
 			t.Fatalf("ApprovalResolved %v", got)
 		}
@@ -280,7 +281,7 @@ func TestConcurrentApprovalsResolveOnce(t *testing.T) {
 	// exactly for the approvals whose ApprovalResolved says allow.
 	decided := map[string]string{}
 	for range n {
-		p := v.next(t, lattice.ApprovalResolved)
+		p := v.next(t, approval.EventResolved)
 		if _, dup := decided[p["approval_id"].(string)]; dup {
 			t.Fatalf("approval %s resolved twice", p["approval_id"])
 		}
@@ -320,7 +321,7 @@ func TestPendingLongerThanAgentTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := execute(v.e, "quick", ask("mcp__files__write", `{"path":"b"}`))
-	req := v.next(t, lattice.ApprovalRequested)
+	req := v.next(t, approval.EventRequested)
 	time.Sleep(900 * time.Millisecond) // three agent timeouts
 	if err := v.m.Resolve(context.Background(), req["approval_id"].(string), approval.Allow, approval.Once, "test"); err != nil {
 		t.Fatal(err)
@@ -345,9 +346,9 @@ func TestWithdrawn(t *testing.T) {
 		res, _ := v.e.CallTool(ctx, axocoatl.ToolCall{Tool: "t", Arguments: json.RawMessage(`{}`)})
 		errc <- res
 	}()
-	req := v.next(t, lattice.ApprovalRequested)
+	req := v.next(t, approval.EventRequested)
 	cancel()
-	got := v.next(t, lattice.ApprovalResolved)
+	got := v.next(t, approval.EventResolved)
 	if got["status"] != "withdrawn" || got["resolved_by"] != "run_ended" || got["approval_id"] != req["approval_id"] {
 		t.Fatalf("ApprovalResolved %v", got)
 	}
@@ -362,14 +363,14 @@ func TestWithdrawn(t *testing.T) {
 		res, _ := v.e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "t", Arguments: json.RawMessage(`{}`)})
 		errc <- res
 	}()
-	v.next(t, lattice.ApprovalRequested)
+	v.next(t, approval.EventRequested)
 	if err := v.m.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if res := <-errc; !res.IsError || !strings.Contains(res.Content, "withdrawn") || rec.n.Load() != 0 {
 		t.Fatalf("%+v", res)
 	}
-	if got := v.next(t, lattice.ApprovalResolved); got["resolved_by"] != "shutdown" {
+	if got := v.next(t, approval.EventResolved); got["resolved_by"] != "shutdown" {
 		t.Fatalf("%v", got)
 	}
 	r := v.do(t, "POST", "/api/approvals/x", `{"decision":"allow"}`)
@@ -404,7 +405,7 @@ func TestRememberAlways(t *testing.T) {
 	}
 	v := setup()
 	ch := call(v)
-	req := v.next(t, lattice.ApprovalRequested)
+	req := v.next(t, approval.EventRequested)
 	r := v.do(t, "POST", "/api/approvals/"+req["approval_id"].(string), `{"decision":"allow","remember":"always"}`)
 	if r.status != 200 || r.body["remember"] != "always" {
 		t.Fatalf("%d %s", r.status, r.raw)
@@ -434,7 +435,7 @@ func TestRememberAlways(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch = call(v2)
-	req = v2.next(t, lattice.ApprovalRequested)
+	req = v2.next(t, approval.EventRequested)
 	if err := v2.m.Resolve(context.Background(), req["approval_id"].(string), approval.Deny, approval.Once, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +460,7 @@ func TestRememberAlways(t *testing.T) {
 		t.Fatalf("DELETE: %d %s", r.status, r.raw)
 	}
 	ch = call(v2)
-	req = v2.next(t, lattice.ApprovalRequested)
+	req = v2.next(t, approval.EventRequested)
 	if err := v2.m.Resolve(context.Background(), req["approval_id"].(string), approval.Allow, approval.Once, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +482,7 @@ func TestForgetOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := execute(v.e, "a", "x")
-	req := v.next(t, lattice.ApprovalRequested)
+	req := v.next(t, approval.EventRequested)
 	if err := v.m.Resolve(context.Background(), req["approval_id"].(string), approval.Deny, approval.Always, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +494,7 @@ func TestForgetOverHTTP(t *testing.T) {
 		t.Fatalf("DELETE: %d %s", r.status, r.raw)
 	}
 	done = execute(v.e, "a", "x")
-	req = v.next(t, lattice.ApprovalRequested)
+	req = v.next(t, approval.EventRequested)
 	if err := v.m.Resolve(context.Background(), req["approval_id"].(string), approval.Allow, "", "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -586,7 +587,7 @@ func TestArgumentsPreview(t *testing.T) {
 		go func() {
 			v.e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "t", Arguments: json.RawMessage(args)})
 		}()
-		req := v.next(t, lattice.ApprovalRequested)
+		req := v.next(t, approval.EventRequested)
 		got := req["arguments"].(string)
 		if len(got) > approval.MaxArgumentsPreview || !utf8.ValidString(got) || !strings.HasPrefix(args, got) {
 			t.Errorf("preview of %d bytes: %d bytes, valid %v", len(args), len(got), utf8.ValidString(got))
@@ -608,9 +609,9 @@ func TestConfigValidate(t *testing.T) {
 		{approval.Config{}, ""},
 		{approval.Config{Default: "ask"}, `default: "ask" is not a decision (prompt, allow or deny)`},
 		{approval.Config{Timeout: -time.Second}, "timeout: -1s must not be negative"},
-		{approval.Config{Rules: []approval.Rule{{Decision: "allow"}}}, "rules[0].tool is required"},
+		{approval.Config{Rules: []approval.Rule{{Decision: "allow"}}}, "rules[0]: tool is required"},
 		{approval.Config{Rules: []approval.Rule{{Tool: "a", Decision: "allow"}, {Tool: "[", Decision: "allow"}}}, `rules[1].tool: bad glob "["`},
-		{approval.Config{Rules: []approval.Rule{{Tool: "a"}}}, "rules[0].decision is required (prompt, allow or deny)"},
+		{approval.Config{Rules: []approval.Rule{{Tool: "a"}}}, "rules[0]: decision is required (prompt, allow or deny)"},
 		{approval.Config{Rules: []approval.Rule{{Tool: "a", Decision: "yes"}}}, `rules[0].decision: "yes" is not a decision (prompt, allow or deny)`},
 	} {
 		err := c.cfg.Validate()
@@ -637,14 +638,14 @@ func TestRemoteApprovalsFromTheLattice(t *testing.T) {
 	now := time.Now().UTC()
 	p := approval.PendingApproval{ApprovalID: "remote-1", AgentID: "a", Tool: "mcp__x__y", Holder: "elsewhere",
 		Arguments: `{"s":"` + strings.Repeat("x", 100000) + `"}`, RequestedAt: now, ExpiresAt: now.Add(time.Minute)}
-	if err := v.e.Publish(context.Background(), lattice.ApprovalRequested, "approval", p); err != nil {
+	if err := v.e.Publish(context.Background(), approval.EventRequested, "approval", p); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the remote approval is listed", func() bool { return len(v.m.Pending()) == 1 })
 	if got := v.m.Pending()[0]; got.ApprovalID != "remote-1" || got.Holder != "elsewhere" || len(got.Arguments) > approval.MaxArgumentsPreview {
 		t.Fatalf("listed %+v (%d bytes of arguments)", got.ApprovalID, len(got.Arguments))
 	}
-	if err := v.e.Publish(context.Background(), lattice.ApprovalResolved, "approval", approval.Resolution{ApprovalID: "remote-1", Holder: "elsewhere", Decision: "deny", Status: "expired"}); err != nil {
+	if err := v.e.Publish(context.Background(), approval.EventResolved, "approval", approval.Resolution{ApprovalID: "remote-1", Holder: "elsewhere", Decision: "deny", Status: "expired"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the resolved remote approval is dropped", func() bool { return len(v.m.Pending()) == 0 })
@@ -672,7 +673,7 @@ func TestApprovedToolTimeCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := execute(v.e, "a", "x")
-	req := v.next(t, lattice.ApprovalRequested)
+	req := v.next(t, approval.EventRequested)
 	time.Sleep(500 * time.Millisecond)
 	if err := v.m.Resolve(context.Background(), req["approval_id"].(string), approval.Allow, "", "test"); err != nil {
 		t.Fatal(err)
@@ -694,7 +695,7 @@ func TestDecisionsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	go v.e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "t", Arguments: json.RawMessage(`{}`)})
-	req := v.next(t, lattice.ApprovalRequested)
+	req := v.next(t, approval.EventRequested)
 	if err := v.m.Resolve(context.Background(), req["approval_id"].(string), approval.Allow, approval.Always, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -726,10 +727,10 @@ func TestDecisionsFile(t *testing.T) {
 
 // The rug pull over MCP itself: a tool allowed "always" whose server then
 // swaps its description (a go-sdk server, notifications/tools/list_changed)
-// is announced by McpToolChanged and asked about again on its next call.
+// is announced by mcpclient.EventToolChanged and asked about again on its next call.
 func TestRugPullOverMCP(t *testing.T) {
 	v := newEnv(t, approval.Config{Timeout: time.Minute, DataDir: t.TempDir()}, axocoatl.Options{})
-	changes, err := v.e.Bus().Subscribe(lattice.Filter{Types: []string{lattice.McpToolChanged}}, 16)
+	changes, err := v.e.Bus().Subscribe(lattice.Filter{Types: []string{mcpclient.EventToolChanged}}, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -745,7 +746,7 @@ func TestRugPullOverMCP(t *testing.T) {
 		return ch
 	}
 	ch := call()
-	req := v.next(t, lattice.ApprovalRequested)
+	req := v.next(t, approval.EventRequested)
 	if err := v.m.Resolve(context.Background(), req["approval_id"].(string), approval.Allow, approval.Always, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -773,7 +774,7 @@ func TestRugPullOverMCP(t *testing.T) {
 		t.Fatal("no McpToolChanged within 15s of the swap")
 	}
 	ch = call()
-	req = v.next(t, lattice.ApprovalRequested)
+	req = v.next(t, approval.EventRequested)
 	if fs.calls.Load() != 2 {
 		t.Fatal("the changed tool ran on the old decision")
 	}

@@ -1,13 +1,13 @@
 package approval
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"path"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 )
 
 // Decisions: what the policy says about a call, and what a human answers.
@@ -80,37 +80,35 @@ type Rule struct {
 	Decision string `yaml:"decision" json:"decision"`
 }
 
-// ErrInvalidConfig marks every Config.Validate failure.
-var ErrInvalidConfig = errors.New("invalid approval config")
-
-type configError string
-
-func (e configError) Error() string        { return string(e) }
-func (e configError) Is(target error) bool { return target == ErrInvalidConfig }
+// ErrInvalidConfig is [axocoatl.ErrInvalidConfig], kept under this name
+// for the callers that check errors.Is(err, approval.ErrInvalidConfig).
+var ErrInvalidConfig = axocoatl.ErrInvalidConfig
 
 func validDecision(d string) bool { return d != "" && axocoatl.ValidApproval(d) }
 
-// Validate checks the config. Its errors match ErrInvalidConfig and name the
-// key ("rules[2].decision: …").
+// Validate checks the config. Its errors are [*axocoatl.ConfigError]s
+// naming the key ("rules[2].decision: …").
 func (c Config) Validate() error {
+	bad := cfgerr.Errorf
 	if c.Default != "" && !validDecision(c.Default) {
-		return configError(fmt.Sprintf("default: %q is not a decision (prompt, allow or deny)", c.Default))
+		return bad("default", "%q is not a decision (prompt, allow or deny)", c.Default)
 	}
 	if c.Timeout < 0 {
-		return configError(fmt.Sprintf("timeout: %s must not be negative", c.Timeout))
+		return bad("timeout", "%s must not be negative", c.Timeout)
 	}
 	for i, r := range c.Rules {
+		at := fmt.Sprintf("rules[%d]", i)
 		if r.Tool == "" {
-			return configError(fmt.Sprintf("rules[%d].tool is required", i))
+			return bad(at, "tool is required")
 		}
 		if _, err := path.Match(r.Tool, ""); err != nil {
-			return configError(fmt.Sprintf("rules[%d].tool: bad glob %q", i, r.Tool))
+			return bad(at+".tool", "bad glob %q", r.Tool)
 		}
 		if r.Decision == "" {
-			return configError(fmt.Sprintf("rules[%d].decision is required (prompt, allow or deny)", i))
+			return bad(at, "decision is required (prompt, allow or deny)")
 		}
 		if !validDecision(r.Decision) {
-			return configError(fmt.Sprintf("rules[%d].decision: %q is not a decision (prompt, allow or deny)", i, r.Decision))
+			return bad(at+".decision", "%q is not a decision (prompt, allow or deny)", r.Decision)
 		}
 	}
 	return nil

@@ -16,7 +16,6 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
-	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/axocoatl/axocoatl-go/mcpserver"
 )
 
@@ -120,7 +119,7 @@ func TestElicitationStatelessEraFailsClosed(t *testing.T) {
 			if text := res.Content[0].(*mcp.TextContent).Text; fs.calls.Load() != 0 || asked.Load() != 0 || !strings.Contains(text, "no human answered") {
 				t.Fatalf("the tool ran %d times, the client was asked %d times, the agent answered %q: want neither, and an expired approval", fs.calls.Load(), asked.Load(), text)
 			}
-			if got := v.next(t, lattice.ApprovalResolved); got["status"] != "expired" {
+			if got := v.next(t, approval.EventResolved); got["status"] != "expired" {
 				t.Fatalf("ApprovalResolved %v, want expired", got)
 			}
 			if !strings.Contains(logs.String(), "speaks 2026-07-28, where a server cannot ask the client's user mid-call") {
@@ -166,7 +165,7 @@ func testElicitation(t *testing.T, overHTTP bool) {
 		if msg, _ := asked.Load().(string); !strings.Contains(msg, "mcp__files__write") || !strings.Contains(msg, `"path":"c.txt"`) {
 			t.Fatalf("the form said %q", msg)
 		}
-		got := v.next(t, lattice.ApprovalResolved)
+		got := v.next(t, approval.EventResolved)
 		if got["status"] != c.status || got["resolved_by"] != mcpserver.ElicitationBy {
 			t.Fatalf("%s: ApprovalResolved %v", c.action, got)
 		}
@@ -211,7 +210,7 @@ func TestNoElicitationWaitsForVerdict(t *testing.T) {
 		}
 		done <- res.Content[0].(*mcp.TextContent).Text
 	}()
-	req := v.next(t, lattice.ApprovalRequested)
+	req := v.next(t, approval.EventRequested)
 	if err := v.m.Resolve(context.Background(), req["approval_id"].(string), approval.Allow, "", "http"); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +273,7 @@ func TestFirstVerdictWinsOverOpenForm(t *testing.T) {
 		}
 		done <- res.Content[0].(*mcp.TextContent).Text
 	}()
-	req := v.next(t, lattice.ApprovalRequested)
+	req := v.next(t, approval.EventRequested)
 	<-formOpen
 	if r := v.do(t, "POST", "/api/approvals/"+req["approval_id"].(string), `{"decision":"allow"}`); r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.raw)
@@ -285,7 +284,7 @@ func TestFirstVerdictWinsOverOpenForm(t *testing.T) {
 	if err := <-formGone; err == nil {
 		t.Fatal("the form stayed open after the approval was resolved elsewhere")
 	}
-	if got := v.next(t, lattice.ApprovalResolved); got["resolved_by"] != "http" || got["status"] != "approved" {
+	if got := v.next(t, approval.EventResolved); got["resolved_by"] != "http" || got["status"] != "approved" {
 		t.Fatalf("%v", got)
 	}
 }

@@ -38,7 +38,7 @@ func Example() {
 			return axocoatl.ToolResult{Content: "deleted " + string(c.Arguments)}, nil
 		}})
 
-	requests, _ := e.Bus().Subscribe(lattice.Filter{Types: []string{lattice.ApprovalRequested}}, 1)
+	requests, _ := e.Bus().Subscribe(lattice.Filter{Types: []string{approval.EventRequested}}, 1)
 	go func() {
 		ev := <-requests.Events()
 		var p approval.PendingApproval

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
 // The routes, relative to where the Module is mounted (the daemon mounts it
@@ -30,13 +32,42 @@ const (
 // maxVerdictBytes bounds a verdict's body.
 const maxVerdictBytes = 64 << 10
 
+// door is a route with its handler.
+type door struct {
+	axocoatl.Route
+	serve http.HandlerFunc
+}
+
+// table is the one list of the module's routes: routes builds the mux
+// from it, Routes hands it to hosts.
+func (m *Module) table() []door {
+	r := func(method, pattern string) axocoatl.Route {
+		return axocoatl.Route{Method: method, Pattern: pattern, MaxBodyBytes: maxVerdictBytes}
+	}
+	return []door{
+		{r(http.MethodGet, PathApprovals), m.serveList},
+		{r(http.MethodPost, PathApprovals+"/{id}"), m.serveVerdict},
+		{r(http.MethodGet, PathDecisions), m.serveDecisions},
+		{r(http.MethodDelete, PathDecisions), m.serveForget},
+	}
+}
+
 func (m *Module) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+PathApprovals, m.serveList)
-	mux.HandleFunc("POST "+PathApprovals+"/{id}", m.serveVerdict)
-	mux.HandleFunc("GET "+PathDecisions, m.serveDecisions)
-	mux.HandleFunc("DELETE "+PathDecisions, m.serveForget)
+	for _, rt := range m.table() {
+		mux.HandleFunc(rt.Method+" "+rt.Pattern, rt.serve)
+	}
 	return mux
+}
+
+// Routes are the module's doors (see [PathApprovals]), each needing the
+// API token, bodies bounded to 64 KiB.
+func (m *Module) Routes() []axocoatl.Route {
+	var out []axocoatl.Route
+	for _, rt := range m.table() {
+		out = append(out, rt.Route)
+	}
+	return out
 }
 
 // serveMux answers what the mux has no route for in the API's error shape:

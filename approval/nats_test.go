@@ -58,7 +58,7 @@ func TestTwoEnginesOnNATS(t *testing.T) {
 			res, _ := a.e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__files__write", Arguments: json.RawMessage(`{"d":"` + decision + `"}`)})
 			done <- res
 		}()
-		req := a.next(t, lattice.ApprovalRequested)
+		req := a.next(t, approval.EventRequested)
 		id := req["approval_id"].(string)
 		var listed []any
 		eventually(t, "B lists A's approval", func() bool {
@@ -100,7 +100,7 @@ func TestLateJoinerListsPendingApprovals(t *testing.T) {
 		res, _ := a.e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "t", Arguments: json.RawMessage(`{"late":true}`)})
 		done <- res
 	}()
-	req := a.next(t, lattice.ApprovalRequested)
+	req := a.next(t, approval.EventRequested)
 
 	for i := range 2 { // two late joiners, the second within the first's reply window
 		c := newEnv(t, approval.Config{}, axocoatl.Options{Bus: natsBus(t, ns)})

@@ -129,6 +129,12 @@ func (s *store) remove(agent, tool string) (bool, error) {
 func (s *store) update(change func(map[decisionKey]Remembered) bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Another process on the data dir (`mcp serve` beside the daemon) may
+	// have written the file since: change what is on disk, not only what
+	// this process read, so that neither drops the other's decisions.
+	if err := s.load(); err != nil {
+		return err
+	}
 	m := maps.Clone(*s.m.Load())
 	if !change(m) {
 		return nil

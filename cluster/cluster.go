@@ -58,6 +58,8 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -116,25 +118,17 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the config.
+// Validate checks the config. Its errors are [*axocoatl.ConfigError]s
+// naming the key.
 func (c Config) Validate() error {
-	switch {
-	case c.HeartbeatInterval < 0:
-		return errors.New("heartbeat_interval must not be negative")
-	case c.ExpireAfter < 0:
-		return errors.New("expire_after must not be negative")
-	case c.AcceptTimeout < 0:
-		return errors.New("accept_timeout must not be negative")
-	case c.MaxConcurrentRuns < 0:
-		return errors.New("max_concurrent_runs must not be negative")
-	case c.MaxAnnounceBytes < 0:
-		return errors.New("max_announce_bytes must not be negative")
-	case c.MaxNodes < 0:
-		return errors.New("max_nodes must not be negative")
+	if err := cfgerr.NotNegative(cfgerr.N("heartbeat_interval", c.HeartbeatInterval), cfgerr.N("expire_after", c.ExpireAfter),
+		cfgerr.N("accept_timeout", c.AcceptTimeout), cfgerr.N("max_concurrent_runs", c.MaxConcurrentRuns),
+		cfgerr.N("max_announce_bytes", c.MaxAnnounceBytes), cfgerr.N("max_nodes", c.MaxNodes)); err != nil {
+		return err
 	}
 	d := c.withDefaults()
 	if d.ExpireAfter < 2*d.HeartbeatInterval {
-		return fmt.Errorf("expire_after (%s) must be at least twice heartbeat_interval (%s)", d.ExpireAfter, d.HeartbeatInterval)
+		return cfgerr.Errorf("expire_after", "(%s) must be at least twice heartbeat_interval (%s)", d.ExpireAfter, d.HeartbeatInterval)
 	}
 	return nil
 }
@@ -192,7 +186,7 @@ type Module struct {
 	wg     sync.WaitGroup
 
 	mu         sync.Mutex
-	started    bool
+	life       lifecycle.State
 	closing    bool // the Engine is closing: no new task from the others
 	stopping   bool
 	connected  bool
@@ -271,8 +265,8 @@ func (m *Module) Node() string { return m.node }
 func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.started || m.stopping {
-		return errors.New("cluster: already started")
+	if err := m.life.CheckStart("cluster", nil); err != nil {
+		return err
 	}
 	m.nc, m.node = m.cfg.Conn, m.cfg.Node
 	prefix := m.cfg.Prefix
@@ -338,7 +332,7 @@ func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 	}
 	m.connected = m.nc.Status() == natsgo.CONNECTED
 	m.status = m.nc.StatusChanged(natsgo.CONNECTED, natsgo.RECONNECTING, natsgo.DISCONNECTED, natsgo.CLOSED)
-	m.started = true
+	m.life.MarkStarted()
 	m.announceLocked(true, false)
 	m.wg.Go(m.loop)
 	m.spawnWorkerLocked()
@@ -357,7 +351,7 @@ var _ axocoatl.ClosingModule = (*Module)(nil)
 func (m *Module) Closing() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.started || m.stopping || m.closing {
+	if !m.life.Running() || m.closing {
 		return
 	}
 	m.closing = true
@@ -374,12 +368,11 @@ func (m *Module) Closing() {
 // daemons' agents out of the Engine.
 func (m *Module) Stop(ctx context.Context) error {
 	m.mu.Lock()
-	if !m.started || m.stopping {
-		m.stopping = true
+	m.stopping = true
+	if !m.life.Stop() {
 		m.mu.Unlock()
 		return nil
 	}
-	m.stopping = true
 	stopWatch := m.stopWatch
 	m.mu.Unlock()
 	stopWatch() // outside m.mu: a call in progress takes it
@@ -412,15 +405,7 @@ func (m *Module) Stop(ctx context.Context) error {
 	}
 	m.cancel() // the loop ends before its status channel closes
 	m.nc.RemoveStatusListener(m.status)
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		<-done
-		return fmt.Errorf("cluster: stop: %w", ctx.Err())
-	}
+	return lifecycle.Wait(ctx, "cluster", &m.wg)
 }
 
 // loop sends the heartbeat, expires silent daemons and follows the
@@ -479,12 +464,11 @@ func (m *Module) checkConn() {
 		p.seen = now
 	}
 	m.announceLocked(true, false)
-	// Approvals raised during the outage were not heard, here or there:
-	// ask every approval gate, this daemon's too (the "from" is not its
-	// own), to publish what it holds, as for a daemon that joins.
-	if err := m.eng.Publish(context.Background(), lattice.ApprovalSync, "cluster", map[string]string{"from": m.node + "/reconnected"}); err != nil {
-		m.log.Debug("approval sync not sent", "error", err)
-	}
+	// What was published during the outage was not heard, here or there
+	// (approvals raised on either side): the modules that replicate state
+	// over the lattice exchange it again. Through the Engine: the cluster
+	// knows none of them.
+	m.eng.Resync(context.Background())
 }
 
 // Connected reports whether the module can reach the cluster now.

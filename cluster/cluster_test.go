@@ -69,7 +69,7 @@ func newNode(t testing.TB, url, name string, cfg cluster.Config, agents map[stri
 			t.Fatal(err)
 		}
 	}
-	local, err := bus.Subscribe(lattice.Filter{Local: true, Types: []string{lattice.TaskCompleted, lattice.AgentFailed}}, 1024)
+	local, err := bus.Subscribe(lattice.Filter{Local: true, Types: []string{axocoatl.EventTaskCompleted, axocoatl.EventAgentFailed}}, 1024)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestRemoteExecute(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	ev, p := a.nextRun(t)
-	if ev.Type != lattice.TaskCompleted || p["task_id"] != res.TaskID || p["source"] != "api" || p["output"] != "hello from B" {
+	if ev.Type != axocoatl.EventTaskCompleted || p["task_id"] != res.TaskID || p["source"] != "api" || p["output"] != "hello from B" {
 		t.Fatalf("A ran %s %v, want task %s", ev.Type, p, res.TaskID)
 	}
 	// Local wins: B's own "shared" runs on B.
@@ -171,7 +171,7 @@ func TestRemoteExecute(t *testing.T) {
 		t.Fatalf("B lists its own shared agent as %q", got.Node)
 	}
 	res, err = b.e.Execute(context.Background(), "shared", "mine")
-	if ev, p := b.nextRun(t); err != nil || ev.Type != lattice.TaskCompleted || p["task_id"] != res.TaskID {
+	if ev, p := b.nextRun(t); err != nil || ev.Type != axocoatl.EventTaskCompleted || p["task_id"] != res.TaskID {
 		t.Fatalf("shared ran elsewhere: %v %v", p, err)
 	}
 	select {
@@ -211,7 +211,7 @@ func TestCancelAndDeadlineCross(t *testing.T) {
 		t.Fatalf("B's call: %v", err)
 	}
 	ev, p := a.nextRun(t)
-	if ev.Type != lattice.AgentFailed || p["task_id"] != "task-cancel" || p["canceled"] != true {
+	if ev.Type != axocoatl.EventAgentFailed || p["task_id"] != "task-cancel" || p["canceled"] != true {
 		t.Fatalf("A's run ended %s %v, want AgentFailed canceled", ev.Type, p)
 	}
 
@@ -223,7 +223,7 @@ func TestCancelAndDeadlineCross(t *testing.T) {
 		t.Fatalf("B's call: %v", err)
 	}
 	ev, p = a.nextRun(t)
-	if took := time.Since(start); ev.Type != lattice.AgentFailed || p["task_id"] != "task-deadline" || took > 2*time.Second {
+	if took := time.Since(start); ev.Type != axocoatl.EventAgentFailed || p["task_id"] != "task-deadline" || took > 2*time.Second {
 		t.Fatalf("A's run ended %s %v after %s, want AgentFailed at the deadline", ev.Type, p, took)
 	}
 	if msg, _ := p["error"].(string); !strings.Contains(msg, "timed out") || p["canceled"] == true {

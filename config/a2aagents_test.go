@@ -3,7 +3,6 @@ package config_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"iter"
 	"net"
 	"net/http"
@@ -13,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/axocoatl/axocoatl-go/config"
@@ -27,25 +26,25 @@ func a2aRemote(t *testing.T) string {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(remoteEcho{})))
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a1.AgentCard{
 		Name: "Planner", Description: "Plans.", Version: "1",
-		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL+"/a2a", a2a.TransportProtocolJSONRPC)},
-		Capabilities:        a2a.AgentCapabilities{Streaming: true},
+		SupportedInterfaces: []*a2a1.AgentInterface{a2a1.NewAgentInterface(srv.URL+"/a2a", a2a1.TransportProtocolJSONRPC)},
+		Capabilities:        a2a1.AgentCapabilities{Streaming: true},
 	}))
 	return srv.URL
 }
 
 type remoteEcho struct{}
 
-func (remoteEcho) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("remote: "+ec.Message.Parts[0].Text())), nil)
+func (remoteEcho) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) {
+		yield(a2a1.NewMessage(a2a1.MessageRoleAgent, a2a1.NewTextPart("remote: "+ec.Message.Parts[0].Text())), nil)
 	}
 }
 
-func (remoteEcho) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+func (remoteEcho) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a1.Event, error] {
+	return func(yield func(a2a1.Event, error) bool) {
+		yield(a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateCanceled, nil), nil)
 	}
 }
 
@@ -81,19 +80,12 @@ a2a_agents:
 	}{
 		{"near miss", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: http://x\n    timout: 3s\n", "a2a_agents[0].timout", "timout:", "did you mean `timeout`"},
 		{"duplicate", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: http://x\n  - name: p\n    url: http://y\n", "a2a_agents", "a2a_agents:", `duplicate name "p"`},
-		{"bad url", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: ftp://x?key=planner-secret-0123456789\n", "a2a_agents[0]", "- name: p", "must be an absolute http or https URL"},
-		{"bad name", "agents:\n  - id: a\na2a_agents:\n  - name: P!\n    url: http://x\n", "a2a_agents[0]", "- name: P!", "must match [a-z0-9_-]+"},
-		{"bad approval", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: http://x\n    approval: maybe\n", "a2a_agents[0]", "- name: p", "must be prompt, allow or deny"},
+		{"bad url", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: ftp://x?key=planner-secret-0123456789\n", "a2a_agents[0].url", "url: ftp", "must be an absolute http or https URL"},
+		{"bad name", "agents:\n  - id: a\na2a_agents:\n  - name: P!\n    url: http://x\n", "a2a_agents[0].name", "- name: P!", "must match [a-z0-9_-]+"},
+		{"bad approval", "agents:\n  - id: a\na2a_agents:\n  - name: p\n    url: http://x\n    approval: maybe\n", "a2a_agents[0].approval", "approval: maybe", "must be prompt, allow or deny"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.ParseWith(context.Background(), "a.yaml", []byte(tc.text), env(vars))
-			var fe *config.FieldError
-			if !errors.As(err, &fe) {
-				t.Fatalf("want a *config.FieldError, got %T %v", err, err)
-			}
-			if fe.File != "a.yaml" || fe.Key != tc.key || fe.Line != lineOf(t, tc.text, tc.at) || !strings.Contains(fe.Msg, tc.msg) {
-				t.Fatalf("error %s:%d %s %q, want key %s at line of %q saying %q", fe.File, fe.Line, fe.Key, fe.Msg, tc.key, tc.at, tc.msg)
-			}
+			err := wantFieldError(t, vars, tc.text, tc.key, tc.at, tc.msg)
 			if strings.Contains(err.Error(), "planner-secret") {
 				t.Fatalf("the error shows a secret: %v", err)
 			}

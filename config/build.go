@@ -13,6 +13,7 @@ import (
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/a2a"
@@ -22,7 +23,10 @@ import (
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/egress"
+	"github.com/axocoatl/axocoatl-go/httpapi"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/jsonio"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
@@ -51,6 +55,9 @@ type Runtime struct {
 	// Cluster shares the agents with the other daemons on the NATS
 	// lattice; nil with the in-memory lattice.
 	Cluster *cluster.Module
+	// HTTPAPI serves the HTTP API (agents, execute, tools, events), the
+	// health checks, metrics, the event WebSocket and the dashboard.
+	HTTPAPI *httpapi.Module
 
 	// bus is closed after the Engine when Build opened it (NATS).
 	bus lattice.Bus
@@ -69,6 +76,12 @@ type BuildOptions struct {
 	// Version is what the MCP server reports when mcp_server.version is
 	// unset. Zero: the mcpserver default.
 	Version string
+	// SharedDataDir builds a process that shares server.data_dir with the
+	// one holding its lock (Config.LockDataDir), as `mcp serve` does: it
+	// shares the remembered approvals and keeps its webhook deliveries in
+	// memory rather than in the holder's egress.db (they do not outlive
+	// the process). Zero: the deliveries are kept in egress.db.
+	SharedDataDir bool
 }
 
 // Build makes the Engine of c: its lattice, its HTTP guard, the agents with
@@ -117,6 +130,9 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 		return fail(fmt.Errorf("approval: %w", err))
 	}
 	egCfg := egress.Config{Webhooks: c.Webhooks, DataDir: c.Server.DataDir}
+	if opts.SharedDataDir {
+		egCfg.DataDir = "" // egress.db is the lock holder's
+	}
 	if nb, ok := bus.(*latticenats.Bus); ok {
 		c.watchNATS(nb, log)
 		// On NATS, webhooks share one durable queue across the daemons.
@@ -179,6 +195,12 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	if err != nil {
 		return fail(fmt.Errorf("a2a: %w", err))
 	}
+	if rt.HTTPAPI, err = httpapi.New(c.httpAPIConfig(rt, log)); err == nil {
+		err = rt.Engine.Use(ctx, rt.HTTPAPI)
+	}
+	if err != nil {
+		return fail(fmt.Errorf("http api: %w", err))
+	}
 	if bus != nil {
 		// Last, so that it stops first: the others hear of the departure
 		// before the doors close.
@@ -194,6 +216,43 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	return rt, nil
 }
 
+// httpAPIConfig composes the HTTP API with the other modules: readiness
+// and tools from the MCP client, the approval gate for the event stream,
+// egress's counters on /metrics, and the module events clients may not
+// publish.
+func (c *Config) httpAPIConfig(rt *Runtime, log *slog.Logger) httpapi.Config {
+	gate := rt.Approval
+	return httpapi.Config{
+		RequestTimeout: c.Server.RequestTimeout,
+		Ready:          rt.MCPReady,
+		MCPServers: func() any {
+			if s := rt.MCPStatus(); s != nil {
+				return s
+			}
+			return []mcpclient.ServerStatus{}
+		},
+		Tools: func() any { return rt.Tools() },
+		Approvals: httpapi.Approvals{
+			Pending: func(context.Context) []any {
+				var out []any
+				for _, p := range gate.Pending() {
+					out = append(out, p)
+				}
+				return out
+			},
+			Resolve: func(ctx context.Context, id, decision, remember string) error {
+				return gate.Resolve(ctx, id, decision, remember, "websocket")
+			},
+		},
+		Collectors: []prometheus.Collector{rt.Egress.Collector()},
+		// The MCP client's and the remote agents' events are the runtime's
+		// even where this daemon starts neither module: another daemon on
+		// the lattice may, and its dashboard must not show forged ones.
+		ReservedEvents: moduleEvents(new(mcpclient.Module), new(a2aremote.Module)),
+		Logger:         log,
+	}
+}
+
 // watchNATS logs the connection's losses and returns (the URL redacted).
 func (c *Config) watchNATS(nb *latticenats.Bus, log *slog.Logger) {
 	nc := nb.Conn()
@@ -204,14 +263,14 @@ func (c *Config) watchNATS(nb *latticenats.Bus, log *slog.Logger) {
 	nc.SetDisconnectErrHandler(func(nc *natsgo.Conn, err error) {
 		msg := "connection closed"
 		if err != nil {
-			msg = httpguard.RedactURLs(err.Error())
+			msg = redact.URLs(err.Error())
 		}
 		log.Warn("NATS connection lost: reconnecting; events published meanwhile are buffered, beyond the buffer they fail and count as missed",
 			"reason", msg, "reconnect_buffer_bytes", buf, "failed_publishes", nb.Failed())
 	})
 	nc.SetErrorHandler(natsErrorLogger(log, natsErrorEvery))
 	nc.SetReconnectHandler(func(nc *natsgo.Conn) {
-		log.Info("NATS connection back", "url", httpguard.RedactURLs(nc.ConnectedUrl()), "failed_publishes", nb.Failed())
+		log.Info("NATS connection back", "url", redact.URLs(nc.ConnectedUrl()), "failed_publishes", nb.Failed())
 	})
 }
 
@@ -263,7 +322,7 @@ func natsErrorLogger(log *slog.Logger, every time.Duration) natsgo.ErrHandler {
 		n := l.suppressed
 		l.suppressed = 0
 		mu.Unlock()
-		attrs := []any{"error", httpguard.RedactURLs(err.Error()), "not_logged_since_last", n}
+		attrs := []any{"error", redact.URLs(err.Error()), "not_logged_since_last", n}
 		if sub != nil {
 			attrs = append(attrs, "subject", sub.Subject)
 		}
@@ -271,43 +330,121 @@ func natsErrorLogger(log *slog.Logger, every time.Duration) natsgo.ErrHandler {
 	}
 }
 
-// Route is one HTTP door of a module.
+// Route is one HTTP door of a module with the handler that serves it (the
+// module's, which guards it: Host, token, Origin, bounds).
 type Route struct {
-	Method string
-	// Pattern is the path in http.ServeMux syntax ({id} for a segment).
-	Pattern string
-	// Public routes need no token (cards); the handler checks the rest.
-	Public  bool
+	axocoatl.Route
 	Handler http.Handler
 }
 
-// Routes lists every module's HTTP doors, at the daemon's paths. Each
-// handler is guarded by the Engine (Host, token, Origin, bounds).
-func (rt *Runtime) Routes() []Route {
-	routes := []Route{
-		{http.MethodPost, "/mcp", false, rt.MCPServer},
-		{http.MethodGet, "/mcp", false, rt.MCPServer},
-		{http.MethodDelete, "/mcp", false, rt.MCPServer},
-	}
-	for _, r := range a2a.Routes() { // A2A 0.3 and 1.0: cards, JSON-RPC, REST
-		routes = append(routes, Route{r.Method, r.Pattern, r.Public, rt.A2A})
-	}
-	return append(routes, []Route{
-		{http.MethodGet, approval.PathApprovals, false, rt.Approval},
-		{http.MethodPost, approval.PathApprovals + "/{id}", false, rt.Approval},
-		{http.MethodGet, approval.PathDecisions, false, rt.Approval},
-		{http.MethodDelete, approval.PathDecisions, false, rt.Approval},
-		{http.MethodGet, "/api/webhooks", false, rt.Egress},
-		{http.MethodGet, "/api/webhooks/{name}/deliveries", false, rt.Egress},
-		{http.MethodPost, "/api/webhooks/{name}/deliveries/{id}/retry", false, rt.Egress},
-	}...)
+// HTTPModules are the started modules that serve HTTP, in the order of
+// Routes: the MCP server, A2A, approval, egress, the HTTP API.
+func (rt *Runtime) HTTPModules() []axocoatl.HTTPModule {
+	return []axocoatl.HTTPModule{rt.MCPServer, rt.A2A, rt.Approval, rt.Egress, rt.HTTPAPI}
 }
 
-// Mount routes every module's HTTP doors (Routes) on mux.
-func (rt *Runtime) Mount(mux *http.ServeMux) {
-	for _, r := range rt.Routes() {
-		mux.Handle(r.Method+" "+r.Pattern, r.Handler)
+// Routes lists every module's HTTP doors, from each module's own list
+// (its Routes method), at the daemon's paths.
+func (rt *Runtime) Routes() []Route {
+	var routes []Route
+	for _, m := range rt.HTTPModules() {
+		for _, r := range m.Routes() {
+			routes = append(routes, Route{r, m})
+		}
 	}
+	return routes
+}
+
+// Mount routes every module's HTTP doors (Routes) on mux: the protocols,
+// the HTTP API, health, metrics, the event WebSocket and the dashboard at
+// "/". A route mux already has (a host's own "GET /{$}") is an error that
+// names it; the routes before it stay mounted.
+func (rt *Runtime) Mount(mux *http.ServeMux) error {
+	for _, r := range rt.Routes() {
+		if err := handle(mux, r.Method+" "+r.Pattern, r.Handler); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handle is mux.Handle with its panic on a conflicting pattern turned into
+// an error.
+func handle(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("route %s: %v", pattern, p)
+		}
+	}()
+	mux.Handle(pattern, h)
+	return nil
+}
+
+// Handler is every route (Routes) on a router of its own: what the daemon
+// serves. A path no route has answers 404, a path with other methods 405
+// with Allow, both in the JSON error shape and with the unread body
+// drained under server.body_timeout; a handler that panics answers 500 and
+// is logged, the process stays up.
+//
+// The router is net/http's ServeMux, which reads the modules' patterns as
+// they are written. httprouter, which the daemon used before, cannot: it
+// reads ':' as a parameter, so the A2A REST paths (/a2a/message:send)
+// cannot be written in its syntax, and every {id} had to be rewritten.
+func (rt *Runtime) Handler() (http.Handler, error) {
+	mux := http.NewServeMux()
+	if err := rt.Mount(mux); err != nil {
+		return nil, err
+	}
+	body := rt.Engine.HTTP().BodyTimeout
+	if body == 0 {
+		body = DefaultBodyTimeout
+	}
+	log := rt.Engine.Logger()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p) // net/http's way to abort a response
+				}
+				// A bug in one handler answers 500 and is logged.
+				log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
+				jsonio.WriteError(w, http.StatusInternalServerError, "internal", "internal error")
+			}
+		}()
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		httpguard.ArmBodyDeadline(w, r, body)
+		if allow := allowed(mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			jsonio.WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route")
+			return
+		}
+		jsonio.WriteError(w, http.StatusNotFound, "not_found", "no such route")
+	}), nil
+}
+
+// allowed lists the methods mux has a route for at r's path.
+func allowed(mux *http.ServeMux, r *http.Request) string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := *r
+		probe.Method = m
+		if _, pattern := mux.Handler(&probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	return strings.Join(allow, ", ")
+}
+
+// Shutdown ends the long-lived streams (the event WebSockets with a 1001
+// close frame, the MCP GET streams once their calls are answered), waiting
+// within ctx: http.Server.Shutdown waits for neither. Call it beside
+// http.Server.Shutdown, then Close.
+func (rt *Runtime) Shutdown(ctx context.Context) error {
+	rt.HTTPAPI.Shutdown(ctx)
+	return rt.MCPServer.Shutdown(ctx)
 }
 
 // Close stops the Engine (in-flight runs may finish within ctx, then are
@@ -353,7 +490,7 @@ func (l LatticeConfig) Open() (lattice.Bus, error) {
 		natsgo.Name("axocoatl/"+node), natsgo.Timeout(natsConnectTimeout),
 		natsgo.MaxReconnects(-1), natsgo.ReconnectWait(natsReconnectWait), natsgo.ReconnectBufSize(buf))
 	if err != nil {
-		return nil, fmt.Errorf("NATS at %s: %w", httpguard.RedactURLs(u), err)
+		return nil, fmt.Errorf("NATS at %s: %w", redact.URLs(u), err)
 	}
 	return bus, nil
 }
@@ -455,4 +592,15 @@ func (rt *Runtime) Tools() []ToolInfo {
 		out = append(out, info)
 	}
 	return out
+}
+
+// moduleEvents lists the event types the modules declare.
+func moduleEvents(ms ...axocoatl.EventDeclarer) []string {
+	var types []string
+	for _, m := range ms {
+		for t := range m.Events() {
+			types = append(types, t)
+		}
+	}
+	return types
 }

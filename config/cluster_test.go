@@ -12,14 +12,14 @@ import (
 )
 
 // The cluster section is checked like every module's: a bad value names
-// its key and line.
+// its key and the key's own line (Validate's typed error, not its text).
 func TestClusterSectionValidated(t *testing.T) {
 	_, err := config.Parse("inline.yaml", []byte("agents:\n  - id: a\ncluster:\n  heartbeat_interval: 2s\n  expire_after: 1s\n"))
-	if err == nil || !strings.Contains(err.Error(), "inline.yaml:3: cluster") || !strings.Contains(err.Error(), "at least twice heartbeat_interval") {
+	if err == nil || !strings.Contains(err.Error(), "inline.yaml:5: cluster.expire_after") || !strings.Contains(err.Error(), "at least twice heartbeat_interval") {
 		t.Fatalf("%v", err)
 	}
 	_, err = config.Parse("inline.yaml", []byte("cluster:\n  max_nodes: -1\n"))
-	if err == nil || !strings.Contains(err.Error(), "max_nodes must not be negative") {
+	if err == nil || !strings.Contains(err.Error(), "inline.yaml:2: cluster.max_nodes: must not be negative") {
 		t.Fatalf("%v", err)
 	}
 }

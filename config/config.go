@@ -1,5 +1,5 @@
 // Package config reads the daemon's YAML file (server, providers, agents,
-// mcp_servers, mcp_server, a2a, a2a_agents, lattice, …; the README's "Config" section)
+// mcp_servers, mcp_server, a2a, a2a_agents, lattice, …; docs/configuration.md)
 // into plain structs and builds an Engine with its modules from
 // it. The daemon in examples/daemon is a thin CLI over this package; a host
 // loads the same file and gets the same Engine, or takes only the sections
@@ -38,6 +38,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/egress"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/internal/yamlconf"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
@@ -150,8 +151,9 @@ type ServerConfig struct {
 	// ShutdownGrace is how long in-flight requests and runs may take to
 	// finish after SIGINT/SIGTERM. Zero: 30s.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
-	// DataDir holds state that outlives a run (remembered approvals).
-	// Zero: ./data.
+	// DataDir holds state that outlives a run (remembered approvals,
+	// webhook deliveries); Load makes a relative one relative to the config
+	// file's directory. Zero: ./data.
 	DataDir string `yaml:"data_dir"`
 }
 
@@ -394,7 +396,12 @@ func Load(ctx context.Context, opts LoadOptions) (*Config, error) {
 			return nil, errors.New("config: no file given (--config or AXOCOATL_CONFIG) and no ./axocoatl.yaml")
 		}
 	}
-	return parse(source, data, lookup, env, opts.Addr)
+	cfg, err := parse(source, data, lookup, env, opts.Addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg.resolveDataDir()
+	return cfg, nil
 }
 
 // Parse reads a config from YAML text with the process's environment
@@ -432,19 +439,22 @@ func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides,
 		return nil, err
 	}
 	cfg := &Config{Source: source, doc: doc}
-	var moved []error
+	// One run reports every error of the file: moved keys, then what the
+	// decoder found (unknown keys, type errors, unset variables), then what
+	// validation finds, except at a key that already failed to decode.
+	var errs []error
 	for key, to := range movedKeys {
 		if doc.Has(key) {
-			moved = append(moved, doc.Errorf(key, "set %s instead (it applies to every door)", to))
+			errs = append(errs, doc.Errorf(key, "set %s instead (it applies to every door)", to))
 		}
 	}
-	if len(moved) > 0 {
-		slices.SortFunc(moved, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-		return nil, errors.Join(moved...)
-	}
-	cfg.Warnings, err = doc.Decode(cfg, lookup)
-	if err != nil {
-		return nil, err
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	var decodeErr error
+	cfg.Warnings, decodeErr = doc.Decode(cfg, lookup)
+	for _, fe := range fieldErrors(decodeErr) {
+		if _, moved := movedKeys[fe.Key]; !moved { // said above, better
+			errs = append(errs, fe)
+		}
 	}
 	// An empty variable is treated as unset: AXOCOATL_API_TOKEN= must not
 	// silently switch off the file's token.
@@ -465,12 +475,55 @@ func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides,
 	set(&cfg.Server.DataDir, env.DataDir, "server.data_dir", "AXOCOATL_DATA_DIR")
 	set(&cfg.Log.Level, env.LogLevel, "log.level", "AXOCOATL_LOG_LEVEL")
 	set(&cfg.Log.Format, env.LogFormat, "log.format", "AXOCOATL_LOG_FORMAT")
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	for _, fe := range fieldErrors(cfg.validate()) {
+		if fe.Source != "" || !doc.Failed(fe.Key) {
+			errs = append(errs, fe)
+		}
+	}
+	if len(errs) > 0 {
+		// In the file's order, top to bottom; those of no line (a
+		// variable's, a flag's) last.
+		slices.SortStableFunc(errs, func(a, b error) int { return cmpLine(lineOf(a), lineOf(b)) })
+		return nil, errors.Join(errs...)
 	}
 	cfg.publicURLSet = cfg.Server.PublicURL != ""
 	cfg.Server = cfg.Server.WithDefaults()
 	return cfg, nil
+}
+
+// fieldErrors lists the errors joined in err, each a *FieldError (an error
+// of another type, which the loader does not make, becomes one naming the
+// file only).
+func fieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	for _, leaf := range cfgerr.Leaves(err) {
+		var fe *FieldError
+		if !errors.As(leaf, &fe) {
+			fe = &FieldError{Msg: leaf.Error()}
+		}
+		out = append(out, fe)
+	}
+	return out
+}
+
+func lineOf(err error) int {
+	if fe, ok := err.(*FieldError); ok && fe.Source == "" {
+		return fe.Line
+	}
+	return 0
+}
+
+// cmpLine orders lines with 0 (none) last.
+func cmpLine(a, b int) int {
+	switch {
+	case a == b:
+		return 0
+	case a == 0:
+		return 1
+	case b == 0:
+		return -1
+	}
+	return a - b
 }
 
 // provider is the providers: entry of kind (zero when the file has none)
@@ -514,12 +567,7 @@ func (c *Config) validate() error {
 	} else if tok != "" && len(tok) < httpguard.MinTokenLength {
 		errs = append(errs, c.errorf("server.api_token", "is %d characters long: use at least %d (for example the output of `openssl rand -hex 24`)", len(tok), httpguard.MinTokenLength))
 	}
-	for i, p := range c.Server.AllowedOrigins {
-		if err := httpguard.ValidateOrigins([]string{p}); err != nil {
-			_, msg, _ := strings.Cut(err.Error(), ": ")
-			errs = append(errs, d.Errorf(fmt.Sprintf("server.allowed_origins[%d]", i), "%s", msg))
-		}
-	}
+	errs = append(errs, d.FieldErrors("server", httpguard.ValidateOrigins(c.Server.AllowedOrigins))...)
 	if c.Server.RequestTimeout < 0 {
 		errs = append(errs, d.Errorf("server.request_timeout", "must not be negative"))
 	}
@@ -547,14 +595,7 @@ func (c *Config) validate() error {
 			errs = append(errs, d.Errorf("providers."+kind, "unknown provider (known: %s)", strings.Join(provider.Kinds, ", ")))
 			continue
 		}
-		if err := pc.Validate(); err != nil {
-			// provider.Config.Validate starts its message with the key.
-			key, msg, ok := strings.Cut(err.Error(), ": ")
-			if !ok || strings.ContainsAny(key, " \"") {
-				key, msg = "", err.Error()
-			}
-			errs = append(errs, d.Errorf(strings.TrimSuffix("providers."+kind+"."+key, "."), "%s", msg))
-		}
+		errs = append(errs, d.FieldErrors("providers."+kind, pc.Validate())...)
 	}
 	if len(c.Agents) == 0 {
 		errs = append(errs, d.Errorf("agents", "at least one agent is required"))
@@ -601,10 +642,7 @@ func (c *Config) validate() error {
 			errs = append(errs, d.Errorf(at+".provider", "unknown provider %q (known: %s)", a.Provider, strings.Join(provider.Kinds, ", ")))
 		}
 		if a.ID != "" && agent.ValidID(a.ID) {
-			if err := a.Validate(); err != nil {
-				key, msg := agentErrorKey(at, err.Error())
-				errs = append(errs, d.Errorf(key, "%s", msg))
-			}
+			errs = append(errs, d.FieldErrors(at, a.Validate())...)
 		}
 	}
 	errs = append(errs, c.Lattice.validate(d)...)
@@ -617,18 +655,6 @@ func (c *Config) validate() error {
 	errs = append(errs, d.ValidateTree("webhooks", reflect.ValueOf(&c.Webhooks).Elem())...)
 	errs = append(errs, d.ValidateTree("cluster", reflect.ValueOf(&c.Cluster).Elem())...)
 	return errors.Join(errs...)
-}
-
-// agentErrorKey attributes an agent.Spec.Validate message that starts
-// with a field's name ("max_iterations must …", "tools: bad glob …") to
-// that field's key, so the error has the field's line.
-func agentErrorKey(at, msg string) (key, rest string) {
-	for _, f := range []string{"max_iterations", "timeout", "tools"} {
-		if r, ok := strings.CutPrefix(msg, f); ok && (strings.HasPrefix(r, " ") || strings.HasPrefix(r, ":")) {
-			return at + "." + f, strings.TrimSpace(strings.TrimPrefix(r, ":"))
-		}
-	}
-	return at, msg
 }
 
 // ErrRefuseUnauthenticated is returned by CheckListen for a non-loopback

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	a2apb "github.com/a2aproject/a2a-go/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
@@ -85,7 +85,9 @@ func TestLoadDaemonDefaultAndBuild(t *testing.T) {
 	if len(agents) != 1 || agents[0].ID != "assistant" || agents[0].Provider != "echo" || !agents[0].Offline {
 		t.Fatalf("Engine agents: %+v", agents)
 	}
-	rt.Mount(mux)
+	if err := rt.Mount(mux); err != nil {
+		t.Fatal(err)
+	}
 	srv.Start()
 	tr := &http.Transport{}
 	hc := &http.Client{Transport: tr}
@@ -97,7 +99,7 @@ func TestLoadDaemonDefaultAndBuild(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var card a2apb.AgentCard
+	var card a2a03.AgentCard
 	if err := json.Unmarshal(body, &card); resp.StatusCode != 200 || err != nil {
 		t.Fatalf("A2A card: %d %s %v", resp.StatusCode, body, err)
 	}

@@ -16,8 +16,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/a2aremote"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
-	"github.com/axocoatl/axocoatl-go/egress"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
@@ -88,9 +87,16 @@ func (r *Report) Print(w io.Writer) {
 // Doctor checks what a config will reach without booting an Engine: that
 // the listen address can be bound, every provider an agent uses (one cheap
 // authenticated call each), the lattice, every MCP server (connect and
-// list tools) and every remote A2A agent (read and parse its card),
+// list tools), every remote A2A agent (read and parse its card) and every
+// webhook (resolve and connect; see DoctorWith),
 // concurrently; and it records where egress goes.
 func (c *Config) Doctor(ctx context.Context) *Report {
+	return c.DoctorWith(ctx, DoctorOptions{})
+}
+
+// DoctorWith is Doctor with options; every webhook's host must resolve and
+// accept a connection, and an unsigned webhook is a warning.
+func (c *Config) DoctorWith(ctx context.Context, opts DoctorOptions) *Report {
 	r := &Report{}
 	r.ok("config", fmt.Sprintf("%s (%d agents)", c.Source, len(c.Agents)))
 	if err := c.CheckListen(); err != nil {
@@ -105,10 +111,7 @@ func (c *Config) Doctor(ctx context.Context) *Report {
 	checkLattice(ctx, c, r)
 	checkMCPServers(ctx, c, r)
 	checkA2AAgents(ctx, c, r)
-	for _, w := range (egress.Config{Webhooks: c.Webhooks}).Describe() {
-		r.addEgress(w.Host, "webhook "+w.Name)
-		r.ok("webhook "+w.Name, fmt.Sprintf("%s, events: %s, signed: %v", w.URL, w.Filter, w.Signed))
-	}
+	checkWebhooks(ctx, c, r, opts)
 	return r
 }
 
@@ -210,14 +213,14 @@ func checkLattice(ctx context.Context, cfg *Config, r *Report) {
 	}
 	defer bus.Close()
 	if len(cfg.Webhooks) == 0 {
-		r.ok("lattice", "NATS at "+httpguard.RedactURLs(u)+" connected")
+		r.ok("lattice", "NATS at "+redact.URLs(u)+" connected")
 		return
 	}
 	// Webhooks on a NATS lattice wait in JetStream: the daemon does not
 	// start without it.
 	nb, ok := bus.(*latticenats.Bus)
 	if !ok {
-		r.ok("lattice", "NATS at "+httpguard.RedactURLs(u)+" connected")
+		r.ok("lattice", "NATS at "+redact.URLs(u)+" connected")
 		return
 	}
 	js, err := jetstream.New(nb.Conn())
@@ -228,10 +231,10 @@ func checkLattice(ctx context.Context, cfg *Config, r *Report) {
 	}
 	if err != nil {
 		r.fail("lattice", fmt.Sprintf("NATS at %s connected, but its JetStream does not answer (%s): webhooks on a NATS lattice need JetStream: start nats-server with -js",
-			httpguard.RedactURLs(u), httpguard.RedactURLs(err.Error())))
+			redact.URLs(u), redact.URLs(err.Error())))
 		return
 	}
-	r.ok("lattice", "NATS at "+httpguard.RedactURLs(u)+" connected, JetStream on (webhooks)")
+	r.ok("lattice", "NATS at "+redact.URLs(u)+" connected, JetStream on (webhooks)")
 }
 
 // checkMCPServers connects to every MCP server at once, lists its tools and
@@ -244,6 +247,7 @@ func checkMCPServers(ctx context.Context, cfg *Config, r *Report) {
 		if u, err := url.Parse(sc.URL); err == nil && sc.URL != "" {
 			r.addEgress(u.Host, check)
 		}
+		addLauncherEgress(cfg, sc, r)
 		wg.Go(func() {
 			tools, err := mcpclient.Check(ctx, sc, scrub, nil)
 			if err != nil {

@@ -3,6 +3,8 @@ package config_test
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,9 @@ import (
 // doctor checks what the daemon needs of NATS: with webhooks, JetStream
 // (the daemon refuses to start without it; doctor must not say ok).
 func TestDoctorChecksJetStreamForWebhooks(t *testing.T) {
+	// A receiver that is there: doctor also connects to each webhook.
+	recv := httptest.NewServer(http.NotFoundHandler())
+	defer recv.Close()
 	for _, js := range []bool{false, true} {
 		ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, JetStream: js, StoreDir: t.TempDir()})
 		if err != nil {
@@ -27,7 +32,7 @@ func TestDoctorChecksJetStreamForWebhooks(t *testing.T) {
 			t.Fatal("nats-server not ready")
 		}
 		yaml := "agents:\n  - id: a\nlattice:\n  backend: nats\n  nats_url: " + ns.ClientURL() +
-			"\nwebhooks:\n  - name: w\n    url: http://127.0.0.1:1/hook\n    secret: s3cret-value\n"
+			"\nwebhooks:\n  - name: w\n    url: " + recv.URL + "/hook\n    secret: s3cret-value\n"
 		cfg, err := config.Parse("inline.yaml", []byte(yaml))
 		if err != nil {
 			t.Fatal(err)

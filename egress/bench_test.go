@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axocoatl/axocoatl-go/lattice"
+	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
 // benchReceiver answers 204 to every POST after reading the body, and
@@ -66,7 +66,7 @@ func BenchmarkDeliveries(b *testing.B) {
 			b.Fatal(err)
 		}
 		hdr := http.Header{}
-		m.hooks[0].stamp(hdr, &delivery{id: "01a2f3c4-0000-7000-8000-000000000000", eventType: lattice.TaskCompleted, body: body}, time.Now())
+		m.hooks[0].stamp(hdr, &delivery{id: "01a2f3c4-0000-7000-8000-000000000000", eventType: axocoatl.EventTaskCompleted, body: body}, time.Now())
 		var next atomic.Int64
 		b.ResetTimer()
 		var wg sync.WaitGroup
@@ -105,7 +105,7 @@ func BenchmarkDeliveries(b *testing.B) {
 			h := start(b, cfg)
 			b.ResetTimer()
 			for range b.N {
-				if err := h.eng.Publish(context.Background(), lattice.TaskCompleted, "bench", payload); err != nil {
+				if err := h.eng.Publish(context.Background(), axocoatl.EventTaskCompleted, "bench", payload); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -132,7 +132,7 @@ func BenchmarkDeliveries(b *testing.B) {
 			Concurrency: concurrency, QueueSize: max(b.N, 1)})
 		b.ResetTimer()
 		for range b.N {
-			if err := h.eng.Publish(context.Background(), lattice.TaskCompleted, "bench", payload); err != nil {
+			if err := h.eng.Publish(context.Background(), axocoatl.EventTaskCompleted, "bench", payload); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -2,7 +2,6 @@ package egress
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,8 +13,11 @@ import (
 
 	"go.yaml.in/yaml/v4"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/httpheader"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -33,8 +35,9 @@ const (
 	DefaultTolerance = 5 * time.Minute
 )
 
-// ErrInvalidConfig marks every configuration error; check with errors.Is.
-var ErrInvalidConfig = errors.New("invalid webhook config")
+// ErrInvalidConfig is [axocoatl.ErrInvalidConfig], kept under this name
+// for the callers that check errors.Is(err, egress.ErrInvalidConfig).
+var ErrInvalidConfig = axocoatl.ErrInvalidConfig
 
 // Config configures the module. The zero value has no webhooks: the module
 // then starts nothing and sends nothing.
@@ -151,105 +154,73 @@ var reserved = []string{"Content-Type", "Content-Length", "Host", "User-Agent", 
 	"X-Axocoatl-Delivery", "X-Axocoatl-Timestamp", "X-Axocoatl-Signature", "Webhook-Id",
 	"Webhook-Timestamp", "Webhook-Signature"}
 
-// configError names the key but not the section (a config loader adds the
-// file, line and section).
-type configError struct{ msg string }
-
-func (e *configError) Error() string        { return e.msg }
-func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
-
-// Validate checks one entry. Errors name the key, never a secret value nor
-// the URL's query.
+// Validate checks one entry. Errors are [*axocoatl.ConfigError]s naming the
+// key, never a secret value nor the URL's query.
 func (w Webhook) Validate() error {
-	bad := func(format string, args ...any) error {
-		return &configError{msg: fmt.Sprintf(format, args...)}
-	}
+	bad := cfgerr.Errorf
 	if w.Name == "" {
-		return bad("name is required")
+		return bad("", "name is required")
 	}
 	if !agent.ValidID(w.Name) {
-		return bad("name %q must match [a-z0-9_-]+ (at most 64 characters)", w.Name)
+		return bad("name", "%q must match [a-z0-9_-]+ (at most 64 characters)", w.Name)
 	}
 	if w.URL == "" {
-		return bad("url is required")
+		return bad("", "url is required")
 	}
 	u, err := url.Parse(w.URL)
 	if err != nil {
-		return bad("url: cannot parse %q", displayURL(w.URL))
+		return bad("url", "cannot parse %q", displayURL(w.URL))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad("url %q must be an absolute http or https URL", displayURL(w.URL))
+		return bad("url", "%q must be an absolute http or https URL", displayURL(w.URL))
 	}
 	for _, p := range w.Events {
 		if p == "" {
-			return bad("events: an empty event name")
+			return bad("events", "an empty event name")
 		}
 		if _, err := path.Match(p, ""); err != nil {
-			return bad("events: bad pattern %q: %v", p, err)
+			return bad("events", "bad pattern %q: %v", p, err)
 		}
 	}
 	if w.secretSet && w.Secret.IsZero() {
-		return bad("secret is set but empty (does its variable expand to nothing?); remove the key to send unsigned requests")
+		return bad("secret", "is set but empty (does its variable expand to nothing?); remove the key to send unsigned requests")
 	}
 	if _, err := signingKey(w.Secret.Reveal()); err != nil {
-		return bad("secret: %v", err)
+		return bad("secret", "%v", err)
 	}
 	for k, v := range w.Headers {
 		// A reserved name is a valid one: checked first, the invalid-name
 		// message still comes first for a name that is not a field name.
 		if slices.Contains(reserved, http.CanonicalHeaderKey(k)) {
-			return bad("headers: %q is set by egress itself", k)
+			return bad("headers", "%q is set by egress itself", k)
 		}
-		if p := httpguard.HeaderProblem(k, v.Reveal()); p != "" {
-			return bad("headers: %s", p)
+		if p := httpheader.Problem(k, v.Reveal()); p != "" {
+			return bad("headers", "%s", p)
 		}
 	}
-	switch {
-	case w.Timeout < 0:
-		return bad("timeout must not be negative")
-	case w.MaxAttempts < 0:
-		return bad("max_attempts must not be negative")
-	case w.BackoffBase < 0 || w.BackoffMax < 0:
-		return bad("backoff must not be negative")
-	case w.QueueSize < 0:
-		return bad("queue_size must not be negative")
-	case w.Concurrency < 0:
-		return bad("concurrency must not be negative")
-	case w.MaxDeadLetters < 0:
-		return bad("max_dead_letters must not be negative")
-	}
-	return nil
+	return cfgerr.NotNegative(cfgerr.N("timeout", w.Timeout), cfgerr.N("max_attempts", w.MaxAttempts),
+		cfgerr.N("backoff_base", w.BackoffBase), cfgerr.N("backoff_max", w.BackoffMax), cfgerr.N("queue_size", w.QueueSize),
+		cfgerr.N("concurrency", w.Concurrency), cfgerr.N("max_dead_letters", w.MaxDeadLetters))
 }
 
-// Validate checks every webhook and that names are unique. Errors read
-// "webhooks[i]: <problem>".
+// Validate checks every webhook and that names are unique. Errors are
+// [*axocoatl.ConfigError]s keyed "webhooks[i].<key>".
 func (c Config) Validate() error {
-	for i, w := range c.Webhooks {
-		if err := w.Validate(); err != nil {
-			return fmt.Errorf("webhooks[%d]: %w", i, err)
-		}
+	if err := cfgerr.Entries("webhooks", c.Webhooks); err != nil {
+		return err
 	}
 	if err := ValidateNames(c.Webhooks); err != nil {
-		return fmt.Errorf("webhooks: %w", err)
+		return cfgerr.At("webhooks", err)
 	}
 	if c.JetStream != nil {
-		if err := c.JetStream.Validate(); err != nil {
-			return fmt.Errorf("jetstream: %w", err)
-		}
+		return cfgerr.At("jetstream", c.JetStream.Validate())
 	}
 	return nil
 }
 
 // ValidateNames reports a webhook name used twice.
 func ValidateNames(hooks []Webhook) error {
-	seen := make(map[string]int, len(hooks))
-	for i, w := range hooks {
-		if j, dup := seen[w.Name]; dup {
-			return &configError{msg: fmt.Sprintf("duplicate name %q (entries %d and %d)", w.Name, j, i)}
-		}
-		seen[w.Name] = i
-	}
-	return nil
+	return cfgerr.UniqueNames(hooks, func(w Webhook) string { return w.Name })
 }
 
 // withDefaults fills the zero fields.
@@ -366,4 +337,4 @@ func (w Webhook) info() WebhookInfo {
 
 // displayURL is how a webhook's URL is shown: the one redaction every
 // package uses (userinfo, query and key-like path segments hidden).
-func displayURL(raw string) string { return httpguard.RedactURL(raw) }
+func displayURL(raw string) string { return redact.URL(raw) }

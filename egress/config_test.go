@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"go.yaml.in/yaml/v4"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -73,7 +76,7 @@ func TestConfigEmptySecretRefused(t *testing.T) {
 			t.Fatalf("%s: %v", src, err)
 		}
 		err := c.Validate()
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "webhooks[0]: secret is set but empty") {
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "webhooks[0].secret: is set but empty") {
 			t.Errorf("%q: Validate = %v", src, err)
 		}
 	}
@@ -144,8 +147,11 @@ func TestFilter(t *testing.T) {
 		{[]string{"TaskCompleted", "AgentFailed"}, "AgentFailed", true},
 		{[]string{"TaskCompleted", "AgentFailed"}, "Deployed", false},
 	}
+	e := axocoatl.New(axocoatl.Options{}) // the classes of the Engine's events
+	defer e.Close(context.Background())
 	for _, c := range cases {
-		if got := (Webhook{Events: c.events}).matches(c.typ); got != c.want {
+		ev := lattice.Event{Type: c.typ, Class: e.ClassOf(c.typ)}
+		if got := (Webhook{Events: c.events}).matches(ev); got != c.want {
 			t.Errorf("events %v, %s: %v, want %v", c.events, c.typ, got, c.want)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axocoatl/axocoatl-go/lattice"
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -24,8 +24,8 @@ func TestDeliverSignedAndFiltered(t *testing.T) {
 		fast(Webhook{Name: "all", URL: all.url(), Secret: sec, Headers: map[string]secret.Secret{"Authorization": "Bearer static"}}),
 		fast(Webhook{Name: "tools", URL: tools.url(), Events: []string{"Tool*"}}),
 	}})
-	h.publish(t, lattice.TaskCompleted, 0, 3)
-	h.publish(t, lattice.ToolCalled, 0, 2)
+	h.publish(t, axocoatl.EventTaskCompleted, 0, 3)
+	h.publish(t, axocoatl.EventToolCalled, 0, 2)
 	h.publish(t, "Deployed", 0, 1)
 	if err := h.eng.Publish(t.Context(), "Deployed", ProducerName, nil); err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestDeliverSignedAndFiltered(t *testing.T) {
 		t.Fatalf("all got %d, tools got %d", all.count(), tools.count())
 	}
 	for _, r := range all.requests() {
-		if r.msg.EventType == lattice.ToolCalled || r.msg.ProducedBy == ProducerName {
+		if r.msg.EventType == axocoatl.EventToolCalled || r.msg.ProducedBy == ProducerName {
 			t.Errorf("all received %s from %s", r.msg.EventType, r.msg.ProducedBy)
 		}
 		if r.header.Get("Authorization") != "Bearer static" {
@@ -50,7 +50,7 @@ func TestDeliverSignedAndFiltered(t *testing.T) {
 		}
 	}
 	for _, r := range tools.requests() {
-		if r.msg.EventType != lattice.ToolCalled {
+		if r.msg.EventType != axocoatl.EventToolCalled {
 			t.Errorf("tools received %s", r.msg.EventType)
 		}
 	}

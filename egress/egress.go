@@ -40,6 +40,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -70,24 +71,20 @@ type Module struct {
 	metrics *metrics
 
 	// life guards the start/stop state; request handlers hold it read.
-	life    sync.RWMutex
-	started bool
-	stopped bool
-	log     *slog.Logger
-	store   store
+	life  sync.RWMutex
+	state lifecycle.State
+	log   *slog.Logger
+	// backend is where deliveries wait (backend.go), once started.
+	backend backend
 	sub     lattice.Subscription
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	// ingestDone is closed when ingest returns (JetStream backend).
+	// ingestDone is closed when ingest returns.
 	ingestDone chan struct{}
 	handler    atomic.Pointer[http.Handler]
 
 	seq    atomic.Uint64 // the last store key handed out
 	missed atomic.Uint64 // events the lattice dropped before egress took them
-
-	// js is the JetStream backend when Config.JetStream is set; then store
-	// is a memStore and the hooks' queues (ch, dead) are not used.
-	js *jsBackend
 }
 
 // New validates cfg and returns the module. It starts nothing.
@@ -120,70 +117,41 @@ func (m *Module) Describe() []WebhookInfo { return m.cfg.Describe() }
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.life.Lock()
 	defer m.life.Unlock()
-	if m.stopped {
-		return ErrStopped
-	}
-	if m.started {
-		return errors.New("egress: already started")
+	if err := m.state.CheckStart("egress", ErrStopped); err != nil {
+		return err
 	}
 	m.log = e.Logger().With("module", "egress")
 	var h http.Handler = m.routes(e)
 	if len(m.hooks) == 0 {
-		m.started = true
+		m.state.MarkStarted()
 		m.handler.Store(&h)
 		return nil
 	}
-	m.store = memStore{}
-	if m.cfg.JetStream != nil {
-		return m.startJS(e, h)
-	}
-	var bs *boltStore
-	if m.cfg.DataDir != "" {
-		var err error
-		if bs, err = openBolt(m.cfg.DataDir, m.log); err != nil {
-			return err
-		}
-		m.store = bs
-		for name, n := range bs.orphans(m.byName) {
-			if n > 0 {
-				m.log.Warn("webhook store holds deliveries of a webhook that is not configured: kept, not sent",
-					"webhook", name, "deliveries", n)
-			}
-		}
-	}
-	fail := func(err error) error {
-		if bs != nil {
-			go bs.run() // close waits for run to end
-			_ = bs.close()
-		}
+	b, err := m.openBackend()
+	if err != nil {
 		return err
 	}
-	for _, h := range m.hooks {
-		if err := h.load(); err != nil {
-			return fail(fmt.Errorf("egress: webhook %s: loading stored deliveries: %w", h.cfg.Name, err))
-		}
-	}
-	sub, err := e.Bus().Subscribe(lattice.Filter{}, SubscribeBuffer)
+	sub, err := e.Bus().Subscribe(b.filter(), SubscribeBuffer)
 	if err != nil {
-		return fail(fmt.Errorf("egress: subscribe: %w", err))
+		_ = b.close(m)
+		return fmt.Errorf("egress: subscribe: %w", err)
 	}
-	m.sub = sub
-	if bs != nil {
-		go bs.run()
-	}
+	m.backend, m.sub = b, sub
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	for _, h := range m.hooks {
 		h.client = h.newClient(m.cfg.Transport)
 		info := h.cfg.info()
-		m.log.Info("webhook configured", "webhook", info.Name, "host", info.Host, "filter", info.Filter,
-			"signed", info.Signed, "durable", bs != nil, "requeued", len(h.ch), "dead_letters", len(h.dead))
-		for range h.cfg.Concurrency {
-			m.wg.Go(func() { h.work(ctx) })
-		}
+		m.log.Info("webhook configured", append([]any{"webhook", info.Name, "host", info.Host, "filter", info.Filter,
+			"signed", info.Signed}, b.configured(h)...)...)
+		b.start(ctx, h)
 	}
-	m.wg.Go(func() { m.ingest(ctx) })
-	m.started = true
+	m.ingestDone = make(chan struct{})
+	m.wg.Go(func() {
+		defer close(m.ingestDone)
+		m.ingest(ctx)
+	})
+	m.state.MarkStarted()
 	m.handler.Store(&h)
 	return nil
 }
@@ -195,53 +163,24 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 // bounded step) and returns ctx's error.
 func (m *Module) Stop(ctx context.Context) error {
 	m.life.Lock()
-	if m.stopped || !m.started || m.cancel == nil {
-		m.stopped = true
+	if !m.state.Stop() || m.cancel == nil {
 		m.life.Unlock()
 		return nil
 	}
-	m.stopped = true
 	m.life.Unlock()
 
-	if m.js != nil && m.js.cfg.Conn.IsConnected() {
-		// What this process received is queued before it stops: those
-		// deliveries exist nowhere else yet. The subscription drains (every
-		// event the server had sent reaches Events, then it closes) and
-		// ingest ends once it has queued the rest, within ctx. (With NATS
-		// away nothing can be queued: the stop does not wait for it.)
-		if d, ok := m.sub.(interface{ Drain(context.Context) error }); ok {
-			if err := d.Drain(ctx); err != nil {
-				m.log.Warn("webhook: events received before the stop not all queued", "error", err)
-			}
-		} else {
-			_ = m.sub.Close()
-		}
-		select {
-		case <-m.ingestDone:
-		case <-ctx.Done():
-		}
-	}
+	m.backend.drain(ctx, m)
 	m.cancel()
 	_ = m.sub.Close()
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
 	var errs []error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		<-done
-		errs = append(errs, fmt.Errorf("egress: stop: %w", ctx.Err()))
+	if err := lifecycle.Wait(ctx, "egress", &m.wg); err != nil {
+		errs = append(errs, err)
 	}
 	for _, h := range m.hooks {
 		h.logDrops(true)
 		h.client.HTTPClient.CloseIdleConnections()
-		if _, ok := m.store.(memStore); ok && m.js == nil {
-			if n := h.pending(); n > 0 {
-				m.log.Warn("webhook deliveries not sent are lost (no data dir)", "webhook", h.cfg.Name, "deliveries", n)
-			}
-		}
 	}
-	if err := m.store.close(); err != nil {
+	if err := m.backend.close(m); err != nil {
 		errs = append(errs, fmt.Errorf("egress: closing the store: %w", err))
 	}
 	return errors.Join(errs...)
@@ -286,10 +225,8 @@ func (m *Module) ingest(ctx context.Context) {
 		}
 		now := time.Now()
 		for _, h := range m.hooks {
-			if m.js != nil {
-				h.takeJS(ctx, batch, now)
-			} else {
-				h.take(batch, now)
+			if evs := h.accept(batch); len(evs) > 0 {
+				m.backend.take(ctx, h, evs, now)
 			}
 		}
 		if n := m.sub.Missed(); n != lastMissed {
@@ -360,9 +297,11 @@ func newHook(m *Module, w Webhook) *hook {
 	return h
 }
 
-// matches applies the webhook's filter to an event type.
-func (w Webhook) matches(eventType string) bool {
-	telemetry := lattice.ClassOf(eventType) == lattice.ClassTelemetry
+// matches applies the webhook's filter to an event: its type, and its
+// class (the publisher's) for the default of coordination events only.
+func (w Webhook) matches(ev lattice.Event) bool {
+	eventType := ev.Type
+	telemetry := ev.EffectiveClass() == lattice.ClassTelemetry
 	if len(w.Events) == 0 {
 		return !telemetry
 	}
@@ -378,78 +317,6 @@ func (w Webhook) matches(eventType string) bool {
 		}
 	}
 	return false
-}
-
-// load requeues the deliveries a previous run left in the store.
-func (h *hook) load() error {
-	pending, dead, maxKey, err := h.m.store.load(h.cfg.Name)
-	if err != nil {
-		return err
-	}
-	for h.m.seq.Load() < maxKey {
-		h.m.seq.Store(maxKey)
-	}
-	if len(pending) > cap(h.ch) {
-		h.ch = make(chan *delivery, len(pending))
-	}
-	for _, d := range pending {
-		d.status = StatusQueued
-		h.live[d.id] = d
-		h.ch <- d
-	}
-	h.dead = dead
-	return nil
-}
-
-// take queues the events of batch that the filter passes. What does not
-// fit in the queue is dropped and counted (and not even serialized).
-func (h *hook) take(batch []lattice.Event, now time.Time) {
-	var evs []lattice.Event
-	for _, ev := range batch {
-		if ev.ProducedBy != ProducerName && h.cfg.matches(ev.Type) {
-			evs = append(evs, ev)
-		}
-	}
-	if len(evs) == 0 {
-		return
-	}
-	h.pushMu.Lock()
-	defer h.pushMu.Unlock()
-	room := max(h.cfg.QueueSize-len(h.ch), 0)
-	if dropped := len(evs) - room; dropped > 0 {
-		evs = evs[:room]
-		h.mu.Lock()
-		h.counts.dropped += uint64(dropped)
-		h.dropsUnlogged += uint64(dropped)
-		h.mu.Unlock()
-		h.series.dropped.Add(float64(dropped))
-		h.logDrops(false)
-	}
-	if len(evs) == 0 {
-		return
-	}
-	ds := make([]*delivery, 0, len(evs))
-	for _, ev := range evs {
-		d, err := newDelivery(ev, now)
-		if err != nil {
-			h.m.log.Error("webhook: event cannot be serialized; skipped", "webhook", h.cfg.Name, "event_id", ev.ID, "error", err)
-			continue
-		}
-		d.key = h.m.nextKey()
-		ds = append(ds, d)
-	}
-	h.mu.Lock()
-	for _, d := range ds {
-		h.live[d.id] = d
-	}
-	h.mu.Unlock()
-	if err := h.m.store.add(h.cfg.Name, ds); err != nil {
-		h.m.log.Error("webhook store: queued deliveries not saved; they are kept in memory", "webhook", h.cfg.Name,
-			"deliveries", len(ds), "error", err)
-	}
-	for _, d := range ds {
-		h.ch <- d // never blocks: room was counted under pushMu
-	}
 }
 
 // pending counts the deliveries queued or in flight.
@@ -474,80 +341,6 @@ func (h *hook) logDrops(final bool) {
 		"total_dropped", total, "queue_size", h.cfg.QueueSize)
 }
 
-// work is one sender: it takes deliveries off the queue until ctx ends.
-func (h *hook) work(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case d := <-h.ch:
-			h.deliver(ctx, d)
-		}
-	}
-}
-
-// deliver sends d with its retries and records the outcome.
-func (h *hook) deliver(ctx context.Context, d *delivery) {
-	h.mu.Lock()
-	d.status = StatusInFlight
-	h.inFlight++
-	h.mu.Unlock()
-	out := h.send(ctx, d)
-	h.mu.Lock()
-	h.inFlight--
-	if ctx.Err() != nil {
-		// Stopping: the delivery stays stored as pending and is sent
-		// again after the next start.
-		d.status = StatusQueued
-		h.mu.Unlock()
-		return
-	}
-	name := h.cfg.Name
-	switch out {
-	case outcomeDelivered:
-		d.status, d.lastError = StatusDelivered, ""
-		delete(h.live, d.id)
-		h.counts.delivered++
-		if len(h.recent) < recentDelivered {
-			h.recent = append(h.recent, d)
-		} else {
-			h.recent[h.recentNext] = d
-			h.recentNext = (h.recentNext + 1) % recentDelivered
-		}
-		h.mu.Unlock()
-		h.series.delivered.Inc()
-		h.m.store.change(delEdit(name, pendingBucket, d.key))
-		return
-	case outcomeFailed:
-		d.status = StatusFailed
-		h.counts.failed++
-	default:
-		d.status = StatusDeadLettered
-		h.counts.deadLettered++
-	}
-	delete(h.live, d.id)
-	h.dead = append(h.dead, d)
-	edits := []edit{delEdit(name, pendingBucket, d.key), putEdit(name, deadBucket, d.key, d.record())}
-	if len(h.dead) > h.cfg.MaxDeadLetters {
-		old := h.dead[0]
-		h.dead = slices.Delete(h.dead, 0, 1)
-		h.counts.evicted++
-		edits = append(edits, delEdit(name, deadBucket, old.key))
-	}
-	status, lastErr, attempts := d.status, d.lastError, len(d.attempts)-d.base
-	// Under mu, so that a retry through the API cannot store its move
-	// back to pending before this move to the dead letters.
-	h.m.store.change(edits...)
-	h.mu.Unlock()
-	if status == StatusFailed {
-		h.series.failed.Inc()
-	} else {
-		h.series.deadLettered.Inc()
-	}
-	h.m.log.Warn("webhook delivery failed", "webhook", name, "delivery_id", d.id, "event_type", d.eventType,
-		"status", status, "attempts", attempts, "error", lastErr)
-}
-
 // Retry errors, mapped to HTTP statuses by the handler.
 var (
 	ErrWebhookNotFound  = errors.New("egress: no such webhook")
@@ -565,51 +358,13 @@ func (m *Module) Retry(webhook, id string) (Delivery, error) {
 	}
 	m.life.RLock()
 	defer m.life.RUnlock()
-	if !m.started || m.stopped {
+	if !m.state.Running() {
 		return Delivery{}, errNotRunning
 	}
-	if m.js != nil {
-		return h.retryJS(id)
-	}
-	return h.retry(id)
+	return m.backend.retry(h, id)
 }
 
 var errNotRunning = errors.New("egress: module not running")
-
-func (h *hook) retry(id string) (Delivery, error) {
-	h.pushMu.Lock()
-	defer h.pushMu.Unlock()
-	h.mu.Lock()
-	i := slices.IndexFunc(h.dead, func(d *delivery) bool { return d.id == id })
-	if i < 0 {
-		defer h.mu.Unlock()
-		if d := h.live[id]; d != nil {
-			return Delivery{}, fmt.Errorf("%w: delivery %s is %s", ErrNotRetryable, id, d.status)
-		}
-		for _, d := range h.recent {
-			if d.id == id {
-				return Delivery{}, fmt.Errorf("%w: delivery %s is %s", ErrNotRetryable, id, d.status)
-			}
-		}
-		return Delivery{}, fmt.Errorf("%w: %q", ErrDeliveryNotFound, id)
-	}
-	if len(h.ch) >= h.cfg.QueueSize {
-		h.mu.Unlock()
-		return Delivery{}, fmt.Errorf("%w: %d deliveries waiting", ErrQueueFull, len(h.ch))
-	}
-	d := h.dead[i]
-	h.dead = slices.Delete(h.dead, i, i+1)
-	oldKey := d.key
-	d.key = h.m.nextKey()
-	d.status = StatusQueued
-	d.base = len(d.attempts)
-	h.live[d.id] = d
-	view := d.view(h.cfg.Name)
-	h.m.store.change(delEdit(h.cfg.Name, deadBucket, oldKey), putEdit(h.cfg.Name, pendingBucket, d.key, d.record()))
-	h.mu.Unlock()
-	h.ch <- d
-	return view, nil
-}
 
 // WebhookStatus is one webhook's state, as GET /api/webhooks shows it.
 type WebhookStatus struct {
@@ -657,21 +412,21 @@ func (m *Module) Status() []WebhookStatus {
 // away).
 func (m *Module) Missed() uint64 { return m.missed.Load() }
 
-// jsState is the JetStream backend once started, else nil. Start sets it
+// backendState is the backend once started, else nil. Start sets it
 // (and each hook's cons before it) under life: a reader that may run while
 // the module starts (Status, Deliveries, a metrics scrape) reads it here,
-// never m.js or h.cons directly before it.
-func (m *Module) jsState() *jsBackend {
+// never m.backend or h.cons directly before it.
+func (m *Module) backendState() backend {
 	m.life.RLock()
 	defer m.life.RUnlock()
-	return m.js
+	return m.backend
 }
 
 func (h *hook) status() WebhookStatus {
 	var cs clusterState
-	js := h.m.jsState()
-	if js != nil {
-		cs = h.clusterState() // outside mu: a network call
+	shared := false
+	if b := h.m.backendState(); b != nil {
+		cs, shared = b.shared(h) // outside mu: a network call
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -679,7 +434,7 @@ func (h *hook) status() WebhookStatus {
 		Delivered: h.counts.delivered, Failed: h.counts.failed + h.counts.deadLettered,
 		DeadLettered: h.counts.deadLettered, Dropped: h.counts.dropped, DeadLetters: len(h.dead),
 		Evicted: h.counts.evicted, LastError: h.lastError, Store: h.m.storeKind(), Enqueued: h.counts.enqueued}
-	if js != nil {
+	if shared {
 		if cs.err != nil {
 			s.ClusterError = cs.err.Error()
 		} else {
@@ -715,9 +470,9 @@ func (m *Module) Deliveries(webhook string, status Status, limit int) ([]Deliver
 		limit = 100
 	}
 	var stored []*delivery
-	if m.jsState() != nil {
+	if b := m.backendState(); b != nil {
 		var err error
-		if stored, err = h.clusterDeliveries(limit); err != nil {
+		if stored, err = b.stored(h, limit); err != nil {
 			return nil, fmt.Errorf("egress: webhook %s: %w", webhook, err)
 		}
 	}

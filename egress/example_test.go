@@ -10,7 +10,6 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/egress"
-	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
 // Send the Engine's coordination events to a webhook, signed. The host
@@ -36,7 +35,7 @@ func ExampleNew() {
 		Webhooks: []egress.Webhook{{
 			Name:   "alerts",
 			URL:    receiver.URL + "/hooks/axocoatl",
-			Events: []string{lattice.TaskCompleted, lattice.AgentFailed},
+			Events: []string{axocoatl.EventTaskCompleted, axocoatl.EventAgentFailed},
 			Secret: "s3cret",
 		}},
 	})
@@ -51,7 +50,7 @@ func ExampleNew() {
 	// mux.Handle("/api/webhooks/", m)         // the webhook API
 	// prometheus.MustRegister(m.Collector())  // its metrics
 
-	_ = engine.Publish(ctx, lattice.TaskCompleted, "example", map[string]string{"task_id": "t1"})
+	_ = engine.Publish(ctx, axocoatl.EventTaskCompleted, "example", map[string]string{"task_id": "t1"})
 	select {
 	case ev := <-got:
 		fmt.Println("received", ev)

@@ -27,17 +27,40 @@ func (m *Module) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	(*h).ServeHTTP(w, r)
 }
 
+// door is a route with its handler.
+type door struct {
+	axocoatl.Route
+	serve http.HandlerFunc
+}
+
+// table is the one list of the module's routes: routes builds the mux
+// from it, Routes hands it to hosts.
+func (m *Module) table() []door {
+	return []door{
+		{axocoatl.Route{Method: http.MethodGet, Pattern: "/api/webhooks"}, m.serveList},
+		{axocoatl.Route{Method: http.MethodGet, Pattern: "/api/webhooks/{name}/deliveries"}, m.serveDeliveries},
+		{axocoatl.Route{Method: http.MethodPost, Pattern: "/api/webhooks/{name}/deliveries/{id}/retry"}, m.serveRetry},
+	}
+}
+
+// Routes are the module's doors (see [Module.ServeHTTP]), each needing the
+// API token, bodies bounded to 1 MiB.
+func (m *Module) Routes() []axocoatl.Route {
+	var out []axocoatl.Route
+	for _, rt := range m.table() {
+		out = append(out, rt.Route)
+	}
+	return out
+}
+
 func (m *Module) routes(e *axocoatl.Engine) http.Handler {
 	mux := http.NewServeMux()
-	route := func(pattern string, h http.HandlerFunc) {
-		mux.Handle(pattern, e.GuardHTTP(axocoatl.HTTPRoute{}, h))
+	for _, rt := range m.table() {
+		mux.Handle(rt.Method+" "+rt.Pattern, e.GuardHTTP(axocoatl.HTTPRoute{MaxBodyBytes: rt.MaxBodyBytes}, rt.serve))
 	}
-	route("GET /api/webhooks", m.serveList)
-	route("GET /api/webhooks/{name}/deliveries", m.serveDeliveries)
-	route("POST /api/webhooks/{name}/deliveries/{id}/retry", m.serveRetry)
-	route("/api/webhooks/", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/api/webhooks/", e.GuardHTTP(axocoatl.HTTPRoute{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such route: "+r.Method+" "+r.URL.Path)
-	})
+	})))
 	return mux
 }
 

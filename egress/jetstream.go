@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -119,23 +118,21 @@ func ValidJetStreamName(s string) bool {
 // Validate checks the names and bounds (the connection is checked by
 // Start).
 func (j JetStream) Validate() error {
-	bad := func(format string, args ...any) error {
-		return &configError{msg: fmt.Sprintf(format, args...)}
-	}
+	bad := cfgerr.Errorf
 	switch {
 	case j.Stream != "" && !ValidJetStreamName(j.Stream):
-		return bad("stream %q: want 1-200 characters without spaces, '.', '*', '>', '/' or '\\'", j.Stream)
+		return bad("stream", "%q: want 1-200 characters without spaces, '.', '*', '>', '/' or '\\'", j.Stream)
 	case j.Consumer != "" && !ValidJetStreamName(j.Consumer):
-		return bad("consumer %q: want 1-200 characters without spaces, '.', '*', '>', '/' or '\\'", j.Consumer)
+		return bad("consumer", "%q: want 1-200 characters without spaces, '.', '*', '>', '/' or '\\'", j.Consumer)
 	case j.AckWait < 0:
-		return bad("ack_wait must not be negative")
+		return bad("ack_wait", "must not be negative")
 	case j.AckWait > 0 && j.AckWait < time.Second:
-		return bad("ack_wait must be at least 1s")
+		return bad("ack_wait", "must be at least 1s")
 	case j.MaxMsgSize < 0:
-		return bad("max_msg_size must not be negative")
+		return bad("max_msg_size", "must not be negative")
 	case j.MaxMsgSize > math.MaxInt32:
 		// The stream's limit is an int32: more would wrap (negative: none).
-		return bad("max_msg_size %d is over %d bytes", j.MaxMsgSize, math.MaxInt32)
+		return bad("max_msg_size", "%d is over %d bytes", j.MaxMsgSize, math.MaxInt32)
 	}
 	return nil
 }
@@ -149,7 +146,8 @@ const (
 	hdrNode      = "Axocoatl-Node"    // the connection's name: who queued it
 )
 
-// jsBackend is the module's JetStream state once started.
+// jsBackend is the backend on a NATS lattice: each webhook's deliveries wait
+// in a JetStream work queue shared by every process ([JetStream]).
 type jsBackend struct {
 	cfg   JetStream
 	js    jetstream.JetStream
@@ -300,8 +298,7 @@ func fullOrTooBig(err error) bool {
 // acknowledgements, retrying what failed for up to enqueueRetryFor (a
 // repeated publish is deduplicated by its Nats-Msg-Id, the delivery_id). It
 // returns the deliveries not queued.
-func (h *hook) enqueue(ctx context.Context, ds []*delivery) (dropped int, lastErr error) {
-	b := h.m.js
+func (b *jsBackend) enqueue(ctx context.Context, h *hook, ds []*delivery) (dropped int, lastErr error) {
 	deadline := time.Now().Add(enqueueRetryFor)
 	for len(ds) > 0 {
 		// While NATS is away a publish would only fill the connection's
@@ -369,14 +366,11 @@ func (h *hook) enqueue(ctx context.Context, ds []*delivery) (dropped int, lastEr
 	return dropped, lastErr
 }
 
-// takeJS is take for the JetStream backend: the matching events become
-// deliveries queued in the shared stream.
-func (h *hook) takeJS(ctx context.Context, batch []lattice.Event, now time.Time) {
+// take implements backend: the events become deliveries queued in the
+// shared stream.
+func (b *jsBackend) take(ctx context.Context, h *hook, evs []lattice.Event, now time.Time) {
 	var ds []*delivery
-	for _, ev := range batch {
-		if ev.ProducedBy == ProducerName || !h.cfg.matches(ev.Type) {
-			continue
-		}
+	for _, ev := range evs {
 		d, err := newDelivery(ev, now)
 		if err != nil {
 			h.m.log.Error("webhook: event cannot be serialized; skipped", "webhook", h.cfg.Name, "event_id", ev.ID, "error", err)
@@ -387,7 +381,7 @@ func (h *hook) takeJS(ctx context.Context, batch []lattice.Event, now time.Time)
 	if len(ds) == 0 {
 		return
 	}
-	dropped, err := h.enqueue(ctx, ds)
+	dropped, err := b.enqueue(ctx, h, ds)
 	h.mu.Lock()
 	h.counts.enqueued += uint64(len(ds) - dropped)
 	h.mu.Unlock()
@@ -407,7 +401,7 @@ const fetchWait = 5 * time.Second
 
 // pull takes deliveries from the webhook's shared consumer, never more than
 // it has free senders for, and hands them to its Concurrency senders.
-func (h *hook) pull(ctx context.Context) {
+func (b *jsBackend) pull(ctx context.Context, h *hook) {
 	conc := h.cfg.Concurrency
 	free := make(chan struct{}, conc)
 	jobs := make(chan jetstream.Msg)
@@ -419,7 +413,7 @@ func (h *hook) pull(ctx context.Context) {
 				case <-ctx.Done():
 					return
 				case msg := <-jobs:
-					h.deliverJS(ctx, msg)
+					b.deliver(ctx, h, msg)
 					free <- struct{}{}
 				}
 			}
@@ -427,7 +421,7 @@ func (h *hook) pull(ctx context.Context) {
 	}
 	var errLoggedAt time.Time
 	for {
-		if !h.m.js.cfg.Conn.IsConnected() { // nothing to pull from until it returns
+		if !b.cfg.Conn.IsConnected() { // nothing to pull from until it returns
 			select {
 			case <-ctx.Done():
 				return
@@ -500,9 +494,9 @@ func deliveryOf(msg jetstream.Msg) (*delivery, error) {
 	return d, nil
 }
 
-// deliverJS sends one queued delivery and settles its message: acked when
+// deliver sends one queued delivery and settles its message: acked when
 // delivered or dead-lettered, left to another process (Nak) when stopping.
-func (h *hook) deliverJS(ctx context.Context, msg jetstream.Msg) {
+func (b *jsBackend) deliver(ctx context.Context, h *hook, msg jetstream.Msg) {
 	d, err := deliveryOf(msg)
 	if err != nil {
 		h.m.log.Error("webhook: unreadable message in the JetStream queue; removed", "webhook", h.cfg.Name, "error", err)
@@ -517,7 +511,7 @@ func (h *hook) deliverJS(ctx context.Context, msg jetstream.Msg) {
 	// While the delivery retries, its message is kept: "in progress" resets
 	// AckWait on the server. A timer, not a goroutine, waits between
 	// renewals.
-	every := h.m.js.cfg.AckWait / 3
+	every := b.cfg.AckWait / 3
 	var hb *time.Timer
 	var hbMu sync.Mutex
 	stopped := false
@@ -577,23 +571,13 @@ func (h *hook) deliverJS(ctx context.Context, msg jetstream.Msg) {
 		"status", status, "attempts", attempts, "error", lastErr)
 	// The dead letter is stored before the queued message goes: a crash in
 	// between leaves both, never neither.
-	if err := h.m.js.putDead(ctx, h.cfg.Name, rec); err != nil {
+	if err := b.putDead(ctx, h.cfg.Name, rec); err != nil {
 		h.m.log.Error("webhook: dead letter not stored in JetStream; the delivery stays queued and is tried again",
 			"webhook", h.cfg.Name, "delivery_id", d.id, "error", err)
 		_ = msg.NakWithDelay(h.cfg.BackoffMax)
 		return
 	}
 	_ = msg.Ack()
-}
-
-// remember adds a delivered delivery to the recent ring; h.mu is held.
-func (h *hook) remember(d *delivery) {
-	if len(h.recent) < recentDelivered {
-		h.recent = append(h.recent, d)
-	} else {
-		h.recent[h.recentNext] = d
-		h.recentNext = (h.recentNext + 1) % recentDelivered
-	}
 }
 
 func (b *jsBackend) putDead(ctx context.Context, webhook string, rec record) error {
@@ -607,15 +591,13 @@ func (b *jsBackend) putDead(ctx context.Context, webhook string, rec record) err
 	return err
 }
 
-// clusterState is a webhook's queue as the server sees it, for every
-// process together.
-type clusterState struct {
-	queued, inFlight, dead int
-	err                    error
+// shared implements backend: the consumer's and the dead letters' state
+// on the server.
+func (b *jsBackend) shared(h *hook) (clusterState, bool) {
+	return b.clusterState(h), true
 }
 
-func (h *hook) clusterState() clusterState {
-	b := h.m.js
+func (b *jsBackend) clusterState(h *hook) clusterState {
 	var s clusterState
 	if !b.cfg.Conn.IsConnected() {
 		s.err = fmt.Errorf("%w: NATS %s", ErrClusterUnavailable, b.cfg.Conn.Status())
@@ -657,11 +639,10 @@ func scan(ctx context.Context, s jetstream.Stream, subject string, limit int, fn
 	return nil
 }
 
-// clusterDeliveries lists the webhook's dead letters and its deliveries
-// queued or in flight anywhere, as the streams hold them (those of the queue
-// at most limit, oldest first).
-func (h *hook) clusterDeliveries(limit int) ([]*delivery, error) {
-	b := h.m.js
+// stored implements backend: the webhook's dead letters and its
+// deliveries queued or in flight anywhere, as the streams hold them (those
+// of the queue at most limit, oldest first).
+func (b *jsBackend) stored(h *hook, limit int) ([]*delivery, error) {
 	if !b.cfg.Conn.IsConnected() {
 		return nil, fmt.Errorf("%w: NATS %s", ErrClusterUnavailable, b.cfg.Conn.Status())
 	}
@@ -703,10 +684,9 @@ func (h *hook) clusterDeliveries(limit int) ([]*delivery, error) {
 	return out, nil
 }
 
-// retryJS moves a dead letter back to the queue, with its delivery_id and
-// body, from any process.
-func (h *hook) retryJS(id string) (Delivery, error) {
-	b := h.m.js
+// retry implements backend: a dead letter goes back to the queue, with its
+// delivery_id and body, from any process.
+func (b *jsBackend) retry(h *hook, id string) (Delivery, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), jsCallTimeout)
 	defer cancel()
 	if strings.ContainsAny(id, ".*> \t") || id == "" {
@@ -719,15 +699,7 @@ func (h *hook) retryJS(id string) (Delivery, error) {
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if d := h.live[id]; d != nil {
-			return Delivery{}, fmt.Errorf("%w: delivery %s is %s", ErrNotRetryable, id, d.status)
-		}
-		for _, d := range h.recent {
-			if d.id == id {
-				return Delivery{}, fmt.Errorf("%w: delivery %s is %s", ErrNotRetryable, id, d.status)
-			}
-		}
-		return Delivery{}, fmt.Errorf("%w: %q", ErrDeliveryNotFound, id)
+		return Delivery{}, h.notDeadLocked(id)
 	}
 	if err != nil {
 		return Delivery{}, unavailable("reading dead letter "+id, err)
@@ -752,40 +724,59 @@ func (h *hook) retryJS(id string) (Delivery, error) {
 	return d.view(h.cfg.Name), nil
 }
 
-// startJS is Start for the JetStream backend; m.life is held.
-func (m *Module) startJS(e *axocoatl.Engine, handler http.Handler) error {
-	b, err := openJetStream(context.Background(), *m.cfg.JetStream, m.hooks)
-	if err != nil {
-		return err
+// filter implements backend: only this process's own events. Every
+// process queues its own, so each event is queued once for the cluster.
+func (b *jsBackend) filter() lattice.Filter { return lattice.Filter{Local: true} }
+
+// configured implements backend.
+func (b *jsBackend) configured(h *hook) []any {
+	return []any{"durable", "jetstream", "stream", b.cfg.Stream, "consumer", b.consumerName(h.cfg.Name)}
+}
+
+// start implements backend: one puller that feeds Concurrency senders.
+func (b *jsBackend) start(ctx context.Context, h *hook) {
+	h.m.wg.Go(func() { b.pull(ctx, h) })
+}
+
+// attempted implements backend: the attempt count lives with the process
+// sending the delivery (a delivery's MaxAttempts count starts again on the
+// process that takes it over).
+func (b *jsBackend) attempted(*hook, *delivery, record) {}
+
+// drain implements backend. What this process received is queued before
+// it stops: those deliveries exist nowhere else yet. The subscription
+// drains (every event the server had sent reaches Events, then it closes)
+// and ingest ends once it has queued the rest, within ctx. (With NATS away
+// nothing can be queued: the stop does not wait for it.)
+func (b *jsBackend) drain(ctx context.Context, m *Module) {
+	if !b.cfg.Conn.IsConnected() {
+		return
 	}
-	// Only this process's own events: every process queues its own, so
-	// each event is queued once for the cluster.
-	sub, err := e.Bus().Subscribe(lattice.Filter{Local: true}, SubscribeBuffer)
-	if err != nil {
-		return fmt.Errorf("egress: subscribe: %w", err)
-	}
-	m.js, m.sub = b, sub
-	if m.cfg.DataDir != "" {
-		if _, err := os.Stat(filepath.Join(m.cfg.DataDir, DBFile)); err == nil {
-			m.log.Warn("webhook deliveries stored in the data dir by a run on the memory lattice are not sent on NATS; "+
-				"run once with lattice.backend memory to send them", "file", filepath.Join(m.cfg.DataDir, DBFile))
+	if d, ok := m.sub.(interface{ Drain(context.Context) error }); ok {
+		if err := d.Drain(ctx); err != nil {
+			m.log.Warn("webhook: events received before the stop not all queued", "error", err)
 		}
+	} else {
+		_ = m.sub.Close()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	for _, h := range m.hooks {
-		h.client = h.newClient(m.cfg.Transport)
-		info := h.cfg.info()
-		m.log.Info("webhook configured", "webhook", info.Name, "host", info.Host, "filter", info.Filter,
-			"signed", info.Signed, "durable", "jetstream", "stream", b.cfg.Stream, "consumer", b.consumerName(h.cfg.Name))
-		m.wg.Go(func() { h.pull(ctx) })
+	select {
+	case <-m.ingestDone:
+	case <-ctx.Done():
 	}
-	m.ingestDone = make(chan struct{})
-	m.wg.Go(func() {
-		defer close(m.ingestDone)
-		m.ingest(ctx)
-	})
-	m.started = true
-	m.handler.Store(&handler)
-	return nil
+}
+
+// close implements backend: the connection is the lattice's, not closed
+// here.
+func (b *jsBackend) close(*Module) error { return nil }
+
+// warnStranded warns of deliveries a run on the memory lattice left in the
+// data dir: they are not sent on NATS.
+func (b *jsBackend) warnStranded(m *Module) {
+	if m.cfg.DataDir == "" {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(m.cfg.DataDir, DBFile)); err == nil {
+		m.log.Warn("webhook deliveries stored in the data dir by a run on the memory lattice are not sent on NATS; "+
+			"run once with lattice.backend memory to send them", "file", filepath.Join(m.cfg.DataDir, DBFile))
+	}
 }

@@ -71,16 +71,17 @@ func (c *metrics) Collect(ch chan<- prometheus.Metric) {
 	c.dropped.Collect(ch)
 	c.missed.Collect(ch)
 	c.latency.Collect(ch)
-	js := c.m.jsState()
+	b := c.m.backendState()
 	for _, h := range c.m.hooks {
 		var cs clusterState
-		if js != nil {
-			cs = h.clusterState()
+		shared := false
+		if b != nil {
+			cs, shared = b.shared(h)
 		}
 		h.mu.Lock()
 		q, f, d := len(h.ch), h.inFlight, len(h.dead)
 		h.mu.Unlock()
-		if js != nil && cs.err == nil {
+		if shared && cs.err == nil {
 			q, f, d = cs.queued, cs.inFlight, cs.dead // the cluster's
 		}
 		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(q), h.cfg.Name)

@@ -52,7 +52,7 @@ func TestNoWebhooksNoEgress(t *testing.T) {
 	if err := eng.Use(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []string{lattice.TaskCompleted, lattice.AgentFailed, lattice.ToolCalled, "Deployed"} {
+	for _, typ := range []string{axocoatl.EventTaskCompleted, axocoatl.EventAgentFailed, axocoatl.EventToolCalled, "Deployed"} {
 		for i := range 100 {
 			if err := eng.Publish(context.Background(), typ, "test", map[string]int{"n": i}); err != nil {
 				t.Fatal(err)

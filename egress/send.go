@@ -153,7 +153,6 @@ func (h *hook) record(st *attemptState, code int, err error) int {
 	case code < 200 || code > 299:
 		a.Error = fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
 	}
-	name := h.cfg.Name
 	h.series.attempts[resultLabel(code, err)].Inc()
 	h.series.latency.Observe(latency.Seconds())
 	d := st.d
@@ -174,7 +173,7 @@ func (h *hook) record(st *attemptState, code int, err error) int {
 	}
 	h.mu.Unlock()
 	if a.Error != "" {
-		h.m.store.change(putEdit(name, pendingBucket, d.key, rec))
+		h.m.backend.attempted(h, d, rec)
 	}
 	return used
 }

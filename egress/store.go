@@ -15,10 +15,10 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-// store is what outlives the process: each webhook's pending deliveries
-// (queued or in flight) and its dead letters. It is the seam for another
-// backend (a JetStream work queue when the lattice is NATS): the module
-// keeps its bounded in-memory queue and asks the store only to remember.
+// store is what outlives the process for localBackend: each webhook's
+// pending deliveries (queued or in flight) and its dead letters. The
+// backend keeps its bounded in-memory queue and asks the store only to
+// remember.
 //
 // add is synchronous (a delivery is durable before it is queued); change
 // is applied later, in order, in batches: a crash may lose the last

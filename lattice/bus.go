@@ -78,7 +78,7 @@ func (b *Memory) Publish(_ context.Context, ev Event) error {
 		return ErrClosed
 	}
 	for _, s := range b.subs {
-		if !s.filter.Match(ev.Type) {
+		if !s.filter.Match(ev) {
 			continue
 		}
 		select {

@@ -92,48 +92,55 @@ func TestSlowSubscriberMissesWithoutBlockingOthers(t *testing.T) {
 }
 
 func TestFilters(t *testing.T) {
+	const tel = ClassTelemetry // a class the publisher declared
 	cases := []struct {
 		f     Filter
 		typ   string
+		class Class
 		match bool
 	}{
-		{Filter{}, "Anything", true},
-		{Filter{Types: []string{"TaskCompleted"}}, "TaskCompleted", true},
-		{Filter{Types: []string{"TaskCompleted"}}, "AgentFailed", false},
-		{Filter{Types: []string{"Tool*"}}, "ToolCalled", true},
-		{Filter{Types: []string{"Tool*"}}, "TaskCompleted", false},
-		{Filter{Class: ClassCoordination}, "TaskCompleted", true},
-		{Filter{Class: ClassCoordination}, "MyCustomEvent", true},
-		{Filter{Class: ClassCoordination}, "ToolCalled", false},
-		{Filter{Class: ClassTelemetry}, "AgentActivated", true},
-		{Filter{Class: ClassTelemetry}, "AgentFailed", false},
-		{Filter{Class: ClassTelemetry, Types: []string{"Tool*"}}, "ToolResult", true},
-		{Filter{Class: ClassCoordination, Types: []string{"Tool*"}}, "ToolResult", false},
-		{Filter{Types: []string{"AgentFailed", "T?ol[CR]*"}}, "ToolResult", true},
-		{Filter{Types: []string{"AgentFailed", "TaskCompleted"}}, "ToolResult", false},
-		{Filter{Types: []string{`Odd\*`}}, "Odd*", true},
-		{Filter{Types: []string{`Odd\*`}}, "OddX", false},
+		{Filter{}, "Anything", 0, true},
+		{Filter{}, "Anything", tel, true},
+		{Filter{Types: []string{"JobDone"}}, "JobDone", 0, true},
+		{Filter{Types: []string{"JobDone"}}, "JobLost", 0, false},
+		{Filter{Types: []string{"Step*"}}, "StepBegun", tel, true},
+		{Filter{Types: []string{"Step*"}}, "JobDone", 0, false},
+		{Filter{Class: ClassCoordination}, "JobDone", 0, true},
+		{Filter{Class: ClassCoordination}, "JobDone", ClassCoordination, true},
+		{Filter{Class: ClassCoordination}, "MyCustomEvent", 0, true},
+		{Filter{Class: ClassCoordination}, "StepBegun", tel, false},
+		{Filter{Class: ClassTelemetry}, "Started", tel, true},
+		{Filter{Class: ClassTelemetry}, "JobLost", 0, false},
+		{Filter{Class: ClassTelemetry}, "JobLost", ClassCoordination, false},
+		{Filter{Class: ClassTelemetry, Types: []string{"Step*"}}, "StepEnded", tel, true},
+		{Filter{Class: ClassCoordination, Types: []string{"Step*"}}, "StepEnded", tel, false},
+		{Filter{Types: []string{"JobLost", "S?ep[BE]*"}}, "StepEnded", tel, true},
+		{Filter{Types: []string{"JobLost", "JobDone"}}, "StepEnded", tel, false},
+		{Filter{Types: []string{`Odd\*`}}, "Odd*", 0, true},
+		{Filter{Types: []string{`Odd\*`}}, "OddX", 0, false},
 	}
 	bus := NewMemory()
 	defer bus.Close()
 	for _, c := range cases {
-		if got := c.f.Match(c.typ); got != c.match {
-			t.Errorf("%+v.Match(%q) = %v, want %v", c.f, c.typ, got, c.match)
+		ev := mustEvent(t, c.typ, nil)
+		ev.Class = c.class
+		if got := c.f.Match(ev); got != c.match {
+			t.Errorf("%+v.Match(%q, %s) = %v, want %v", c.f, c.typ, c.class, got, c.match)
 		}
 		// And through a real subscription.
 		s, err := bus.Subscribe(c.f, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
-		bus.Publish(context.Background(), mustEvent(t, c.typ, nil))
+		bus.Publish(context.Background(), ev)
 		select {
 		case <-s.Events():
 			if !c.match {
-				t.Errorf("%+v delivered %q", c.f, c.typ)
+				t.Errorf("%+v delivered %q (%s)", c.f, c.typ, c.class)
 			}
 		default:
 			if c.match {
-				t.Errorf("%+v did not deliver %q", c.f, c.typ)
+				t.Errorf("%+v did not deliver %q (%s)", c.f, c.typ, c.class)
 			}
 		}
 		s.Close()
@@ -191,7 +198,8 @@ func TestIDsUniqueAndTimeOrdered(t *testing.T) {
 }
 
 func TestEventWireShapeAndValidation(t *testing.T) {
-	ev := mustEvent(t, TaskCompleted, map[string]string{"agent_id": "a"})
+	ev := mustEvent(t, "JobDone", map[string]string{"agent_id": "a"})
+	ev.Class = ClassTelemetry
 	raw, _ := json.Marshal(ev)
 	var m map[string]any
 	json.Unmarshal(raw, &m)
@@ -199,6 +207,13 @@ func TestEventWireShapeAndValidation(t *testing.T) {
 		if _, ok := m[k]; !ok {
 			t.Errorf("wire form lacks %q: %s", k, raw)
 		}
+	}
+	// The class travels beside the event, never in its JSON form.
+	if len(m) != 5 {
+		t.Errorf("wire form has more than the contract's five members: %s", raw)
+	}
+	if string(ev.AppendJSON(nil)) != string(raw) {
+		t.Errorf("AppendJSON %s, json.Marshal %s", ev.AppendJSON(nil), raw)
 	}
 	if _, err := New("X", "t", []int{1}); err == nil {
 		t.Error("array payload accepted")
@@ -222,7 +237,7 @@ func TestMemoryLocalFilterSeesEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, _ := New("TaskCompleted", "a", nil)
+	ev, _ := New("JobDone", "a", nil)
 	if err := b.Publish(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}

@@ -22,40 +22,14 @@ type Event struct {
 	ProducedBy string          `json:"produced_by"`
 	Timestamp  int64           `json:"timestamp"` // unix seconds
 	Payload    json.RawMessage `json:"payload"`   // a JSON object
+	// Class is what the publisher declares the event to be; a Filter's
+	// Class selects by it. Zero (ClassAny) means coordination, the class
+	// of every event whose publisher declares none. It is not part of the
+	// JSON form: a Bus over a network carries it beside the event
+	// (lattice/nats: the ClassHeader header). The bus names no event
+	// type: the Engine and each module declare the classes of their own.
+	Class Class `json:"-"`
 }
-
-// Event types the Engine and its modules publish. Any other name is a custom,
-// coordination-class event.
-const (
-	AgentActivated        = "AgentActivated"
-	TaskCompleted         = "TaskCompleted"
-	AgentFailed           = "AgentFailed"
-	ToolCalled            = "ToolCalled"
-	ToolResult            = "ToolResult"
-	ApprovalRequested     = "ApprovalRequested"
-	ApprovalResolved      = "ApprovalResolved"
-	McpServerConnected    = "McpServerConnected"
-	McpServerDisconnected = "McpServerDisconnected"
-	// McpToolChanged: an MCP server changed a tool's definition (its
-	// description or input schema, so its fingerprint) on list_changed or
-	// a reconnect. Payload: server, tool, old_fingerprint,
-	// new_fingerprint, changed ("description", "schema"). Coordination:
-	// a decision remembered for the old definition no longer applies.
-	McpToolChanged = "McpToolChanged"
-	// A2AAgentConnected / A2AAgentDisconnected: a remote A2A agent's card
-	// was read (its a2a__ tool now calls it) or could not be read.
-	// Payload: agent, tool, url (redacted), generation ("1.0" or "0.3"),
-	// error?. Telemetry.
-	A2AAgentConnected    = "A2AAgentConnected"
-	A2AAgentDisconnected = "A2AAgentDisconnected"
-	// The approval module's own protocol between Engines sharing a lattice
-	// (a verdict for the Engine holding an approval, and the pending lists
-	// they exchange): telemetry, so webhooks get ApprovalRequested and
-	// ApprovalResolved but not this chatter unless they name it.
-	ApprovalVerdict = "ApprovalVerdict"
-	ApprovalSync    = "ApprovalSync"
-	ApprovalPending = "ApprovalPending"
-)
 
 // Class separates events other systems act on (coordination) from events
 // that only describe what is going on (telemetry).
@@ -77,15 +51,13 @@ func (c Class) String() string {
 	return "any"
 }
 
-// ClassOf returns the class of an event type per the contract's table.
-func ClassOf(eventType string) Class {
-	switch eventType {
-	case AgentActivated, ToolCalled, ToolResult, McpServerConnected, McpServerDisconnected,
-		A2AAgentConnected, A2AAgentDisconnected,
-		ApprovalVerdict, ApprovalSync, ApprovalPending:
-		return ClassTelemetry
+// EffectiveClass is the class of an event as a Filter sees it: its Class, or
+// coordination when it declares none.
+func (e Event) EffectiveClass() Class {
+	if e.Class == ClassAny {
+		return ClassCoordination
 	}
-	return ClassCoordination
+	return e.Class
 }
 
 // New builds an event with a fresh id and the current time. payload must
@@ -181,11 +153,13 @@ func (f Filter) Validate() error {
 	return nil
 }
 
-// Match reports whether an event of this type passes the filter.
-func (f Filter) Match(eventType string) bool {
-	if f.Class != ClassAny && ClassOf(eventType) != f.Class {
+// Match reports whether an event passes the filter (its type, and its
+// class as [Event.EffectiveClass] gives it).
+func (f Filter) Match(ev Event) bool {
+	if f.Class != ClassAny && ev.EffectiveClass() != f.Class {
 		return false
 	}
+	eventType := ev.Type
 	if len(f.Types) == 0 {
 		return true
 	}

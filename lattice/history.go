@@ -54,7 +54,7 @@ func (h *History) run() {
 
 // stub keeps what identifies a big payload (its short members: ids,
 // durations, flags) and says how big it was, so a view can still place the
-// event (a run's TaskCompleted with a long output).
+// event (the end of a run with a long output).
 func stub(payload json.RawMessage) json.RawMessage {
 	var members map[string]json.RawMessage
 	_ = json.Unmarshal(payload, &members)

@@ -37,18 +37,3 @@ func TestHistoryKeepsTheLatestInOrder(t *testing.T) {
 		t.Fatalf("snapshot %v, want %v", got, want)
 	}
 }
-
-// The contract's classes, and the approval module's protocol events kept
-// out of "every coordination event" (a webhook with no filter).
-func TestClassOf(t *testing.T) {
-	for typ, want := range map[string]Class{
-		TaskCompleted: ClassCoordination, AgentFailed: ClassCoordination, ApprovalRequested: ClassCoordination,
-		ApprovalResolved: ClassCoordination, McpToolChanged: ClassCoordination, "DeployFinished": ClassCoordination,
-		AgentActivated: ClassTelemetry, ToolCalled: ClassTelemetry, ToolResult: ClassTelemetry,
-		McpServerConnected: ClassTelemetry, ApprovalVerdict: ClassTelemetry, ApprovalSync: ClassTelemetry, ApprovalPending: ClassTelemetry,
-	} {
-		if got := ClassOf(typ); got != want {
-			t.Errorf("ClassOf(%s) = %s, want %s", typ, got, want)
-		}
-	}
-}

@@ -271,7 +271,7 @@ func TestToolChangedEvent(t *testing.T) {
 	if !ok || before.Approval != ApprovalPrompt || before.Fingerprint() == "" {
 		t.Fatalf("echo: %+v", before)
 	}
-	sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{lattice.McpToolChanged}}, 16)
+	sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{EventToolChanged}}, 16)
 	if err != nil {
 		t.Fatal(err)
 	}

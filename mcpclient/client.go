@@ -5,7 +5,9 @@
 // streamable HTTP), lists and registers the tools, follows
 // notifications/tools/list_changed, and reconnects with capped exponential
 // backoff when the session ends. Start never waits for a server: a slow or
-// broken one does not delay the Engine or the others. A call routes the
+// broken one does not delay the Engine or the others; a run whose agent may
+// use a server still on its first connect waits for it instead (see
+// [axocoatl.Engine.AddPendingTools]), at most the server's timeout. A call routes the
 // qualified name to the live session of its server; while a server is down
 // its tools stay registered and fail at once with ErrServerDown.
 package mcpclient
@@ -22,6 +24,7 @@ import (
 	"sync"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/secret"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -47,8 +50,7 @@ type Module struct {
 	cfg Config
 
 	mu      sync.Mutex
-	started bool
-	stopped bool
+	life    lifecycle.State
 	servers []*server
 	// names serializes the servers' checks and claims of Engine tool
 	// names: two servers can qualify to the same name (a + b__c and a__b + c).
@@ -74,13 +76,10 @@ func (m *Module) Name() string { return "mcpclient" }
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.stopped {
-		return ErrStopped
+	if err := m.life.CheckStart("mcpclient", ErrStopped); err != nil {
+		return err
 	}
-	if m.started {
-		return errors.New("mcpclient: already started")
-	}
-	m.started = true
+	m.life.MarkStarted()
 	// Supervisors live until Stop, not until the caller's ctx ends.
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
@@ -101,25 +100,15 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 // ctx's error.
 func (m *Module) Stop(ctx context.Context) error {
 	m.mu.Lock()
-	if m.stopped || !m.started {
-		m.stopped = true
+	if !m.life.Stop() {
 		m.mu.Unlock()
 		return nil
 	}
-	m.stopped = true
 	cancel := m.cancel
 	m.mu.Unlock()
 
 	cancel()
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		<-done
-		return fmt.Errorf("mcpclient: stop: %w", ctx.Err())
-	}
+	return lifecycle.Wait(ctx, "mcpclient", &m.wg)
 }
 
 // Ready waits until every server has finished its first connect attempt,

@@ -2,15 +2,15 @@ package mcpclient
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/httpheader"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/secret"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -169,107 +169,86 @@ func (s ServerConfig) keepAlive() time.Duration {
 
 func (s ServerConfig) inheritEnv() bool { return s.InheritEnv == nil || *s.InheritEnv }
 
-// ErrInvalidConfig marks every configuration error.
-var ErrInvalidConfig = errors.New("invalid mcp server config")
+// ErrInvalidConfig is [axocoatl.ErrInvalidConfig], kept under this name
+// for the callers that check errors.Is(err, mcpclient.ErrInvalidConfig).
+var ErrInvalidConfig = axocoatl.ErrInvalidConfig
 
-// Validate checks one server entry. Errors name the key, never a secret value.
+// Validate checks one server entry. Errors are [*axocoatl.ConfigError]s
+// naming the key, never a secret value.
 func (s ServerConfig) Validate() error {
-	bad := func(format string, args ...any) error {
-		return &configError{msg: fmt.Sprintf(format, args...)}
-	}
+	bad := cfgerr.Errorf
 	if s.Name == "" {
-		return bad("name is required")
+		return bad("", "name is required")
 	}
 	if !agent.ValidID(s.Name) {
-		return bad("name %q must match [a-z0-9_-]+ (at most 64 characters)", s.Name)
+		return bad("name", "%q must match [a-z0-9_-]+ (at most 64 characters)", s.Name)
 	}
 	switch {
 	case s.Dial != nil:
 	case s.Command != "" && s.URL != "":
-		return bad("set either command (stdio) or url (streamable HTTP), not both")
+		return bad("", "set either command (stdio) or url (streamable HTTP), not both")
 	case s.Command == "" && s.URL == "":
-		return bad("command (stdio) or url (streamable HTTP) is required")
+		return bad("", "command (stdio) or url (streamable HTTP) is required")
 	}
 	if s.URL != "" {
 		u, err := url.Parse(s.URL)
 		if err != nil {
-			return bad("url: cannot parse %q", redactURL(s.URL))
+			return bad("url", "cannot parse %q", redactURL(s.URL))
 		}
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return bad("url %q must be an absolute http or https URL", redactURL(s.URL))
+			return bad("url", "%q must be an absolute http or https URL", redactURL(s.URL))
 		}
 	}
 	if s.Command == "" && s.Dial == nil {
 		if len(s.Args) > 0 {
-			return bad("args need command")
+			return bad("args", "need command")
 		}
 		if len(s.Env) > 0 {
-			return bad("env applies to stdio servers only (set command)")
+			return bad("env", "applies to stdio servers only (set command)")
 		}
 		if s.InheritEnv != nil {
-			return bad("inherit_env applies to stdio servers only (set command)")
+			return bad("inherit_env", "applies to stdio servers only (set command)")
 		}
 	}
 	if s.URL == "" && len(s.Headers) > 0 && s.Dial == nil {
-		return bad("headers apply to HTTP servers only (set url)")
+		return bad("headers", "apply to HTTP servers only (set url)")
 	}
 	for k := range s.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return bad("env: invalid variable name %q", k)
+			return bad("env", "invalid variable name %q", k)
 		}
 	}
 	for k, v := range s.Headers {
-		if p := httpguard.HeaderProblem(k, v.Reveal()); p != "" {
-			return bad("headers: %s", p)
+		if p := httpheader.Problem(k, v.Reveal()); p != "" {
+			return bad("headers", "%s", p)
 		}
 	}
-	if s.Timeout < 0 {
-		return bad("timeout must not be negative")
-	}
-	if s.MaxTools < 0 || s.MaxListPages < 0 || s.MaxListBytes < 0 {
-		return bad("max_tools, max_list_pages and max_list_bytes must not be negative")
+	if err := cfgerr.NotNegative(cfgerr.N("timeout", s.Timeout), cfgerr.N("max_tools", s.MaxTools),
+		cfgerr.N("max_list_pages", s.MaxListPages), cfgerr.N("max_list_bytes", s.MaxListBytes)); err != nil {
+		return err
 	}
 	if !axocoatl.ValidApproval(s.Approval) {
-		return bad("approval %q must be prompt, allow or deny", s.Approval)
+		return bad("approval", "%q must be prompt, allow or deny", s.Approval)
 	}
 	return nil
 }
 
-// configError is a validation message that names the key but not the
-// section (the config loader adds file, line and section).
-type configError struct{ msg string }
-
-func (e *configError) Error() string        { return e.msg }
-func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
-
-// Validate checks every server and that names are unique. Errors read
-// "mcp_servers[i]: <problem>".
+// Validate checks every server and that names are unique. Errors are
+// [*axocoatl.ConfigError]s keyed "mcp_servers[i].<key>".
 func (c Config) Validate() error {
 	if c.MinBackoff < 0 || c.MaxBackoff < 0 {
-		return &configError{msg: "backoff must not be negative"}
+		return cfgerr.Errorf("", "backoff must not be negative")
 	}
-	for i, s := range c.Servers {
-		if err := s.Validate(); err != nil {
-			return fmt.Errorf("mcp_servers[%d]: %w", i, err)
-		}
+	if err := cfgerr.Entries("mcp_servers", c.Servers); err != nil {
+		return err
 	}
-	if err := ValidateNames(c.Servers); err != nil {
-		return fmt.Errorf("mcp_servers: %w", err)
-	}
-	return nil
+	return cfgerr.At("mcp_servers", ValidateNames(c.Servers))
 }
 
 // ValidateNames reports a server name used twice (the message names the
 // entries, not the section).
 func ValidateNames(servers []ServerConfig) error {
-	seen := make(map[string]int, len(servers))
-	for i, s := range servers {
-		if j, dup := seen[s.Name]; dup {
-			return &configError{msg: fmt.Sprintf("duplicate name %q (entries %d and %d)", s.Name, j, i)}
-		}
-		seen[s.Name] = i
-	}
-	return nil
+	return cfgerr.UniqueNames(servers, func(s ServerConfig) string { return s.Name })
 }
 
 func (c Config) withDefaults() Config {
@@ -288,7 +267,7 @@ func (c Config) withDefaults() Config {
 // redactURL is the one URL redaction every package uses: userinfo, query
 // and key-like path segments hidden (hosted MCP servers put the account key
 // in the path: /mcp/<key>/sse).
-func redactURL(raw string) string { return httpguard.RedactURL(raw) }
+func redactURL(raw string) string { return redact.URL(raw) }
 
 // Target says where the server is, for logs and doctor: the command (no
 // args, no env) or the URL without userinfo, query or key-like path

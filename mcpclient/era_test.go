@@ -107,11 +107,11 @@ func testKeepAliveReplacesHung2026Server(t *testing.T, mode string) {
 	var seq []string
 	var reason string
 	deadline := time.After(10 * time.Second)
-	for len(seq) < 2 || seq[len(seq)-1] != lattice.McpServerConnected || !slices.Contains(seq, lattice.McpServerDisconnected) {
+	for len(seq) < 2 || seq[len(seq)-1] != EventServerConnected || !slices.Contains(seq, EventServerDisconnected) {
 		select {
 		case ev := <-sub.Events():
 			seq = append(seq, ev.Type)
-			if ev.Type == lattice.McpServerDisconnected {
+			if ev.Type == EventServerDisconnected {
 				var p serverEvent
 				json.Unmarshal(ev.Payload, &p)
 				reason = p.Error

@@ -231,7 +231,7 @@ func TestEverythingStdio(t *testing.T) {
 			t.Fatalf("events: %v", types)
 		}
 	}
-	if types[0] != lattice.McpServerDisconnected || types[1] != lattice.McpServerConnected {
+	if types[0] != EventServerDisconnected || types[1] != EventServerConnected {
 		t.Fatalf("events: %v", types)
 	}
 	runAgent(t, e, "everything")

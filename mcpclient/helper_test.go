@@ -45,6 +45,8 @@ func runHelper(mode string) {
 	switch mode {
 	case "server":
 		serveStdio(0)
+	case "conformance-client":
+		conformanceClient()
 	case "slow":
 		serveStdio(time.Second)
 	case "garbage":

@@ -187,7 +187,7 @@ func TestInProcess(t *testing.T) {
 	})
 
 	t.Run("isError is a failed call", func(t *testing.T) {
-		sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{lattice.ToolResult}}, 8)
+		sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventToolResult}}, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +300,7 @@ func TestDownServerFailsFastAndReconnects(t *testing.T) {
 		ss.Close()
 	}
 	ev := <-sub.Events()
-	if ev.Type != lattice.McpServerDisconnected || !strings.Contains(string(ev.Payload), `"server":"flaky"`) {
+	if ev.Type != EventServerDisconnected || !strings.Contains(string(ev.Payload), `"server":"flaky"`) {
 		t.Fatalf("event %s %s", ev.Type, ev.Payload)
 	}
 	start := time.Now()

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
 func TestQualifiedName(t *testing.T) {
@@ -69,19 +71,19 @@ func TestValidate(t *testing.T) {
 		}
 	}
 	bad := map[string]ServerConfig{
-		"name is required":             {Command: "x"},
-		"must match":                   {Name: "Bad Name", Command: "x"},
-		"not both":                     {Name: "a", Command: "x", URL: "http://h/"},
-		"is required":                  {Name: "a"},
-		"absolute http or https":       {Name: "a", URL: "ftp://h/x"},
-		"env applies to stdio":         {Name: "a", URL: "http://h/", Env: map[string]secretT{"K": "v"}},
-		"headers apply to HTTP":        {Name: "a", Command: "x", Headers: map[string]secretT{"K": "v"}},
-		"invalid header name":          {Name: "a", URL: "http://h/", Headers: map[string]secretT{"Bad Header": "v"}},
-		"control character":            {Name: "a", URL: "http://h/", Headers: map[string]secretT{"X": "v\r\nInjected: 1"}},
-		"invalid variable name":        {Name: "a", Command: "x", Env: map[string]secretT{"A=B": "v"}},
-		"timeout must not be negative": {Name: "a", Command: "x", Timeout: -1},
-		"approval \"maybe\" must be":   {Name: "a", Command: "x", Approval: "maybe"},
-		"inherit_env applies to stdio": {Name: "a", URL: "http://h/", InheritEnv: &no},
+		"name is required":              {Command: "x"},
+		"must match":                    {Name: "Bad Name", Command: "x"},
+		"not both":                      {Name: "a", Command: "x", URL: "http://h/"},
+		"is required":                   {Name: "a"},
+		"absolute http or https":        {Name: "a", URL: "ftp://h/x"},
+		"env: applies to stdio":         {Name: "a", URL: "http://h/", Env: map[string]secretT{"K": "v"}},
+		"headers: apply to HTTP":        {Name: "a", Command: "x", Headers: map[string]secretT{"K": "v"}},
+		"invalid header name":           {Name: "a", URL: "http://h/", Headers: map[string]secretT{"Bad Header": "v"}},
+		"control character":             {Name: "a", URL: "http://h/", Headers: map[string]secretT{"X": "v\r\nInjected: 1"}},
+		"invalid variable name":         {Name: "a", Command: "x", Env: map[string]secretT{"A=B": "v"}},
+		"timeout: must not be negative": {Name: "a", Command: "x", Timeout: -1},
+		"approval: \"maybe\" must be":   {Name: "a", Command: "x", Approval: "maybe"},
+		"inherit_env: applies to stdio": {Name: "a", URL: "http://h/", InheritEnv: &no},
 	}
 	for want, c := range bad {
 		err := c.Validate()
@@ -96,6 +98,12 @@ func TestValidate(t *testing.T) {
 	}
 	if err := (Config{Servers: []ServerConfig{{Name: "a", Command: "x"}, {Name: "a", Command: "y"}}}).Validate(); err == nil || !strings.Contains(err.Error(), "duplicate") {
 		t.Fatalf("duplicate: %v", err)
+	}
+	// The error names its field as a key, for a config loader to position.
+	var ce *axocoatl.ConfigError
+	err = Config{Servers: []ServerConfig{{Name: "a", Command: "x"}, {Name: "b", Command: "x", MaxListPages: -1}}}.Validate()
+	if !errors.As(err, &ce) || ce.Key != "mcp_servers[1].max_list_pages" || ce.Msg != "must not be negative" {
+		t.Fatalf("typed error: %#v", err)
 	}
 	if _, err := New(Config{Servers: []ServerConfig{{Name: "a"}}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("New: %v", err)

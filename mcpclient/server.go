@@ -45,7 +45,10 @@ type server struct {
 	brokenCS     atomic.Pointer[mcp.ClientSession]
 	firstAttempt chan struct{} // closed after the first connect attempt
 	firstOnce    sync.Once
-	refreshes    atomic.Int64 // tool lists re-read after list_changed
+	// pendingDone tells the Engine that runs need not wait for this
+	// server's tools any more (Engine.AddPendingTools).
+	pendingDone func()
+	refreshes   atomic.Int64 // tool lists re-read after list_changed
 	// legacy makes the next connect start with initialize (2025-11-25)
 	// instead of the server/discover probe; only run touches it (see
 	// connect).
@@ -83,6 +86,7 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		firstAttempt: make(chan struct{}),
 		lastErr:      "not connected yet",
 	}
+	s.pendingDone = e.AddPendingTools(axocoatl.PendingTools{Source: cfg.Name, Prefix: toolPrefix(cfg.Name), Wait: cfg.timeout()})
 	s.dial.onListChanged = s.signalRefresh
 	context.AfterFunc(stopped, s.calls.stop)
 	s.client = mcp.NewClient(clientImpl, &mcp.ClientOptions{
@@ -101,6 +105,26 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 	})
 	s.client.AddSendingMiddleware(noListCache)
 	return s
+}
+
+// firstDone marks the end of the first connect attempt, after its tools
+// (if any) are registered: Ready returns, and runs that waited for the
+// server go on.
+func (s *server) firstDone() {
+	s.firstOnce.Do(func() {
+		close(s.firstAttempt)
+		s.pendingDone()
+	})
+}
+
+// toolPrefix begins every qualified name of server's tools (a name cut for
+// length keeps at least this much of it).
+func toolPrefix(server string) string {
+	p := "mcp__" + sanitize(server) + "__"
+	if keep := MaxToolNameLen - hashLen - 1; len(p) > keep {
+		p = p[:keep]
+	}
+	return p
 }
 
 // noListCache keeps the go-sdk from caching tools/list results (the
@@ -144,11 +168,11 @@ func (s *server) run(ctx context.Context) {
 		}
 		if err != nil {
 			s.down(ctx, err, "connect failed")
-			s.firstOnce.Do(func() { close(s.firstAttempt) })
+			s.firstDone()
 			failures++
 		} else {
 			s.up(ctx, cs)
-			s.firstOnce.Do(func() { close(s.firstAttempt) })
+			s.firstDone()
 			err = s.serve(ctx, cs)
 			s.closeSession(cs)
 			if ctx.Err() != nil {
@@ -211,7 +235,7 @@ func (s *server) up(ctx context.Context, cs *mcp.ClientSession) {
 	names := s.toolNamesLocked()
 	s.mu.Unlock()
 	s.log.Info("mcp server connected", "server", s.cfg.Name, "transport", s.cfg.Transport(), "protocol_version", protocolVersion(cs), "tools", len(names))
-	s.publish(ctx, lattice.McpServerConnected, names, "")
+	s.publish(ctx, EventServerConnected, names, "")
 }
 
 // down records why the server is unavailable; its tools stay registered and
@@ -232,7 +256,7 @@ func (s *server) down(ctx context.Context, err error, what string) {
 		return
 	}
 	s.log.Warn("mcp server "+what, "server", s.cfg.Name, "transport", s.cfg.Transport(), "error", err)
-	s.publish(ctx, lattice.McpServerDisconnected, names, err.Error())
+	s.publish(ctx, EventServerDisconnected, names, err.Error())
 }
 
 // serve waits for the session to end, following list_changed meanwhile.
@@ -379,7 +403,7 @@ func (s *server) shutdown() {
 		s.eng.UnregisterTool(q)
 	}
 	s.names.Unlock()
-	s.firstOnce.Do(func() { close(s.firstAttempt) })
+	s.firstDone()
 }
 
 // regTool is what the server registered under one qualified name: the
@@ -397,7 +421,7 @@ type regTool struct {
 // registered, tools gone are unregistered, unchanged ones are left alone.
 // A re-list thus costs what changed, never a pass over every tool of the
 // Engine. A changed definition (description or schema) is published as
-// McpToolChanged with the old and new fingerprints.
+// EventToolChanged with the old and new fingerprints.
 func (s *server) setTools(ctx context.Context, tools []listedTool) {
 	next := qualifyAll(s.cfg.Name, toolNames(tools))
 	byBare := make(map[string]*listedTool, len(tools))
@@ -472,11 +496,11 @@ func (s *server) setTools(ctx context.Context, tools []listedTool) {
 	for _, c := range changes {
 		s.log.Warn("mcp tool definition changed", "server", s.cfg.Name, "tool", c.Tool, "changed", c.Changed,
 			"old_fingerprint", c.OldFingerprint, "new_fingerprint", c.NewFingerprint)
-		s.publishEvent(ctx, lattice.McpToolChanged, c)
+		s.publishEvent(ctx, EventToolChanged, c)
 	}
 }
 
-// toolChange is the payload of McpToolChanged.
+// toolChange is the payload of EventToolChanged.
 type toolChange struct {
 	Server         string   `json:"server"`
 	Tool           string   `json:"tool"`

@@ -259,7 +259,7 @@ func TestKeepAliveReplacesHungServer(t *testing.T) {
 	// keep-alive, then Connected again to a new child.
 	var seq []string
 	deadline := time.After(10 * time.Second)
-	for len(seq) < 2 || seq[len(seq)-1] != lattice.McpServerConnected || !slices.Contains(seq, lattice.McpServerDisconnected) {
+	for len(seq) < 2 || seq[len(seq)-1] != EventServerConnected || !slices.Contains(seq, EventServerDisconnected) {
 		select {
 		case ev := <-sub.Events():
 			seq = append(seq, ev.Type)

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
 )
 
 // ServeHTTP serves MCP streamable HTTP (POST, GET and DELETE on one path):
@@ -29,11 +32,30 @@ import (
 // http.Server.Shutdown waits for them: call Shutdown beside it (or
 // Engine.Close, which ends every session and stream at once).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !s.started.Load() {
+	if !s.life.Started() {
 		writeHTTPError(w, http.StatusServiceUnavailable, ErrNotStarted.Error())
 		return
 	}
 	s.http.ServeHTTP(w, r)
+}
+
+// Path is where hosts composing the modules' routes (config.Runtime.Routes,
+// the daemon) serve the Server; the Server answers on any path it is
+// mounted at.
+const Path = "/mcp"
+
+// Routes are the Server's doors at [Path]: POST, GET and DELETE of
+// streamable HTTP, bounded by MaxMessageBytes.
+func (s *Server) Routes() []axocoatl.Route {
+	limit := s.cfg.MaxMessageBytes
+	if limit == 0 {
+		limit = DefaultMaxMessageBytes
+	}
+	var out []axocoatl.Route
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		out = append(out, axocoatl.Route{Method: m, Pattern: Path, MaxBodyBytes: limit})
+	}
+	return out
 }
 
 // sdkMethods are the methods the go-sdk server (v1.8.0) receives. On HTTP
@@ -65,6 +87,37 @@ type post struct {
 	// server to client, and this server sends no log messages), so it is
 	// answered as plain JSON rather than as an SSE stream.
 	quiet bool
+	// release gives back the MaxSessions slot an initialize or a
+	// subscriptions/listen took (reserveSession), when its POST ends; nil
+	// for other messages.
+	release func()
+	// held is the body's share of MaxBytesInFlight, for unholdBytes.
+	held int64
+}
+
+// holdBytes waits for n bytes of MaxBytesInFlight, for at most the body
+// timeout (the body's read deadline runs meanwhile too), and returns how
+// many it holds: 0 when there is no bound.
+func (s *Server) holdBytes(ctx context.Context, n int64) (int64, error) {
+	if s.bodyBytes == nil || n <= 0 {
+		return 0, nil
+	}
+	if s.bodyBytes.TryAcquire(n) { // the common case, without a timer
+		return n, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.bodyTimeout())
+	defer cancel()
+	if err := s.bodyBytes.Acquire(ctx, n); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// unholdBytes gives back n bytes of MaxBytesInFlight.
+func (s *Server) unholdBytes(n int64) {
+	if n > 0 {
+		s.bodyBytes.Release(n)
+	}
 }
 
 // precheckPOST reads a POST body and answers what the go-sdk would answer
@@ -75,11 +128,28 @@ type post struct {
 // the request should go on to the go-sdk (ok), with its body restored,
 // and what it is.
 func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bool) (p post, ok bool) {
+	want := s.cfg.MaxMessageBytes // undeclared: the most it may be, until it is read
+	if r.ContentLength >= 0 && r.ContentLength < want {
+		want = r.ContentLength
+	}
+	held, err := s.holdBytes(r.Context(), want)
+	if err != nil {
+		w.Header().Set("Retry-After", "10")
+		writeRPCError(w, http.StatusServiceUnavailable, nil, codeServerBusy, fmt.Sprintf("server busy: request bodies of %d bytes in flight (max_bytes_in_flight): retry later", s.cfg.MaxBytesInFlight))
+		return post{}, false
+	}
+	defer func() {
+		if ok {
+			p.held = held
+		} else {
+			s.unholdBytes(held)
+		}
+	}()
 	var buf bytes.Buffer
 	if r.ContentLength > 0 && r.ContentLength <= s.cfg.MaxMessageBytes {
 		buf.Grow(int(r.ContentLength) + 1) // +1: ReadFrom's probe for EOF
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
+	_, err = buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
 	r.Body.Close()
 	body := buf.Bytes()
 	if err != nil {
@@ -93,6 +163,10 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 		}
 		return post{}, false
 	}
+	if n := int64(len(body)); n < held { // the body was shorter than the room taken
+		s.unholdBytes(held - n)
+		held = n
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' && era2026 {
@@ -103,6 +177,16 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 		// A batch (2025-03-26) is the go-sdk's business, but for
 		// initialize, which that version forbids in a batch: the go-sdk
 		// would open a session for it past the MaxSessions check below.
+		// And the bounds of one message hold for the batch as a whole.
+		info, valid := scanFrame(trimmed, s.frameLimits())
+		if !valid {
+			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "Parse error: not valid JSON")
+			return post{}, false
+		}
+		if reply := info.overLimits(s.frameLimits()); reply != nil {
+			writeRPCError(w, http.StatusBadRequest, nil, reply.code, reply.message)
+			return post{}, false
+		}
 		var batch []json.RawMessage
 		if json.Unmarshal(trimmed, &batch) == nil {
 			for _, raw := range batch {
@@ -126,23 +210,29 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 		}
 		return post{}, true
 	}
-	msg, reply := checkFrame(trimmed)
+	msg, info, reply := checkFrame(trimmed, s.frameLimits())
 	if reply != nil {
 		writeRPCError(w, http.StatusBadRequest, reply.id, reply.code, reply.message)
 		return post{}, false
 	}
 	req, isReq := msg.(*jsonrpc.Request)
-	if isReq && (req.Method == "initialize" || req.Method == "subscriptions/listen") && s.cfg.MaxSessions > 0 && s.sessionCount() >= s.cfg.MaxSessions {
-		id, _ := json.Marshal(req.ID.Raw())
-		w.Header().Set("Retry-After", "10")
-		writeRPCError(w, http.StatusServiceUnavailable, id, codeServerBusy, fmt.Sprintf("too many open sessions (%d): retry later", s.cfg.MaxSessions))
-		return post{}, false
-	}
 	if !isReq || sdkMethods[req.Method] {
 		var p post
 		if isReq {
 			p.listen = req.Method == "subscriptions/listen"
-			p.quiet = req.IsCall() && !p.listen && len(memberValue(memberValue(req.Params, "_meta"), "progressToken")) == 0
+			p.quiet = req.IsCall() && !p.listen && len(info.progressToken) == 0
+			if req.Method == "initialize" || p.listen {
+				// The slot is taken before the count is checked, so
+				// that requests arriving at once cannot all pass a
+				// count that none of them has joined yet.
+				p.release = s.reserveSession(p.listen)
+				if p.release == nil {
+					id, _ := json.Marshal(req.ID.Raw())
+					w.Header().Set("Retry-After", "10")
+					writeRPCError(w, http.StatusServiceUnavailable, id, codeServerBusy, fmt.Sprintf("too many open sessions (%d): retry later", s.cfg.MaxSessions))
+					return post{}, false
+				}
+			}
 		}
 		return p, true
 	}
@@ -159,13 +249,38 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 // session limit is reached.
 const codeServerBusy = -32000
 
-// sessionCount counts what MaxSessions bounds: the handshake era's HTTP
-// sessions (those with an id) and the open subscriptions/listen streams.
-// A stateless call's session lasts as long as the call and is not counted
-// (calls in flight are not sessions). Only on initialize and
-// subscriptions/listen: it walks the go-sdk's list.
-func (s *Server) sessionCount() int {
-	n := int(s.listens.Load())
+// reserveSession takes one of the MaxSessions slots for an initialize
+// (listen false) or a subscriptions/listen POST, or returns nil when none
+// is free. MaxSessions bounds the handshake era's HTTP sessions (those with
+// an id, counted in the go-sdk's list) and the open subscriptions/listen
+// streams; a stateless call's session lasts as long as the call and is not
+// counted (calls in flight are not sessions).
+//
+// The slot is added to its counter first and the total checked after, so
+// that of requests arriving at once each sees all those before it: they
+// cannot all pass a check that none has joined yet (1,500 listens sent at
+// once held 1,487 streams against a bound of 1,000 when the count was
+// checked before the stream registered). An initialize holds its slot
+// while its POST is served, after which its session is in the go-sdk's
+// list: for that moment it is counted twice, so initializes racing at the
+// bound may be refused one slot early, never admitted one late.
+func (s *Server) reserveSession(listen bool) (release func()) {
+	counter := &s.initializing
+	if listen {
+		counter = &s.listens
+	}
+	counter.Add(1)
+	if s.cfg.MaxSessions > 0 && s.listens.Load()+s.initializing.Load()+s.statefulSessions() > int64(s.cfg.MaxSessions) {
+		counter.Add(-1)
+		return nil
+	}
+	return func() { counter.Add(-1) }
+}
+
+// statefulSessions counts the handshake era's HTTP sessions: it walks the
+// go-sdk's list, so only initialize and subscriptions/listen call it.
+func (s *Server) statefulSessions() int64 {
+	var n int64
 	for ss := range s.mcp.Sessions() {
 		if ss.ID() != "" {
 			n++

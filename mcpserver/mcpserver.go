@@ -53,8 +53,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/semaphore"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -83,14 +86,19 @@ const (
 	DefaultSessionTimeout   = 30 * time.Minute
 	DefaultMaxMessageBytes  = 4 << 20
 	DefaultMaxSessions      = 1000
+	DefaultMaxMessageValues = 10000
+	DefaultMaxMessageDepth  = 64
+	DefaultMaxBytesInFlight = 64 << 20
 )
 
 // Errors returned by the package; check them with errors.Is.
 var (
 	// ErrClosed is returned by ServeStdio after Close.
 	ErrClosed = errors.New("mcpserver: closed")
-	// ErrInvalidConfig wraps every Config.Validate failure.
-	ErrInvalidConfig = errors.New("mcpserver: invalid config")
+	// ErrInvalidConfig is [axocoatl.ErrInvalidConfig], kept under this
+	// name for the callers that check errors.Is(err,
+	// mcpserver.ErrInvalidConfig).
+	ErrInvalidConfig = axocoatl.ErrInvalidConfig
 )
 
 // inputSchema is the schema of every agent tool, byte for byte as the
@@ -118,6 +126,30 @@ type Config struct {
 	// MaxMessageBytes bounds one incoming JSON-RPC message: a stdio line or
 	// an HTTP request body (a larger declared body gets 413). Zero: 4 MiB.
 	MaxMessageBytes int64 `yaml:"max_message_bytes"`
+	// MaxMessageValues bounds the JSON values of one incoming message: the
+	// message itself, every object member and every array element, at any
+	// depth (_meta, params and arguments alike). A message costs its
+	// decoder per value more than per byte (88,000 _meta keys in 3.6 MiB
+	// took the go-sdk nine times their bytes of memory, and 44 times in
+	// allocations, to decode); one over the bound gets a
+	// -32600 error naming it, before anything decodes it. Zero: 10,000.
+	// Negative: no bound.
+	MaxMessageValues int `yaml:"max_message_values"`
+	// MaxMessageDepth bounds the nesting of objects and arrays in one
+	// incoming message; a deeper one gets a -32600 error naming it. Zero:
+	// 64. Negative: no bound of this server's (the go-sdk refuses more
+	// than 1,000 levels). At most 999.
+	MaxMessageDepth int `yaml:"max_message_depth"`
+	// MaxBytesInFlight bounds the bytes of HTTP request bodies held at once
+	// across requests, from their reading until their POST is answered
+	// (what a body costs is held that long: its decoded message lives as
+	// long as the call). A POST waits for room before its body is read
+	// (its declared Content-Length, or MaxMessageBytes when undeclared,
+	// until the body is read), for at most the Engine's body timeout, then
+	// gets 503 with a -32000 error. A subscriptions/listen gives its room
+	// back once read. Zero: 64 MiB, or MaxMessageBytes when that is
+	// larger. Negative: no bound. At least MaxMessageBytes.
+	MaxBytesInFlight int64 `yaml:"max_bytes_in_flight"`
 	// MaxSessions bounds the HTTP sessions open at once: handshake-era
 	// sessions (each holds memory until DELETE or SessionTimeout) and
 	// 2026-07-28 subscriptions/listen streams (each holds a session while
@@ -129,21 +161,25 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks the config. Its errors match ErrInvalidConfig and name
-// the key, without a package prefix: hosts put them after the section's
-// position ("axocoatl.yaml:12: mcp_server: allowed_origins: …").
+// Validate checks the config. Its errors are [*axocoatl.ConfigError]s
+// naming the key, without a package prefix: hosts put them at the key's
+// position ("axocoatl.yaml:12: mcp_server.max_message_bytes: …").
 func (c Config) Validate() error {
 	if c.MaxMessageBytes < 0 {
-		return configError("max_message_bytes must not be negative")
+		return cfgerr.Errorf("max_message_bytes", "must not be negative")
+	}
+	if c.MaxMessageDepth > 999 {
+		return cfgerr.Errorf("max_message_depth", "must be at most 999 (the go-sdk refuses 1,000 levels), not %d", c.MaxMessageDepth)
+	}
+	msg := c.MaxMessageBytes
+	if msg == 0 {
+		msg = DefaultMaxMessageBytes
+	}
+	if c.MaxBytesInFlight > 0 && c.MaxBytesInFlight < msg {
+		return cfgerr.Errorf("max_bytes_in_flight", "%d must be at least max_message_bytes (%d): a message of that size could never be read", c.MaxBytesInFlight, msg)
 	}
 	return nil
 }
-
-// configError is a Validate failure; it matches ErrInvalidConfig.
-type configError string
-
-func (e configError) Error() string        { return string(e) }
-func (e configError) Is(target error) bool { return target == ErrInvalidConfig }
 
 func (c Config) withDefaults(e *axocoatl.Engine) Config {
 	if c.Name == "" {
@@ -167,6 +203,15 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions
 	}
+	if c.MaxMessageValues == 0 {
+		c.MaxMessageValues = DefaultMaxMessageValues
+	}
+	if c.MaxMessageDepth == 0 {
+		c.MaxMessageDepth = DefaultMaxMessageDepth
+	}
+	if c.MaxBytesInFlight == 0 {
+		c.MaxBytesInFlight = max(DefaultMaxBytesInFlight, c.MaxMessageBytes) // room for one message at least
+	}
 	if c.Logger == nil {
 		c.Logger = e.Logger()
 	}
@@ -182,14 +227,13 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 type Server struct {
 	cfg Config
 
-	// started is set once by Start; engine, log, mcp and http are written
-	// before it and read only after it.
-	started atomic.Bool
-	engine  *axocoatl.Engine
-	log     *slog.Logger
-	mcp     *mcp.Server
-	http    http.Handler
-	closed  atomic.Bool
+	// life is marked started once by Start; engine, log, mcp and http are
+	// written before it and read only after it. Close stops it.
+	life   lifecycle.State
+	engine *axocoatl.Engine
+	log    *slog.Logger
+	mcp    *mcp.Server
+	http   http.Handler
 
 	// mu guards tools: the agent ids already registered as tools, and the
 	// start. Agents added to the Engine later are picked up on the next
@@ -211,8 +255,12 @@ type Server struct {
 	postMu   sync.Mutex
 	draining bool
 	// listens counts the open 2026-07-28 subscriptions/listen streams,
-	// which MaxSessions bounds with the handshake era's sessions.
-	listens atomic.Int64
+	// and initializing the initialize POSTs being served: MaxSessions
+	// bounds them with the handshake era's sessions (reserveSession).
+	listens      atomic.Int64
+	initializing atomic.Int64
+	// bodyBytes holds MaxBytesInFlight's room (nil: no bound).
+	bodyBytes *semaphore.Weighted
 	// streams holds the cancel of every long-lived HTTP request (a GET
 	// stream, a subscriptions/listen): Close ends them, including one that
 	// arrived while Close was closing the sessions (its session did not
@@ -247,16 +295,16 @@ func (s *Server) Name() string { return "mcpserver" }
 func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started.Load() {
-		return errors.New("mcpserver: already started")
-	}
-	if s.closed.Load() {
-		return ErrClosed
+	if err := s.life.CheckStart("mcpserver", ErrClosed); err != nil {
+		return err
 	}
 	cfg := s.cfg.withDefaults(e)
 	s.cfg = cfg
 	s.engine = e
 	s.log = cfg.Logger.With("module", "mcpserver")
+	if cfg.MaxBytesInFlight > 0 {
+		s.bodyBytes = semaphore.NewWeighted(cfg.MaxBytesInFlight)
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Title: "Axocoatl agents", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: cfg.Instructions,
 		// The go-sdk logs every connection at Info; keep its warnings only.
@@ -307,7 +355,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	statelessOpts.JSONResponse = true
 	statelessJSON := mcp.NewStreamableHTTPHandler(getServer, &statelessOpts)
 	s.http = e.GuardHTTP(axocoatl.HTTPRoute{MaxBodyBytes: cfg.MaxMessageBytes}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.closed.Load() { // inside the guard: the unread body is drained under its deadline
+		if s.life.Stopped() { // inside the guard: the unread body is drained under its deadline
 			writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
 			return
 		}
@@ -335,6 +383,11 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 				s.posts.Done()
 				return
 			}
+			if p.listen {
+				s.unholdBytes(p.held) // a listen holds a MaxSessions slot instead
+			} else {
+				defer s.unholdBytes(p.held)
+			}
 			if era2026 && p.quiet {
 				sdk = statelessJSON
 			}
@@ -345,21 +398,28 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 				s.posts.Done()
 				ctx, end, ok := s.openStream(r.Context())
 				if !ok {
+					p.release()
 					writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
 					return
 				}
 				defer end()
 				r = r.WithContext(ctx)
-				s.listens.Add(1)
-				defer s.listens.Add(-1)
 			} else {
 				defer s.posts.Done()
+			}
+			if p.release != nil {
+				defer p.release()
 			}
 		}
 		sdk.ServeHTTP(w, r)
 	}))
-	s.started.Store(true)
+	s.life.MarkStarted()
 	return nil
+}
+
+// frameLimits are the message bounds of the config, for checkFrame.
+func (s *Server) frameLimits() frameLimits {
+	return frameLimits{values: max(s.cfg.MaxMessageValues, 0), depth: max(s.cfg.MaxMessageDepth, 0)}
 }
 
 // openStream registers a long-lived request for Close to end; ok false:
@@ -367,7 +427,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 func (s *Server) openStream(parent context.Context) (ctx context.Context, end func(), ok bool) {
 	s.streamMu.Lock()
 	defer s.streamMu.Unlock()
-	if s.closed.Load() {
+	if s.life.Stopped() {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(parent)
@@ -410,7 +470,7 @@ func (s *Server) Stop(context.Context) error { return s.Close() }
 // another transport (mcp.NewInMemoryTransports in tests, a custom one in a
 // host); nil before. Add nothing to it: its tools mirror the Engine's agents.
 func (s *Server) MCP() *mcp.Server {
-	if !s.started.Load() {
+	if !s.life.Started() {
 		return nil
 	}
 	return s.mcp
@@ -439,7 +499,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close does not close the Engine.
 func (s *Server) Close() error {
 	s.mu.Lock()
-	s.closed.Store(true)
+	s.life.Stop()
 	s.mu.Unlock()
 	// After closed is set: a stream that registers from now on is refused.
 	s.streamMu.Lock()
@@ -453,7 +513,7 @@ func (s *Server) Close() error {
 	case <-ended:
 	case <-time.After(streamsEndWithin):
 	}
-	if !s.started.Load() {
+	if !s.life.Started() {
 		return nil
 	}
 	s.stopWatch() // outside s.mu: a sync in progress takes it
@@ -495,7 +555,7 @@ func (s *Server) syncMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (s *Server) syncTools() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed.Load() {
+	if s.life.Stopped() {
 		return
 	}
 	s.syncToolsLocked()
@@ -578,7 +638,7 @@ const MetaTaskID = "axocoatl/task_id"
 // callAgent bridges a tools/call of agent_<id> to Engine.ExecuteRequest.
 func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		input, err := parseInput(req.Params.Arguments)
+		input, err := axocoatl.ParseInput(req.Params.Arguments)
 		if err != nil {
 			return errorResult(err.Error(), nil), nil
 		}
@@ -606,30 +666,6 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 
 func errorResult(msg string, meta mcp.Meta) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Meta: meta, IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
-}
-
-// parseInput validates the arguments against the tool's input schema: an
-// object whose "input" is a string. Other properties are ignored, as the
-// schema allows them.
-func parseInput(args json.RawMessage) (string, error) {
-	var obj map[string]json.RawMessage
-	if len(args) == 0 || string(args) == "null" {
-		return "", errors.New(`invalid arguments: missing required property "input"`)
-	}
-	if err := json.Unmarshal(args, &obj); err != nil {
-		return "", errors.New(`invalid arguments: must be an object with a string property "input"`)
-	}
-	raw, ok := obj["input"]
-	if !ok {
-		return "", errors.New(`invalid arguments: missing required property "input"`)
-	}
-	var input string
-	// null decodes into a string without error: refuse it by hand, it is
-	// not the string the schema requires.
-	if err := json.Unmarshal(raw, &input); err != nil || string(raw) == "null" {
-		return "", errors.New(`invalid arguments: property "input" must be a string`)
-	}
-	return input, nil
 }
 
 // minLevel drops records below a level; it quiets the go-sdk's per-session

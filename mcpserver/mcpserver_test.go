@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
@@ -134,7 +135,7 @@ func TestInMemory(t *testing.T) {
 
 func TestCallPublishesMCPSource(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{})
-	sub, err := f.eng.Bus().Subscribe(lattice.Filter{Types: []string{lattice.AgentActivated, lattice.TaskCompleted}}, 8)
+	sub, err := f.eng.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventAgentActivated, axocoatl.EventTaskCompleted}}, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestCallPublishesMCPSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	taskID := res.Meta[mcpserver.MetaTaskID]
-	for _, typ := range []string{lattice.AgentActivated, lattice.TaskCompleted} {
+	for _, typ := range []string{axocoatl.EventAgentActivated, axocoatl.EventTaskCompleted} {
 		ev, err := recv(sub.Events(), 5*time.Second)
 		if err != nil {
 			t.Fatalf("waiting for %s: %v", typ, err)
@@ -170,7 +171,7 @@ func TestCancelStopsRun(t *testing.T) {
 
 func checkCancel(t *testing.T, f *fixture, cs *mcp.ClientSession) {
 	t.Helper()
-	sub, err := f.eng.Bus().Subscribe(lattice.Filter{Types: []string{lattice.AgentFailed}}, 8)
+	sub, err := f.eng.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventAgentFailed}}, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,6 +360,9 @@ func testAgentAddedLater(t *testing.T, connect func(*testing.T, *fixture, *mcp.C
 func TestConfigValidate(t *testing.T) {
 	for _, cfg := range []mcpserver.Config{
 		{MaxMessageBytes: -1},
+		{MaxMessageDepth: 1000},
+		{MaxBytesInFlight: mcpserver.DefaultMaxMessageBytes - 1},
+		{MaxMessageBytes: 2 << 20, MaxBytesInFlight: 1 << 20},
 	} {
 		if err := cfg.Validate(); !errors.Is(err, mcpserver.ErrInvalidConfig) {
 			t.Errorf("Validate(%+v) = %v, want ErrInvalidConfig", cfg, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -20,7 +21,7 @@ const progressBuffer = 64
 // finishes, and every ProgressInterval. stop ends the reporter and returns
 // after its last notification, so none can follow the call's result.
 func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any, agentID, taskID string) (stop func()) {
-	sub, err := s.engine.Bus().Subscribe(lattice.Filter{Types: []string{lattice.ToolCalled, lattice.ToolResult}}, progressBuffer)
+	sub, err := s.engine.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventToolCalled, axocoatl.EventToolResult}}, progressBuffer)
 	if err != nil {
 		// A closed bus means a closing Engine: the run will fail on its own;
 		// report what we can (the periodic beat) without tool events.
@@ -110,7 +111,7 @@ func describeToolEvent(ev lattice.Event, taskID string) (msg string, mine bool) 
 		return "", false
 	}
 	switch {
-	case ev.Type == lattice.ToolCalled:
+	case ev.Type == axocoatl.EventToolCalled:
 		return "calling tool " + p.Tool, true
 	case p.OK:
 		return "tool " + p.Tool + " done", true

@@ -45,10 +45,10 @@ import (
 // goroutine. A read that Close cannot interrupt (a blocking os.Stdin) ends
 // the goroutine at the next line or at process exit.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	if !s.started.Load() {
+	if !s.life.Started() {
 		return ErrNotStarted
 	}
-	if s.closed.Load() {
+	if s.life.Stopped() {
 		return ErrClosed
 	}
 	pending := newInflight()
@@ -98,7 +98,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case s.closed.Load():
+	case s.life.Stopped():
 		return ErrClosed
 	case eof:
 		return nil
@@ -293,19 +293,19 @@ func (s *Server) pumpFrames(in io.Reader, session io.Writer, out *frameWriter, p
 		if tooLong {
 			s.reject(out, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message exceeds %d bytes", limit), nil)
 		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
-			msg, reply := checkFrame(frame)
+			msg, info, reply := checkFrame(frame, s.frameLimits())
 			forward := false
 			if reply == nil && stateless && isCall(msg, "initialize") {
-				reply = &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: this session speaks " + ProtocolVersion2026 + " (its requests carry their version in _meta), and initialize belongs to the older era: start a new session for it", id: requestID(frame)}
+				reply = &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: this session speaks " + ProtocolVersion2026 + " (its requests carry their version in _meta), and initialize belongs to the older era: start a new session for it", id: idLiteral(info.id)}
 			}
 			if reply == nil {
-				forward, reply = track(pending, msg, frame)
+				forward, reply = track(pending, msg, info.id)
 			}
 			if forward && !stateless {
 				// The go-sdk binds the session to the stateless era at
 				// its first request of that era, and then answers an
 				// initialize with an error of code 0.
-				stateless = statelessRequest(msg)
+				stateless = statelessRequest(msg, info.meta)
 			}
 			if reply != nil {
 				s.reject(out, reply.code, reply.message, reply.id)
@@ -333,12 +333,12 @@ func isCall(msg jsonrpc.Message, method string) bool {
 
 // statelessRequest reports whether msg is a call of the 2026-07-28 era that
 // this server speaks: its _meta names that version.
-func statelessRequest(msg jsonrpc.Message) bool {
+func statelessRequest(msg jsonrpc.Message, meta []byte) bool {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok || !req.IsCall() {
 		return false
 	}
-	v := string(memberValue(memberValue(req.Params, "_meta"), "io.modelcontextprotocol/protocolVersion"))
+	v := string(memberValue(meta, "io.modelcontextprotocol/protocolVersion"))
 	return len(v) > 2 && statelessEra(v[1:len(v)-1]) && slices.Contains(ProtocolVersions(), v[1:len(v)-1])
 }
 
@@ -348,31 +348,38 @@ type frameError struct {
 	id      json.RawMessage // the request's id when one could be read; nil: null
 }
 
-// checkFrame decodes a frame, or returns the error reply it deserves. The
-// go-sdk's DecodeMessage ignores trailing data (its stdio reader does not,
-// and ends the session), hence json.Valid first.
-func checkFrame(frame []byte) (jsonrpc.Message, *frameError) {
-	if !json.Valid(frame) {
-		return nil, &frameError{code: jsonrpc.CodeParseError, message: "Parse error: not valid JSON"}
+// checkFrame decodes a frame, or returns the error reply it deserves, and
+// what scanFrame noted of it. One scan validates the JSON (the go-sdk's
+// DecodeMessage ignores trailing data, which its stdio reader does not and
+// ends the session), bounds its values and depth, and finds the members
+// the checks below read; a plain request is built from that scan without a
+// second decode.
+func checkFrame(frame []byte, lim frameLimits) (jsonrpc.Message, frameInfo, *frameError) {
+	info, valid := scanFrame(frame, lim)
+	if !valid {
+		return nil, info, &frameError{code: jsonrpc.CodeParseError, message: "Parse error: not valid JSON"}
 	}
 	if frame[0] == '[' {
-		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: JSON-RPC batches are not supported"}
+		return nil, info, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: JSON-RPC batches are not supported"}
 	}
-	msg, err := jsonrpc.DecodeMessage(frame)
+	if reply := info.overLimits(lim); reply != nil {
+		return nil, info, reply
+	}
+	msg, err := info.decode(frame)
 	if err != nil {
-		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + err.Error(), id: requestID(frame)}
+		return nil, info, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + err.Error(), id: idLiteral(info.id)}
 	}
 	req, ok := msg.(*jsonrpc.Request)
-	if ok && !req.IsCall() && hasIDMember(frame) {
+	if ok && !req.IsCall() && info.hasID {
 		// "id": null is a request in JSON-RPC, which MCP forbids; the
 		// go-sdk takes it for a notification and never answers, so a
 		// client would wait forever for its reply.
-		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: id must be a string or a number, not null"}
+		return nil, info, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: id must be a string or a number, not null"}
 	}
 	if ok && req.IsCall() && strings.HasPrefix(req.Method, "notifications/") {
 		// The go-sdk refuses it too, but acts on a cancellation first
 		// (its canceller looks at the method only).
-		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + req.Method + " is a notification and must not have an id", id: requestID(frame)}
+		return nil, info, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + req.Method + " is a notification and must not have an id", id: idLiteral(info.id)}
 	}
 	if ok && req.IsCall() {
 		if _, numeric := req.ID.Raw().(int64); numeric {
@@ -380,12 +387,12 @@ func checkFrame(frame []byte) (jsonrpc.Message, *frameError) {
 			// its int64 truncation: 1.5 is answered as 1, 2^53+1 as 2^53,
 			// so the client never matches its answer (and two such calls
 			// may share an id). Only exact integers pass.
-			if id := requestID(frame); id != nil && !exactIntID(id) {
-				return nil, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: a numeric id must be an integer of at most 2^53 in magnitude, without fraction or exponent", id: id}
+			if id := idLiteral(info.id); id != nil && !exactIntID(id) {
+				return nil, info, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: a numeric id must be an integer of at most 2^53 in magnitude, without fraction or exponent", id: id}
 			}
 		}
 	}
-	return msg, nil
+	return msg, info, nil
 }
 
 // exactIntID reports whether a numeric id's literal is a plain integer
@@ -397,17 +404,6 @@ func exactIntID(lit []byte) bool {
 	}
 	v, err := strconv.ParseInt(string(lit), 10, 64)
 	return err == nil && v >= -(1<<53) && v <= 1<<53
-}
-
-// hasIDMember reports whether a message (a notification, as decoded) has
-// an "id" member all the same: it can only be null.
-func hasIDMember(frame []byte) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(frame, &m) != nil {
-		return false
-	}
-	_, ok := m["id"]
-	return ok
 }
 
 // track notes a request that awaits an answer, and forgets one the client
@@ -422,7 +418,7 @@ func hasIDMember(frame []byte) bool {
 //     followed at once by a request reusing the id, cancelled that new
 //     request (MCP lets a receiver ignore cancellations of unknown
 //     requests).
-func track(pending *inflight, msg jsonrpc.Message, frame []byte) (forward bool, reply *frameError) {
+func track(pending *inflight, msg jsonrpc.Message, rawID []byte) (forward bool, reply *frameError) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
 		return true, nil
@@ -433,9 +429,9 @@ func track(pending *inflight, msg jsonrpc.Message, frame []byte) (forward bool, 
 		switch err := pending.add(req.ID, req.Method != "subscriptions/listen"); err {
 		case errInFlight:
 			id, _ := json.Marshal(req.ID.Raw())
-			return false, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: id " + string(id) + " is already used by a request in flight", id: requestID(frame)}
+			return false, &frameError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: id " + string(id) + " is already used by a request in flight", id: idLiteral(rawID)}
 		case errTooManyListens:
-			return false, &frameError{code: codeServerBusy, message: fmt.Sprintf("too many open subscriptions/listen requests (%d): end one first", MaxStdioListens), id: requestID(frame)}
+			return false, &frameError{code: codeServerBusy, message: fmt.Sprintf("too many open subscriptions/listen requests (%d): end one first", MaxStdioListens), id: idLiteral(rawID)}
 		}
 		return true, nil
 	}
@@ -458,8 +454,10 @@ func track(pending *inflight, msg jsonrpc.Message, frame []byte) (forward bool, 
 // or "Id", which JSON-RPC does not know, and echo that as the request's id.
 // frame must be valid JSON (checkFrame's json.Valid comes first); the id is
 // found without decoding the rest of the frame (the call's arguments).
-func requestID(frame []byte) json.RawMessage {
-	id := memberValue(frame, "id")
+func requestID(frame []byte) json.RawMessage { return idLiteral(memberValue(frame, "id")) }
+
+// idLiteral is requestID of the id member's raw value (nil: none).
+func idLiteral(id []byte) json.RawMessage {
 	if len(id) == 0 {
 		return nil
 	}

@@ -45,7 +45,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -111,29 +112,30 @@ func (c Configs) Validate() error {
 	for _, kind := range slices.Sorted(maps.Keys(c)) {
 		cfg := c[kind]
 		if !Known(kind) {
-			return fmt.Errorf("providers: unknown provider %q (known: %v)", kind, Kinds)
+			return cfgerr.Errorf("providers", "unknown provider %q (known: %v)", kind, Kinds)
 		}
 		if err := cfg.Validate(); err != nil {
-			return fmt.Errorf("providers.%s.%w", kind, err)
+			return cfgerr.At("providers."+kind, err)
 		}
 	}
 	return nil
 }
 
-// Validate checks one provider's settings. Its errors start with the key at
-// fault, so that [Configs.Validate] can prefix the section.
+// Validate checks one provider's settings. Its errors are
+// *axocoatl.ConfigError (internal/cfgerr) naming the key at fault, so that
+// [Configs.Validate] and a config loader can put them under the section.
 func (c Config) Validate() error {
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("base_url: want an absolute http(s) URL, got %q", RedactURL(c.BaseURL))
+			return cfgerr.Errorf("base_url", "want an absolute http(s) URL, got %q", RedactURL(c.BaseURL))
 		}
 	}
 	if c.Timeout < 0 {
-		return errors.New("timeout: must not be negative")
+		return cfgerr.Errorf("timeout", "must not be negative")
 	}
 	if c.MaxTokens < 0 {
-		return errors.New("max_tokens: must not be negative")
+		return cfgerr.Errorf("max_tokens", "must not be negative")
 	}
 	return nil
 }
@@ -141,7 +143,7 @@ func (c Config) Validate() error {
 // RedactURL hides the credentials a URL may carry: its userinfo (a token is
 // often the whole of it, https://TOKEN@host) and its query (?api_key=…).
 // Providers quote base URLs in errors with it.
-func RedactURL(raw string) string { return httpguard.RedactURL(raw) }
+func RedactURL(raw string) string { return redact.URL(raw) }
 
 // Known reports whether kind names a provider.
 func Known(kind string) bool {

@@ -77,7 +77,7 @@ func TestTourFilesystemApproval(t *testing.T) {
 	if err := rt.MCPClient.Ready(ctx); err != nil {
 		testutil.MissingPeer(t, "the filesystem MCP server did not start (npx could not fetch it?): "+err.Error())
 	}
-	asked, err := rt.Engine.Bus().Subscribe(lattice.Filter{Types: []string{lattice.ApprovalRequested}}, 16)
+	asked, err := rt.Engine.Bus().Subscribe(lattice.Filter{Types: []string{approval.EventRequested}}, 16)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	a2apb "github.com/a2aproject/a2a-go/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
-	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	v1client "github.com/a2aproject/a2a-go/v2/a2aclient"
 	v1card "github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -78,43 +78,43 @@ a2a:
 	}
 	defer c.Destroy()
 
-	send := func(text string, meta map[string]any) *a2apb.Task {
+	send := func(text string, meta map[string]any) *a2a03.Task {
 		t.Helper()
-		msg := a2apb.NewMessage(a2apb.MessageRoleUser, a2apb.TextPart{Text: text})
+		msg := a2a03.NewMessage(a2a03.MessageRoleUser, a2a03.TextPart{Text: text})
 		msg.Metadata = meta
-		res, err := c.SendMessage(ctx, &a2apb.MessageSendParams{Message: msg})
+		res, err := c.SendMessage(ctx, &a2a03.MessageSendParams{Message: msg})
 		if err != nil {
 			t.Fatalf("SendMessage: %v", err)
 		}
-		task, ok := res.(*a2apb.Task)
-		if !ok || task.Status.State != a2apb.TaskStateCompleted || task.Artifacts[0].Parts[0].(a2apb.TextPart).Text != text {
+		task, ok := res.(*a2a03.Task)
+		if !ok || task.Status.State != a2a03.TaskStateCompleted || task.Artifacts[0].Parts[0].(a2a03.TextPart).Text != text {
 			t.Fatalf("SendMessage result: %#v", res)
 		}
 		return task
 	}
 	send("to the default", nil)
 	named := send("to second", map[string]any{"receiver_id": "second"})
-	got, err := c.GetTask(ctx, &a2apb.TaskQueryParams{ID: named.ID})
-	if err != nil || got.Status.State != a2apb.TaskStateCompleted {
+	got, err := c.GetTask(ctx, &a2a03.TaskQueryParams{ID: named.ID})
+	if err != nil || got.Status.State != a2a03.TaskStateCompleted {
 		t.Fatalf("GetTask: %v %+v", err, got)
 	}
-	if _, err := c.GetTask(ctx, &a2apb.TaskQueryParams{ID: "nope"}); !errors.Is(err, a2apb.ErrTaskNotFound) {
+	if _, err := c.GetTask(ctx, &a2a03.TaskQueryParams{ID: "nope"}); !errors.Is(err, a2a03.ErrTaskNotFound) {
 		t.Fatalf("GetTask unknown: %v", err)
 	}
 
 	// Streaming to the end.
 	var kinds []string
-	for ev, err := range c.SendStreamingMessage(ctx, &a2apb.MessageSendParams{Message: a2apb.NewMessage(a2apb.MessageRoleUser, a2apb.TextPart{Text: "stream"})}) {
+	for ev, err := range c.SendStreamingMessage(ctx, &a2a03.MessageSendParams{Message: a2a03.NewMessage(a2a03.MessageRoleUser, a2a03.TextPart{Text: "stream"})}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		switch e := ev.(type) {
-		case *a2apb.Task:
+		case *a2a03.Task:
 			kinds = append(kinds, "task")
-		case *a2apb.TaskStatusUpdateEvent:
+		case *a2a03.TaskStatusUpdateEvent:
 			kinds = append(kinds, string(e.Status.State))
-		case *a2apb.TaskArtifactUpdateEvent:
-			kinds = append(kinds, "artifact:"+e.Artifact.Parts[0].(a2apb.TextPart).Text)
+		case *a2a03.TaskArtifactUpdateEvent:
+			kinds = append(kinds, "artifact:"+e.Artifact.Parts[0].(a2a03.TextPart).Text)
 		}
 	}
 	if strings.Join(kinds, " ") != "task working artifact:stream completed" {
@@ -122,23 +122,23 @@ a2a:
 	}
 
 	// Cancel a slow run from a second call while it streams.
-	var last a2apb.Event
-	for ev, err := range c.SendStreamingMessage(ctx, &a2apb.MessageSendParams{Message: &a2apb.Message{
-		ID: "m-slow", Role: a2apb.MessageRoleUser, Parts: a2apb.ContentParts{a2apb.TextPart{Text: "take your time"}},
+	var last a2a03.Event
+	for ev, err := range c.SendStreamingMessage(ctx, &a2a03.MessageSendParams{Message: &a2a03.Message{
+		ID: "m-slow", Role: a2a03.MessageRoleUser, Parts: a2a03.ContentParts{a2a03.TextPart{Text: "take your time"}},
 		Metadata: map[string]any{"receiver_id": "slow"},
 	}}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if task, ok := ev.(*a2apb.Task); ok {
+		if task, ok := ev.(*a2a03.Task); ok {
 			<-started
-			if _, err := c.CancelTask(ctx, &a2apb.TaskIDParams{ID: task.ID}); err != nil {
+			if _, err := c.CancelTask(ctx, &a2a03.TaskIDParams{ID: task.ID}); err != nil {
 				t.Fatalf("CancelTask: %v", err)
 			}
 		}
 		last = ev
 	}
-	if st, ok := last.(*a2apb.TaskStatusUpdateEvent); !ok || !st.Final || st.Status.State != a2apb.TaskStateCanceled {
+	if st, ok := last.(*a2a03.TaskStatusUpdateEvent); !ok || !st.Final || st.Status.State != a2a03.TaskStateCanceled {
 		t.Fatalf("stream end after cancel: %#v", last)
 	}
 
@@ -243,8 +243,8 @@ func TestA2AAndMCPRunsOutliveBodyTimeout(t *testing.T) {
 }
 
 // The daemon's doors speak A2A 1.0 too: the a2a-go/v2 client over JSON-RPC
-// and over HTTP+JSON (whose message:send and message:stream reach the
-// handler through one httprouter route), on the instance endpoint and on a
+// and over HTTP+JSON (whose message:send and message:stream are routes of
+// their own, colon and all), on the instance endpoint and on a
 // per-agent one, with the token.
 func TestDaemonA2AV1BothBindings(t *testing.T) {
 	td := startDaemon(t, `
@@ -264,32 +264,32 @@ agents:
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, binding := range []v1.TransportProtocol{v1.TransportProtocolJSONRPC, v1.TransportProtocolHTTPJSON} {
+		for _, binding := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
 			c, err := v1client.NewFromCard(ctx, card, v1client.WithJSONRPCTransport(hc), v1client.WithRESTTransport(hc),
-				v1client.WithConfig(v1client.Config{PreferredTransports: []v1.TransportProtocol{binding}}))
+				v1client.WithConfig(v1client.Config{PreferredTransports: []a2a1.TransportProtocol{binding}}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := c.SendMessage(ctx, &v1.SendMessageRequest{Message: v1.NewMessage(v1.MessageRoleUser, v1.NewTextPart("one point oh"))})
+			res, err := c.SendMessage(ctx, &a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("one point oh"))})
 			if err != nil {
 				t.Fatalf("%s %s: %v", base, binding, err)
 			}
-			task, ok := res.(*v1.Task)
-			if !ok || task.Status.State != v1.TaskStateCompleted || task.Artifacts[0].Parts[0].Text() != "one point oh" {
+			task, ok := res.(*a2a1.Task)
+			if !ok || task.Status.State != a2a1.TaskStateCompleted || task.Artifacts[0].Parts[0].Text() != "one point oh" {
 				t.Fatalf("%s %s: %#v", base, binding, res)
 			}
-			var last v1.Event
-			for ev, err := range c.SendStreamingMessage(ctx, &v1.SendMessageRequest{Message: v1.NewMessage(v1.MessageRoleUser, v1.NewTextPart("s"))}) {
+			var last a2a1.Event
+			for ev, err := range c.SendStreamingMessage(ctx, &a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("s"))}) {
 				if err != nil {
 					t.Fatalf("%s %s stream: %v", base, binding, err)
 				}
 				last = ev
 			}
-			if s, ok := last.(*v1.TaskStatusUpdateEvent); !ok || s.Status.State != v1.TaskStateCompleted {
+			if s, ok := last.(*a2a1.TaskStatusUpdateEvent); !ok || s.Status.State != a2a1.TaskStateCompleted {
 				t.Fatalf("%s %s stream end: %#v", base, binding, last)
 			}
-			got, err := c.GetTask(ctx, &v1.GetTaskRequest{ID: task.ID})
-			if err != nil || got.Status.State != v1.TaskStateCompleted {
+			got, err := c.GetTask(ctx, &a2a1.GetTaskRequest{ID: task.ID})
+			if err != nil || got.Status.State != a2a1.TaskStateCompleted {
 				t.Fatalf("%s %s GetTask: %v %+v", base, binding, err, got)
 			}
 			_ = c.Destroy()

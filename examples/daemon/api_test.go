@@ -18,6 +18,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/httpapi"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
@@ -31,15 +33,15 @@ agents:
     provider: echo
 `
 
-// concretePath fills httprouter parameters with real values.
+// concretePath fills the {name} segments of a pattern with real values.
 func concretePath(p string) string {
 	parts := strings.Split(p, "/")
 	for i, s := range parts {
-		if strings.HasPrefix(s, ":") {
+		switch {
+		case s == "{$}":
+			parts[i] = ""
+		case strings.HasPrefix(s, "{"):
 			parts[i] = "assistant"
-		}
-		if strings.HasPrefix(s, "*") {
-			parts[i] = "x"
 		}
 	}
 	return strings.Join(parts, "/")
@@ -51,24 +53,24 @@ func TestAuthEveryRoute(t *testing.T) {
 	const token = "s3cret-token-0123456789"
 	td := startDaemon(t, tokenConfig, map[string]string{"TOKEN": token})
 	var private, public int
-	for _, rt := range td.m.routes {
-		path := concretePath(rt.path)
+	for _, rt := range td.d.rt.Routes() {
+		path := concretePath(rt.Pattern)
 		body := ""
-		if rt.method == http.MethodPost {
+		if rt.Method == http.MethodPost {
 			body = `{}`
 		}
-		if rt.public {
+		if rt.Scope == axocoatl.ScopePublic {
 			public++
-			if r := td.do(t, rt.method, path, body); r.status == http.StatusUnauthorized {
-				t.Errorf("public %s %s answered 401", rt.method, path)
+			if r := td.do(t, rt.Method, path, body); r.status == http.StatusUnauthorized {
+				t.Errorf("public %s %s answered 401", rt.Method, path)
 			}
 			continue
 		}
 		private++
 		for _, h := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"X-API-Key", "wrong"}, {"Authorization", "Bearer "}, {"Authorization", "Basic " + token}} {
-			r := td.do(t, rt.method, path, body, h...)
+			r := td.do(t, rt.Method, path, body, h...)
 			if r.status != http.StatusUnauthorized {
-				t.Errorf("%s %s with %q: %d, want 401", rt.method, path, h, r.status)
+				t.Errorf("%s %s with %q: %d, want 401", rt.Method, path, h, r.status)
 				continue
 			}
 			if e := r.json(t)["error"].(map[string]any); e["code"] != "unauthorized" {
@@ -76,8 +78,8 @@ func TestAuthEveryRoute(t *testing.T) {
 			}
 		}
 		for _, h := range [][]string{{"Authorization", "Bearer " + token}, {"X-API-Key", token}} {
-			if r := td.do(t, rt.method, path, body, h...); r.status == http.StatusUnauthorized {
-				t.Errorf("%s %s with %s: 401", rt.method, path, h[0])
+			if r := td.do(t, rt.Method, path, body, h...); r.status == http.StatusUnauthorized {
+				t.Errorf("%s %s with %s: 401", rt.Method, path, h[0])
 			}
 		}
 	}
@@ -139,7 +141,7 @@ func TestAPI(t *testing.T) {
 	td := startDaemon(t, "", nil)
 	r := td.do(t, "GET", "/api/agents", "")
 	var list struct {
-		Agents []agentView `json:"agents"`
+		Agents []httpapi.AgentView `json:"agents"`
 	}
 	if err := json.Unmarshal(r.body, &list); err != nil || r.status != 200 || len(list.Agents) != 1 || list.Agents[0].ID != "assistant" || list.Agents[0].Status != "idle" || list.Agents[0].Provider != "echo" {
 		t.Fatalf("agents: %d %s", r.status, r.body)
@@ -250,7 +252,7 @@ func TestEventStream(t *testing.T) {
 		}
 		types = append(types, f.Event.Type)
 	}
-	if types[0] != lattice.AgentActivated || types[1] != lattice.TaskCompleted {
+	if types[0] != axocoatl.EventAgentActivated || types[1] != axocoatl.EventTaskCompleted {
 		t.Fatalf("events %v", types)
 	}
 
@@ -502,68 +504,6 @@ func TestRefusesPublicAddrWithoutToken(t *testing.T) {
 	}
 }
 
-// The stream reaches the approval module through d.approvals: the ready
-// frame lists what is pending, approve commands are checked and handed on.
-func TestEventStreamApprovalHooks(t *testing.T) {
-	td := startDaemon(t, "", nil)
-	var mu sync.Mutex
-	var resolved []string
-	td.d.approvals = approvalHooks{
-		Pending: func(context.Context) []any {
-			return []any{map[string]any{"approval_id": "a1", "tool": "mcp__fs__write"}}
-		},
-		Resolve: func(_ context.Context, id, decision, remember string) error {
-			if id != "a1" {
-				return fmt.Errorf("approval %q not found", id)
-			}
-			mu.Lock()
-			resolved = append(resolved, id+" "+decision+" "+remember)
-			mu.Unlock()
-			return nil
-		},
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	u := "ws" + strings.TrimPrefix(td.url, "http") + "/api/events"
-	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.CloseNow()
-	if f := readFrame(t, ctx, conn); f.Kind != "ready" || len(f.PendingApprovals) != 1 || !strings.Contains(string(f.PendingApprovals[0]), `"a1"`) {
-		t.Fatalf("ready %+v", f)
-	}
-	for _, tc := range []struct{ frame, code string }{
-		{`{"cmd":"approve","approval_id":"a1","decision":"maybe"}`, "bad_request"},
-		{`{"cmd":"approve","decision":"allow"}`, "bad_request"},
-		{`{"cmd":"approve","approval_id":"a1","decision":"allow","remember":"forever"}`, "bad_request"},
-		{`{"cmd":"approve","approval_id":"zz","decision":"deny"}`, "approval_failed"},
-	} {
-		conn.Write(ctx, websocket.MessageText, []byte(tc.frame))
-		if f := readFrame(t, ctx, conn); f.Kind != "error" || f.Error.Code != tc.code {
-			t.Fatalf("%s: %+v, want error %s", tc.frame, f, tc.code)
-		}
-	}
-	conn.Write(ctx, websocket.MessageText, []byte(`{"cmd":"approve","approval_id":"a1","decision":"allow"}`))
-	conn.Write(ctx, websocket.MessageText, []byte(`{"cmd":"approve","approval_id":"a1","decision":"deny","remember":"always"}`))
-	// No reply frame on success (the module publishes ApprovalResolved).
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		mu.Lock()
-		n := len(resolved)
-		mu.Unlock()
-		if n == 2 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(resolved) != 2 || resolved[0] != "a1 allow once" || resolved[1] != "a1 deny always" {
-		t.Fatalf("resolved %q", resolved)
-	}
-}
-
 // A run longer than server.shutdown_grace is cut off when the grace ends:
 // shutdown stays bounded, the exit code says so, the client gets an answer.
 func TestShutdownGraceBounded(t *testing.T) {
@@ -647,17 +587,17 @@ agents:
 `, nil)
 	host := strings.TrimPrefix(td.url, "http://")
 	writes := 0
-	for _, rt := range td.m.routes {
-		if rt.public || rt.method == http.MethodGet || rt.method == http.MethodHead {
+	for _, rt := range td.d.rt.Routes() {
+		if rt.Scope == axocoatl.ScopePublic || rt.Method == http.MethodGet || rt.Method == http.MethodHead {
 			continue
 		}
 		writes++
-		path := concretePath(rt.path)
+		path := concretePath(rt.Pattern)
 		body := `{"input":"hi","type":"Custom","receiver_id":"assistant"}`
 		for _, origin := range []string{"http://evil.example", "http://" + host + ".evil.example", "null"} {
-			r := td.do(t, rt.method, path, body, "Origin", origin, "Content-Type", "text/plain")
+			r := td.do(t, rt.Method, path, body, "Origin", origin, "Content-Type", "text/plain")
 			if r.status != http.StatusForbidden {
-				t.Errorf("%s %s from Origin %s: %d %s, want 403", rt.method, path, origin, r.status, r.body)
+				t.Errorf("%s %s from Origin %s: %d %s, want 403", rt.Method, path, origin, r.status, r.body)
 			}
 		}
 	}
@@ -824,7 +764,7 @@ func TestEventStreamHandshakeErrorsInErrorShape(t *testing.T) {
 		{"no key", []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13"}, http.StatusBadRequest},
 	} {
 		r := td.do(t, "GET", "/api/events", "", tc.headers...)
-		var body errorBody
+		var body httpapi.ErrorBody
 		if err := json.Unmarshal(r.body, &body); err != nil || r.status != tc.status || body.Error.Code == "" || body.Error.Message == "" {
 			t.Errorf("%s: %d %q (%v), want %d in the error shape", tc.name, r.status, r.body, err, tc.status)
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,12 +13,18 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/axocoatl/axocoatl-go/httpapi"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/lattice"
+	"github.com/axocoatl/axocoatl-go/mcpserver"
 )
 
 // benchClients is the number of concurrent HTTP clients (issue 3: 64).
@@ -114,7 +121,7 @@ func bareHandler() http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(executeResponse{TaskID: lattice.NewID(time.Now()), AgentID: r.PathValue("id"), Status: "completed", Output: in.Input})
+		json.NewEncoder(w).Encode(httpapi.ExecuteResponse{TaskID: lattice.NewID(time.Now()), AgentID: r.PathValue("id"), Status: "completed", Output: in.Input})
 	})
 	return mux
 }
@@ -193,4 +200,127 @@ func BenchmarkStartupToReady(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms-to-ready")
+}
+
+// bareMCPEcho is the /mcp benchmarks' peer: a bare go-sdk server with one
+// echo tool, written the way the SDK's docs write one (typed AddTool),
+// behind the SDK's streamable handler (Stateless in the 2026-07-28 era,
+// the only handler that serves it), on a plain net/http server.
+func bareMCPEcho(b *testing.B, era string) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
+	type in struct {
+		Input string `json:"input"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes"}, func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Input}}}, nil, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: era >= mcpserver.ProtocolVersion2026})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	b.Cleanup(func() {
+		srv.Close()
+		for ss := range s.Sessions() {
+			ss.Close()
+		}
+	})
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+// mcpPair is one client's two sessions: to the daemon's /mcp
+// (agent_assistant) and to the bare go-sdk server (echo).
+type mcpPair [2]struct {
+	cs   *mcp.ClientSession
+	tool string
+}
+
+func connectMCPPair(b *testing.B, era, daemon, bare string) mcpPair {
+	var p mcpPair
+	for i, t := range []struct{ url, tool string }{{daemon, "agent_assistant"}, {bare, "echo"}} {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).
+			Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: t.url, MaxRetries: -1, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v := cs.InitializeResult().ProtocolVersion; v != era {
+			b.Fatalf("%s negotiated %s, want %s", t.url, v, era)
+		}
+		b.Cleanup(func() { cs.Close() })
+		p[i].cs, p[i].tool = cs, t.tool
+	}
+	return p
+}
+
+// call makes one tools/call on side k (0: daemon, 1: bare) and returns
+// its latency.
+func (p mcpPair) call(b *testing.B, k int) time.Duration {
+	start := time.Now()
+	res, err := p[k].cs.CallTool(context.Background(), &mcp.CallToolParams{Name: p[k].tool, Arguments: map[string]any{"input": "ping"}})
+	d := time.Since(start)
+	if err != nil || res.IsError {
+		b.Errorf("%s: %v %v", p[k].tool, res, err)
+	}
+	return d
+}
+
+// BenchmarkMCPCallsPaired compares, in one run and per era, tools/call
+// through the daemon's /mcp (the built-in default config served as
+// `serve` serves it: router, guard, mcpserver, Engine run with its events
+// and metrics) with the bare go-sdk streamable handler. Each of sessions
+// clients (goroutines) holds a session to both and alternates between
+// them, which goes first alternating too, so both sides see the same
+// moment of a loaded machine. A side's calls/s is its calls over its
+// share of the wall time (summed latency / clients); ratio is
+// daemon/bare calls/s, and median-ratio the inverse ratio of the
+// per-call median latencies. sessions=1 is one call at a time.
+func BenchmarkMCPCallsPaired(b *testing.B) {
+	for _, era := range []string{"2025-11-25", mcpserver.ProtocolVersion2026} {
+		for _, sessions := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/sessions=%d", era, sessions), func(b *testing.B) {
+				daemon, bare := startDaemonB(b)+"/mcp", bareMCPEcho(b, era)
+				pairs := make([]mcpPair, sessions)
+				for i := range pairs {
+					pairs[i] = connectMCPPair(b, era, daemon, bare)
+					pairs[i].call(b, 0) // warm up connections
+					pairs[i].call(b, 1)
+				}
+				var next atomic.Int64
+				lat := make([][2][]time.Duration, sessions)
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for g := range sessions {
+					wg.Go(func() {
+						for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+							first := int(i % 2)
+							for j := range 2 {
+								k := (first + j) % 2
+								lat[g][k] = append(lat[g][k], pairs[g].call(b, k))
+							}
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+				var total [2]time.Duration
+				var all [2][]time.Duration
+				for g := range lat {
+					for k := range 2 {
+						for _, d := range lat[g][k] {
+							total[k] += d
+						}
+						all[k] = append(all[k], lat[g][k]...)
+					}
+				}
+				rate := func(k int) float64 { return float64(b.N) / (total[k].Seconds() / float64(sessions)) }
+				b.ReportMetric(rate(0), "daemon-calls/s")
+				b.ReportMetric(rate(1), "bare-calls/s")
+				b.ReportMetric(rate(0)/rate(1), "ratio")
+				b.ReportMetric(float64(testutil.Median(all[1]))/float64(testutil.Median(all[0])), "median-ratio")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+	}
 }

@@ -16,8 +16,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/httpapi"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
-	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
 // buildBinary compiles the daemon as users do (go build), under the race
@@ -106,7 +107,7 @@ func TestBinary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res executeResponse
+		var res httpapi.ExecuteResponse
 		json.NewDecoder(resp.Body).Decode(&res)
 		resp.Body.Close()
 		if resp.StatusCode != 200 || res.Output != "hello from the test" || res.Status != "completed" || res.AgentID != "assistant" {
@@ -124,11 +125,11 @@ func TestBinary(t *testing.T) {
 				t.Fatalf("frame %+v", f)
 			}
 			seen = append(seen, f.Event.Type)
-			if f.Event.Type == lattice.TaskCompleted && p.Output != "hello from the test" {
+			if f.Event.Type == axocoatl.EventTaskCompleted && p.Output != "hello from the test" {
 				t.Fatalf("TaskCompleted payload %s", f.Event.Payload)
 			}
 		}
-		if seen[0] != lattice.AgentActivated || seen[1] != lattice.TaskCompleted {
+		if seen[0] != axocoatl.EventAgentActivated || seen[1] != axocoatl.EventTaskCompleted {
 			t.Fatalf("events %v", seen)
 		}
 		conn.CloseNow()

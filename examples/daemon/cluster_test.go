@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	a2apb "github.com/a2aproject/a2a-go/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 	"github.com/coder/websocket"
@@ -174,12 +174,12 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ac.Destroy()
-	sent, err := ac.SendMessage(ctx, &a2apb.MessageSendParams{Message: a2apb.NewMessage(a2apb.MessageRoleUser, a2apb.TextPart{Text: "via a2a on B"})})
+	sent, err := ac.SendMessage(ctx, &a2a03.MessageSendParams{Message: a2a03.NewMessage(a2a03.MessageRoleUser, a2a03.TextPart{Text: "via a2a on B"})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2aTask, ok := sent.(*a2apb.Task)
-	if !ok || a2aTask.Status.State != a2apb.TaskStateCompleted || a2aTask.Artifacts[0].Parts[0].(a2apb.TextPart).Text != "via a2a on B" {
+	a2aTask, ok := sent.(*a2a03.Task)
+	if !ok || a2aTask.Status.State != a2a03.TaskStateCompleted || a2aTask.Artifacts[0].Parts[0].(a2a03.TextPart).Text != "via a2a on B" {
 		t.Fatalf("A2A on B: %#v", sent)
 	}
 

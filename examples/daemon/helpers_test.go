@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -78,19 +79,18 @@ func bootDefault(tb testing.TB) *daemon {
 func defaultHandler(tb testing.TB) http.Handler {
 	tb.Helper()
 	d := bootDefault(tb)
-	m, stop, _, err := newHandler(d)
+	h, err := d.rt.Handler()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { stop(context.Background()); d.close(context.Background()) })
-	return m
+	tb.Cleanup(func() { d.close(context.Background()) })
+	return h
 }
 
 // testDaemon is a daemon served in-process on a free port.
 type testDaemon struct {
 	url    string
 	d      *daemon
-	m      *mux
 	stderr *testutil.SyncBuffer
 	cancel context.CancelFunc
 	done   chan int
@@ -108,6 +108,14 @@ func startDaemon(t *testing.T, configText string, env map[string]string) *testDa
 func startDaemonAt(t *testing.T, addr, configText string, env map[string]string) *testDaemon {
 	t.Helper()
 	args := []string{"serve", "--addr", addr}
+	if _, ok := env["AXOCOATL_DATA_DIR"]; !ok && configText == "" {
+		// The built-in config's ./data would be the package's directory.
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["AXOCOATL_DATA_DIR"] = t.TempDir()
+	}
 	if configText != "" {
 		args = append(args, "--config", writeConfig(t, configText))
 	}
@@ -117,7 +125,7 @@ func startDaemonAt(t *testing.T, addr, configText string, env map[string]string)
 	c := &cli{
 		stdin: strings.NewReader(""), stdout: io.Discard, stderr: td.stderr, lookup: mapEnv(env),
 		hooks: serveHooks{
-			booted: func(d *daemon, m *mux) { td.d, td.m = d, m },
+			booted: func(d *daemon) { td.d = d },
 			listening: func(addr net.Addr) {
 				td.url = "http://" + addr.String()
 				close(booted)
@@ -220,32 +228,9 @@ func dialEvents(t *testing.T, ctx context.Context, baseURL string, headers http.
 }
 
 // frame is any server frame.
-type frame struct {
-	Kind             string            `json:"kind"`
-	PendingApprovals []json.RawMessage `json:"pending_approvals"`
-	Missed           uint64            `json:"missed"`
-	Event            struct {
-		ID         string          `json:"id"`
-		Type       string          `json:"type"`
-		ProducedBy string          `json:"produced_by"`
-		Timestamp  int64           `json:"timestamp"`
-		Payload    json.RawMessage `json:"payload"`
-	} `json:"event"`
-	Error *errorDetail `json:"error"`
-}
+type frame = testutil.Frame
 
 func readFrame(t *testing.T, ctx context.Context, conn *websocket.Conn) frame {
 	t.Helper()
-	typ, data, err := conn.Read(ctx)
-	if err != nil {
-		t.Fatalf("read frame: %v", err)
-	}
-	if typ != websocket.MessageText {
-		t.Fatalf("frame type %v, want text", typ)
-	}
-	var f frame
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatalf("frame %q: %v", data, err)
-	}
-	return f
+	return testutil.ReadFrame(t, ctx, conn)
 }

@@ -5,7 +5,7 @@
 //
 //	axocoatl [serve] [--config PATH] [--addr HOST:PORT]
 //	axocoatl validate [--config PATH]
-//	axocoatl doctor [--config PATH]
+//	axocoatl doctor [--config PATH] [--send-test]
 //	axocoatl mcp serve [--config PATH]
 //	axocoatl version
 //
@@ -245,7 +245,8 @@ func buildVersion() (version, commit, goVersion string) {
 
 func runDoctor(ctx context.Context, c *cli, args []string) int {
 	var cf configFlags
-	fs := newFlags(c, "doctor", "doctor [--config PATH]", &cf, false)
+	fs := newFlags(c, "doctor", "doctor [--config PATH] [--send-test]", &cf, false)
+	sendTest := fs.Bool("send-test", false, "send each webhook one signed test delivery (event_type WebhookTest); fail those not answering 2xx")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -254,7 +255,7 @@ func runDoctor(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stdout, "FAIL config: see the errors above")
 		return exitFail
 	}
-	r := cfg.Doctor(ctx)
+	r := cfg.DoctorWith(ctx, config.DoctorOptions{SendTest: *sendTest})
 	r.Print(c.stdout)
 	if r.Failed() {
 		return exitFail

@@ -38,7 +38,11 @@ func runMCP(ctx context.Context, c *cli, args []string) int {
 	// down; with it, the write fails (EPIPE), the session ends and the
 	// Engine closes as on any other exit.
 	signal.Ignore(syscall.SIGPIPE)
-	d, err := boot(ctx, cfg, log)
+	// An MCP client starts one of these per window or session, beside a
+	// daemon on the same data dir: it shares the remembered approvals and
+	// leaves egress.db to the daemon (its webhook deliveries stay in
+	// memory).
+	d, err := bootWith(ctx, cfg, log, true)
 	if err != nil {
 		printErrors(c.stderr, err)
 		return exitFail

@@ -246,7 +246,8 @@ func TestMCPStatelessBehindRoundRobinProxy(t *testing.T) {
 	config := mcpConfig(t)
 	var backends []*url.URL
 	for range 2 {
-		base, cmd, _ := startBinary(t, bin, nil, "--config", config, "--addr", "127.0.0.1:0")
+		// Two daemons of one config need a data dir each.
+		base, cmd, _ := startBinary(t, bin, []string{"AXOCOATL_DATA_DIR=" + t.TempDir()}, "--config", config, "--addr", "127.0.0.1:0")
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		u, err := url.Parse(base)
 		if err != nil {

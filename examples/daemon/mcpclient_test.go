@@ -101,7 +101,7 @@ mcp_servers:
   - name: bad
     url: ftp://example.com/mcp
 `))
-	if code != exitFail || !strings.Contains(stderr, `:7: mcp_servers[1]: url "ftp://example.com/mcp" must be an absolute http or https URL`) {
+	if code != exitFail || !strings.Contains(stderr, `:8: mcp_servers[1].url: "ftp://example.com/mcp" must be an absolute http or https URL`) {
 		t.Fatalf("validate: exit %d\n%s", code, stderr)
 	}
 }

@@ -204,8 +204,9 @@ lattice:
 	// b's stream: every event received or reported lagged. A lagged count
 	// is of events of any type (a gap in a node's numbering does not say
 	// what was lost): beside the Ticks, a daemon that reconnects publishes
-	// one ApprovalSync (the cluster asks the approval gates to resend what
-	// they hold), which b misses if a's comes back first. Hence up to one
+	// one ApprovalSync (the cluster has its approval gate, through
+	// Engine.Resync, ask every gate to resend what they hold), which b
+	// misses if a's comes back first. Hence up to one
 	// more per daemon.
 	total := uint64(posted[0] + posted[1])
 	deadline := time.Now().Add(10 * time.Second)

@@ -56,6 +56,11 @@ mcp_servers:
 	if err := json.Unmarshal(r.body, &body); err != nil || r.status != http.StatusServiceUnavailable || len(body.MCPServers) != 1 || body.MCPServers[0].Connected {
 		t.Fatalf("while the server connects: %d %s", r.status, r.body)
 	}
+	// The log says ready when /health/ready does, not before.
+	if strings.Contains(td.stderr.String(), `msg="axocoatl ready"`) {
+		close(release) // the daemon's stop waits for the server's answer
+		t.Fatalf("axocoatl ready logged while the server connects:\n%s", td.stderr.String())
+	}
 	close(release)
 	deadline := time.Now().Add(15 * time.Second)
 	for r = td.do(t, http.MethodGet, "/health/ready", ""); r.status != http.StatusOK; r = td.do(t, http.MethodGet, "/health/ready", "") {
@@ -66,6 +71,12 @@ mcp_servers:
 	}
 	if err := json.Unmarshal(r.body, &body); err != nil || !body.MCPServers[0].Connected {
 		t.Fatalf("ready: %s", r.body)
+	}
+	for !strings.Contains(td.stderr.String(), `msg="axocoatl ready"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no axocoatl ready in the log 15s after the server came up:\n%s", td.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	r = td.do(t, http.MethodGet, "/api/tools", "")
 	var tools struct {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	a2apb "github.com/a2aproject/a2a-go/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -75,17 +75,17 @@ func TestEmbedUnderPrefix(t *testing.T) {
 	defer client.Destroy()
 	send := func(c *a2aclient.Client, text string, meta map[string]any) string {
 		t.Helper()
-		msg := a2apb.NewMessage(a2apb.MessageRoleUser, a2apb.TextPart{Text: text})
+		msg := a2a03.NewMessage(a2a03.MessageRoleUser, a2a03.TextPart{Text: text})
 		msg.Metadata = meta
-		res, err := c.SendMessage(ctx, &a2apb.MessageSendParams{Message: msg})
+		res, err := c.SendMessage(ctx, &a2a03.MessageSendParams{Message: msg})
 		if err != nil {
 			t.Fatalf("SendMessage %q: %v", text, err)
 		}
-		task, ok := res.(*a2apb.Task)
-		if !ok || task.Status.State != a2apb.TaskStateCompleted || len(task.Artifacts) != 1 || len(task.Artifacts[0].Parts) != 1 {
+		task, ok := res.(*a2a03.Task)
+		if !ok || task.Status.State != a2a03.TaskStateCompleted || len(task.Artifacts) != 1 || len(task.Artifacts[0].Parts) != 1 {
 			t.Fatalf("SendMessage %q: %#v", text, res)
 		}
-		out, _ := task.Artifacts[0].Parts[0].(a2apb.TextPart)
+		out, _ := task.Artifacts[0].Parts[0].(a2a03.TextPart)
 		return out.Text
 	}
 	if got := send(client, "hello a2a", map[string]any{"receiver_id": "shouter"}); got != "HELLO A2A" {

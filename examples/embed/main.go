@@ -88,7 +88,7 @@ func serve(ctx context.Context, ln net.Listener, log *slog.Logger) error {
 	}
 
 	// React to what agents do: every finished task is on the lattice.
-	sub, err := engine.Bus().Subscribe(lattice.Filter{Types: []string{lattice.TaskCompleted, lattice.AgentFailed}}, 0)
+	sub, err := engine.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventTaskCompleted, axocoatl.EventAgentFailed}}, 0)
 	if err != nil {
 		ln.Close()
 		return errors.Join(err, engine.Close(context.Background()))

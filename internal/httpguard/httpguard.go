@@ -1,5 +1,6 @@
 // Package httpguard is the one HTTP guard every door of axocoatl uses: the
-// library's modules (through Engine.GuardHTTP) and the daemon's own routes.
+// library's modules, the HTTP API of package httpapi among them, through
+// Engine.GuardHTTP. JSON I/O is in jsonio, URL redaction in redact.
 // It checks, in order: the Host (against DNS rebinding, when no token is
 // set), the API token (constant time, with failed guesses slowed per
 // client), the browser Origin of writes and WebSocket upgrades, and bounds
@@ -10,7 +11,6 @@ package httpguard
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/jsonio"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -103,15 +105,16 @@ func New(o Options) (*Guard, error) {
 	return g, errors.Join(errs...)
 }
 
-// ValidateOrigins checks allowed_origins entries; the error names the first
-// bad one and the accepted forms.
+// ValidateOrigins checks allowed_origins entries: one *cfgerr.Error keyed
+// allowed_origins[i] per bad one (joined), naming the accepted forms.
 func ValidateOrigins(origins []string) error {
+	var errs []error
 	for i, s := range origins {
 		if _, err := parsePattern(s); err != nil {
-			return fmt.Errorf("allowed_origins[%d]: %w", i, err)
+			errs = append(errs, cfgerr.Errorf(fmt.Sprintf("allowed_origins[%d]", i), "%v", err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // PublicURL is the configured public base URL without a trailing slash, or "".
@@ -133,7 +136,7 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 			if status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="axocoatl"`)
 			}
-			WriteError(w, status, code, msg)
+			jsonio.WriteError(w, status, code, msg)
 			return
 		}
 		if r.ContentLength > limit {
@@ -141,8 +144,8 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 				rt.TooLarge(w, r)
 				return
 			}
-			WriteError(w, http.StatusRequestEntityTooLarge, "payload_too_large",
-				fmt.Sprintf("request body of %d bytes is over the %s limit", r.ContentLength, Bytes(limit)))
+			jsonio.WriteError(w, http.StatusRequestEntityTooLarge, "payload_too_large",
+				fmt.Sprintf("request body of %d bytes is over the %s limit", r.ContentLength, jsonio.Bytes(limit)))
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
@@ -180,7 +183,7 @@ func ArmBodyDeadline(w http.ResponseWriter, r *http.Request, timeout time.Durati
 func (g *Guard) Check(r *http.Request, public bool) (status int, code, msg string) {
 	if !g.HostAllowed(r.Host) {
 		return http.StatusForbidden, "forbidden", fmt.Sprintf(
-			"host %s is not a name of this server (set server.public_url to it, or server.api_token)", Quote(r.Host))
+			"host %s is not a name of this server (set server.public_url to it, or server.api_token)", jsonio.Quote(r.Host))
 	}
 	if !public && g.token {
 		client := clientOf(r)
@@ -289,7 +292,7 @@ func (g *Guard) OriginAllowed(r *http.Request) error {
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		// Includes "null", sent by sandboxed and file: pages.
-		return fmt.Errorf("origin %s is not allowed (see server.allowed_origins)", Quote(origin))
+		return fmt.Errorf("origin %s is not allowed (see server.allowed_origins)", jsonio.Quote(origin))
 	}
 	// Same host: the page was served by whatever serves us. The scheme is
 	// not compared: a TLS-terminating proxy may sit in between.
@@ -301,7 +304,7 @@ func (g *Guard) OriginAllowed(r *http.Request) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("origin %s may not call %s (see server.allowed_origins)", Quote(origin), Quote(r.Host))
+	return fmt.Errorf("origin %s may not call %s (see server.allowed_origins)", jsonio.Quote(origin), jsonio.Quote(r.Host))
 }
 
 // pattern is one allowed_origins entry: an optional scheme, a host glob
@@ -387,82 +390,4 @@ func clientOf(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-// ErrorBody is the JSON error shape of every HTTP door.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail is the inside of ErrorBody.
-type ErrorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// WriteError answers {"error":{"code","message"}} with status.
-func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	WriteJSON(w, status, ErrorBody{ErrorDetail{Code: code, Message: msg}})
-}
-
-var (
-	jsonContentType = []string{"application/json"}
-	noStore         = []string{"no-store"}
-)
-
-// WriteJSON answers v as JSON with status, not to be cached.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	h["Cache-Control"] = noStore
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// Quote quotes s for an error message, cut to 64 bytes.
-func Quote(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-// Bytes formats a byte count for messages: "1 MiB", "512 KiB", "100 bytes".
-func Bytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-// HeaderProblem says what is wrong with a static header a config sets
-// (its name not an HTTP field name, or its value holding a CR, LF or NUL
-// that would split or cut the request), or "" when nothing is. The value
-// is never quoted: it may be a secret.
-func HeaderProblem(name, value string) string {
-	if !ValidHeaderName(name) {
-		return fmt.Sprintf("invalid header name %q", name)
-	}
-	if strings.ContainsAny(value, "\r\n\x00") {
-		return fmt.Sprintf("value of %q contains a control character", name)
-	}
-	return ""
-}
-
-// ValidHeaderName reports whether k is an HTTP field name (RFC 9110 token
-// characters), for configs that set static headers.
-func ValidHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, r := range k {
-		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
-			return false
-		}
-	}
-	return true
 }

@@ -26,7 +26,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/axocoatl/axocoatl-go/internal/httpguard"
+	"github.com/axocoatl/axocoatl-go/internal/redact"
 )
 
 const (
@@ -70,7 +70,7 @@ func (v *Values) Secret(key, s string) {
 // query (?api_key=…), its password, its user name (a token is often the
 // whole userinfo, https://TOKEN@host, and Go's HTTP errors mask only a
 // password) and its path segments that look like keys (/mcp/<key>/sse,
-// see httpguard.CredentialLike). Go's HTTP errors quote the whole URL.
+// see redact.CredentialLike). Go's HTTP errors quote the whole URL.
 func (v *Values) URL(raw string) {
 	u, err := url.Parse(raw)
 	if err != nil || raw == "" {
@@ -86,7 +86,7 @@ func (v *Values) URL(raw string) {
 		v.vals = append(v.vals, name)
 	}
 	for _, seg := range strings.Split(u.EscapedPath(), "/") {
-		if httpguard.CredentialLike(seg) {
+		if redact.CredentialLike(seg) {
 			v.vals = append(v.vals, seg)
 		}
 	}

@@ -22,6 +22,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v4"
+
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 )
 
 // Error is one problem in a config file.
@@ -63,6 +65,8 @@ type Doc struct {
 	// expanded marks scalars whose value came from a variable, so that
 	// messages never quote them (they may be secrets).
 	expanded map[*yaml.Node]bool
+	// failed are the keys Decode reported errors at.
+	failed []string
 }
 
 // Parse reads YAML text. file names the source in messages.
@@ -142,29 +146,78 @@ func (d *Doc) Decode(dst any, lookup Lookup) (warnings []string, err error) {
 	if d.root == nil {
 		return nil, nil
 	}
-	c := &checker{doc: d, paths: map[[2]int]string{}, ignored: map[*yaml.Node]bool{}, done: map[*yaml.Node]bool{}, aliasChecked: map[aliasCheck]bool{}}
+	c := &checker{doc: d, paths: map[[2]int]string{}, types: map[[2]int]reflect.Type{}, ignored: map[*yaml.Node]bool{}, done: map[*yaml.Node]bool{}, aliasChecked: map[aliasCheck]bool{}}
 	c.checkKeys(d.root, rv.Elem().Type(), "", true)
+	// A duplicate key, reported, is dropped: the decoder would stop at it
+	// and leave the rest of the file undecoded.
+	for _, dp := range c.dups {
+		if i := slices.Index(dp.mapping.Content, dp.key); i >= 0 && i+1 < len(dp.mapping.Content) {
+			dp.mapping.Content = slices.Delete(dp.mapping.Content, i, i+2)
+		}
+	}
 	c.expand(d.root, "", lookup)
-	if len(c.errs) > 0 {
-		return c.warnings, errors.Join(c.errs...)
-	}
+	// The decoder runs even after key errors, so that one run reports every
+	// error of the file: the values already reported were replaced by null
+	// (blank), so it does not report them again.
+	errs := c.errs
 	if err := d.root.Decode(dst); err != nil {
-		return c.warnings, c.decodeError(err)
+		for _, e := range c.decodeErrors(err) {
+			if !slices.ContainsFunc(errs, func(x error) bool { fe, ok := x.(*Error); return ok && sameSpot(fe, e) }) {
+				errs = append(errs, e)
+			}
+		}
 	}
-	return c.warnings, nil
+	for _, e := range errs {
+		if fe, ok := e.(*Error); ok {
+			d.failed = append(d.failed, fe.Key)
+		}
+	}
+	return c.warnings, errors.Join(errs...)
+}
+
+// sameSpot reports whether two errors are about one key on one line.
+func sameSpot(a, b *Error) bool {
+	return a.Key == b.Key && a.Line == b.Line
+}
+
+// Failed reports whether Decode found an error at key, at a key that holds
+// it, or at one of its own keys: a check of the decoded value there would
+// only repeat it (a value that did not decode is zero: "id is required"
+// beside "agents[0].id: expected a string").
+func (d *Doc) Failed(key string) bool {
+	for _, k := range d.failed {
+		if key == k || k != "" && (strings.HasPrefix(key, k+".") || strings.HasPrefix(key, k+"[")) || key == parentKey(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// parentKey is the key holding key: "agents[0]" for "agents[0].id",
+// "agents" for "agents[0]", "" at the top.
+func parentKey(key string) string {
+	if i := strings.LastIndexAny(key, ".["); i >= 0 {
+		return key[:i]
+	}
+	return ""
 }
 
 type checker struct {
 	doc      *Doc
 	errs     []error
 	warnings []string
-	ignored  map[*yaml.Node]bool // values of unknown top-level sections
-	done     map[*yaml.Node]bool // scalars already expanded (an anchor used twice)
-	paths    map[[2]int]string   // node position → key path, for decode errors
+	ignored  map[*yaml.Node]bool     // values of unknown top-level sections
+	done     map[*yaml.Node]bool     // scalars already expanded (an anchor used twice)
+	paths    map[[2]int]string       // node position → key path, for decode errors
+	types    map[[2]int]reflect.Type // node position → the type it decodes into
+	dups     []dup
 	// aliasChecked records anchored values already checked as a type, and
 	// (with a nil type) already expanded.
 	aliasChecked map[aliasCheck]bool
 }
+
+// dup is a key written twice in a mapping (its second occurrence).
+type dup struct{ mapping, key *yaml.Node }
 
 type aliasCheck struct {
 	node *yaml.Node
@@ -257,6 +310,7 @@ func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	c.types[[2]int{n.Line, n.Column}] = t
 	if t == nodeType || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) {
 		c.indexPaths(n, path)
 		return
@@ -276,6 +330,7 @@ func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool)
 			c.paths[[2]int{k.Line, k.Column}] = kp
 			if seen[key] {
 				c.errorf(k, kp, "duplicate key")
+				c.dups = append(c.dups, dup{n, k})
 				continue
 			}
 			seen[key] = true
@@ -288,6 +343,15 @@ func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool)
 					// Claude Desktop spelling) would silently drop what it
 					// holds: an error, not a warning.
 					c.errorf(k, kp, "unknown section: did you mean `%s`?", guess)
+				case top && len(sectionKeys(key, v, fields)) > 0:
+					// A key dedented out of its section (addr: at the top)
+					// would be dropped and its default used: an error. Only
+					// a value of the key's own shape counts, so a section of
+					// another program's config that happens to share a
+					// key's name (a mapping where a string belongs) stays
+					// a warning.
+					c.errorf(k, kp, "not a section: did you mean %s? (a section's key is indented under it)", strings.Join(sectionKeys(key, v, fields), " or "))
+					c.ignored[v] = true
 				case top:
 					c.warnings = append(c.warnings, fmt.Sprintf("%s:%d: unknown section %q ignored", c.doc.File, k.Line, key))
 					c.ignored[v] = true // nor are its ${VAR}s expanded
@@ -296,6 +360,12 @@ func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool)
 				default:
 					c.errorf(k, kp, "unknown key (known: %s)", knownNames(fields))
 				}
+				continue
+			}
+			if alt := otherShape(key, v, fields[j], fields); alt != "" {
+				// mcp_server: holding a list (mcp_servers' entries).
+				c.errorf(k, kp, "%s here, but %s takes %s: did you mean `%s`?", shapeOf(v), key, shapeOfType(fields[j].typ), join(path, alt))
+				blank(v)
 				continue
 			}
 			c.checkKeys(v, fields[j].typ, kp, false)
@@ -312,6 +382,7 @@ func (c *checker) checkKeys(n *yaml.Node, t reflect.Type, path string, top bool)
 			c.paths[[2]int{k.Line, k.Column}] = kp
 			if seen[k.Value] {
 				c.errorf(k, kp, "duplicate key")
+				c.dups = append(c.dups, dup{n, k})
 				continue
 			}
 			seen[k.Value] = true
@@ -347,6 +418,107 @@ func nearest(key string, fields []field) string {
 		}
 	}
 	return best
+}
+
+// sectionKeys are the keys (as `server.addr`, `agents[].timeout`) that a
+// top-level key not naming a section names in a section of fields, where
+// its value has the shape that key takes.
+func sectionKeys(key string, v *yaml.Node, fields []field) []string {
+	var out []string
+	for _, f := range fields {
+		t, name := deref(f.typ), f.name
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			t, name = deref(t.Elem()), name+"[]"
+		}
+		if t.Kind() != reflect.Struct || t == nodeType {
+			continue
+		}
+		for _, sf := range structFields(t) {
+			if sf.name == key && fits(v, sf.typ) {
+				out = append(out, "`"+name+"."+key+"`")
+			}
+		}
+	}
+	return out
+}
+
+// otherShape is the sibling of f that a value of the wrong shape for f was
+// most likely meant for (mcp_server: with a list, for mcp_servers), or "".
+func otherShape(key string, v *yaml.Node, f field, fields []field) string {
+	if fits(v, f.typ) {
+		return ""
+	}
+	var fitting []field
+	for _, g := range fields {
+		if g.name != f.name && fits(v, g.typ) {
+			fitting = append(fitting, g)
+		}
+	}
+	return nearest(key, fitting)
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+// fits reports whether a node of v's kind can decode into t: a list into a
+// slice, a mapping into a struct or map, a scalar into anything else (null
+// and types that decode themselves fit everything).
+func fits(v *yaml.Node, t reflect.Type) bool {
+	for v.Kind == yaml.AliasNode && v.Alias != nil {
+		v = v.Alias
+	}
+	t = deref(t)
+	if t == nodeType || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return true
+	}
+	switch v.Kind {
+	case yaml.SequenceNode:
+		return t.Kind() == reflect.Slice || t.Kind() == reflect.Array
+	case yaml.MappingNode:
+		return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
+	case yaml.ScalarNode:
+		if v.Tag == "!!null" || v.Value == "" && v.Style == 0 {
+			return true
+		}
+		switch t.Kind() {
+		case reflect.Struct, reflect.Map, reflect.Slice, reflect.Array:
+			return false
+		}
+	}
+	return true
+}
+
+// shapeOf names a node's kind as the config's words do.
+func shapeOf(v *yaml.Node) string {
+	switch v.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	}
+	return "a single value"
+}
+
+// shapeOfType names what a Go type takes, in the config's words (never the
+// Go type's name).
+func shapeOfType(t reflect.Type) string {
+	switch deref(t).Kind() {
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "a mapping"
+	}
+	return "a single value"
+}
+
+// blank replaces a value already reported by null, so the decoder leaves
+// its field zero instead of reporting it again.
+func blank(n *yaml.Node) {
+	*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: n.Line, Column: n.Column}
 }
 
 // editDistance is the Levenshtein distance of a and b (bytes).
@@ -422,6 +594,7 @@ func (c *checker) expand(n *yaml.Node, path string, lookup Lookup) {
 		out, usedVar, err := Expand(n.Value, lookup)
 		if err != nil {
 			c.errorf(n, path, "%v", err)
+			blank(n)
 			return
 		}
 		n.Value = out
@@ -525,7 +698,7 @@ func secretTarget(goType string) bool { return strings.Contains(goType, "secret.
 // typeMessage rewrites the decoder's message in the config's terms. The
 // value is quoted only when it was written in the file, never when it came
 // from a variable (it may be a secret).
-func typeMessage(msg string, hideValue bool) string {
+func typeMessage(msg string, hideValue bool, target reflect.Type) string {
 	m := typeErrRE.FindStringSubmatch(msg)
 	if m != nil && secretTarget(m[3]) {
 		hideValue = true
@@ -543,44 +716,68 @@ func typeMessage(msg string, hideValue bool) string {
 	if m[2] != "" && !hideValue {
 		got += " " + strings.TrimSpace(m[2])
 	}
-	want := goTypeName[m[3]]
-	switch {
-	case want != "":
-	case strings.HasPrefix(m[3], "[]"):
-		want = "a list"
-	case strings.HasPrefix(m[3], "map["):
-		want = "a mapping"
-	default:
-		want = "a mapping (" + m[3] + ")"
-		if !strings.Contains(m[3], ".") {
-			want = m[3]
-		}
-	}
-	return fmt.Sprintf("expected %s, got %s", want, got)
+	return fmt.Sprintf("expected %s, got %s", wantOf(strings.TrimLeft(m[3], "*"), target), got)
 }
 
-func (c *checker) decodeError(err error) error {
+var (
+	intType   = regexp.MustCompile(`^u?int(8|16|32|64)?$`)
+	floatType = regexp.MustCompile(`^float(32|64)$`)
+)
+
+// wantOf says what the decoder's target type (its name, and the type when
+// the checker saw it) takes in the config's words: no message names a Go
+// type (mcpserver.Config), which a person writing YAML has no use for.
+func wantOf(goType string, target reflect.Type) string {
+	switch want := goTypeName[goType]; {
+	case want != "":
+		return want
+	case strings.HasPrefix(goType, "[]"), strings.HasPrefix(goType, "["):
+		return "a list"
+	case strings.HasPrefix(goType, "map["):
+		return "a mapping"
+	case intType.MatchString(goType):
+		return "a whole number"
+	case floatType.MatchString(goType):
+		return "a number"
+	}
+	if target != nil {
+		switch target.Kind() {
+		case reflect.Struct, reflect.Map:
+			return "a mapping"
+		case reflect.String:
+			return "a string"
+		case reflect.Bool:
+			return "true or false"
+		}
+	}
+	if strings.HasPrefix(goType, "struct") || strings.Contains(goType, ".") {
+		return "a mapping" // a section or an entry, most likely
+	}
+	return "a value of another kind"
+}
+
+func (c *checker) decodeErrors(err error) []*Error {
 	var les *yaml.LoadErrors
 	if !errors.As(err, &les) {
 		var le *yaml.LoadError
 		if errors.As(err, &le) {
 			les = &yaml.LoadErrors{Errors: []*yaml.LoadError{le}}
 		} else {
-			return &Error{File: c.doc.File, Msg: err.Error()}
+			return []*Error{{File: c.doc.File, Msg: err.Error()}}
 		}
 	}
-	var errs []error
+	var errs []*Error
 	for _, le := range les.Errors {
 		path := c.paths[[2]int{le.Mark.Line, le.Mark.Column}]
 		n := c.nodeAt(le.Mark.Line, le.Mark.Column)
-		msg := typeMessage(le.Message, n == nil || c.doc.expanded[n])
+		msg := typeMessage(le.Message, n == nil || c.doc.expanded[n], c.types[[2]int{le.Mark.Line, le.Mark.Column}])
 		if strings.HasSuffix(path, "_bytes") {
 			// A size the unit pattern did not take: say what sizes look like.
 			msg = strings.Replace(msg, "expected a whole number", "expected a size in bytes (a number, or with a unit: 512KB, 8MiB; units B, KB, MB, GB, KiB, MiB, GiB)", 1)
 		}
 		errs = append(errs, &Error{File: c.doc.File, Line: le.Mark.Line, Key: path, Msg: msg})
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func (c *checker) nodeAt(line, col int) *yaml.Node {
@@ -681,6 +878,17 @@ func splitPath(path string) []segment {
 	return segs
 }
 
+// FieldErrors positions what a Validate of the value at path returned: each
+// *cfgerr.Error in err (joined ones too) at its key below path, read from
+// the error's Key and never from its text; another error at path.
+func (d *Doc) FieldErrors(path string, err error) []error {
+	var errs []error
+	for _, e := range cfgerr.Split(err) {
+		errs = append(errs, d.Errorf(cfgerr.Join(path, e.Key), "%s", e.Msg))
+	}
+	return errs
+}
+
 // Validator is a config section that checks itself.
 type Validator interface{ Validate() error }
 
@@ -709,7 +917,7 @@ func (d *Doc) ValidateTree(path string, v reflect.Value) []error {
 	}
 	if val != nil {
 		if err := val.Validate(); err != nil {
-			return []error{d.Errorf(path, "%v", err)}
+			return d.FieldErrors(path, err)
 		}
 		switch v.Kind() {
 		case reflect.Slice, reflect.Array, reflect.Map:

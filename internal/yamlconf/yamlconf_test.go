@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 )
 
 func env(m map[string]string) Lookup {
@@ -392,4 +394,47 @@ func FuzzQuoteFlowVars(f *testing.F) {
 			t.Fatalf("more than quote pairs changed: %q → %q", in, out)
 		}
 	})
+}
+
+// limits reports two problems at once: one with a nested key, one about
+// the section whose text looks like "key: message".
+type limits struct {
+	Inner struct {
+		Max int `yaml:"max"`
+	} `yaml:"inner"`
+}
+
+func (l limits) Validate() error {
+	if l.Inner.Max < 0 {
+		return errors.Join(cfgerr.Errorf("inner.max", "is %d: under 0", l.Inner.Max), errors.New("name: text, not a key"))
+	}
+	return nil
+}
+
+// A Validate's typed errors are positioned by their Key, each of them, and
+// their text is never read for a key: a plain error stays at the section.
+func TestValidateTreeFieldErrors(t *testing.T) {
+	d, err := Parse("c.yaml", []byte("limits:\n  inner:\n    max: -1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Limits limits `yaml:"limits"`
+	}
+	if _, err := d.Decode(&c, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	errs := d.ValidateTree("", reflect.ValueOf(&c).Elem())
+	var got []string
+	for _, e := range errs {
+		var fe *Error
+		if !errors.As(e, &fe) {
+			t.Fatalf("%T %v", e, e)
+		}
+		got = append(got, fmt.Sprintf("%d|%s|%s", fe.Line, fe.Key, fe.Msg))
+	}
+	want := []string{"3|limits.inner.max|is -1: under 0", "1|limits|name: text, not a key"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("errors %q, want %q", got, want)
+	}
 }

@@ -13,7 +13,8 @@
 //
 // Events travel as their JSON wire form on core NATS subjects
 // "<prefix>.<type>", so an exact-type filter is filtered by the server and
-// other processes can tap the lattice with a plain `nats sub 'axocoatl.>'`.
+// other processes can tap the lattice with a plain `nats sub 'axocoatl.>'`;
+// an event's class travels in the ClassHeader header.
 // Delivery is at most once, as on the in-memory bus: each subscriber has a
 // bounded buffer and counts what it misses ([lattice.Subscription.Missed]);
 // no subscriber slows another. A subscription also has Drain(ctx) error
@@ -79,6 +80,12 @@ const NodeHeader = "Axocoatl-Node"
 // SeqHeader numbers a node's events, from 1 for each Bus, in publish
 // order: a subscriber that sees a gap knows how many it missed.
 const SeqHeader = "Axocoatl-Seq"
+
+// ClassHeader carries an event's class, which its JSON form does not: it
+// is "telemetry" on a telemetry event and absent on any other, which a
+// Filter then takes for coordination (as an event of a node that predates
+// the header is taken).
+const ClassHeader = "Axocoatl-Class"
 
 // MaxTrackedNodes bounds the nodes whose numbering one subscription
 // follows (gap counting); beyond it the tracking is cleared.
@@ -165,6 +172,9 @@ func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 	// Validated: the payload is an object, so the encoding cannot fail.
 	data := ev.AppendJSON(make([]byte, 0, 96+len(ev.ID)+len(ev.Type)+len(ev.ProducedBy)+len(ev.Payload)))
 	msg := &natsgo.Msg{Subject: b.subject(ev.Type), Data: data, Header: natsgo.Header{NodeHeader: []string{b.node}}}
+	if ev.EffectiveClass() == lattice.ClassTelemetry {
+		msg.Header[ClassHeader] = []string{lattice.ClassTelemetry.String()}
+	}
 	b.pubMu.Lock()
 	// A failed publish keeps its number: the gap tells other nodes.
 	b.seq++
@@ -178,7 +188,7 @@ func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 		b.failed.Add(1)
 		b.mu.Lock()
 		for s := range b.subs {
-			if !s.whole && s.filter.Match(ev.Type) {
+			if !s.whole && s.filter.Match(ev) {
 				s.missed.Add(1)
 			}
 		}
@@ -272,8 +282,14 @@ func (s *subscription) deliver(m *natsgo.Msg) {
 	if s.whole {
 		s.countGap(node, m.Header.Get(SeqHeader))
 	}
-	if err := json.Unmarshal(m.Data, &ev); err != nil || !s.filter.Match(ev.Type) {
-		return // not an event of ours, or one a glob filter does not want
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		return // not an event of ours
+	}
+	if m.Header.Get(ClassHeader) == lattice.ClassTelemetry.String() {
+		ev.Class = lattice.ClassTelemetry
+	}
+	if !s.filter.Match(ev) {
+		return // one a glob or class filter does not want
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

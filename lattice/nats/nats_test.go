@@ -11,9 +11,6 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 
-	axocoatl "github.com/axocoatl/axocoatl-go"
-	"github.com/axocoatl/axocoatl-go/agent"
-	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 )
@@ -47,10 +44,17 @@ func connect(t *testing.T, ns *server.Server, prefix string) *latticenats.Bus {
 
 func publish(t *testing.T, b lattice.Bus, typ string, n int) {
 	t.Helper()
+	publishClass(t, b, typ, 0, n)
+}
+
+// publishClass publishes an event its publisher declares of class c.
+func publishClass(t *testing.T, b lattice.Bus, typ string, c lattice.Class, n int) {
+	t.Helper()
 	ev, err := lattice.New(typ, "test", map[string]int{"n": n})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ev.Class = c
 	if err := b.Publish(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +88,10 @@ func TestTwoProcessesShareTheLatticeInOrder(t *testing.T) {
 	}
 	strangers, _ := other.Subscribe(lattice.Filter{}, 100)
 	for i := range 50 {
-		publish(t, a, "TaskCompleted", i)
+		publish(t, a, "JobDone", i)
 	}
 	for i := range 50 {
-		if typ, n := receive(t, all); typ != "TaskCompleted" || n != i {
+		if typ, n := receive(t, all); typ != "JobDone" || n != i {
 			t.Fatalf("event %d: got %s %d", i, typ, n)
 		}
 	}
@@ -101,16 +105,18 @@ func TestTwoProcessesShareTheLatticeInOrder(t *testing.T) {
 func TestFiltersAndOddTypes(t *testing.T) {
 	ns := embedded(t)
 	bus := connect(t, ns, "")
-	exact, _ := bus.Subscribe(lattice.Filter{Types: []string{"AgentFailed"}}, 10)
-	glob, _ := bus.Subscribe(lattice.Filter{Types: []string{"Tool*"}}, 10)
+	other := connect(t, ns, "") // another process: the class crosses NATS
+	exact, _ := bus.Subscribe(lattice.Filter{Types: []string{"JobLost"}}, 10)
+	glob, _ := bus.Subscribe(lattice.Filter{Types: []string{"Step*"}}, 10)
 	coord, _ := bus.Subscribe(lattice.Filter{Class: lattice.ClassCoordination}, 10)
 	odd, _ := bus.Subscribe(lattice.Filter{Types: []string{"deploy.done >"}}, 10)
+	tel, _ := other.Subscribe(lattice.Filter{Class: lattice.ClassTelemetry}, 10)
 
-	publish(t, bus, "ToolCalled", 1)     // telemetry: glob only
-	publish(t, bus, "AgentFailed", 2)    // exact + coordination
-	publish(t, bus, "deploy.done >", 3)  // custom, subject-unsafe: odd + coordination
-	publish(t, bus, "deploy.done", 4)    // must not reach odd
-	publish(t, bus, "AgentActivated", 5) // telemetry, nobody but...nobody
+	publishClass(t, bus, "StepBegun", lattice.ClassTelemetry, 1)  // telemetry: glob and tel only
+	publishClass(t, bus, "JobLost", lattice.ClassCoordination, 2) // exact + coordination
+	publish(t, bus, "deploy.done >", 3)                           // custom, subject-unsafe: odd + coordination
+	publish(t, bus, "deploy.done", 4)                             // must not reach odd
+	publishClass(t, bus, "Started", lattice.ClassTelemetry, 5)    // telemetry: tel only
 
 	expect := func(name string, s lattice.Subscription, want ...int) {
 		t.Helper()
@@ -128,6 +134,7 @@ func TestFiltersAndOddTypes(t *testing.T) {
 	expect("exact", exact, 2)
 	expect("glob", glob, 1)
 	expect("coordination", coord, 2, 3, 4)
+	expect("telemetry on another connection", tel, 1, 5)
 	expect("odd", odd, 3)
 }
 
@@ -190,39 +197,6 @@ func TestClose(t *testing.T) {
 	}
 }
 
-// An Engine on the NATS lattice: its events reach a subscriber in another
-// "process" (a second connection) on the same server.
-func TestEngineOnNATS(t *testing.T) {
-	ns := embedded(t)
-	engineBus, watcher := connect(t, ns, ""), connect(t, ns, "")
-	done, _ := watcher.Subscribe(lattice.Filter{Types: []string{lattice.TaskCompleted}}, 10)
-
-	e := axocoatl.New(axocoatl.Options{Bus: engineBus})
-	defer e.Close(context.Background())
-	if err := e.AddAgent(agent.Spec{ID: "assistant"}, provider.EchoModel{}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Execute(context.Background(), "assistant", "over nats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case ev := <-done.Events():
-		var p struct {
-			TaskID string `json:"task_id"`
-			Output string `json:"output"`
-		}
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
-			t.Fatal(err)
-		}
-		if p.TaskID != res.TaskID || p.Output != "over nats" {
-			t.Fatalf("TaskCompleted payload %s", ev.Payload)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("TaskCompleted did not cross NATS")
-	}
-}
-
 // A Local subscriber sees only what its own Bus published; an unfiltered
 // one sees every node's events. Both nodes publish interleaved.
 func TestLocalSubscribersSeeTheirOwnNode(t *testing.T) {
@@ -235,11 +209,11 @@ func TestLocalSubscribersSeeTheirOwnNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bLocal, _ := b.Subscribe(lattice.Filter{Local: true, Types: []string{"Task*"}}, 100)
+	bLocal, _ := b.Subscribe(lattice.Filter{Local: true, Types: []string{"Job*"}}, 100)
 	bAll, _ := b.Subscribe(lattice.Filter{}, 100)
 	for i := range 10 {
-		publish(t, a, "TaskCompleted", i)
-		publish(t, b, "TaskCompleted", 100+i)
+		publish(t, a, "JobDone", i)
+		publish(t, b, "JobDone", 100+i)
 	}
 	for i := range 10 {
 		if _, n := receive(t, aLocal); n != i {

@@ -39,7 +39,7 @@ func newHarness(t *testing.T, kind string, cfg provider.Config, spec agent.Spec)
 	if err := e.AddAgent(spec, model); err != nil {
 		t.Fatal(err)
 	}
-	sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{lattice.AgentFailed}}, 16)
+	sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventAgentFailed}}, 16)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,37 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+)
+
+// promptUser puts the approval to the door's user; a verdict from anywhere
+// else that comes first cancels ctx.
+func (m *Module) promptUser(ctx context.Context, pr axocoatl.UserPrompter, info PendingApproval) {
+	msg := fmt.Sprintf("Agent %s wants to call tool %s", info.AgentID, info.Tool)
+	if info.Server != "" {
+		msg += " (server " + info.Server + ")"
+	}
+	msg += " with arguments " + info.Arguments + ". Accept to allow this call once; decline to deny it."
+	ans, err := pr.PromptUser(ctx, axocoatl.UserPrompt{Message: msg})
+	if err != nil {
+		if ctx.Err() == nil {
+			m.log.Info("could not ask the user through the door; waiting for another verdict", "approval", info.ApprovalID, "error", err)
+		}
+		return
+	}
+	decision := Deny
+	if ans.Accepted {
+		decision = Allow
+	}
+	by := ans.By
+	if by == "" {
+		by = "user_prompt"
+	}
+	if _, err := m.resolveLocal(info.ApprovalID, decision, Once, by, ""); err != nil && !errors.Is(err, ErrAlreadyResolved) && !errors.Is(err, ErrNotFound) {
+		m.log.Warn("user's answer not applied", "approval", info.ApprovalID, "error", err)
+	}
+}

@@ -1,0 +1,144 @@
+package config
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/axocoatl/axocoatl-go/egress"
+	"github.com/axocoatl/axocoatl-go/mcpclient"
+	"github.com/axocoatl/axocoatl-go/secret"
+)
+
+// doctor and webhooks: a host that refuses connections and one that does
+// not resolve are failures, an unsigned webhook a warning; --send-test
+// sends a delivery the receiver verifies, and a receiver that refuses it
+// fails.
+func TestDoctorChecksWebhooks(t *testing.T) {
+	const hookSecret = "doctor-hook-secret-0123456789"
+	var (
+		mu       sync.Mutex
+		verified []string
+	)
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := egress.Verify(hookSecret, r.Header, body, 0); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		var m struct {
+			EventType string `json:"event_type"`
+		}
+		_ = json.Unmarshal(body, &m)
+		mu.Lock()
+		verified = append(verified, m.EventType)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer good.Close()
+	// A port that refuses: bound, then closed.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+
+	yaml := `agents: [{id: a}]
+webhooks:
+  - name: good
+    url: ` + good.URL + `/hook?token=query-secret-77
+    secret: ` + hookSecret + `
+  - name: plain
+    url: ` + good.URL + `/plain
+  - name: refused
+    url: http://` + refused + `/hook
+    secret: ` + hookSecret + `
+  - name: nohost
+    url: https://no-such-host.invalid/hook
+    secret: ` + hookSecret + `
+`
+	cfg, err := Parse("inline.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doctor := func(opts DoctorOptions) (string, bool) {
+		r := cfg.DoctorWith(context.Background(), opts)
+		var out bytes.Buffer
+		r.Print(&out)
+		if strings.Contains(out.String(), "query-secret-77") || strings.Contains(out.String(), hookSecret) {
+			t.Fatalf("doctor shows a secret:\n%s", out.String())
+		}
+		return out.String(), r.Failed()
+	}
+	out, failed := doctor(DoctorOptions{})
+	for _, want := range []string{
+		"ok   webhook good: ",
+		"warn webhook plain: unsigned",
+		"FAIL webhook refused: http://" + refused + "/hook: " + refused + " (127.0.0.1) accepts no connection: connect: connection refused",
+		"FAIL webhook nohost: https://no-such-host.invalid/hook: host no-such-host.invalid does not resolve",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, out)
+		}
+	}
+	if !failed {
+		t.Errorf("doctor did not fail:\n%s", out)
+	}
+	mu.Lock()
+	if len(verified) != 0 {
+		t.Errorf("doctor without --send-test sent %v", verified)
+	}
+	mu.Unlock()
+
+	out, _ = doctor(DoctorOptions{SendTest: true})
+	if !strings.Contains(out, "test delivery (WebhookTest) answered 204") {
+		t.Errorf("good webhook with --send-test:\n%s", out)
+	}
+	// The unsigned one reaches the same receiver, which refuses it.
+	if !strings.Contains(out, "FAIL webhook plain: ") || !strings.Contains(out, "test delivery answered 401, want 2xx") {
+		t.Errorf("unsigned webhook with --send-test against a verifying receiver:\n%s", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(verified) != 1 || verified[0] != egress.TestEventType {
+		t.Errorf("receiver verified %v, want one %s", verified, egress.TestEventType)
+	}
+}
+
+// npx and uvx fetch their packages: doctor lists the registries as the
+// server's egress (only the host of a registry URL that overrides them).
+func TestDoctorListsLauncherRegistries(t *testing.T) {
+	cfg := &Config{lookup: func(k string) (string, bool) {
+		if k == "UV_DEFAULT_INDEX" {
+			return "https://user:tok@pypi.internal.example/simple", true
+		}
+		return "", false
+	}}
+	r := &Report{}
+	addLauncherEgress(cfg, mcpclient.ServerConfig{Name: "n", Command: "/usr/bin/npx"}, r)
+	addLauncherEgress(cfg, mcpclient.ServerConfig{Name: "m", Command: "npx", Env: map[string]secret.Secret{"npm_config_registry": secret.Secret("https://npm.corp.example/")}}, r)
+	addLauncherEgress(cfg, mcpclient.ServerConfig{Name: "u", Command: "uvx"}, r)
+	addLauncherEgress(cfg, mcpclient.ServerConfig{Name: "g", Command: "go"}, r)
+	var out bytes.Buffer
+	r.Print(&out)
+	for _, want := range []string{
+		"registry.npmjs.org  (mcp server n (npx fetches its package))",
+		"npm.corp.example  (mcp server m (npx fetches its package))",
+		"pypi.internal.example  (mcp server u (uvx fetches its package))",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("egress lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "tok") || strings.Contains(out.String(), "mcp server g") {
+		t.Errorf("egress:\n%s", out.String())
+	}
+}

@@ -1,0 +1,255 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"unicode/utf8"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/internal/jsonio"
+	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+// ErrorBody is the API's error shape: {"error":{"code","message"}}, with
+// the task of a failed execute.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the inside of ErrorBody.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	TaskID  string `json:"task_id,omitempty"`
+}
+
+func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) bool {
+	return jsonio.DecodeJSON(w, r, dst)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) { jsonio.WriteJSON(w, status, v) }
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	jsonio.WriteError(w, status, code, msg)
+}
+
+func (m *Module) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// healthReady is 200 once the module is started and Config.Ready says the
+// host is (a request before that would run without its MCP servers'
+// tools), 503 from Shutdown on; the body lists each MCP server's state.
+func (m *Module) healthReady(w http.ResponseWriter, _ *http.Request) {
+	status, code := "ready", http.StatusOK
+	if !m.ready.Load() || m.cfg.Ready != nil && !m.cfg.Ready() {
+		status, code = "not_ready", http.StatusServiceUnavailable
+	}
+	var servers any = []any{}
+	if m.cfg.MCPServers != nil {
+		servers = m.cfg.MCPServers()
+	}
+	writeJSON(w, code, map[string]any{"status": status, "agents": len(m.eng.Agents()), "mcp_servers": servers})
+}
+
+func (m *Module) listTools(w http.ResponseWriter, _ *http.Request) {
+	if m.cfg.Tools != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"tools": m.cfg.Tools()})
+		return
+	}
+	type tool struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Server      string `json:"server,omitempty"`
+	}
+	out := []tool{}
+	for _, t := range m.eng.Tools() {
+		out = append(out, tool{t.Name, t.Description, t.Server})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
+}
+
+func (m *Module) serveMetrics(w http.ResponseWriter, r *http.Request) { m.met.handler.ServeHTTP(w, r) }
+
+// AgentView is an agent as GET /api/agents shows it.
+type AgentView struct {
+	ID            string   `json:"id"`
+	Name          string   `json:"name"`
+	Description   string   `json:"description"`
+	Provider      string   `json:"provider"`
+	Model         string   `json:"model"`
+	Status        string   `json:"status"` // idle | running
+	Running       int      `json:"running"`
+	Tools         []string `json:"tools"` // allow-list globs; null = all tools
+	MaxIterations int      `json:"max_iterations"`
+	TimeoutSecs   float64  `json:"timeout_secs"`
+	Node          string   `json:"node,omitempty"` // the daemon it runs on; omitted: this one
+}
+
+func viewOf(a axocoatl.AgentInfo) AgentView {
+	return AgentView{
+		ID: a.ID, Name: a.Name, Description: a.Description, Provider: a.Provider, Model: a.Model,
+		Status: a.Status(), Running: a.Running, Tools: a.Tools,
+		MaxIterations: a.MaxIterations, TimeoutSecs: a.Timeout.Seconds(), Node: a.Node,
+	}
+}
+
+func (m *Module) listAgents(w http.ResponseWriter, _ *http.Request) {
+	infos := m.eng.Agents()
+	out := make([]AgentView, len(infos))
+	for i, info := range infos {
+		out[i] = viewOf(info)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+}
+
+func (m *Module) getAgent(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	info, err := m.eng.Agent(id)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("agent %q not found", id))
+		return
+	}
+	writeJSON(w, http.StatusOK, viewOf(info))
+}
+
+type executeRequest struct {
+	Input *string `json:"input"`
+}
+
+// ExecuteResponse is the answer of POST /api/agents/{id}/execute.
+type ExecuteResponse struct {
+	TaskID  string `json:"task_id"`
+	AgentID string `json:"agent_id"`
+	Status  string `json:"status"`
+	Output  string `json:"output"`
+}
+
+func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	info, err := m.eng.Agent(id)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("agent %q not found", id))
+		return
+	}
+	var req executeRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	if req.Input == nil {
+		writeError(w, http.StatusBadRequest, "bad_request", `"input" is required: {"input": "…"}`)
+		return
+	}
+	ctx := r.Context()
+	if m.cfg.RequestTimeout < info.Timeout {
+		// The Engine bounds the run by the agent's timeout already; a
+		// second timer is needed only when the request's bound is shorter.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, m.cfg.RequestTimeout, errRequestTimeout)
+		defer cancel()
+	}
+	res, err := m.eng.ExecuteRequest(ctx, axocoatl.Request{AgentID: id, Input: *req.Input, Source: axocoatl.SourceAPI})
+	if err != nil {
+		status, code := executeStatus(err)
+		msg := err.Error()
+		if errors.Is(context.Cause(ctx), errRequestTimeout) && errors.Is(err, context.DeadlineExceeded) {
+			// The Engine words it as the agent's own timeout, which did
+			// not fire: name the bound that did.
+			msg = fmt.Sprintf("agent %s: timed out after %s (server.request_timeout): %v", id, m.cfg.RequestTimeout, context.DeadlineExceeded)
+		}
+		if errors.Is(err, axocoatl.ErrBusy) {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeJSON(w, status, ErrorBody{ErrorDetail{Code: code, Message: msg, TaskID: res.TaskID}})
+		return
+	}
+	writeJSON(w, http.StatusOK, ExecuteResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output})
+}
+
+// errRequestTimeout is the cause of an execute cut by server.request_timeout.
+var errRequestTimeout = errors.New("server.request_timeout")
+
+// executeStatus maps an Execute error to its HTTP status, in one place.
+func executeStatus(err error) (int, string) {
+	switch {
+	case errors.Is(err, axocoatl.ErrAgentNotFound):
+		return http.StatusNotFound, "not_found"
+	case errors.Is(err, axocoatl.ErrUnavailable): // another daemon's agent, out of reach now
+		return http.StatusServiceUnavailable, "cluster_unavailable"
+	case errors.Is(err, axocoatl.ErrBusy):
+		return http.StatusServiceUnavailable, "busy"
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, "timeout"
+	case errors.Is(err, provider.ErrProvider):
+		return http.StatusBadGateway, "provider_failed"
+	case errors.Is(err, axocoatl.ErrClosed):
+		return http.StatusServiceUnavailable, "shutting_down"
+	case errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable, "canceled"
+	}
+	return http.StatusInternalServerError, "agent_failed"
+}
+
+// eventTypeRE is the shape of a custom event type.
+var eventTypeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]{0,127}$`)
+
+type publishRequest struct {
+	Type       string          `json:"type"`
+	Payload    json.RawMessage `json:"payload"`
+	ProducedBy string          `json:"produced_by"`
+}
+
+func (m *Module) publishEvent(w http.ResponseWriter, r *http.Request) {
+	var req publishRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	switch {
+	case req.Type == "":
+		writeError(w, http.StatusBadRequest, "bad_request", `"type" is required`)
+		return
+	case !eventTypeRE.MatchString(req.Type):
+		writeError(w, http.StatusBadRequest, "bad_request", `"type" must start with a letter and use only letters, digits and _ . : - (at most 128)`)
+		return
+	case m.isReserved(req.Type):
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("%q is published by the runtime itself; choose another type", req.Type))
+		return
+	}
+	if !utf8.Valid(req.Payload) {
+		// JSON is UTF-8; the event would reach WebSocket text frames,
+		// which a browser drops the whole connection over.
+		writeError(w, http.StatusBadRequest, "bad_request", `"payload" is not valid UTF-8`)
+		return
+	}
+	if len(req.Payload) == 0 || string(req.Payload) == "null" {
+		req.Payload = json.RawMessage("{}")
+	}
+	if req.ProducedBy == "" {
+		req.ProducedBy = "api"
+	}
+	if len(req.ProducedBy) > 128 {
+		writeError(w, http.StatusBadRequest, "bad_request", `"produced_by" longer than 128 characters`)
+		return
+	}
+	ev, err := lattice.New(req.Type, req.ProducedBy, req.Payload)
+	if err == nil {
+		err = ev.Validate()
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", `"payload" must be a JSON object`)
+		return
+	}
+	ev.Class = m.eng.ClassOf(ev.Type)
+	if err := m.eng.Bus().Publish(r.Context(), ev); err != nil {
+		// Closed, or NATS away with its reconnect buffer full: the event
+		// is lost and counted as missed; the reason carries no secret.
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the event bus cannot take the event: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": ev.ID, "type": ev.Type})
+}

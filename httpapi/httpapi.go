@@ -1,0 +1,274 @@
+// Package httpapi is an Engine's operator door as a Module: the HTTP API
+// (agents, execute, tools, custom events), the health checks, Prometheus
+// metrics, the WebSocket event stream GET /api/events and the dashboard
+// page. It is what the daemon serves besides the protocol modules, and what
+// a host embedding the library mounts to get the same (config.Runtime's
+// Mount does).
+//
+// The module meets the others only through the Engine (agents, tools, the
+// lattice, the HTTP guard) and through the hooks of its [Config] (readiness,
+// tool listing, approvals), which the host composes (config.Build does).
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/httpapi/dashboard"
+	"github.com/axocoatl/axocoatl-go/internal/jsonio"
+	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
+	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+// Defaults of zero Config fields.
+const (
+	DefaultRequestTimeout = 5 * time.Minute
+	// DefaultHistoryEvents is how many recent events a new event stream
+	// gets in its ready frame.
+	DefaultHistoryEvents = 500
+	// DefaultHistoryPayload bounds the payload of one history event; a
+	// larger one is kept without its payload.
+	DefaultHistoryPayload = 16 << 10
+)
+
+// Config configures the Module. The zero value is usable: an API over the
+// Engine alone, always ready, no approvals.
+type Config struct {
+	// RequestTimeout bounds one execute request (the run is cancelled
+	// after it, with 504). Zero: DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// Ready reports whether what the host waits for at boot is done (the
+	// first connect of its MCP servers): GET /health/ready answers 503
+	// until it is, and from Shutdown on. Zero: ready once started.
+	Ready func() bool
+	// MCPServers is the "mcp_servers" list of GET /health/ready (each
+	// server's state). Zero: an empty list.
+	MCPServers func() any
+	// Tools is the "tools" list of GET /api/tools. Zero: the Engine's
+	// tools (name, description, server).
+	Tools func() any
+	// Approvals connect the event stream to an approval gate. Zero: none
+	// (the ready frame lists none, approve commands get an error frame).
+	Approvals Approvals
+	// Collectors are registered on the /metrics registry beside the
+	// module's own counters (another module's, egress's). Zero: none.
+	Collectors []prometheus.Collector
+	// ReservedEvents are event types clients may not publish besides those
+	// the Engine and its started modules declare ([axocoatl.Engine.Declared]):
+	// the events of modules this host did not start but another daemon on
+	// a shared lattice may (config passes every module's). Zero: none.
+	ReservedEvents []string
+	// HistoryEvents bounds the recent events of the ready frame. Zero:
+	// DefaultHistoryEvents.
+	HistoryEvents int
+	// Logger receives the module's logs. Zero: the Engine's.
+	Logger *slog.Logger
+}
+
+// Approvals are what the event stream needs from an approval gate.
+type Approvals struct {
+	// Pending lists the pending approvals for the ready frame, each as its
+	// JSON shape (the ApprovalRequested payload).
+	Pending func(ctx context.Context) []any
+	// Resolve takes a decision ("allow" | "deny", remember "once" |
+	// "always") from a WebSocket client. Its error text is sent back to
+	// the client, so it must not contain secrets.
+	Resolve func(ctx context.Context, approvalID, decision, remember string) error
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	switch {
+	case c.RequestTimeout < 0:
+		return errors.New("httpapi: RequestTimeout must not be negative")
+	case c.HistoryEvents < 0:
+		return errors.New("httpapi: HistoryEvents must not be negative")
+	}
+	return nil
+}
+
+// Module serves the API. Create it with [New] and pass it to
+// [axocoatl.Engine.Use]; it is an [axocoatl.HTTPModule].
+type Module struct {
+	cfg Config
+
+	mu   sync.Mutex
+	life lifecycle.State
+	// reserved is Config.ReservedEvents as a set.
+	reserved map[string]bool
+	eng      *axocoatl.Engine
+	log      *slog.Logger
+	handler  atomic.Pointer[http.Handler]
+	ready    atomic.Bool
+	met      *metrics
+	hist     *lattice.History
+	stream   *stream
+	// endStreams cancels the streams' context (Shutdown).
+	endStreams context.CancelFunc
+}
+
+// New returns a Module; it serves once started by [axocoatl.Engine.Use].
+func New(cfg Config) (*Module, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.HistoryEvents == 0 {
+		cfg.HistoryEvents = DefaultHistoryEvents
+	}
+	m := &Module{cfg: cfg, reserved: make(map[string]bool, len(cfg.ReservedEvents))}
+	for _, t := range cfg.ReservedEvents {
+		m.reserved[t] = true
+	}
+	return m, nil
+}
+
+// Name, Start and Stop make the Module an axocoatl.Module.
+func (m *Module) Name() string { return "httpapi" }
+
+// Start subscribes the metrics counter and the history to the Engine's
+// lattice and builds the routes.
+func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.life.CheckStart("httpapi", nil); err != nil {
+		return err
+	}
+	m.eng, m.log = e, m.cfg.Logger
+	if m.log == nil {
+		m.log = e.Logger()
+	}
+	met, err := newMetrics(e.Bus(), m.isReserved, m.cfg.Collectors...)
+	if err != nil {
+		return err
+	}
+	hist, err := lattice.NewHistory(e.Bus(), m.cfg.HistoryEvents, DefaultHistoryPayload)
+	if err != nil {
+		met.close()
+		return err
+	}
+	streamCtx, end := context.WithCancel(context.Background())
+	m.met, m.hist, m.endStreams = met, hist, end
+	m.stream = &stream{m: m, ctx: streamCtx, history: hist}
+	mux := http.NewServeMux()
+	for _, d := range m.table() {
+		h := d.serve
+		if !d.guarded {
+			h = e.GuardHTTP(axocoatl.HTTPRoute{Public: d.Scope == axocoatl.ScopePublic, MaxBodyBytes: d.MaxBodyBytes}, h)
+		}
+		mux.Handle(d.Method+" "+d.Pattern, h)
+	}
+	var h http.Handler = mux
+	m.handler.Store(&h)
+	m.ready.Store(true)
+	m.life.MarkStarted()
+	return nil
+}
+
+// isReserved reports whether only the runtime publishes eventType.
+func (m *Module) isReserved(eventType string) bool {
+	return m.reserved[eventType] || m.eng.Declared(eventType)
+}
+
+// ServeHTTP serves the module's Routes. Before Start it answers 503
+// not_started.
+func (m *Module) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := m.handler.Load()
+	if h == nil {
+		jsonio.WriteError(w, http.StatusServiceUnavailable, "not_started", "httpapi: module not started: pass it to Engine.Use")
+		return
+	}
+	(*h).ServeHTTP(w, r)
+}
+
+// Shutdown begins a graceful stop: GET /health/ready answers 503, new
+// event streams are refused, and the open ones end with a 1001 close frame;
+// it waits within ctx for their close frames (http.Server.Shutdown does not
+// wait for hijacked connections). Call it beside http.Server.Shutdown.
+func (m *Module) Shutdown(ctx context.Context) {
+	m.ready.Store(false)
+	m.mu.Lock()
+	s, end := m.stream, m.endStreams
+	m.mu.Unlock()
+	if s != nil {
+		s.shutdown(ctx, end)
+	}
+}
+
+// Stop is Shutdown, then it ends the metrics counter and the history.
+func (m *Module) Stop(ctx context.Context) error {
+	m.Shutdown(ctx)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.life.Stop() {
+		m.met.close()
+		m.hist.Close()
+	}
+	return nil
+}
+
+// door is one route with its handler; guarded handlers check the request
+// themselves (the WebSocket, which also takes its token from the query).
+type door struct {
+	axocoatl.Route
+	serve   http.Handler
+	guarded bool
+}
+
+// Routes are the module's doors:
+//
+//	GET|HEAD /health, /health/live, /health/ready   public
+//	GET      /api/agents, /api/agents/{id}, /api/tools, /metrics
+//	POST     /api/agents/{id}/execute               {"input": "…"}
+//	POST     /api/events                            a custom event
+//	GET      /api/events                            the WebSocket event stream
+//	GET|HEAD /{$}                                   the dashboard, public
+//
+// Bodies are bounded to 1 MiB.
+func (m *Module) Routes() []axocoatl.Route {
+	var out []axocoatl.Route
+	for _, d := range m.table() {
+		out = append(out, d.Route)
+	}
+	return out
+}
+
+// table is the one list of the module's routes.
+func (m *Module) table() []door {
+	get, head, post := http.MethodGet, http.MethodHead, http.MethodPost
+	public := func(method, pattern string, h http.HandlerFunc) door {
+		return door{Route: axocoatl.Route{Method: method, Pattern: pattern, Scope: axocoatl.ScopePublic}, serve: h}
+	}
+	token := func(method, pattern string, h http.HandlerFunc) door {
+		return door{Route: axocoatl.Route{Method: method, Pattern: pattern}, serve: h}
+	}
+	var ds []door
+	for _, p := range []string{"/health", "/health/live"} {
+		ds = append(ds, public(get, p, m.health), public(head, p, m.health))
+	}
+	ds = append(ds,
+		public(get, "/health/ready", m.healthReady),
+		public(head, "/health/ready", m.healthReady),
+		token(get, "/api/agents", m.listAgents),
+		token(get, "/api/agents/{id}", m.getAgent),
+		token(post, "/api/agents/{id}/execute", m.execute),
+		token(post, "/api/events", m.publishEvent),
+		token(get, "/api/tools", m.listTools),
+		token(get, "/metrics", m.serveMetrics),
+		// The stream checks the token itself: browsers cannot set headers
+		// on a WebSocket and pass it as a subprotocol or ?token= instead.
+		door{Route: axocoatl.Route{Method: get, Pattern: "/api/events"}, serve: http.HandlerFunc(m.serveStream), guarded: true},
+	)
+	page := dashboard.Handler()
+	return append(ds, public(get, "/{$}", page.ServeHTTP), public(head, "/{$}", page.ServeHTTP))
+}

@@ -1,0 +1,68 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// The stream reaches the approval gate through Config.Approvals: the ready
+// frame lists what is pending, approve commands are checked and handed on.
+func TestEventStreamApprovalHooks(t *testing.T) {
+	var mu sync.Mutex
+	var resolved []string
+	called := make(chan struct{}, 2)
+	srv, _, _ := serveAPI(t, Config{Approvals: Approvals{
+		Pending: func(context.Context) []any {
+			return []any{map[string]any{"approval_id": "a1", "tool": "mcp__fs__write"}}
+		},
+		Resolve: func(_ context.Context, id, decision, remember string) error {
+			if id != "a1" {
+				return fmt.Errorf("approval %q not found", id)
+			}
+			mu.Lock()
+			resolved = append(resolved, id+" "+decision+" "+remember)
+			mu.Unlock()
+			called <- struct{}{}
+			return nil
+		},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn := dialStream(t, ctx, srv)
+	if f := readFrame(t, ctx, conn); f.Kind != "ready" || len(f.PendingApprovals) != 1 || !strings.Contains(string(f.PendingApprovals[0]), `"a1"`) {
+		t.Fatalf("ready %+v", f)
+	}
+	for _, tc := range []struct{ frame, code string }{
+		{`{"cmd":"approve","approval_id":"a1","decision":"maybe"}`, "bad_request"},
+		{`{"cmd":"approve","decision":"allow"}`, "bad_request"},
+		{`{"cmd":"approve","approval_id":"a1","decision":"allow","remember":"forever"}`, "bad_request"},
+		{`{"cmd":"approve","approval_id":"zz","decision":"deny"}`, "approval_failed"},
+	} {
+		conn.Write(ctx, websocket.MessageText, []byte(tc.frame))
+		if f := readFrame(t, ctx, conn); f.Kind != "error" || f.Error.Code != tc.code {
+			t.Fatalf("%s: %+v, want error %s", tc.frame, f, tc.code)
+		}
+	}
+	conn.Write(ctx, websocket.MessageText, []byte(`{"cmd":"approve","approval_id":"a1","decision":"allow"}`))
+	conn.Write(ctx, websocket.MessageText, []byte(`{"cmd":"approve","approval_id":"a1","decision":"deny","remember":"always"}`))
+	// No reply frame on success (the module publishes ApprovalResolved):
+	// wait for the two calls themselves.
+	for range 2 {
+		select {
+		case <-called:
+		case <-ctx.Done():
+			t.Fatal("the approve commands did not reach Resolve")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(resolved) != 2 || resolved[0] != "a1 allow once" || resolved[1] != "a1 deny always" {
+		t.Fatalf("resolved %q", resolved)
+	}
+}

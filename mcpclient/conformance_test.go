@@ -1,0 +1,121 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
+)
+
+// conformanceClientBaseline lists the client scenarios expected to fail,
+// each with its reason.
+var conformanceClientBaseline = filepath.Join("testdata", "conformance-client-baseline.yml")
+
+// The official MCP conformance suite's client scenarios against this
+// module: the suite starts this test binary as the client of each
+// scenario's server (helper mode conformance-client, below), which
+// connects the server as an mcp_servers entry and runs an agent whose
+// model calls every tool it is offered. Every scenario passes or fails as
+// the baseline expects.
+func TestMCPConformanceClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs and runs the conformance suite; skipped with -short")
+	}
+	testutil.CheckBaselineReasons(t, conformanceClientBaseline)
+	node, cli := testutil.Conformance(t)
+	base, err := filepath.Abs(conformanceClientBaseline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	command := os.Args[0] + " -test.run=^$ " + helperFlag + "conformance-client"
+	out, code := testutil.RunConformance(t, node, cli, 15*time.Minute, "client", "--suite", "all", "--command", command, "--expected-failures", base)
+	t.Logf("conformance client:\n%s", testutil.ConformanceSummary(out))
+	if code != 0 {
+		t.Fatalf("conformance client: exit %d, want 0 (a failure not in %s, or an entry there that now passes):\n%s", code, conformanceClientBaseline, out)
+	}
+	testutil.RequireUnexpectedFailureFails(t, node, cli, "client", "--scenario", "elicitation-sep1034-client-defaults", "--command", command)
+}
+
+// conformanceClient is the client the suite runs: its last argument is the
+// scenario server's URL. It connects the server, lists its tools and runs
+// one agent that calls each of them once, then exits.
+func conformanceClient() {
+	url := os.Args[len(os.Args)-1]
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	e := axocoatl.New(axocoatl.Options{})
+	defer e.Close(context.Background())
+	if err := e.AddAgent(agent.Spec{ID: "conformance"}, &callEveryTool{}); err != nil {
+		fail(err)
+	}
+	m, err := New(Config{Servers: []ServerConfig{{Name: "suite", URL: url, Timeout: 10 * time.Second}}, MinBackoff: 100 * time.Millisecond})
+	if err != nil {
+		fail(err)
+	}
+	if err := e.Use(ctx, m); err != nil {
+		fail(err)
+	}
+	if err := m.Ready(ctx); err != nil {
+		fail(err)
+	}
+	if _, err := e.Execute(ctx, "conformance", "call every tool"); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "conformance client:", err)
+	os.Exit(1)
+}
+
+// callEveryTool is a model that calls each offered tool once, with
+// arguments made from its schema's required properties, then answers.
+type callEveryTool struct{ called bool }
+
+func (m *callEveryTool) Generate(_ context.Context, req *agent.Request) (*agent.Response, error) {
+	if m.called || len(req.Tools) == 0 {
+		return &agent.Response{Content: "done"}, nil
+	}
+	m.called = true
+	var calls []agent.ToolCall
+	for i, d := range req.Tools {
+		calls = append(calls, agent.ToolCall{ID: fmt.Sprint("c", i), Name: d.Name, Arguments: argumentsFor(d.InputSchema)})
+	}
+	return &agent.Response{ToolCalls: calls}, nil
+}
+
+// argumentsFor fills a schema's required properties with a value of their
+// type.
+func argumentsFor(schema json.RawMessage) json.RawMessage {
+	var s struct {
+		Properties map[string]struct {
+			Type string `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	_ = json.Unmarshal(schema, &s)
+	args := map[string]any{}
+	for _, name := range s.Required {
+		switch s.Properties[name].Type {
+		case "number", "integer":
+			args[name] = 1
+		case "boolean":
+			args[name] = true
+		case "array":
+			args[name] = []any{}
+		case "object":
+			args[name] = map[string]any{}
+		default:
+			args[name] = "x"
+		}
+	}
+	b, _ := json.Marshal(args)
+	return b
+}
