@@ -1,5 +1,32 @@
-// Package agent holds what an agent is (Spec), what it thinks with (Model)
-// and how it works (Run: model → tool calls → model, bounded).
+// Package agent holds what an agent is ([Spec]), what it thinks with
+// ([Model]) and how it works ([Run]: model → tool calls → model, bounded),
+// with no protocol and no provider in it.
+//
+// A [Spec] names the agent, the model it asks for, its system prompt, the
+// tools it may use (a glob allow-list over qualified tool names, checked by
+// [Spec.AllowsTool]) and the bounds of one run: rounds, time, tool calls per
+// turn and in flight. [Spec.WithDefaults] gives each zero field its default
+// ([DefaultMaxIterations], [DefaultTimeout], ...); [Spec.Validate] checks a
+// spec on its own.
+//
+// A [Model] turns a [Request] (the conversation as [Message] values and the
+// tools on offer as [ToolDef] values) into the next assistant turn, a
+// [Response] of text, [ToolCall] values or both. The providers in
+// agent/provider and below implement it over HTTP; any Go type with a
+// Generate method is a Model. Two optional interfaces describe a model
+// further: [Offline] (it reaches nothing outside the process) and
+// [ToolLimiter] (its service accepts at most so many tool definitions).
+//
+// [Run] executes one task: it calls the model, runs the calls it asks for
+// through a [Toolbox] (a failed call is a [ToolResult] with IsError, which
+// the model reads; it never fails the run), and repeats until the model
+// answers without tools. A run fails only on the model's error, on ctx, or
+// on a bound: [ErrMaxIterations], [ErrTooManyTools], [ErrTooManyToolCalls].
+//
+// A host rarely calls Run itself: the Engine of the root package keeps the
+// agents (a Spec and a Model each), builds the Toolbox from its tool
+// registry, filtered by the spec and passed through its interceptors, and
+// runs every task with Run, whichever door it came in by.
 package agent
 
 import (
@@ -13,7 +40,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 )
 
-// Defaults applied by Spec.WithDefaults.
+// Defaults applied by [Spec.WithDefaults] to the zero fields of a [Spec].
 const (
 	DefaultMaxIterations = 10
 	DefaultTimeout       = 120 * time.Second
@@ -47,7 +74,7 @@ type Spec struct {
 	// MaxToolCallsPerTurn bounds the tool calls run for one model turn.
 	// Calls beyond it are not run: each is answered to the model as a
 	// failed call saying so. A turn asking for more than 8 times the bound
-	// fails the run (ErrTooManyToolCalls). Zero: 32.
+	// fails the run ([ErrTooManyToolCalls]). Zero: 32.
 	MaxToolCallsPerTurn int `yaml:"max_tool_calls_per_turn" json:"max_tool_calls_per_turn,omitempty"`
 	// MaxParallelToolCalls bounds the calls of one turn that run at once;
 	// the others wait for a slot. Zero: 8.
@@ -56,7 +83,9 @@ type Spec struct {
 
 var idPattern = regexp.MustCompile(`^[a-z0-9_-]+$`)
 
-// ValidID reports whether id is a valid agent (or server) identifier.
+// ValidID reports whether id is a valid agent (or server) identifier:
+// [a-z0-9_-]+, at most 64 characters, as [Spec.Validate] requires of
+// [Spec.ID].
 func ValidID(id string) bool { return len(id) <= 64 && idPattern.MatchString(id) }
 
 // Validate checks the spec on its own (uniqueness is the registry's job).
@@ -133,7 +162,7 @@ const (
 	RoleTool      Role = "tool"
 )
 
-// Message is one turn of the conversation a Model sees.
+// Message is one turn of the conversation a [Model] sees in a [Request].
 type Message struct {
 	Role    Role
 	Content string
@@ -144,21 +173,23 @@ type Message struct {
 	IsError    bool
 }
 
-// ToolCall is a model's request to run a tool.
+// ToolCall is a model's request to run a tool, one of [Response.ToolCalls];
+// [Toolbox.Call] runs it.
 type ToolCall struct {
 	ID        string          // provider-assigned; echoed back with the result
 	Name      string          // qualified tool name
 	Arguments json.RawMessage // a JSON object
 }
 
-// ToolDef is what a model is told about a tool.
+// ToolDef is what a model is told about a tool ([Toolbox.Tools]).
 type ToolDef struct {
 	Name        string
 	Description string
 	InputSchema json.RawMessage // JSON Schema of the arguments object
 }
 
-// ToolResult is the outcome of one tool call as the model sees it.
+// ToolResult is the outcome of one tool call as the model sees it: [Run]
+// gives it back as a [RoleTool] [Message].
 type ToolResult struct {
 	Content    string          // text for the model
 	Structured json.RawMessage // structured output, if the tool gave any
@@ -180,7 +211,9 @@ type Response struct {
 }
 
 // Model generates the next assistant turn. Implementations live in
-// agent/provider; every call must honour ctx.
+// agent/provider and its sub-packages; every call must honour ctx. It may be
+// called by many runs at once. A model may also implement [Offline] and
+// [ToolLimiter].
 type Model interface {
 	Generate(ctx context.Context, req *Request) (*Response, error)
 }
@@ -194,7 +227,7 @@ type Offline interface {
 	Offline() bool
 }
 
-// IsOffline reports whether m declares itself offline.
+// IsOffline reports whether m declares itself offline through [Offline].
 func IsOffline(m Model) bool {
 	o, ok := m.(Offline)
 	return ok && o.Offline()
@@ -202,21 +235,22 @@ func IsOffline(m Model) bool {
 
 // ToolLimiter is implemented by a Model whose service refuses requests
 // offering more tool definitions than MaxToolDefinitions (OpenAI: 128).
-// Run then fails before the first call when the agent's tools exceed it,
+// [Run] then fails before the first call ([ErrTooManyTools]) when the
+// agent's tools exceed it,
 // rather than let the service refuse each request or cut the list
 // silently.
 type ToolLimiter interface {
 	MaxToolDefinitions() int
 }
 
-// RefusalCounter is optionally implemented by a Toolbox that counts the
-// tool calls Run refused for being over MaxToolCallsPerTurn (for metrics
-// and logs).
+// RefusalCounter is optionally implemented by a [Toolbox] that counts the
+// tool calls [Run] refused for being over [Spec.MaxToolCallsPerTurn] (for
+// metrics and logs).
 type RefusalCounter interface {
 	ToolCallsRefused(n int)
 }
 
-// Toolbox is the set of tools one run may use.
+// Toolbox is the set of tools one [Run] may use.
 type Toolbox interface {
 	// Tools lists the tools to offer the model.
 	Tools() []ToolDef
@@ -226,13 +260,13 @@ type Toolbox interface {
 }
 
 // ErrMaxIterations ends a run whose model still wanted tools after
-// max_iterations rounds.
+// [Spec.MaxIterations] rounds.
 var ErrMaxIterations = errors.New("agent: max_iterations reached")
 
 // ErrTooManyTools ends a run offered more tool definitions than its model's
-// service accepts (see ToolLimiter).
+// service accepts (see [ToolLimiter]).
 var ErrTooManyTools = errors.New("agent: too many tools for the model")
 
 // ErrTooManyToolCalls ends a run whose model asked for more than 8 times
-// MaxToolCallsPerTurn calls in one turn.
+// [Spec.MaxToolCallsPerTurn] calls in one turn.
 var ErrTooManyToolCalls = errors.New("agent: too many tool calls in one turn")

@@ -12,7 +12,12 @@ import (
 // (concurrently when there are several, at most spec.MaxParallelToolCalls
 // at once), feeds the results back, and repeats until the model answers
 // without tools or spec.MaxIterations rounds pass. The caller bounds the
-// run through ctx; spec should have its defaults applied.
+// run through ctx; zero fields of spec take their defaults
+// ([Spec.WithDefaults]). Tool failures reach the model as [ToolResult]
+// values; the run itself fails on the model's error, on ctx, or on
+// [ErrMaxIterations], [ErrTooManyTools] or [ErrTooManyToolCalls]. With a
+// nil tools the model is offered none, and any call it asks for anyway is
+// answered as not available.
 func Run(ctx context.Context, spec Spec, model Model, tools Toolbox, input string) (string, error) {
 	req := &Request{
 		Model:    spec.Model,

@@ -1,5 +1,5 @@
 // Package config reads the daemon's YAML file (server, providers, agents,
-// mcp_servers, mcp_server, a2a, a2a_agents, lattice, …; the README's "Config" section)
+// mcp_servers, mcp_server, a2a, a2a_agents, lattice, …; docs/configuration.md)
 // into plain structs and builds an Engine with its modules from
 // it. The daemon in examples/daemon is a thin CLI over this package; a host
 // loads the same file and gets the same Engine, or takes only the sections

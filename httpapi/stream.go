@@ -18,7 +18,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
-// Frames of the event stream (the README's "WebSocket" paragraph).
+// Frames of the event stream (docs/http-api.md, the WebSocket paragraph).
 type (
 	readyFrame struct {
 		Kind             string `json:"kind"` // ready

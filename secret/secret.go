@@ -1,8 +1,12 @@
 // Package secret holds a string type for credentials that never prints itself.
 //
-// A Secret formats as "[redacted]" through fmt, log/slog and encoding/json, so
-// a config struct can be logged or returned in an error without leaking keys.
-// Code that needs the value calls Reveal, which makes every use greppable.
+// A [Secret] formats as "[redacted]" through fmt ([Secret.String],
+// [Secret.GoString]), log/slog ([Secret.LogValue]) and encoding/json and text
+// encoders ([Secret.MarshalJSON], [Secret.MarshalText]), so a config struct
+// can be logged or returned in an error without leaking keys; an empty
+// Secret formats as "". It decodes as a plain string, so a YAML or JSON
+// config reads it as any other field. Code that needs the value calls
+// [Secret.Reveal], which makes every use greppable.
 package secret
 
 import "log/slog"

@@ -10,7 +10,7 @@ import (
 // user message and never calls tools. It is the built-in default.
 type EchoModel struct{}
 
-// Generate implements agent.Model.
+// Generate implements [agent.Model].
 func (EchoModel) Generate(ctx context.Context, req *agent.Request) (*agent.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -23,6 +23,6 @@ func (EchoModel) Generate(ctx context.Context, req *agent.Request) (*agent.Respo
 	return &agent.Response{}, nil
 }
 
-// Offline implements agent.Offline: the echo model reaches nothing and calls
+// Offline implements [agent.Offline]: the echo model reaches nothing and calls
 // no tools.
 func (EchoModel) Offline() bool { return true }

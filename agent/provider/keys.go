@@ -27,7 +27,7 @@ func EnvKey(kind string) string {
 }
 
 // Key returns the API key kind sends with c: c.APIKey, else the value of
-// EnvKey(kind) looked up through c.LookupEnv (zero: os.LookupEnv), else
+// [EnvKey](kind) looked up through c.LookupEnv (zero: os.LookupEnv), else
 // zero. Providers call it once, when the model is built.
 func (c Config) Key(kind string) secret.Secret {
 	if !c.APIKey.IsZero() {
@@ -45,13 +45,13 @@ func (c Config) Key(kind string) secret.Secret {
 	return secret.Secret(strings.TrimSpace(v))
 }
 
-// ErrNoKey marks CheckKey's error: a provider that needs an API key has
+// ErrNoKey marks [CheckKey]'s error: a provider that needs an API key has
 // none from either place.
 var ErrNoKey = errors.New("no API key")
 
 // CheckKey is what a config loader calls, before serving, for each provider
 // an agent uses: does kind have the API key it needs with c? It looks
-// where the model will (Config.Key).
+// where the model will ([Config.Key]).
 //
 //   - A key from api_key or the variable, echo, or ollama on this machine:
 //     ("", nil).

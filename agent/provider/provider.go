@@ -1,33 +1,39 @@
-// Package provider is what every model provider shares: the config's
-// `providers:` section (Config, Configs), API keys (Config.Key, CheckKey),
-// the failure type (*Error, ErrProvider) and the offline EchoModel. It
-// imports no provider's client: each provider is its own package, so a
-// host pays, in build time and binary size, only for the providers it
-// imports:
+// Package provider is what every model provider shares: [Config] (one
+// provider's settings; [Configs] keyed by kind, as the daemon's
+// `providers:` section decodes into), API keys ([Config.Key], [CheckKey]),
+// the failure type ([*Error], [ErrProvider]) and the offline [EchoModel],
+// an [agent.Model] that answers with the last user message. It imports no
+// provider's client: each provider is its own package, so a host pays, in
+// build time and binary size, only for the providers it imports:
 //
-//   - agent/provider/openai: Chat Completions, for OpenAI and any
-//     compatible server (Ollama, vLLM, LM Studio, llama.cpp, OpenRouter, …);
-//   - agent/provider/anthropic: the Anthropic Messages API;
-//   - agent/provider/builtin: every provider above by its kind name, for
-//     hosts that read the kind from a config file.
+//   - [github.com/axocoatl/axocoatl-go/agent/provider/openai]: Chat
+//     Completions, for OpenAI and any compatible server (Ollama, vLLM, LM
+//     Studio, llama.cpp, OpenRouter, …);
+//   - [github.com/axocoatl/axocoatl-go/agent/provider/anthropic]: the
+//     Anthropic Messages API;
+//   - [github.com/axocoatl/axocoatl-go/agent/provider/builtin]: every
+//     provider above by its kind name ([Echo], [OpenAI], [Ollama],
+//     [Anthropic]), for hosts that read the kind from a config file.
 //
 // Each provider speaks its API with net/http and encoding/json (no SDK).
-// Every model call is bounded by Config.Timeout through its context.
+// Every model call is bounded by [Config.Timeout] through its context.
 // Transient failures (connection errors, 408, 409, 429, 5xx) are retried up
-// to Config.MaxRetries times, honouring Retry-After, but only while the next
-// attempt still fits in that one Timeout, so a call never takes longer than
-// Timeout and a rate limit is reported as the provider's "HTTP 429: …", not
-// as a timeout.
+// to [Config.MaxRetries] times, honouring Retry-After, but only while the
+// next attempt still fits in that one Timeout, so a call never takes longer
+// than Timeout and a rate limit is reported as the provider's "HTTP 429: …",
+// not as a timeout.
 //
-// Keys: with no api_key, openai reads OPENAI_API_KEY and anthropic reads
-// ANTHROPIC_API_KEY, once, when the model is built, as their official SDKs
-// do. Nothing else comes from the environment (no *_BASE_URL): a provider
-// sends its requests exactly where its Config says.
+// Keys: with no [Config.APIKey], openai reads OPENAI_API_KEY and anthropic
+// reads ANTHROPIC_API_KEY ([EnvKey]), once, when the model is built, as
+// their official SDKs do. Nothing else comes from the environment (no
+// *_BASE_URL): a provider sends its requests exactly where its Config says
+// ([DefaultBaseURL] when it says nothing). A host checks before serving
+// that each provider its agents use has the key it needs with [CheckKey].
 //
-// Failures are *Error values (errors.Is(err, ErrProvider)); a timeout is also
-// context.DeadlineExceeded. Their text carries the HTTP status and the
-// provider's own message and never the API key, even when a server echoes
-// the request back.
+// Failures are [*Error] values (errors.Is(err, ErrProvider)); a timeout is
+// also [context.DeadlineExceeded]. Their text carries the HTTP status and
+// the provider's own message and never the API key, even when a server
+// echoes the request back.
 package provider
 
 import (
@@ -52,10 +58,10 @@ const (
 	Anthropic = "anthropic"
 )
 
-// Kinds lists every provider kind, for validation messages.
+// Kinds lists every provider kind, for validation messages ([Known]).
 var Kinds = []string{Echo, OpenAI, Ollama, Anthropic}
 
-// Defaults of Config's zero fields.
+// Defaults of [Config]'s zero fields ([DefaultBaseURL] picks the kind's URL).
 const (
 	// DefaultTimeout bounds one model call when Config.Timeout is zero.
 	DefaultTimeout = 60 * time.Second
@@ -67,14 +73,16 @@ const (
 	DefaultAnthropicBaseURL = "https://api.anthropic.com"
 )
 
-// Config is one entry of the `providers:` section.
+// Config is one provider's settings: in the daemon's file, one entry of
+// the `providers:` section. The zero value means every default below. A
+// provider package's New takes it and reads the key once ([Config.Key]).
 type Config struct {
 	// BaseURL of the API. Zero: https://api.openai.com/v1 (openai),
 	// http://localhost:11434/v1 (ollama), https://api.anthropic.com (anthropic).
 	BaseURL string `yaml:"base_url"`
 	// APIKey sent with every call. Zero: the kind's conventional variable
 	// (OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic; see
-	// EnvKey), read once when the model is built; ollama reads none and
+	// [EnvKey]), read once when the model is built; ollama reads none and
 	// sends no key.
 	APIKey secret.Secret `yaml:"api_key"`
 	// Timeout of one model call, every retry and wait included. Zero: 60s.
@@ -96,7 +104,7 @@ type Config struct {
 	LookupEnv func(string) (string, bool) `yaml:"-"`
 }
 
-// Configs is the `providers:` section, keyed by kind.
+// Configs is the `providers:` section: a [Config] per kind ([Kinds]).
 type Configs map[string]Config
 
 // Validate checks the section.
@@ -115,7 +123,7 @@ func (c Configs) Validate() error {
 
 // Validate checks one provider's settings. Its errors are
 // *axocoatl.ConfigError (internal/cfgerr) naming the key at fault, so that
-// Configs.Validate and a config loader can put them under the section.
+// [Configs.Validate] and a config loader can put them under the section.
 func (c Config) Validate() error {
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
@@ -148,7 +156,7 @@ func Known(kind string) bool {
 }
 
 // ErrProvider marks every failure of a model call (check with errors.Is);
-// *Error carries the details.
+// [*Error] carries the details.
 var ErrProvider = errors.New("provider failed")
 
 // Error is a failed model call. It never contains the API key.

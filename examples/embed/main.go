@@ -42,7 +42,8 @@ func main() {
 }
 
 // shout is a host's own model: it answers in capitals. Any agent.Model works
-// (provider.New("openai", provider.Config{...}) for a real one).
+// (openai.New(provider.Config{...}) of package agent/provider/openai for a
+// real one).
 type shout struct{}
 
 func (shout) Generate(_ context.Context, req *agent.Request) (*agent.Response, error) {

@@ -1,23 +1,28 @@
 // Package nats is the lattice on NATS: the same [lattice.Bus] as the
 // in-memory [lattice.Memory], shared by every process connected to one NATS
-// server or cluster. A host builds one with [Connect] (the Bus owns the
-// connection) or [New] (on a connection the host keeps) and hands it to the
-// Engine as its Options.Bus. The cluster module, and package config when it
-// gives egress a JetStream backend, reach the same NATS connection through
-// [Bus.Conn].
+// server or cluster.
+//
+// [Connect] dials a server and returns a [*Bus] that owns the connection;
+// [New] puts a Bus on a connection the host already has (and keeps). Either
+// way the Bus goes into the Engine's options in place of the in-memory one,
+// and every module then publishes and subscribes across the processes.
+// [Options] names the subject prefix (processes with one prefix share one
+// lattice) and this process's node name. Modules that need NATS beyond
+// events (JetStream for webhooks, request/reply for the cluster's tasks)
+// reach the connection through [Bus.Conn].
 //
 // Events travel as their JSON wire form on core NATS subjects
 // "<prefix>.<type>", so an exact-type filter is filtered by the server and
 // other processes can tap the lattice with a plain `nats sub 'axocoatl.>'`;
-// an event's class travels in the [ClassHeader] header.
+// an event's class travels in the ClassHeader header.
 // Delivery is at most once, as on the in-memory bus: each subscriber has a
-// bounded buffer and counts what it misses; no subscriber slows another.
-// A subscription also has Drain(ctx) error (beside
-// [lattice.Subscription].Close): it ends the subscription without dropping
-// what the server already sent to it.
+// bounded buffer and counts what it misses ([lattice.Subscription.Missed]);
+// no subscriber slows another. A subscription also has Drain(ctx) error
+// (beside Close): it ends the subscription without dropping what the server
+// already sent to it. A [lattice.Filter] with Local set receives only the
+// events this Bus published, told apart by the [NodeHeader] header.
 //
-// What a subscription's [lattice.Subscription].Missed counts on NATS,
-// exactly:
+// What a subscription's Missed counts on NATS, exactly:
 //   - events dropped because its buffer was full (as on every Bus);
 //   - for a subscription on the whole lattice (any filter but one exact
 //     type), events of any node, its own included (a Local one: of its own
@@ -54,18 +59,18 @@ import (
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
-// DefaultPrefix is the subject prefix when [Options].Prefix is zero.
+// DefaultPrefix is the subject prefix when [Options.Prefix] is zero.
 const DefaultPrefix = "axocoatl"
 
-// Options configure a [Bus] made by [New] or [Connect].
+// Options configure a [Bus] made by [New] or [Connect]. The zero value is
+// the default prefix and a random node name.
 type Options struct {
 	// Prefix of every subject. Zero: "axocoatl". Two lattices on one NATS
 	// server stay apart by using different prefixes.
 	Prefix string
 	// Node names this process on the lattice; each published event carries
-	// it in the [NodeHeader] header, which is how a [lattice.Filter].Local
-	// subscription knows its own events. Zero: a new random id. Two Buses
-	// must not share one.
+	// it in the NodeHeader header, which is how a Local subscription knows
+	// its own events. Zero: a new random id. Two Buses must not share one.
 	Node string
 }
 
@@ -78,15 +83,16 @@ const SeqHeader = "Axocoatl-Seq"
 
 // ClassHeader carries an event's class, which its JSON form does not: it
 // is "telemetry" on a telemetry event and absent on any other, which a
-// [lattice.Filter] then takes for coordination (as an event of a node that
-// predates the header is taken).
+// Filter then takes for coordination (as an event of a node that predates
+// the header is taken).
 const ClassHeader = "Axocoatl-Class"
 
 // MaxTrackedNodes bounds the nodes whose numbering one subscription
 // follows (gap counting); beyond it the tracking is cleared.
 const MaxTrackedNodes = 4096
 
-// Bus is a [lattice.Bus] on a NATS connection.
+// Bus is a [lattice.Bus] on a NATS connection ([New], [Connect]). It is
+// safe for concurrent use.
 type Bus struct {
 	nc      *natsgo.Conn
 	ownConn bool
@@ -106,7 +112,7 @@ type Bus struct {
 
 var _ lattice.Bus = (*Bus)(nil)
 
-// New returns a Bus on an existing connection, which [Bus.Close] leaves open.
+// New returns a Bus on an existing connection, which Close leaves open.
 func New(nc *natsgo.Conn, opts Options) *Bus {
 	prefix := opts.Prefix
 	if prefix == "" {
@@ -119,17 +125,18 @@ func New(nc *natsgo.Conn, opts Options) *Bus {
 	return &Bus{nc: nc, prefix: prefix, node: node, subs: map[*subscription]struct{}{}}
 }
 
-// Node is the name of this process on the lattice ([Options].Node).
+// Node is the name of this process on the lattice ([Options.Node]).
 func (b *Bus) Node() string { return b.node }
 
-// Prefix is the subject prefix of this lattice ([Options].Prefix).
+// Prefix is the subject prefix of this lattice ([Options.Prefix]).
 func (b *Bus) Prefix() string { return b.prefix }
 
 // Conn is the NATS connection, for modules that use NATS beyond the
 // lattice (JetStream, request/reply). It is owned by the Bus.
 func (b *Bus) Conn() *natsgo.Conn { return b.nc }
 
-// Connect dials url and returns a Bus that owns the connection.
+// Connect dials url and returns a [Bus] that owns the connection:
+// [Bus.Close] closes it. natsOpts are passed to the NATS client as they are.
 func Connect(url string, opts Options, natsOpts ...natsgo.Option) (*Bus, error) {
 	nc, err := natsgo.Connect(url, natsOpts...)
 	if err != nil {
@@ -153,7 +160,8 @@ func (b *Bus) subject(eventType string) string {
 	return b.prefix + "." + eventType
 }
 
-// Publish implements [lattice.Bus].
+// Publish implements [lattice.Bus]. A failed publish is counted
+// ([Bus.Failed]) and returned.
 func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 	if b.closed.Load() {
 		return lattice.ErrClosed

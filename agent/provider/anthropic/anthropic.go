@@ -1,10 +1,17 @@
 // Package anthropic is the provider for the Anthropic Messages API, with
 // tool use.
 //
+// [New] takes a [provider.Config] and returns a [*Model], an [agent.Model]
+// to register with an agent: the model of each request is the agent's
+// [agent.Spec.Model], else [DefaultModel]; an answer is capped at
+// [provider.Config.MaxTokens] tokens (zero: [DefaultMaxTokens], as the
+// Messages API requires a cap). [Model.Check] is a cheap authenticated
+// probe for a host's health check.
+//
 // It speaks the API with net/http and encoding/json: no SDK, so importing it
 // costs a host a second of build time, not minutes. Retries, timeouts,
 // limits and errors are the ones every provider shares (see package
-// provider).
+// [provider]): failures are [*provider.Error] values.
 //
 // Keys: New sends cfg.APIKey, else ANTHROPIC_API_KEY (read once, by New), as
 // the official SDKs do. ANTHROPIC_BASE_URL and the SDKs' other variables
@@ -29,16 +36,17 @@ const (
 	// DefaultModel is used when an agent names none: the current Sonnet,
 	// Anthropic's balance of speed and intelligence. Another model is
 	// chosen per agent (agents[].model in the daemon's config,
-	// agent.Spec.Model); Anthropic's models overview lists the IDs.
+	// [agent.Spec.Model]); Anthropic's models overview lists the IDs.
 	DefaultModel = "claude-sonnet-5-5"
-	// DefaultMaxTokens caps an answer when Config.MaxTokens is zero: the
+	// DefaultMaxTokens caps an answer when [provider.Config.MaxTokens] is zero: the
 	// Messages API requires a cap.
 	DefaultMaxTokens = 4096
 	// apiVersion is the Messages API version this client speaks.
 	apiVersion = "2023-06-01"
 )
 
-// Model speaks the Messages API. It is safe for concurrent use.
+// Model speaks the Messages API; [New] builds it. It is safe for
+// concurrent use.
 type Model struct {
 	maxTokens int
 	call      *wire.Client
@@ -131,7 +139,7 @@ type (
 	}
 )
 
-// Generate implements agent.Model.
+// Generate implements [agent.Model].
 func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Response, error) {
 	body, err := m.request(req)
 	if err != nil {

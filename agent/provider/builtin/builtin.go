@@ -1,8 +1,10 @@
 // Package builtin builds every provider of this module by its kind name
-// (echo, openai, ollama, anthropic), for hosts that read the kind from a
-// config file, as the daemon does. A host that knows its provider imports
-// that provider's package instead (agent/provider/openai,
-// agent/provider/anthropic) and builds nothing else.
+// ([provider.Echo], [provider.OpenAI], [provider.Ollama],
+// [provider.Anthropic]), for hosts that read the kind from a config file,
+// as the daemon does: [New] gives the [agent.Model], [Check] probes it,
+// [DefaultModel] names the model an agent gets when it names none. A host
+// that knows its provider imports that provider's package instead
+// ([openai.New], [anthropic.New]) and builds nothing else.
 package builtin
 
 import (
@@ -16,7 +18,7 @@ import (
 )
 
 // New returns the model for a provider kind ("" is echo). Its key comes
-// from cfg.APIKey, else the kind's variable (provider.EnvKey), read now.
+// from cfg.APIKey, else the kind's variable ([provider.EnvKey]), read now.
 func New(kind string, cfg provider.Config) (agent.Model, error) {
 	switch kind {
 	case provider.Echo, "":
@@ -37,7 +39,7 @@ func New(kind string, cfg provider.Config) (agent.Model, error) {
 // Check is the `doctor` probe of a provider: one cheap authenticated call
 // (GET {base}/models for openai and ollama, GET /v1/models for anthropic),
 // bounded by cfg.Timeout and not retried. It returns nil when the provider
-// answers, else an *provider.Error (errors.Is(err, provider.ErrProvider))
+// answers, else a [*provider.Error] (errors.Is(err, provider.ErrProvider))
 // whose text says what failed (status and the provider's message, a
 // timeout, a refused connection) and never contains the API key. echo is
 // always ok.

@@ -2,14 +2,25 @@
 // of every compatible server (Ollama, vLLM, LM Studio, llama.cpp,
 // OpenRouter, …), with tool calls.
 //
+// [New] (the `openai` kind) and [NewOllama] (the `ollama` kind, the same
+// wire at http://localhost:11434/v1) take a [provider.Config] and return a
+// [*Model], an [agent.Model] to register with an agent: the model of each
+// request is the agent's [agent.Spec.Model], else [DefaultModel] or
+// [DefaultOllamaModel]. [Model.Check] is a cheap authenticated probe for a
+// host's health check.
+//
 // It speaks the API with net/http and encoding/json: no SDK, so importing it
 // costs a host a second of build time, not minutes. Retries, timeouts,
 // limits and errors are the ones every provider shares (see package
-// provider).
+// [provider]): failures are [*provider.Error] values.
 //
 // Keys: New sends cfg.APIKey, else OPENAI_API_KEY (read once, by New),
 // whatever the base_url, as the official SDKs do; NewOllama sends cfg.APIKey
 // only. OPENAI_BASE_URL and the SDKs' other variables are not read.
+//
+// OpenAI refuses a request offering more than [MaxTools] tool definitions;
+// the openai kind's Model says so through [agent.ToolLimiter], so a run
+// offered more fails before its first call ([agent.ErrTooManyTools]).
 package openai
 
 import (
@@ -26,13 +37,14 @@ import (
 )
 
 // Default models, used when an agent names none. Another model is chosen
-// per agent (agents[].model in the daemon's config, agent.Spec.Model).
+// per agent (agents[].model in the daemon's config, [agent.Spec.Model]).
 const (
 	DefaultModel       = "gpt-4o-mini"
 	DefaultOllamaModel = "llama3.2"
 )
 
-// Model speaks Chat Completions. It is safe for concurrent use.
+// Model speaks Chat Completions; [New] and [NewOllama] build it. It is
+// safe for concurrent use.
 type Model struct {
 	kind         string
 	defaultModel string
@@ -149,7 +161,7 @@ type (
 	}
 )
 
-// Generate implements agent.Model.
+// Generate implements [agent.Model].
 func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Response, error) {
 	body, err := m.request(req)
 	if err != nil {
@@ -292,7 +304,7 @@ func (m *Model) Check(ctx context.Context) error {
 // one request (more is an HTTP 400).
 const MaxTools = 128
 
-// MaxToolDefinitions implements agent.ToolLimiter: a run offered more tools
+// MaxToolDefinitions implements [agent.ToolLimiter]: a run offered more tools
 // than the openai provider accepts fails with a message to narrow `tools:`
 // instead of every request being refused. The ollama provider (the same
 // wire) states no such limit.
