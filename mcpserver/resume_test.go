@@ -3,15 +3,19 @@ package mcpserver_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/mcpserver"
 )
 
@@ -280,5 +284,47 @@ func TestHTTPResumeBufferBound(t *testing.T) {
 	}
 	if status, body := resume(ids[len(ids)-1]); status != http.StatusOK || !strings.Contains(body, input) || !strings.Contains(body, `"id":100`) {
 		t.Errorf("resuming the last call: %d %.200q, want its answer replayed", status, body)
+	}
+}
+
+// A 2025-11-25 client that stops reading a large SSE answer (its priming
+// event written, then 12 MiB) is still cut by the guard's write deadline:
+// the POST's handler returns, so Shutdown, which waits for every POST,
+// returns too, with the resume buffer and the priming writer in the path.
+func TestHTTPStalledClientCutWithResume(t *testing.T) {
+	f := newFixture(t, mcpserver.Config{MaxMessageBytes: 16 << 20}, axocoatl.HTTPOptions{WriteTimeout: 300 * time.Millisecond})
+	ts := serveHTTP(t, f)
+	h := openLegacySession(t, ts.URL+"/mcp")
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := rawPost(conn, ts.Listener.Addr().String(), h, echoCall(1, strings.Repeat("a", 12<<20))); err != nil {
+		t.Fatal(err)
+	}
+	// The answer's first bytes (headers, the priming event) arrive, then
+	// the client reads no more.
+	head := make([]byte, 512)
+	conn.SetReadDeadline(time.Now().Add(time.Minute)) // a bound against a hang, not a timing
+	n, err := io.ReadAtLeast(conn, head, 1)
+	if err != nil || !bytes.Contains(head[:n], []byte("text/event-stream")) {
+		t.Fatalf("answer begins %q, %v: want an SSE answer", head[:n], err)
+	}
+	// Shutdown waits for the POST up to ctx, then closes the sessions
+	// anyway: that it returns before ctx ends says the POST was cut.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound against a hang
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- f.srv.Shutdown(ctx) }()
+	select {
+	case err := <-shut:
+		if err != nil || ctx.Err() != nil {
+			t.Fatalf("Shutdown: %v, context %v: want the stalled POST cut before two minutes", err, ctx.Err())
+		}
+	case <-ctx.Done():
+		conn.Close() // lets the stuck write fail, so that Shutdown returns
+		<-shut
+		t.Fatal("a client that stopped reading a 12 MiB answer still held its POST after two minutes: not cut")
 	}
 }
