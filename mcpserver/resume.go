@@ -76,7 +76,10 @@ func (s *resumeStore) stream(session, id string, first int) *resumeStream {
 	}
 	st := streams[id]
 	if st == nil {
-		st = &resumeStream{session: session, id: id, first: first, cost: resumeStreamCost + int64(len(session)+len(id))}
+		st = &resumeStream{session: session, id: id, first: first}
+		if id != "" { // the GET stream's, one a session, is bounded by MaxSessions
+			st.cost = resumeStreamCost + int64(len(session)+len(id))
+		}
 		streams[id] = st
 		s.n += st.cost
 	}
@@ -92,8 +95,7 @@ func (s *resumeStore) stream(session, id string, first int) *resumeStream {
 func (s *resumeStore) Open(_ context.Context, session, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stream(session, id, 0)
-	s.purge(nil, 0)
+	s.purge(s.stream(session, id, 0), 0)
 	return nil
 }
 
@@ -139,11 +141,26 @@ func (s *resumeStore) purge(keep *resumeStream, more int64) {
 	}
 }
 
-// drop forgets a stream. s.mu is held.
+// drop forgets a POST's stream, and empties a session's GET stream
+// (stream id ""), which stays, its numbering kept: the go-sdk replays it
+// to every GET, one without Last-Event-ID included, and a stream it does
+// not know would fail that GET. s.mu is held.
 func (s *resumeStore) drop(st *resumeStream) {
 	s.lru.Remove(st.elem)
 	st.elem = nil
 	s.n -= st.cost
+	if st.id == "" {
+		if st.first >= 0 {
+			st.first += len(st.data)
+		}
+		st.data, st.cost = nil, 0
+		return
+	}
+	s.forget(st)
+}
+
+// forget removes a stream from its session. s.mu is held.
+func (s *resumeStore) forget(st *resumeStream) {
 	streams := s.sessions[st.session]
 	delete(streams, st.id)
 	if len(streams) == 0 {
@@ -160,6 +177,11 @@ func (s *resumeStore) After(_ context.Context, session, id string, index int) it
 			return nil, fmt.Errorf("resuming stream %q: %w (resume_buffer_bytes: %d)", id, mcp.ErrEventsPurged, s.max)
 		}
 		start := index + 1 - st.first
+		if index < 0 && id == "" {
+			// A GET without Last-Event-ID: not a resumption, so whatever
+			// is kept, rather than a 400 once the first events went.
+			start = 0
+		}
 		if st.first < 0 || start < 0 {
 			return nil, fmt.Errorf("resuming stream %q after event %d: %w (resume_buffer_bytes: %d)", id, index, mcp.ErrEventsPurged, s.max)
 		}
@@ -187,7 +209,11 @@ func (s *resumeStore) SessionClosed(_ context.Context, session string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, st := range s.sessions[session] {
-		s.drop(st)
+		if st.elem != nil {
+			s.lru.Remove(st.elem)
+		}
+		s.n -= st.cost
+		s.forget(st)
 	}
 	return nil
 }

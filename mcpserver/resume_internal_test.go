@@ -94,6 +94,25 @@ func TestResumeStoreBound(t *testing.T) {
 		s.Append(ctx, "a", fmt.Sprint(i), make([]byte, 100))
 	}
 	s.Append(ctx, "a", "old", []byte("late"))
+	// The GET stream (id "") of a session is emptied, not forgotten: a
+	// GET without Last-Event-ID (index -1) still finds it, with nothing to
+	// replay, and its numbering goes on.
+	s.Open(ctx, "b", "")
+	s.Append(ctx, "b", "", []byte("list_changed"))
+	for i := range 20 {
+		s.Open(ctx, "a", fmt.Sprint("x", i))
+		s.Append(ctx, "a", fmt.Sprint("x", i), make([]byte, 100))
+	}
+	for d, err := range s.After(ctx, "b", "", -1) {
+		t.Errorf("the emptied GET stream from the start: %q, %v, want nothing", d, err)
+	}
+	s.Append(ctx, "b", "", []byte("again"))
+	for d, err := range s.After(ctx, "b", "", 0) {
+		if err != nil || string(d) != "again" {
+			t.Errorf("the GET stream after event 0: %q, %v, want event 1", d, err)
+		}
+	}
+	s.SessionClosed(ctx, "b")
 	for _, err := range s.After(ctx, "a", "old", 0) {
 		if !errors.Is(err, mcp.ErrEventsPurged) {
 			t.Errorf("resuming a dropped stream appended to again: %v, want ErrEventsPurged", err)

@@ -246,7 +246,8 @@ func TestHTTPResumeAfterDroppedStream(t *testing.T) {
 
 // The resume buffer's bound holds over HTTP: with room for a few answers,
 // the stream of a call made many calls ago is dropped (resuming it gets
-// 400), while the last call's stream replays its answer.
+// 400), while the last call's stream replays its answer, and the
+// session's GET stream still opens.
 func TestHTTPResumeBufferBound(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{ResumeBufferBytes: 16 << 10})
 	url := serveHTTP(t, f).URL + "/mcp"
@@ -264,7 +265,10 @@ func TestHTTPResumeBufferBound(t *testing.T) {
 		ids = append(ids, ev["id"])
 	}
 	resume := func(id string) (int, string) {
-		hh := map[string]string{"Last-Event-ID": id}
+		hh := map[string]string{}
+		if id != "" {
+			hh["Last-Event-ID"] = id
+		}
 		for k, v := range h {
 			hh[k] = v
 		}
@@ -273,11 +277,19 @@ func TestHTTPResumeBufferBound(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			return resp.StatusCode, string(b)
 		}
+		if id == "" {
+			return resp.StatusCode, "" // the GET stream: nothing to replay, it stays open
+		}
 		ev, err := readEvent(bufio.NewReader(resp.Body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return resp.StatusCode, ev["data"]
+	}
+	// The session's GET stream, opened first and so dropped first, still
+	// opens without Last-Event-ID (a dropped stream would fail it).
+	if status, body := resume(""); status != http.StatusOK {
+		t.Errorf("the GET stream after 100 calls past a 16 KiB buffer: %d %q, want 200", status, body)
 	}
 	if status, body := resume(ids[0]); status != http.StatusBadRequest {
 		t.Errorf("resuming the first of 100 calls past a 16 KiB buffer: %d %q, want 400", status, body)
