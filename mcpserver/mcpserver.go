@@ -163,7 +163,8 @@ type Config struct {
 	// priming event (an id, and retry: 1000, the milliseconds to wait
 	// before resuming). Beyond it the streams touched longest ago are
 	// dropped whole (each counts its bytes, 32 bytes per message and 256
-	// per stream), and resuming one of those gets a 400. Zero: 4 MiB.
+	// per POST's stream; the bound is passed by at most the message being
+	// added), and resuming one of those gets a 400. Zero: 4 MiB.
 	// Negative: no resumption and no priming event. (The 2026-07-28 era
 	// has no resumption.)
 	ResumeBufferBytes int64 `yaml:"resume_buffer_bytes"`

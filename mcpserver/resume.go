@@ -36,7 +36,9 @@ const (
 // resumeStore is the [mcp.EventStore] behind the handshake era's resumable
 // SSE streams (a POST's answer, the GET stream), so that a client whose
 // stream broke can GET the rest with Last-Event-ID. It holds at most max
-// bytes across all sessions (events and the costs above); beyond, it drops
+// bytes across all sessions (events and the costs above; passed by at most
+// the event being added, which is stored even when larger than max: the
+// go-sdk delivers it live anyway); beyond, it drops
 // the streams touched longest ago, whole: a client resuming one of those
 // gets a 400 from the go-sdk ("failed to replay events") rather than part
 // of its answer. The go-sdk's MemoryEventStore bounds event bytes only: the
