@@ -183,6 +183,17 @@ type Config struct {
 	// beyond it gets 503. Zero: 1000. Negative: no bound. (A stdio
 	// session's listens have their own bound, [MaxStdioListens].)
 	MaxSessions int `yaml:"max_sessions"`
+	// ResumeBufferBytes bounds the messages kept, across all sessions, so
+	// that a 2025-11-25 client whose SSE stream broke can GET the rest with
+	// Last-Event-ID: each POST answered over SSE then begins with a
+	// priming event (an id, and retry: 1000, the milliseconds to wait
+	// before resuming). Beyond it the streams touched longest ago are
+	// dropped whole (each counts its bytes, 32 bytes per message and 256
+	// per POST's stream; the bound is passed by at most the message being
+	// added), and resuming one of those gets a 400. Zero: 4 MiB.
+	// Negative: no resumption and no priming event. (The 2026-07-28 era
+	// has no resumption.)
+	ResumeBufferBytes int64 `yaml:"resume_buffer_bytes"`
 	// Logger receives the server's logs. Zero: the Engine's logger.
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -234,6 +245,9 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 	}
 	if c.MaxMessageDepth == 0 {
 		c.MaxMessageDepth = DefaultMaxMessageDepth
+	}
+	if c.ResumeBufferBytes == 0 {
+		c.ResumeBufferBytes = DefaultResumeBufferBytes
 	}
 	if c.MaxBytesInFlight == 0 {
 		c.MaxBytesInFlight = max(DefaultMaxBytesInFlight, c.MaxMessageBytes) // room for one message at least
@@ -287,6 +301,9 @@ type Server struct {
 	initializing atomic.Int64
 	// bodyBytes holds MaxBytesInFlight's room (nil: no bound).
 	bodyBytes *semaphore.Weighted
+	// resume keeps the handshake era's SSE messages for Last-Event-ID
+	// (nil: ResumeBufferBytes negative).
+	resume *resumeStore
 	// streams holds the cancel of every long-lived HTTP request (a GET
 	// stream, a subscriptions/listen): Close ends them, including one that
 	// arrived while Close was closing the sessions (its session did not
@@ -356,7 +373,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	// HTTP only from a stateless handler, and the handshake era's sessions
 	// (and their server-to-client requests: elicitation) only from a
 	// stateful one. ServeHTTP routes each request by its era.
-	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+	sessionOpts := mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionTimeout,
 		MaxRequestBodyBytes: cfg.MaxMessageBytes,
 		Logger:              sdkLog,
@@ -364,7 +381,15 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 		// (the go-sdk's own check would refuse the public_url host on a
 		// loopback listener that the other doors accept).
 		DisableLocalhostProtection: true,
-	})
+	}
+	if cfg.ResumeBufferBytes > 0 {
+		// With a store the go-sdk primes each POST's SSE answer with an
+		// event id (2025-11-25) and replays from it on a GET with
+		// Last-Event-ID: the id promises a resumption the store keeps.
+		s.resume = newResumeStore(cfg.ResumeBufferBytes)
+		sessionOpts.EventStore = s.resume
+	}
+	sessions := mcp.NewStreamableHTTPHandler(getServer, &sessionOpts)
 	statelessOpts := mcp.StreamableHTTPOptions{
 		Stateless:                  true,
 		MaxRequestBodyBytes:        cfg.MaxMessageBytes,
@@ -437,6 +462,9 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 			if p.release != nil {
 				defer p.release()
 			}
+		}
+		if r.Method == http.MethodPost && !era2026 && s.resume != nil {
+			w = &primeWriter{ResponseWriter: w}
 		}
 		sdk.ServeHTTP(w, r)
 	}))
