@@ -12,11 +12,21 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/axocoatl/axocoatl-go/internal/dirlock"
 )
 
 // StoreFile is the name of the file in [Config].DataDir that holds
 // remembered decisions ([Remembered]).
 const StoreFile = "approvals.json"
+
+// lockSuffix names the lock file beside [StoreFile] that every process
+// writing it holds across its re-read and rename; storeLockWait bounds how
+// long a write waits for another process's (each holds it for one write).
+const (
+	lockSuffix    = ".lock"
+	storeLockWait = 10 * time.Second
+)
 
 // Remembered is a decision a human asked to keep ("remember": "always") for
 // one agent's calls of one tool. It applies only while the tool's
@@ -131,7 +141,16 @@ func (s *store) update(change func(map[decisionKey]Remembered) bool) error {
 	defer s.mu.Unlock()
 	// Another process on the data dir (`mcp serve` beside the daemon) may
 	// have written the file since: change what is on disk, not only what
-	// this process read, so that neither drops the other's decisions.
+	// this process read, so that neither drops the other's decisions. The
+	// lock file makes the re-read and the rename one step across processes:
+	// without it a write landing between them was lost.
+	if s.file != "" {
+		l, err := dirlock.Wait(s.file+lockSuffix, storeLockWait)
+		if err != nil {
+			return fmt.Errorf("approval: remembered decisions: %w", err)
+		}
+		defer l.Close()
+	}
 	if err := s.load(); err != nil {
 		return err
 	}
