@@ -96,6 +96,9 @@ func probeWebhook(ctx context.Context, w egress.Webhook, opts DoctorOptions, pro
 	if !opts.SendTest {
 		return detail, nil
 	}
+	// The delivery is bounded as the other steps are: a webhook's own
+	// timeout may be minutes, a doctor's is not.
+	w.Timeout = timeout
 	status, err := egress.SendTest(ctx, w)
 	if err != nil {
 		return "", fmt.Errorf("test delivery: %v", err)

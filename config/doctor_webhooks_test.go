@@ -185,3 +185,34 @@ webhooks:
 		t.Errorf("doctor shows the proxy's password:\n%s", out.String())
 	}
 }
+
+// --send-test is bounded by doctor's timeout like the other steps, not by
+// a webhook's own (here 30 s) against a receiver that never answers.
+// Before, doctor waited out the webhook's timeout.
+func TestDoctorSendTestBounded(t *testing.T) {
+	hung := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hung:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hung)
+	yaml := `agents: [{id: a}]
+webhooks:
+  - name: slow
+    url: ` + srv.URL + `/hook
+    secret: doctor-hook-secret-0123456789
+    timeout: 30s
+`
+	cfg, err := Parse("inline.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cfg.DoctorWith(context.Background(), DoctorOptions{SendTest: true}).Print(&out)
+	if want := "test delivery: webhook slow: " + strings.TrimPrefix(srv.URL, "http://") + ": timeout after " + doctorTimeout.String(); !strings.Contains(out.String(), want) {
+		t.Errorf("doctor lacks %q:\n%s", want, out.String())
+	}
+}
