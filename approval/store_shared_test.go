@@ -70,3 +70,30 @@ func TestStoreConcurrentWritersLoseNothing(t *testing.T) {
 		t.Fatalf("%d decisions on disk after two concurrent writers, want %d", got, want)
 	}
 }
+
+// A decision revoked in one process (DELETE on the daemon) no longer
+// applies in the other (`mcp serve`): get re-reads a file another process
+// replaced. Before, the other process kept allowing the tool until its
+// next start or write.
+func TestStoreRevokedInOtherProcess(t *testing.T) {
+	dir := t.TempDir()
+	a, b := newStore(dir), newStore(dir)
+	if err := a.put(Remembered{AgentID: "x", Tool: "t", Decision: Allow, DecidedAt: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.load(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.get("x", "t"); !ok {
+		t.Fatal("b does not see a's decision after loading")
+	}
+	if found, err := a.remove("x", "t"); err != nil || !found {
+		t.Fatalf("remove: %v, %v", found, err)
+	}
+	if r, ok := b.get("x", "t"); ok {
+		t.Fatalf("b still applies the decision a revoked: %+v", r)
+	}
+	if got := b.list(); len(got) != 0 {
+		t.Fatalf("b lists revoked decisions: %+v", got)
+	}
+}
