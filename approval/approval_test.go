@@ -700,8 +700,8 @@ func TestDecisionsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 || entries[0].Name() != approval.StoreFile {
-		t.Fatalf("data dir holds %v", entries)
+	if len(entries) != 2 || entries[0].Name() != approval.StoreFile || entries[1].Name() != approval.StoreFile+".lock" {
+		t.Fatalf("data dir holds %v, want the decisions file and its lock file", entries)
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, approval.StoreFile))
 	var f struct {

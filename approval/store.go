@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -12,11 +13,21 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/axocoatl/axocoatl-go/internal/dirlock"
 )
 
 // StoreFile is the name of the file in [Config].DataDir that holds
 // remembered decisions ([Remembered]).
 const StoreFile = "approvals.json"
+
+// lockSuffix names the lock file beside [StoreFile] that every process
+// writing it holds across its re-read and rename; storeLockWait bounds how
+// long a write waits for another process's (each holds it for one write).
+const (
+	lockSuffix    = ".lock"
+	storeLockWait = 10 * time.Second
+)
 
 // Remembered is a decision a human asked to keep ("remember": "always") for
 // one agent's calls of one tool. It applies only while the tool's
@@ -41,6 +52,10 @@ type store struct {
 	file string // "" when there is no data dir
 	mu   sync.Mutex
 	m    atomic.Pointer[map[decisionKey]Remembered]
+	// seen is the file as m was read from it (nil: none was), so that a
+	// file another process replaced since is read again before a decision
+	// is applied: a revocation there must not keep allowing a call here.
+	seen atomic.Pointer[os.FileInfo]
 }
 
 type storeFile struct {
@@ -63,29 +78,68 @@ func (s *store) load() error {
 	if s.file == "" {
 		return nil
 	}
-	data, err := os.ReadFile(s.file)
+	f, err := os.Open(s.file)
 	if errors.Is(err, os.ErrNotExist) {
+		empty := map[decisionKey]Remembered{}
+		s.m.Store(&empty)
+		s.seen.Store(nil)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("approval: read remembered decisions: %w", err)
 	}
-	var f storeFile
-	if err := json.Unmarshal(data, &f); err != nil {
+	defer f.Close()
+	// Stat the file read, not the path: a rename meanwhile then only
+	// costs one more read.
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("approval: read remembered decisions: %w", err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("approval: read remembered decisions: %w", err)
+	}
+	var sf storeFile
+	if err := json.Unmarshal(data, &sf); err != nil {
 		return fmt.Errorf("approval: %s is not a decisions file: %w", s.file, err)
 	}
-	m := make(map[decisionKey]Remembered, len(f.Decisions))
-	for _, r := range f.Decisions {
+	m := make(map[decisionKey]Remembered, len(sf.Decisions))
+	for _, r := range sf.Decisions {
 		if r.Tool == "" || (r.Decision != Allow && r.Decision != Deny) {
 			continue
 		}
 		m[decisionKey{r.AgentID, r.Tool}] = r
 	}
 	s.m.Store(&m)
+	s.seen.Store(&fi)
 	return nil
 }
 
+// refresh reads the file again when another process has replaced it (or
+// removed it) since it was read: one stat per look-up. A file that cannot
+// be read now leaves what was read before (writes are atomic, so that is
+// a transient state).
+func (s *store) refresh() {
+	if s.file == "" {
+		return
+	}
+	fi, err := os.Stat(s.file)
+	seen := s.seen.Load()
+	switch {
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return
+	case err != nil && seen == nil: // still no file
+		return
+	case err == nil && seen != nil && os.SameFile(fi, *seen) && fi.ModTime().Equal((*seen).ModTime()) && fi.Size() == (*seen).Size():
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.load()
+}
+
 func (s *store) get(agent, tool string) (Remembered, bool) {
+	s.refresh()
 	m := *s.m.Load()
 	if len(m) == 0 {
 		return Remembered{}, false
@@ -95,6 +149,7 @@ func (s *store) get(agent, tool string) (Remembered, bool) {
 }
 
 func (s *store) list() []Remembered {
+	s.refresh()
 	out := slices.Collect(maps.Values(*s.m.Load()))
 	slices.SortFunc(out, func(a, b Remembered) int {
 		if c := strings.Compare(a.AgentID, b.AgentID); c != 0 {
@@ -131,7 +186,16 @@ func (s *store) update(change func(map[decisionKey]Remembered) bool) error {
 	defer s.mu.Unlock()
 	// Another process on the data dir (`mcp serve` beside the daemon) may
 	// have written the file since: change what is on disk, not only what
-	// this process read, so that neither drops the other's decisions.
+	// this process read, so that neither drops the other's decisions. The
+	// lock file makes the re-read and the rename one step across processes:
+	// without it a write landing between them was lost.
+	if s.file != "" {
+		l, err := dirlock.Wait(s.file+lockSuffix, storeLockWait)
+		if err != nil {
+			return fmt.Errorf("approval: remembered decisions: %w", err)
+		}
+		defer l.Close()
+	}
 	if err := s.load(); err != nil {
 		return err
 	}

@@ -430,7 +430,9 @@ func Load(ctx context.Context, opts LoadOptions) (*Config, error) {
 
 // Parse reads a config from YAML text with the process's environment
 // (variables and AXOCOATL_* overrides); source names it in errors. It is
-// [Load] without the search for a file.
+// [Load] without the search for a file, and without what needs one: a
+// relative server.data_dir stays relative to the working directory
+// (source need not be a path), where Load makes it relative to the file's.
 func Parse(source string, data []byte) (*Config, error) {
 	return ParseWith(context.Background(), source, data, os.LookupEnv)
 }

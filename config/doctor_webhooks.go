@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"golang.org/x/net/http/httpproxy"
 
 	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
@@ -37,7 +40,7 @@ func checkWebhooks(ctx context.Context, cfg *Config, r *Report, opts DoctorOptio
 			r.warn(check, "unsigned: a receiver cannot tell its requests from anyone else's; set webhooks[].secret (and check it with egress.Verify)")
 		}
 		wg.Go(func() {
-			detail, err := probeWebhook(ctx, w, opts)
+			detail, err := probeWebhook(ctx, w, opts, proxyOf(cfg.lookup))
 			if err != nil {
 				r.fail(check, fmt.Sprintf("%s: %v", info.URL, err))
 				return
@@ -51,10 +54,20 @@ func checkWebhooks(ctx context.Context, cfg *Config, r *Report, opts DoctorOptio
 // probeWebhook resolves the webhook's host, connects to it and, with
 // opts.SendTest, sends the test delivery. Its errors name the host and
 // port only.
-func probeWebhook(ctx context.Context, w egress.Webhook, opts DoctorOptions) (string, error) {
+func probeWebhook(ctx context.Context, w egress.Webhook, opts DoctorOptions, proxy func(*url.URL) (*url.URL, error)) (string, error) {
 	u, err := url.Parse(w.URL)
 	if err != nil || u.Hostname() == "" {
 		return "", fmt.Errorf("not an absolute URL")
+	}
+	// Deliveries go through the proxy the environment names (egress's
+	// transport is http.DefaultTransport's), so that is what must resolve
+	// and accept a connection: behind a proxy the webhook's own host often
+	// does not resolve at all. Only its host and port are shown.
+	via := ""
+	if p, err := proxy(u); err != nil {
+		return "", fmt.Errorf("proxy from the environment: not a URL")
+	} else if p != nil {
+		u, via = p, " via proxy"
 	}
 	port := u.Port()
 	if port == "" {
@@ -72,17 +85,20 @@ func probeWebhook(ctx context.Context, w egress.Webhook, opts DoctorOptions) (st
 	host := u.Hostname()
 	addrs, err := net.DefaultResolver.LookupHost(pctx, host)
 	if err != nil {
-		return "", fmt.Errorf("host %s does not resolve: %v", host, unwrapDNS(err))
+		return "", fmt.Errorf("host %s%s does not resolve: %v", host, via, unwrapDNS(err))
 	}
 	conn, err := (&net.Dialer{}).DialContext(pctx, "tcp", net.JoinHostPort(host, port))
 	if err != nil {
-		return "", fmt.Errorf("%s (%s) accepts no connection: %v", net.JoinHostPort(host, port), strings.Join(addrs, ", "), unwrapOp(err))
+		return "", fmt.Errorf("%s%s (%s) accepts no connection: %v", net.JoinHostPort(host, port), via, strings.Join(addrs, ", "), unwrapOp(err))
 	}
 	conn.Close()
-	detail := net.JoinHostPort(host, port) + " accepts connections"
+	detail := net.JoinHostPort(host, port) + via + " accepts connections"
 	if !opts.SendTest {
 		return detail, nil
 	}
+	// The delivery is bounded as the other steps are: a webhook's own
+	// timeout may be minutes, a doctor's is not.
+	w.Timeout = timeout
 	status, err := egress.SendTest(ctx, w)
 	if err != nil {
 		return "", fmt.Errorf("test delivery: %v", err)
@@ -91,6 +107,28 @@ func probeWebhook(ctx context.Context, w egress.Webhook, opts DoctorOptions) (st
 		return "", fmt.Errorf("test delivery answered %d, want 2xx", status)
 	}
 	return fmt.Sprintf("%s, test delivery (%s) answered %d", detail, egress.TestEventType, status), nil
+}
+
+// proxyOf is the proxy choice of http.ProxyFromEnvironment (which the
+// deliveries' transport uses) over the environment the config was read
+// with: HTTP_PROXY, HTTPS_PROXY and NO_PROXY, in either case.
+func proxyOf(lookup func(string) (string, bool)) func(*url.URL) (*url.URL, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	get := func(names ...string) string {
+		for _, n := range names {
+			if v, ok := lookup(n); ok && v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	return (&httpproxy.Config{
+		HTTPProxy:  get("HTTP_PROXY", "http_proxy"),
+		HTTPSProxy: get("HTTPS_PROXY", "https_proxy"),
+		NoProxy:    get("NO_PROXY", "no_proxy"),
+	}).ProxyFunc()
 }
 
 // unwrapDNS and unwrapOp keep an error's cause ("no such host",

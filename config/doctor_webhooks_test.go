@@ -142,3 +142,77 @@ func TestDoctorListsLauncherRegistries(t *testing.T) {
 		t.Errorf("egress:\n%s", out.String())
 	}
 }
+
+// Behind a proxy (HTTPS_PROXY) the deliveries connect to the proxy, and
+// the webhook's own host need not resolve here: doctor checks the proxy,
+// shown by host and port only. Before, it failed every such webhook with
+// "does not resolve".
+func TestDoctorWebhookBehindProxy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // a proxy that takes connections; doctor only connects
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	proxy := ln.Addr().String()
+	env := map[string]string{"HTTPS_PROXY": "http://user:proxy-pass-31@" + proxy}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	yaml := `agents: [{id: a}]
+webhooks:
+  - name: hook
+    url: https://behind-the-proxy.invalid/hook
+    secret: doctor-hook-secret-0123456789
+`
+	cfg, err := ParseWith(context.Background(), "inline.yaml", []byte(yaml), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cfg.Doctor(context.Background()).Print(&out)
+	if want := "ok   webhook hook: https://behind-the-proxy.invalid/hook"; !strings.Contains(out.String(), want) ||
+		!strings.Contains(out.String(), proxy+" via proxy accepts connections") {
+		t.Errorf("doctor lacks %q via proxy %s:\n%s", want, proxy, out.String())
+	}
+	if strings.Contains(out.String(), "proxy-pass-31") {
+		t.Errorf("doctor shows the proxy's password:\n%s", out.String())
+	}
+}
+
+// --send-test is bounded by doctor's timeout like the other steps, not by
+// a webhook's own (here 30 s) against a receiver that never answers.
+// Before, doctor waited out the webhook's timeout.
+func TestDoctorSendTestBounded(t *testing.T) {
+	hung := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hung:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hung)
+	yaml := `agents: [{id: a}]
+webhooks:
+  - name: slow
+    url: ` + srv.URL + `/hook
+    secret: doctor-hook-secret-0123456789
+    timeout: 30s
+`
+	cfg, err := Parse("inline.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cfg.DoctorWith(context.Background(), DoctorOptions{SendTest: true}).Print(&out)
+	if want := "test delivery: webhook slow: " + strings.TrimPrefix(srv.URL, "http://") + ": timeout after " + doctorTimeout.String(); !strings.Contains(out.String(), want) {
+		t.Errorf("doctor lacks %q:\n%s", want, out.String())
+	}
+}

@@ -91,3 +91,37 @@ func commandLine() string {
 	}
 	return s
 }
+
+// Wait takes the lock file path, creating it (and its directory), waiting
+// up to d for another holder to release it; it writes nothing into the
+// file. It is for locks held across one short step (a read and a rename)
+// by any number of processes, so it polls rather than blocking in flock,
+// which could not be bounded. Beyond d the error wraps ErrHeld.
+func Wait(path string, d time.Duration) (*Lock, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock file: %w", err)
+	}
+	deadline := time.Now().Add(d)
+	pause := time.Millisecond
+	for {
+		held, err := tryLock(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if !held {
+			return &Lock{f: f}, nil
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w for %s", path, ErrHeld, d)
+		}
+		// Backoff, not synchronisation: flock has no wakeup to wait on.
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A second holder is refused at once with the first one's pid; after Close
@@ -26,6 +27,25 @@ func TestTryLockNamesTheHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	l2, err := TryLock(path)
+	if err != nil {
+		t.Fatalf("after Close: %v", err)
+	}
+	l2.Close()
+}
+
+// Wait takes a free lock, and refuses one held past its bound with ErrHeld
+// (a holder that never lets go costs a writer d, not forever).
+func TestWaitBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "approvals.json.lock")
+	l, err := Wait(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Wait(path, 20*time.Millisecond); !errors.Is(err, ErrHeld) {
+		t.Fatalf("Wait on a held lock: %v, want ErrHeld", err)
+	}
+	l.Close()
+	l2, err := Wait(path, time.Second)
 	if err != nil {
 		t.Fatalf("after Close: %v", err)
 	}
