@@ -73,6 +73,21 @@ func TestRefusedListingIsFreed(t *testing.T) {
 	c.within(t, 160<<20)
 }
 
+// The page of TestRefusedListingIsFreed behind a decoy: a first "tools"
+// member of one tool, then the 100,000. The decoder reads the last, so
+// the count must too; counting the first let the page through to be
+// decoded and refused only after (3,354 MiB allocated, 120 MiB now:
+// go test -run TestRefusedDecoyPageIsFreed -v ./mcpclient/).
+func TestRefusedDecoyPageIsFreed(t *testing.T) {
+	hostile := helperServer("decoy", "decoy-page")
+	hostile.Timeout = 60 * time.Second
+	c := costOfListing(t, hostile)
+	if c.err == nil || !strings.Contains(c.err.Error(), "100000 tools by page 1, over max_tools (1000)") {
+		t.Fatalf("Ready: %v", c.err)
+	}
+	c.within(t, 160<<20)
+}
+
 // Guards max_list_bytes: a listing of 20 tools whose definitions add up to
 // 20 KB, under a bound of 8 KiB, is refused with an error naming the bound
 // and the count, and none of its tools is registered.
