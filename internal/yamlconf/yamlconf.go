@@ -800,9 +800,10 @@ func (c *checker) nodeAt(line, col int) *yaml.Node {
 }
 
 // Errorf returns an error about the key at path (e.g. "agents[1].id"),
-// with the key's line when the file has it.
+// with the key's line when the file has it. A value below the key that
+// came from a variable is never quoted (hideExpanded).
 func (d *Doc) Errorf(path, format string, args ...any) *Error {
-	return &Error{File: d.File, Line: d.Line(path), Key: path, Msg: fmt.Sprintf(format, args...)}
+	return &Error{File: d.File, Line: d.Line(path), Key: path, Msg: d.hideExpanded(path, fmt.Sprintf(format, args...))}
 }
 
 // Line returns the line of the key at path (for list items, of the item),
@@ -820,21 +821,28 @@ func (d *Doc) Has(path string) bool {
 }
 
 func (d *Doc) find(path string) (line int, found bool) {
+	_, line, found = d.node(path)
+	return line, found
+}
+
+// node returns the value at path and the line of its key (of the item,
+// in a list).
+func (d *Doc) node(path string) (value *yaml.Node, line int, found bool) {
 	if d == nil || d.root == nil || path == "" {
-		return 0, false
+		return nil, 0, false
 	}
 	n := d.root
 	for _, seg := range splitPath(path) {
 		switch {
 		case seg.index >= 0:
 			if n.Kind != yaml.SequenceNode || seg.index >= len(n.Content) {
-				return line, false
+				return nil, line, false
 			}
 			n = n.Content[seg.index]
 			line = n.Line
 		default:
 			if n.Kind != yaml.MappingNode {
-				return line, false
+				return nil, line, false
 			}
 			var next *yaml.Node
 			for i := 0; i+1 < len(n.Content); i += 2 {
@@ -845,12 +853,12 @@ func (d *Doc) find(path string) (line int, found bool) {
 				}
 			}
 			if next == nil {
-				return line, false
+				return nil, line, false
 			}
 			n = next
 		}
 	}
-	return line, true
+	return n, line, true
 }
 
 type segment struct {
@@ -887,6 +895,37 @@ func (d *Doc) FieldErrors(path string, err error) []error {
 		errs = append(errs, d.Errorf(cfgerr.Join(path, e.Key), "%s", e.Msg))
 	}
 	return errs
+}
+
+// hideExpanded replaces in msg, a message about the key at path (a
+// module's Validate quotes what it refuses), every value below that key that came from a variable (it may be
+// a secret: server.addr: ${API_TOKEN} by mistake must not print the
+// token), quoted or not.
+func (d *Doc) hideExpanded(path, msg string) string {
+	n, _, found := d.node(path)
+	if !found {
+		return msg
+	}
+	seen := map[*yaml.Node]bool{} // an anchor is walked once, however often used
+	var hide func(*yaml.Node)
+	hide = func(n *yaml.Node) {
+		if n == nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		hide(n.Alias)
+		if n.Kind == yaml.ScalarNode && d.expanded[n] && n.Value != "" {
+			msg = strings.ReplaceAll(msg, strconv.Quote(n.Value), "(value hidden)")
+			msg = strings.ReplaceAll(msg, n.Value, "(value hidden)")
+		}
+		for _, c := range n.Content {
+			hide(c)
+		}
+	}
+	if len(d.expanded) > 0 {
+		hide(n)
+	}
+	return msg
 }
 
 // Validator is a config section that checks itself.
