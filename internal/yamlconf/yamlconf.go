@@ -934,9 +934,9 @@ type Validator interface{ Validate() error }
 // ValidateTree calls Validate on v if it has one; otherwise it walks v's
 // exported fields (inline ones too), slice items and map values and
 // validates what it finds. A struct with Validate is trusted to cover its
-// fields; a list or map whose own Validate passes (say, unique names) is
-// still walked, so each item's error gets the item's line. Each error is
-// attributed to its key's line.
+// fields; a list or map with its own Validate (say, unique names) is
+// still walked, whether that passes or not, so each item's error gets the
+// item's line. Each error is attributed to its key's line.
 func (d *Doc) ValidateTree(path string, v reflect.Value) []error {
 	if !v.IsValid() {
 		return nil
@@ -954,17 +954,23 @@ func (d *Doc) ValidateTree(path string, v reflect.Value) []error {
 			}
 		}
 	}
+	var errs []error
 	if val != nil {
-		if err := val.Validate(); err != nil {
-			return d.FieldErrors(path, err)
-		}
+		err := val.Validate()
 		switch v.Kind() {
 		case reflect.Slice, reflect.Array, reflect.Map:
+			// Walked even when its own check failed: a duplicate name
+			// must not hide what is wrong in the entries.
+			if err != nil {
+				errs = d.FieldErrors(path, err)
+			}
 		default:
+			if err != nil {
+				return d.FieldErrors(path, err)
+			}
 			return nil
 		}
 	}
-	var errs []error
 	switch v.Kind() {
 	case reflect.Pointer:
 		if !v.IsNil() {
