@@ -109,6 +109,11 @@ func runHostileHelper(mode string) bool {
 		// message bound), as a server that does not paginate sends them.
 		page := toolsJSON("t", 0, 100_000, 60)
 		handServer(func(string) (string, string) { return page, "" }, 0)
+	case "decoy-page":
+		// The one page of 100,000 tools behind a first "tools" member of
+		// one tool: a decoder takes the last member of a name.
+		page := toolsJSON("d", 0, 1, 60) + `,"tools":` + toolsJSON("t", 0, 100_000, 60)
+		handServer(func(string) (string, string) { return page, "" }, 0)
 	case "many-tools":
 		// A go-sdk server listing 100,000 tools (in pages of its default
 		// size, 1,000).

@@ -65,13 +65,16 @@ func pageOverBound(err error) (n int, ok bool) {
 
 // countTools counts the elements of a tools/list result's "tools" array
 // without decoding them (one reused buffer for the largest element); 0 when
-// the result has no such array (the SDK then reports what is wrong).
+// the result has no such array (the SDK then reports what is wrong). Of a
+// "tools" written twice the last counts, as the decoder takes it: a first
+// one of one tool must not let the real page through uncounted.
 func countTools(result json.RawMessage) int {
 	dec := json.NewDecoder(bytes.NewReader(result))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return 0
 	}
 	var skip json.RawMessage // RawMessage's UnmarshalJSON reuses its buffer
+	n := 0
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
@@ -86,16 +89,18 @@ func countTools(result json.RawMessage) int {
 		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
 			return 0
 		}
-		n := 0
+		n = 0
 		for dec.More() {
 			if dec.Decode(&skip) != nil {
 				return 0
 			}
 			n++
 		}
-		return n
+		if _, err := dec.Token(); err != nil { // the array's ']'
+			return 0
+		}
 	}
-	return 0
+	return n
 }
 
 // Read and Write pass messages through pageBound.

@@ -61,16 +61,26 @@ func (c listingCost) within(t *testing.T, spent uint64) {
 // its bytes, before the SDK decodes it into tool objects (which cost
 // 3.3 GiB of allocations, and a heap peak of 320 MiB, before the count was
 // checked), and nothing of it stays once it is refused.
+//
+// decoy: the same page behind a first "tools" member of one tool. The
+// decoder reads the last, so the count must too; counting the first let
+// the page through to be decoded and refused only after (3,354 MiB
+// allocated, 120 MiB now: go test -run TestRefusedListingIsFreed/decoy -v
+// ./mcpclient/).
 func TestRefusedListingIsFreed(t *testing.T) {
-	hostile := helperServer("onepage", "one-page")
-	hostile.Timeout = 60 * time.Second
-	c := costOfListing(t, hostile)
-	if c.err == nil || !strings.Contains(c.err.Error(), "100000 tools by page 1, over max_tools (1000)") {
-		t.Fatalf("Ready: %v", c.err)
+	for _, mode := range []struct{ name, helper string }{{"onepage", "one-page"}, {"decoy", "decoy-page"}} {
+		t.Run(mode.name, func(t *testing.T) {
+			hostile := helperServer(mode.name, mode.helper)
+			hostile.Timeout = 60 * time.Second
+			c := costOfListing(t, hostile)
+			if c.err == nil || !strings.Contains(c.err.Error(), "100000 tools by page 1, over max_tools (1000)") {
+				t.Fatalf("Ready: %v", c.err)
+			}
+			// 160 MiB: the page's bytes in the reader, the JSON-RPC
+			// decoding and the count (a few copies of 11 MB).
+			c.within(t, 160<<20)
+		})
 	}
-	// 160 MiB: the page's bytes in the reader, the JSON-RPC decoding and
-	// the count (a few copies of 11 MB).
-	c.within(t, 160<<20)
 }
 
 // Guards max_list_bytes: a listing of 20 tools whose definitions add up to

@@ -190,10 +190,15 @@ func (s *Server) precheckPOST(w http.ResponseWriter, r *http.Request, era2026 bo
 		var batch []json.RawMessage
 		if json.Unmarshal(trimmed, &batch) == nil {
 			for _, raw := range batch {
-				var m struct {
-					Method string `json:"method"`
+				// Read as the go-sdk reads it: encoding/json's
+				// case-insensitive match took a "METHOD" member for the
+				// method, and missed the initialize the go-sdk serves.
+				msg, err := jsonrpc.DecodeMessage(raw)
+				if err != nil {
+					continue
 				}
-				if json.Unmarshal(raw, &m) != nil {
+				m, isReq := msg.(*jsonrpc.Request)
+				if !isReq {
 					continue
 				}
 				switch m.Method {

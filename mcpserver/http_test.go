@@ -368,26 +368,23 @@ func TestHTTPSlowBodyTimesOut(t *testing.T) {
 
 // initialize must not be part of a batch (MCP 2025-03-26, the last version
 // with batches): refused, and no session opened by it, so a batch cannot
-// get around MaxSessions either.
+// get around MaxSessions either. The go-sdk matches member names exactly,
+// so a "METHOD" member (which encoding/json's case-insensitive match took
+// for the method) must not hide the initialize: it opened a session past
+// MaxSessions.
 func TestHTTPBatchedInitialize(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{MaxSessions: 1})
 	ts := serveHTTP(t, f)
 	connectHTTP(t, ts.URL+"/mcp", nil, legacy)
-	req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader("["+initFrame+"]"))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	sessions := 0
-	for range f.srv.MCP().Sessions() {
-		sessions++
-	}
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"code":-32600`) || resp.Header.Get("Mcp-Session-Id") != "" || sessions != 1 {
-		t.Fatalf("batched initialize: %d, session id %q, %d sessions open (max 1): %s", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), sessions, body)
+	for _, batch := range []string{"[" + initFrame + "]", "[" + strings.TrimSuffix(initFrame, "}") + `,"METHOD":"ping"}]`} {
+		status, body := postEra(t, ts.URL+"/mcp", "2025-03-26", batch)
+		sessions := 0
+		for range f.srv.MCP().Sessions() {
+			sessions++
+		}
+		if status != http.StatusBadRequest || !strings.Contains(body, `"code":-32600`) || sessions != 1 {
+			t.Fatalf("batched initialize %s: %d, %d sessions open (max 1): %s", batch, status, sessions, body)
+		}
 	}
 }
 

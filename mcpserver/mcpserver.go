@@ -172,9 +172,9 @@ type Config struct {
 	// (its declared Content-Length, or MaxMessageBytes when undeclared,
 	// until the body is read), for at most the Engine's body timeout
 	// ([axocoatl.HTTPOptions].BodyTimeout), then gets 503 with a -32000
-	// error. A subscriptions/listen gives its room back once read. Zero:
-	// 64 MiB, or MaxMessageBytes when that is larger. Negative: no bound.
-	// At least MaxMessageBytes.
+	// error. A subscriptions/listen holds its room until its stream ends,
+	// as its message lives that long. Zero: 64 MiB, or MaxMessageBytes
+	// when that is larger. Negative: no bound. At least MaxMessageBytes.
 	MaxBytesInFlight int64 `yaml:"max_bytes_in_flight"`
 	// MaxSessions bounds the HTTP sessions open at once: handshake-era
 	// sessions (each holds memory until DELETE or SessionTimeout) and
@@ -435,11 +435,10 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 				s.posts.Done()
 				return
 			}
-			if p.listen {
-				s.unholdBytes(p.held) // a listen holds a MaxSessions slot instead
-			} else {
-				defer s.unholdBytes(p.held)
-			}
+			// A listen holds its room while its stream is open too: the
+			// go-sdk keeps its body and decoded message that long (given
+			// back once read, 1,000 listens of 4 MiB held some 12 GiB).
+			defer s.unholdBytes(p.held)
 			if era2026 && p.quiet {
 				sdk = statelessJSON
 			}

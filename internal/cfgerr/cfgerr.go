@@ -136,11 +136,16 @@ func Entries[T interface{ Validate() error }](section string, items []T) error {
 }
 
 // UniqueNames reports the first name given to two items of a list (the
-// message names the entries, not the section; "" for none).
+// message names the entries, not the section; "" for none). Items without
+// a name are not compared: each one's own check says a name is required,
+// where "duplicate name \"\"" would name no mistake.
 func UniqueNames[T any](items []T, name func(T) string) error {
 	seen := make(map[string]int, len(items))
 	for i, item := range items {
 		n := name(item)
+		if n == "" {
+			continue
+		}
 		if j, dup := seen[n]; dup {
 			return Errorf("", "duplicate name %q (entries %d and %d)", n, j, i)
 		}

@@ -800,9 +800,10 @@ func (c *checker) nodeAt(line, col int) *yaml.Node {
 }
 
 // Errorf returns an error about the key at path (e.g. "agents[1].id"),
-// with the key's line when the file has it.
+// with the key's line when the file has it. A value below the key that
+// came from a variable is never quoted (hideExpanded).
 func (d *Doc) Errorf(path, format string, args ...any) *Error {
-	return &Error{File: d.File, Line: d.Line(path), Key: path, Msg: fmt.Sprintf(format, args...)}
+	return &Error{File: d.File, Line: d.Line(path), Key: path, Msg: d.hideExpanded(path, fmt.Sprintf(format, args...))}
 }
 
 // Line returns the line of the key at path (for list items, of the item),
@@ -820,21 +821,28 @@ func (d *Doc) Has(path string) bool {
 }
 
 func (d *Doc) find(path string) (line int, found bool) {
+	_, line, found = d.node(path)
+	return line, found
+}
+
+// node returns the value at path and the line of its key (of the item,
+// in a list).
+func (d *Doc) node(path string) (value *yaml.Node, line int, found bool) {
 	if d == nil || d.root == nil || path == "" {
-		return 0, false
+		return nil, 0, false
 	}
 	n := d.root
 	for _, seg := range splitPath(path) {
 		switch {
 		case seg.index >= 0:
 			if n.Kind != yaml.SequenceNode || seg.index >= len(n.Content) {
-				return line, false
+				return nil, line, false
 			}
 			n = n.Content[seg.index]
 			line = n.Line
 		default:
 			if n.Kind != yaml.MappingNode {
-				return line, false
+				return nil, line, false
 			}
 			var next *yaml.Node
 			for i := 0; i+1 < len(n.Content); i += 2 {
@@ -845,12 +853,12 @@ func (d *Doc) find(path string) (line int, found bool) {
 				}
 			}
 			if next == nil {
-				return line, false
+				return nil, line, false
 			}
 			n = next
 		}
 	}
-	return line, true
+	return n, line, true
 }
 
 type segment struct {
@@ -889,15 +897,46 @@ func (d *Doc) FieldErrors(path string, err error) []error {
 	return errs
 }
 
+// hideExpanded replaces in msg, a message about the key at path (a
+// module's Validate quotes what it refuses), every value below that key that came from a variable (it may be
+// a secret: server.addr: ${API_TOKEN} by mistake must not print the
+// token), quoted or not.
+func (d *Doc) hideExpanded(path, msg string) string {
+	n, _, found := d.node(path)
+	if !found {
+		return msg
+	}
+	seen := map[*yaml.Node]bool{} // an anchor is walked once, however often used
+	var hide func(*yaml.Node)
+	hide = func(n *yaml.Node) {
+		if n == nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		hide(n.Alias)
+		if n.Kind == yaml.ScalarNode && d.expanded[n] && n.Value != "" {
+			msg = strings.ReplaceAll(msg, strconv.Quote(n.Value), "(value hidden)")
+			msg = strings.ReplaceAll(msg, n.Value, "(value hidden)")
+		}
+		for _, c := range n.Content {
+			hide(c)
+		}
+	}
+	if len(d.expanded) > 0 {
+		hide(n)
+	}
+	return msg
+}
+
 // Validator is a config section that checks itself.
 type Validator interface{ Validate() error }
 
 // ValidateTree calls Validate on v if it has one; otherwise it walks v's
 // exported fields (inline ones too), slice items and map values and
 // validates what it finds. A struct with Validate is trusted to cover its
-// fields; a list or map whose own Validate passes (say, unique names) is
-// still walked, so each item's error gets the item's line. Each error is
-// attributed to its key's line.
+// fields; a list or map with its own Validate (say, unique names) is
+// still walked, whether that passes or not, so each item's error gets the
+// item's line. Each error is attributed to its key's line.
 func (d *Doc) ValidateTree(path string, v reflect.Value) []error {
 	if !v.IsValid() {
 		return nil
@@ -915,17 +954,23 @@ func (d *Doc) ValidateTree(path string, v reflect.Value) []error {
 			}
 		}
 	}
+	var errs []error
 	if val != nil {
-		if err := val.Validate(); err != nil {
-			return d.FieldErrors(path, err)
-		}
+		err := val.Validate()
 		switch v.Kind() {
 		case reflect.Slice, reflect.Array, reflect.Map:
+			// Walked even when its own check failed: a duplicate name
+			// must not hide what is wrong in the entries.
+			if err != nil {
+				errs = d.FieldErrors(path, err)
+			}
 		default:
+			if err != nil {
+				return d.FieldErrors(path, err)
+			}
 			return nil
 		}
 	}
-	var errs []error
 	switch v.Kind() {
 	case reflect.Pointer:
 		if !v.IsNil() {
