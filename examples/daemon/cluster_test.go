@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,6 +13,7 @@ import (
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats-server/v2/server"
@@ -377,50 +375,12 @@ func TestClusterProcesses(t *testing.T) {
 	})
 }
 
-// deployPeers are an MCP server "ops" with a tool deploy, and an
-// OpenAI-wire model that calls mcp__ops__deploy {"env":"prod"} once per run,
-// then answers "done: " and what the tool said.
-func deployPeers(t *testing.T) (modelURL, mcpURL string) {
-	t.Helper()
-	tools := mcp.NewServer(&mcp.Implementation{Name: "ops", Version: "1"}, nil)
-	mcp.AddTool(tools, &mcp.Tool{Name: "deploy", Description: "Deploys."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-			Env string `json:"env"`
-		}) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deployed to " + in.Env}}}, nil, nil
-		})
-	mcpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return tools }, nil))
-	t.Cleanup(func() {
-		for ss := range tools.Sessions() {
-			ss.Close()
-		}
-		mcpSrv.Close()
-	})
-	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
-			} `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		w.Header().Set("Content-Type", "application/json")
-		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
-			fmt.Fprintf(w, `{"id":"c2","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}]}`, fmt.Sprint("done: ", last.Content))
-			return
-		}
-		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"mcp__ops__deploy","arguments":"{\"env\":\"prod\"}"}}]}}]}`)
-	}))
-	t.Cleanup(model.Close)
-	return model.URL, mcpSrv.URL
-}
-
 // A task sent to C for A's agent calls a gated MCP tool on A: the approval
 // raised on A is listed by C's GET /api/approvals and C's event stream's
 // ready frame, C's POST resolves it, and C's execute answers with A's run.
 func TestClusterApprovalResolvedElsewhere(t *testing.T) {
 	ns := clusterNATS(t, -1)
-	modelURL, mcpURL := deployPeers(t)
+	modelURL, mcpURL, _ := testutil.DeployPeers(t)
 	a := startDaemon(t, clusterConfig(ns.ClientURL(), "node-a", "  - { id: deployer, provider: openai }",
 		fmt.Sprintf("providers:\n  openai: { base_url: %s/v1, api_key: sk-test, max_retries: -1 }\nmcp_servers:\n  - { name: ops, url: %s/mcp }\napproval:\n  default: prompt", modelURL, mcpURL)), nil)
 	c := startDaemon(t, clusterConfig(ns.ClientURL(), "node-c", "  - { id: on-c, provider: echo }", ""), nil)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/chromedp/chromedp"
 )
 
@@ -22,7 +23,7 @@ func TestApprovalFromDashboard(t *testing.T) {
 	needChromium(t)
 	bin := buildDaemon(t)
 
-	modelURL, mcpURL, calls := toolPeers(t)
+	modelURL, mcpURL, calls := testutil.DeployPeers(t)
 
 	cfg := filepath.Join(t.TempDir(), "axocoatl.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`

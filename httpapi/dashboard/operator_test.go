@@ -1,73 +1,27 @@
 package dashboard_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/chromedp/chromedp"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // toolDaemon starts the built daemon with an OpenAI-wire model that calls
 // the MCP tool ops/deploy once per run (allowed by policy), and extra YAML
 // appended to its config. It returns the daemon once /health/ready is 200,
 // or as soon as /health answers when wantReady is false.
-// toolPeers starts an MCP server "ops" whose tool deploy counts its calls,
-// and an OpenAI-wire model that calls mcp__ops__deploy {"env":"prod"} once
-// per run, then answers "done: " and what the tool said. Both close after
-// the test's daemon (register them before starting it).
-func toolPeers(t *testing.T) (modelURL, mcpURL string, calls *atomic.Int32) {
-	t.Helper()
-	calls = new(atomic.Int32)
-	tools := mcp.NewServer(&mcp.Implementation{Name: "ops", Version: "1"}, nil)
-	mcp.AddTool(tools, &mcp.Tool{Name: "deploy", Description: "Deploys."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-			Env string `json:"env"`
-		}) (*mcp.CallToolResult, any, error) {
-			calls.Add(1)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deployed to " + in.Env}}}, nil, nil
-		})
-	mcpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return tools }, nil))
-	t.Cleanup(func() {
-		for ss := range tools.Sessions() {
-			ss.Close()
-		}
-		mcpSrv.Close()
-	})
-	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
-			} `json:"messages"`
-		}
-		body, _ := io.ReadAll(r.Body)
-		json.Unmarshal(body, &req)
-		w.Header().Set("Content-Type", "application/json")
-		last := req.Messages[len(req.Messages)-1]
-		if last.Role == "tool" {
-			fmt.Fprintf(w, `{"id":"c2","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}]}`, fmt.Sprint("done: ", last.Content))
-			return
-		}
-		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"mcp__ops__deploy","arguments":"{\"env\":\"prod\"}"}}]}}]}`)
-	}))
-	t.Cleanup(model.Close)
-	return model.URL, mcpSrv.URL, calls
-}
-
 func toolDaemon(t *testing.T, bin, extra string, wantReady bool) *daemon {
 	t.Helper()
-	modelURL, mcpURL, _ := toolPeers(t)
+	modelURL, mcpURL, _ := testutil.DeployPeers(t)
 	cfg := filepath.Join(t.TempDir(), "axocoatl.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`
 providers:
