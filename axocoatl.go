@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/conversation"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
@@ -62,6 +63,11 @@ type Options struct {
 	// call, and clients choose how many they start. Past it ExecuteRequest
 	// fails at once with ErrBusy. Zero: DefaultMaxRuns; negative: no bound.
 	MaxRuns int
+	// Conversations keeps agents' conversations (Request.ConversationID).
+	// Zero: a new in-memory store with the default limits
+	// ([conversation.NewMemory]), closed by Engine.Close. A store passed in
+	// is not closed by the Engine.
+	Conversations conversation.Store
 }
 
 // DefaultMaxRuns is Options.MaxRuns when zero.
@@ -100,6 +106,9 @@ type Engine struct {
 	watchers map[*agentWatcher]struct{}
 	// classes are the event classes modules declared (EventDeclarer).
 	classes map[string]lattice.Class
+	// convs keeps conversations; ownConvs: the Engine made it and closes it.
+	convs    conversation.Store
+	ownConvs bool
 	// pending are the tool sources still on their first attempt
 	// (AddPendingTools); runs wait for those their agent may use.
 	pending map[*pendingSource]struct{}
@@ -128,6 +137,11 @@ func New(opts Options) *Engine {
 	if e.bus == nil {
 		e.bus = lattice.NewMemory()
 		e.ownBus = true
+	}
+	e.convs = opts.Conversations
+	if e.convs == nil {
+		e.convs = conversation.NewMemory(conversation.Limits{})
+		e.ownConvs = true
 	}
 	e.httpOpts = opts.HTTP
 	e.maxRuns = int64(opts.MaxRuns)
@@ -345,6 +359,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	for w := range watchers {
 		w.stop()
+	}
+	if e.ownConvs {
+		errs = append(errs, e.convs.Close())
 	}
 	if e.ownBus {
 		errs = append(errs, e.bus.Close())

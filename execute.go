@@ -19,6 +19,21 @@ type Request struct {
 	Source Source
 	// TaskID names the task. Zero: a new time-ordered id.
 	TaskID string
+	// ConversationID makes the task a turn of a conversation of the agent
+	// (see the conversation package): the model is sent the
+	// conversation's earlier turns (windowed to the agent's
+	// max_history_bytes) and the turn is recorded when the run ends, also
+	// when it fails. Zero: a one-shot task, recorded nowhere.
+	// [conversation.New] starts a conversation with an id the Engine
+	// chooses (Result.ConversationID). An unknown id fails with
+	// conversation.ErrNotFound unless CreateConversation; one of another
+	// agent with conversation.ErrOtherAgent; one with a turn running with
+	// conversation.ErrBusy (turns of a conversation never run at once: the
+	// second is refused, not queued).
+	ConversationID string
+	// CreateConversation: an unknown ConversationID starts a conversation
+	// of that id instead of failing (A2A's client-chosen contextId).
+	CreateConversation bool
 }
 
 // Result is a finished task. On failure Execute still returns the TaskID and
@@ -28,6 +43,9 @@ type Result struct {
 	AgentID  string
 	Output   string
 	Duration time.Duration
+	// ConversationID is the conversation the task was a turn of ("" for
+	// a one-shot task): the request's, or the new one's.
+	ConversationID string
 }
 
 // Execute runs input through the agent and returns its output. It publishes
@@ -75,6 +93,14 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 		return e.executeRemote(ctx, remote, req)
 	}
 	res := Result{TaskID: req.TaskID, AgentID: req.AgentID}
+	var conv *turn
+	if req.ConversationID != "" {
+		var err error
+		if conv, err = e.beginTurn(ctx, &a.spec, &req, start); err != nil {
+			return res, fmt.Errorf("agent %s: %w", req.AgentID, err)
+		}
+		res.ConversationID = conv.info.ID
+	}
 
 	// The run ends at the first of: the caller's ctx, the agent's timeout
 	// (a clock that gates pause while a human decides: PauseRunClock),
@@ -94,16 +120,33 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	}
 	p := newPayload()
 	p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("source", string(req.Source))
+	if conv != nil {
+		p.str("conversation_id", res.ConversationID)
+	}
 	if len(missing) > 0 {
 		p.strs("tools_pending", missing)
 	}
 	e.publishEvent(ctx, event(EventAgentActivated, req.AgentID, start, p.done()))
 
 	tools := &runToolbox{engine: e, spec: &a.spec, taskID: req.TaskID}
-	out, err := e.runContained(ctx, a, tools, req)
-	res.Duration = time.Since(start)
+	var run agent.Turn
+	var err error
+	if conv == nil {
+		run, err = e.runContained(ctx, a.spec, a.model, tools, nil, req)
+	} else {
+		run, err = e.runContained(ctx, withOmittedNote(a.spec, conv.omitted), a.model, tools, conv.history, req)
+	}
 	if err != nil {
 		err = e.runError(ctx, a.spec, err)
+	}
+	if conv != nil {
+		if recErr := e.endTurn(ctx, conv, &req, start, run, err); recErr != nil && err == nil {
+			err = fmt.Errorf("agent %s: %w", req.AgentID, recErr)
+		}
+	}
+	out := run.Output
+	res.Duration = time.Since(start)
+	if err != nil {
 		// A cancel (the client's notifications/cancelled, tasks/cancel, a
 		// client gone) is not the agent failing: the event says so and it
 		// is logged at info.
@@ -111,6 +154,9 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 		p := newPayload()
 		p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("error", err.Error()).
 			int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
+		if conv != nil {
+			p.str("conversation_id", res.ConversationID)
+		}
 		if canceled {
 			p.bool("canceled", true)
 		}
@@ -126,6 +172,9 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	p = newPayload()
 	p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("output", out).
 		int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
+	if conv != nil {
+		p.str("conversation_id", res.ConversationID)
+	}
 	e.publishEvent(ctx, event(EventTaskCompleted, req.AgentID, time.Now(), p.done()))
 	return res, nil
 }
@@ -133,14 +182,14 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 // runContained is agent.Run with a panic of the model (a provider, a
 // host's Model) turned into a failed run, the stack logged: one bad answer
 // must not end the process and every run in it.
-func (e *Engine) runContained(ctx context.Context, a *registeredAgent, tools agent.Toolbox, req Request) (out string, err error) {
+func (e *Engine) runContained(ctx context.Context, spec agent.Spec, model agent.Model, tools agent.Toolbox, history []agent.Message, req Request) (turn agent.Turn, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			e.log.Error("agent run panicked", "agent", req.AgentID, "task", req.TaskID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			out, err = "", ErrModelPanicked
+			turn, err = agent.Turn{}, ErrModelPanicked
 		}
 	}()
-	return agent.Run(ctx, a.spec, a.model, tools, req.Input)
+	return agent.RunWithHistory(ctx, spec, model, tools, history, req.Input)
 }
 
 // runError explains why a run's context ended, keeping the cause checkable.

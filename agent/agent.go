@@ -50,6 +50,9 @@ const (
 	// DefaultMaxParallelToolCalls bounds the tool calls of one run that are
 	// in flight at once.
 	DefaultMaxParallelToolCalls = 8
+	// DefaultMaxHistoryBytes is the window of a conversation's earlier
+	// turns sent to the model: 256 KiB, about 64,000 tokens.
+	DefaultMaxHistoryBytes = 256 << 10
 )
 
 // refuseFactor: a turn asking for more than this many times
@@ -79,6 +82,11 @@ type Spec struct {
 	// MaxParallelToolCalls bounds the calls of one turn that run at once;
 	// the others wait for a slot. Zero: 8.
 	MaxParallelToolCalls int `yaml:"max_parallel_tool_calls" json:"max_parallel_tool_calls,omitempty"`
+	// MaxHistoryBytes bounds the earlier turns of a conversation the model
+	// is sent with each new one (a window: the oldest turns are left out
+	// first, the model is told so; see the conversation package). Zero:
+	// DefaultMaxHistoryBytes.
+	MaxHistoryBytes int `yaml:"max_history_bytes" json:"max_history_bytes,omitempty"`
 }
 
 var idPattern = regexp.MustCompile(`^[a-z0-9_-]+$`)
@@ -109,6 +117,9 @@ func (s Spec) Validate() error {
 	if s.MaxParallelToolCalls < 0 {
 		return cfgerr.Errorf("max_parallel_tool_calls", "must not be negative")
 	}
+	if s.MaxHistoryBytes < 0 {
+		return cfgerr.Errorf("max_history_bytes", "must not be negative")
+	}
 	for _, g := range s.Tools {
 		if _, err := path.Match(g, ""); err != nil {
 			return cfgerr.Errorf("tools", "bad glob %q", g)
@@ -133,6 +144,9 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if s.MaxParallelToolCalls == 0 {
 		s.MaxParallelToolCalls = DefaultMaxParallelToolCalls
+	}
+	if s.MaxHistoryBytes == 0 {
+		s.MaxHistoryBytes = DefaultMaxHistoryBytes
 	}
 	return s
 }
@@ -176,9 +190,9 @@ type Message struct {
 // ToolCall is a model's request to run a tool, one of [Response.ToolCalls];
 // [Toolbox.Call] runs it.
 type ToolCall struct {
-	ID        string          // provider-assigned; echoed back with the result
-	Name      string          // qualified tool name
-	Arguments json.RawMessage // a JSON object
+	ID        string          `json:"id"`        // provider-assigned; echoed back with the result
+	Name      string          `json:"name"`      // qualified tool name
+	Arguments json.RawMessage `json:"arguments"` // a JSON object
 }
 
 // ToolDef is what a model is told about a tool ([Toolbox.Tools]).

@@ -17,13 +17,38 @@ import (
 // values; the run itself fails on the model's error, on ctx, or on
 // [ErrMaxIterations], [ErrTooManyTools] or [ErrTooManyToolCalls]. With a
 // nil tools the model is offered none, and any call it asks for anyway is
-// answered as not available.
+// answered as not available. Run is [RunWithHistory] with no history.
 func Run(ctx context.Context, spec Spec, model Model, tools Toolbox, input string) (string, error) {
+	turn, err := RunWithHistory(ctx, spec, model, tools, nil, input)
+	return turn.Output, err
+}
+
+// Turn is what one run added to a conversation.
+type Turn struct {
+	// Output is the model's final answer ("" when the run failed).
+	Output string
+	// Messages are the turns the run added after the user's input, in
+	// order: each assistant turn that asked for tools followed by the
+	// results of its calls, then the final answer (absent when the run
+	// failed). A tool call is never without its result.
+	Messages []Message
+}
+
+// RunWithHistory is [Run] continuing a conversation: the model sees
+// history (earlier turns, oldest first, as the caller chose to window
+// them), then input as the user's new message. The returned [Turn] holds
+// what the run added, also when it failed (what happened up to the
+// failure), so that a conversation can keep it. history is not modified.
+func RunWithHistory(ctx context.Context, spec Spec, model Model, tools Toolbox, history []Message, input string) (Turn, error) {
+	msgs := make([]Message, 0, len(history)+1+4)
+	msgs = append(msgs, history...)
+	msgs = append(msgs, Message{Role: RoleUser, Content: input})
 	req := &Request{
 		Model:    spec.Model,
 		System:   spec.SystemPrompt,
-		Messages: []Message{{Role: RoleUser, Content: input}},
+		Messages: msgs,
 	}
+	added := func() []Message { return req.Messages[len(history)+1:] }
 	if tools != nil {
 		req.Tools = tools.Tools()
 	}
@@ -31,35 +56,36 @@ func Run(ctx context.Context, spec Spec, model Model, tools Toolbox, input strin
 		if max := l.MaxToolDefinitions(); max > 0 && len(req.Tools) > max {
 			// Never cut the list: which tools the model lacks would be
 			// arbitrary and nobody would know.
-			return "", fmt.Errorf("%w: %d tools match the agent's tools: allow-list but its provider accepts at most %d; narrow `tools:` (for example mcp__<server>__*)",
+			return Turn{}, fmt.Errorf("%w: %d tools match the agent's tools: allow-list but its provider accepts at most %d; narrow `tools:` (for example mcp__<server>__*)",
 				ErrTooManyTools, len(req.Tools), max)
 		}
 	}
 	spec = spec.WithDefaults()
 	for iter := 0; ; iter++ {
 		if err := ctx.Err(); err != nil {
-			return "", err
+			return Turn{Messages: added()}, err
 		}
 		resp, err := model.Generate(ctx, req)
 		if err != nil {
-			return "", err
+			return Turn{Messages: added()}, err
 		}
 		if resp == nil {
-			return "", errors.New("agent: the model returned neither a response nor an error")
+			return Turn{Messages: added()}, errors.New("agent: the model returned neither a response nor an error")
 		}
 		if len(resp.ToolCalls) == 0 {
-			return resp.Content, nil
+			req.Messages = append(req.Messages, Message{Role: RoleAssistant, Content: resp.Content})
+			return Turn{Output: resp.Content, Messages: added()}, nil
 		}
 		if iter+1 >= spec.MaxIterations {
-			return "", fmt.Errorf("%w (%d)", ErrMaxIterations, spec.MaxIterations)
+			return Turn{Messages: added()}, fmt.Errorf("%w (%d)", ErrMaxIterations, spec.MaxIterations)
 		}
 		n := len(resp.ToolCalls)
 		if hard := refuseFactor * spec.MaxToolCallsPerTurn; n > hard {
-			return "", fmt.Errorf("%w: the model asked for %d tool calls in one turn; max_tool_calls_per_turn is %d (a turn over %d fails the run)",
+			return Turn{Messages: added()}, fmt.Errorf("%w: the model asked for %d tool calls in one turn; max_tool_calls_per_turn is %d (a turn over %d fails the run)",
 				ErrTooManyToolCalls, n, spec.MaxToolCallsPerTurn, hard)
 		}
-		req.Messages = append(req.Messages, Message{Role: RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
 		results := callAll(ctx, tools, resp.ToolCalls, spec)
+		req.Messages = append(req.Messages, Message{Role: RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
 		for i, call := range resp.ToolCalls {
 			req.Messages = append(req.Messages, Message{
 				Role:       RoleTool,

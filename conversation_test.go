@@ -1,0 +1,221 @@
+package axocoatl_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/conversation"
+)
+
+// A turn of a conversation sends the model the earlier turns, tool call
+// and result included, and records the new one.
+func TestConversationCarriesHistory(t *testing.T) {
+	e := newEngine(t)
+	m := &scriptModel{turns: []agent.Response{
+		{ToolCalls: []agent.ToolCall{call("c1", "mcp__fs__read", `{"path":"a"}`)}},
+		{Content: "first answer"},
+		{Content: "second answer"},
+	}}
+	must(t, e.RegisterTool(axocoatl.Tool{Name: "mcp__fs__read", Server: "fs", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		return axocoatl.ToolResult{Content: "file a"}, nil
+	}}))
+	must(t, e.AddAgent(agent.Spec{ID: "a"}, m))
+	events := subscribe(t, e, axocoatl.EventTaskCompleted)
+
+	r1, err := e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "a", Input: "read a", ConversationID: conversation.New})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.Output != "first answer" || !conversation.ValidID(r1.ConversationID) {
+		t.Fatalf("turn 1 = %+v", r1)
+	}
+	if _, p := next(t, events); p["conversation_id"] != r1.ConversationID {
+		t.Fatalf("TaskCompleted conversation_id = %v, want %s", p["conversation_id"], r1.ConversationID)
+	}
+	r2, err := e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "a", Input: "and then?", ConversationID: r1.ConversationID})
+	if err != nil || r2.Output != "second answer" || r2.ConversationID != r1.ConversationID {
+		t.Fatalf("turn 2 = %+v, %v", r2, err)
+	}
+	last := m.reqs[len(m.reqs)-1].Messages
+	want := []string{"user:read a", "assistant:call mcp__fs__read", "tool:file a", "assistant:first answer", "user:and then?"}
+	if got := describe(last); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("turn 2's model request:\n got  %q\n want %q", got, want)
+	}
+	info, err := e.Conversations().Get(context.Background(), r1.ConversationID)
+	if err != nil || info.AgentID != "a" || info.Title != "read a" || info.Messages != 6 || info.Source != "library" {
+		t.Fatalf("stored %+v, %v", info, err)
+	}
+	msgs, _ := e.Conversations().Messages(context.Background(), r1.ConversationID, 0, 0)
+	if msgs[0].TaskID != r1.TaskID || msgs[5].TaskID != r2.TaskID || msgs[5].Content != "second answer" {
+		t.Fatalf("stored messages %+v", msgs)
+	}
+}
+
+func describe(ms []agent.Message) []string {
+	var out []string
+	for _, m := range ms {
+		s := string(m.Role) + ":" + m.Content
+		for _, c := range m.ToolCalls {
+			s = string(m.Role) + ":call " + c.Name
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestConversationIDs(t *testing.T) {
+	e := newEngine(t)
+	must(t, e.AddAgent(agent.Spec{ID: "a"}, &scriptModel{}))
+	must(t, e.AddAgent(agent.Spec{ID: "b"}, &scriptModel{}))
+	ctx := context.Background()
+	if _, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "a", Input: "x", ConversationID: "unknown-1"}); !errors.Is(err, conversation.ErrNotFound) {
+		t.Fatalf("unknown id: %v, want ErrNotFound", err)
+	}
+	for _, bad := range []string{"a b", "../etc", strings.Repeat("z", 200)} {
+		if _, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "a", Input: "x", ConversationID: bad}); !errors.Is(err, conversation.ErrInvalidID) {
+			t.Fatalf("id %q: %v, want ErrInvalidID", bad, err)
+		}
+	}
+	r, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "a", Input: "x", ConversationID: "client-chosen", CreateConversation: true})
+	if err != nil || r.ConversationID != "client-chosen" {
+		t.Fatalf("CreateConversation: %+v, %v", r, err)
+	}
+	if _, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "b", Input: "x", ConversationID: "client-chosen"}); !errors.Is(err, conversation.ErrOtherAgent) {
+		t.Fatalf("another agent's conversation: %v, want ErrOtherAgent", err)
+	}
+	if _, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "b", Input: "x", ConversationID: "client-chosen", CreateConversation: true}); !errors.Is(err, conversation.ErrOtherAgent) {
+		t.Fatalf("another agent's conversation with CreateConversation: %v, want ErrOtherAgent", err)
+	}
+	if info, _ := e.Conversations().Get(ctx, "client-chosen"); info.Messages != 2 {
+		t.Fatalf("refused turns were recorded: %d messages", info.Messages)
+	}
+}
+
+// A failed turn keeps the user's message and says it failed.
+func TestFailedTurnIsKept(t *testing.T) {
+	e := newEngine(t)
+	must(t, e.AddAgent(agent.Spec{ID: "a", Timeout: 50 * time.Millisecond}, hangModel{}))
+	r, err := e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "a", Input: "hang", ConversationID: conversation.New})
+	if !errors.Is(err, context.DeadlineExceeded) || r.ConversationID == "" {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	msgs, err := e.Conversations().Messages(context.Background(), r.ConversationID, 0, 0)
+	if err != nil || len(msgs) != 2 || msgs[0].Content != "hang" || !strings.Contains(msgs[1].Content, "timed out") {
+		t.Fatalf("a failed turn recorded %+v, %v", msgs, err)
+	}
+	// The lease was released: the next turn runs.
+	if _, err := e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "a", Input: "again", ConversationID: r.ConversationID}); errors.Is(err, conversation.ErrBusy) {
+		t.Fatal("a failed turn kept its lease")
+	}
+}
+
+// hangModel answers only when its run ends.
+type hangModel struct{}
+
+func (hangModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Response, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// gateModel answers once release is closed.
+type gateModel struct{ release chan struct{} }
+
+func (m gateModel) Generate(ctx context.Context, req *agent.Request) (*agent.Response, error) {
+	select {
+	case <-m.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &agent.Response{Content: "re: " + req.Messages[len(req.Messages)-1].Content}, nil
+}
+
+// Fifty writers on one conversation: each turn is recorded once, whole and
+// in order, or refused as busy; none interleaves with another.
+func TestConcurrentTurnsAreRefusedNotInterleaved(t *testing.T) {
+	e := newEngine(t)
+	m := gateModel{release: make(chan struct{})}
+	must(t, e.AddAgent(agent.Spec{ID: "a"}, m))
+	ctx := context.Background()
+	close(m.release) // every turn answers at once
+	r, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "a", Input: "start", ConversationID: conversation.New})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.ConversationID
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted, busy := 0, 0
+	for i := range 50 {
+		wg.Go(func() {
+			_, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "a", Input: fmt.Sprint("msg ", i), ConversationID: id})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				accepted++
+			case errors.Is(err, conversation.ErrBusy):
+				busy++
+			default:
+				t.Errorf("turn %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	msgs, err := e.Conversations().Messages(ctx, id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if accepted+busy != 50 || len(msgs) != 2+2*accepted {
+		t.Fatalf("accepted %d, busy %d, %d messages recorded (want %d)", accepted, busy, len(msgs), 2+2*accepted)
+	}
+	for i := 0; i < len(msgs); i += 2 {
+		u, a := msgs[i], msgs[i+1]
+		if u.Role != agent.RoleUser || a.Role != agent.RoleAssistant || a.Content != "re: "+u.Content || u.TaskID != a.TaskID {
+			t.Fatalf("messages %d and %d interleaved: %+v / %+v", i, i+1, u, a)
+		}
+	}
+}
+
+// windowModel records the system prompt and message count of each request.
+type windowModel struct {
+	mu     sync.Mutex
+	system string
+	n      int
+}
+
+func (m *windowModel) Generate(_ context.Context, req *agent.Request) (*agent.Response, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.system, m.n = req.System, len(req.Messages)
+	return &agent.Response{Content: strings.Repeat("a", 100)}, nil
+}
+
+// Guards: agents[].max_history_bytes through the Engine.
+func TestLongConversationIsWindowed(t *testing.T) {
+	e := newEngine(t)
+	m := &windowModel{}
+	must(t, e.AddAgent(agent.Spec{ID: "a", SystemPrompt: "be brief", MaxHistoryBytes: 2000}, m))
+	ctx := context.Background()
+	id := conversation.New
+	for i := range 40 {
+		r, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "a", Input: fmt.Sprint("turn ", i), ConversationID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = r.ConversationID
+	}
+	// A turn is about 32+6 + 32+100 bytes: 2000 holds 11 of them.
+	if m.n > 2*12+1 || m.n < 2*8+1 {
+		t.Fatalf("turn 40 sent %d messages with a 2000-byte window", m.n)
+	}
+	if !strings.HasPrefix(m.system, "be brief\n\n") || !strings.Contains(m.system, "oldest messages were left out") {
+		t.Fatalf("system prompt %q does not tell the model", m.system)
+	}
+}
