@@ -1,0 +1,348 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+)
+
+// Bounds of one streamed answer, beside the ones it shares with every
+// answer (the call's Timeout, which bounds the whole stream, and
+// maxResponseBody, which bounds its bytes).
+const (
+	// MaxEventBytes bounds one SSE event (its event name and data): a
+	// server that never ends a line would otherwise fill memory up to the
+	// body limit in one buffer. Real events are well under 1 KiB; a server
+	// that sends a whole tool call's arguments in one event stays far
+	// below this.
+	MaxEventBytes = 4 << 20
+	// MaxEvents bounds the events of one answer, and with it the calls of
+	// emit: at the body limit a real stream has some 80,000 (OpenAI's
+	// chunks are ~200 bytes), tiny hostile events could make millions.
+	MaxEvents = 1 << 18
+	// MaxToolCalls bounds the tool calls one streamed answer may start
+	// (the run loop refuses far fewer per turn; this only stops a wire
+	// index of a billion from becoming a billion slots).
+	MaxToolCalls = 1024
+	// MaxArgumentBytes bounds the arguments text of one tool call.
+	MaxArgumentBytes = 4 << 20
+)
+
+// sseBuffer is the read buffer of a stream: lines up to this size are read
+// without copying them first.
+const sseBuffer = 64 << 10
+
+// Stream sends one POST request (in as its JSON body) to path, as Call
+// does: bounded by the Timeout, which here bounds the whole stream, and
+// retried on transient failures, but only before an answer starts, so no
+// delta is ever emitted twice. A 2xx text/event-stream answer is handed to
+// onSSE; a 2xx JSON answer (a compatible server that ignores the request
+// to stream) is read whole, within the same body limit, and handed to
+// onJSON. Every error is a *provider.Error: an onSSE or onJSON error that
+// is one is returned as it is, any other becomes one with status 200.
+func (c *Client) Stream(ctx context.Context, path string, in any, onSSE func(*SSE) error, onJSON func([]byte) error) error {
+	body, perr := c.encode(in)
+	if perr != nil {
+		return perr
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(parent, c.timeout)
+	defer cancel()
+	a, perr := c.send(parent, ctx, http.MethodPost, path, body, true, "text/event-stream", true)
+	if perr != nil {
+		return perr
+	}
+	resp := a.resp
+	defer resp.Body.Close()
+	ct := resp.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	var err error
+	switch {
+	case mt == "text/event-stream":
+		err = onSSE(NewSSE(resp.Body))
+	case isJSONType(ct):
+		var raw []byte
+		if raw, err = io.ReadAll(resp.Body); err == nil {
+			err = onJSON(raw)
+		} else {
+			err = fmt.Errorf("reading the response: %w", err)
+		}
+	default:
+		return &provider.Error{Provider: c.kind, Status: resp.StatusCode,
+			Message: c.scrub(fmt.Sprintf("malformed response: content-type %q, want text/event-stream", ct))}
+	}
+	return c.streamError(parent, ctx, resp.StatusCode, err)
+}
+
+// streamError turns the failure of a started answer into a *provider.Error.
+func (c *Client) streamError(parent, ctx context.Context, status int, err error) error {
+	if err == nil {
+		return nil
+	}
+	var perr *provider.Error
+	if errors.As(err, &perr) {
+		return perr
+	}
+	e := &provider.Error{Provider: c.kind, Status: status, Err: err}
+	switch {
+	case parent.Err() != nil:
+		e.Status, e.Err = 0, parent.Err()
+		e.Message = "call abandoned: " + parent.Err().Error()
+	case ctx.Err() != nil:
+		e.Status, e.Err = 0, ctx.Err()
+		e.Message = fmt.Sprintf("the answer did not end within %s (timeout)", c.timeout)
+	case errors.Is(err, errBodyTooLarge):
+		e.Err = nil
+		e.Message = errBodyTooLarge.Error()
+	default:
+		e.Message = err.Error()
+	}
+	e.Message = c.scrub(e.Message)
+	return e
+}
+
+// MalformedStream is the error of a stream that broke the provider's
+// protocol; what says how.
+func MalformedStream(what string, args ...any) error {
+	return fmt.Errorf("malformed stream: "+what, args...)
+}
+
+// SSE reads a text/event-stream body (the WHATWG format the providers
+// speak): lines ending in LF or CRLF, `event:` and `data:` fields (several
+// data lines are joined with LF), `:` comments, a blank line ending each
+// event; other fields (id, retry) are ignored. A lone CR as a line ending,
+// which the format allows and no provider sends, is not recognised.
+type SSE struct {
+	r      *bufio.Reader
+	event  []byte
+	data   []byte
+	long   []byte // a line longer than the read buffer, put together
+	events int
+}
+
+// NewSSE reads the stream r.
+func NewSSE(r io.Reader) *SSE {
+	return &SSE{r: bufio.NewReaderSize(r, sseBuffer)}
+}
+
+// Next returns the next event's name (empty when it has none) and data,
+// both valid until the next call; io.EOF when the stream ends (an event
+// the stream cuts short is dropped, as the format says). It fails past
+// MaxEventBytes in one event or MaxEvents in the stream, and with the
+// body's read error (wrapped) when reading fails.
+func (s *SSE) Next() (event, data []byte, err error) {
+	s.event, s.data = s.event[:0], s.data[:0]
+	hasData := false
+	for {
+		line, err := s.line()
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(line) == 0 {
+			if !hasData {
+				// An event without data is not dispatched.
+				s.event = s.event[:0]
+				continue
+			}
+			if s.events++; s.events > MaxEvents {
+				return nil, nil, MalformedStream("more than %d events in one answer", MaxEvents)
+			}
+			return s.event, s.data, nil
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte{':'})
+		value = bytes.TrimPrefix(value, []byte{' '})
+		switch string(field) {
+		case "event":
+			s.event = append(s.event[:0], value...)
+		case "data":
+			if hasData {
+				s.data = append(s.data, '\n')
+			}
+			s.data = append(s.data, value...)
+			hasData = true
+		}
+		if len(s.event)+len(s.data) > MaxEventBytes {
+			return nil, nil, s.tooLarge()
+		}
+	}
+}
+
+func (s *SSE) tooLarge() error {
+	return MalformedStream("an event over %d MiB", MaxEventBytes>>20)
+}
+
+// line reads one line without its ending; io.EOF at the end of the
+// stream, also when the stream ends inside a line.
+func (s *SSE) line() ([]byte, error) {
+	line, err := s.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		s.long = append(s.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(s.long) > MaxEventBytes {
+				return nil, s.tooLarge()
+			}
+			line, err = s.r.ReadSlice('\n')
+			s.long = append(s.long, line...)
+		}
+		line = s.long
+	}
+	switch {
+	case err == io.EOF:
+		return nil, io.EOF
+	case err != nil:
+		return nil, fmt.Errorf("reading the stream: %w", err)
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+// Assembler puts a streamed answer together as the deltas come, emits each
+// one, and holds the bounds on tool calls and argument bytes. Text goes to
+// [agent.Response.Content] as it is; the arguments of each call become
+// JSON as the non-streaming path makes them (ArgumentsJSON), so both paths
+// give the same Response for the same answer.
+type Assembler struct {
+	emit  func(agent.Delta)
+	text  strings.Builder
+	calls []pendingCall
+}
+
+type pendingCall struct {
+	id, name string
+	args     strings.Builder
+}
+
+// NewAssembler emits to emit (nil: nowhere).
+func NewAssembler(emit func(agent.Delta)) *Assembler {
+	if emit == nil {
+		emit = func(agent.Delta) {}
+	}
+	return &Assembler{emit: emit}
+}
+
+// Text adds a piece of the answer's text.
+func (a *Assembler) Text(s string) {
+	if s == "" {
+		return
+	}
+	a.text.WriteString(s)
+	a.emit(agent.Delta{Kind: agent.DeltaText, Text: s})
+}
+
+// Content is the text so far.
+func (a *Assembler) Content() string { return a.text.String() }
+
+// Calls is the number of tool calls started.
+func (a *Assembler) Calls() int { return len(a.calls) }
+
+// StartCall starts a tool call and returns its index.
+func (a *Assembler) StartCall(id, name string) (int, error) {
+	if len(a.calls) >= MaxToolCalls {
+		return 0, MalformedStream("more than %d tool calls in one answer", MaxToolCalls)
+	}
+	i := len(a.calls)
+	a.calls = append(a.calls, pendingCall{id: id, name: name})
+	a.emit(agent.Delta{Kind: agent.DeltaToolCall, ToolCallIndex: i, ToolCallID: id, ToolName: name})
+	return i, nil
+}
+
+// Arguments adds a piece of the arguments text of call i.
+func (a *Assembler) Arguments(i int, s string) error {
+	if s == "" {
+		return nil
+	}
+	c := &a.calls[i]
+	if c.args.Len()+len(s) > MaxArgumentBytes {
+		return MalformedStream("the arguments of tool call %d (%s) are over %d MiB", i, c.name, MaxArgumentBytes>>20)
+	}
+	c.args.WriteString(s)
+	a.emit(agent.Delta{Kind: agent.DeltaToolArguments, ToolCallIndex: i, Arguments: s})
+	return nil
+}
+
+// CallID is the id of call i.
+func (a *Assembler) CallID(i int) string { return a.calls[i].id }
+
+// ArgumentsLen is the length of call i's arguments text so far.
+func (a *Assembler) ArgumentsLen(i int) int { return a.calls[i].args.Len() }
+
+// ToolCalls are the calls as [agent.Response.ToolCalls].
+func (a *Assembler) ToolCalls() []agent.ToolCall {
+	if len(a.calls) == 0 {
+		return nil
+	}
+	out := make([]agent.ToolCall, len(a.calls))
+	for i := range a.calls {
+		c := &a.calls[i]
+		out[i] = agent.ToolCall{ID: c.id, Name: c.name, Arguments: ArgumentsJSON(c.args.String())}
+	}
+	return out
+}
+
+// EmitWhole emits an answer that came whole (a server that ignored the
+// request to stream) as its deltas, as [agent.GenerateStream] does for a
+// model that does not stream, and returns it.
+func EmitWhole(res *agent.Response, emit func(agent.Delta)) *agent.Response {
+	if emit == nil {
+		return res
+	}
+	if res.Content != "" {
+		emit(agent.Delta{Kind: agent.DeltaText, Text: res.Content})
+	}
+	for i, tc := range res.ToolCalls {
+		emit(agent.Delta{Kind: agent.DeltaToolCall, ToolCallIndex: i, ToolCallID: tc.ID, ToolName: tc.Name})
+		if len(tc.Arguments) > 0 {
+			emit(agent.Delta{Kind: agent.DeltaToolArguments, ToolCallIndex: i, Arguments: string(tc.Arguments)})
+		}
+	}
+	return res
+}
+
+// Index is a non-negative JSON integer that may be absent (OK false) or
+// null, decoded without allocating (a *int would cost an allocation per
+// frame). Values of MaxIndex and over are refused, so that no index can
+// size a slice beyond the stream's bounds.
+type Index struct {
+	V  int
+	OK bool
+}
+
+// MaxIndex bounds an Index.
+const MaxIndex = 1 << 20
+
+func (x *Index) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) == 0 {
+		return errors.New("empty index")
+	}
+	n := 0
+	for _, c := range b {
+		// By hand: strconv's error would keep (and so allocate) the text.
+		if c < '0' || c > '9' || n >= MaxIndex {
+			return fmt.Errorf("index %.20s is not an integer from 0 to %d", b, MaxIndex-1)
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n >= MaxIndex {
+		return fmt.Errorf("index %.20s is not an integer from 0 to %d", b, MaxIndex-1)
+	}
+	x.V, x.OK = n, true
+	return nil
+}
