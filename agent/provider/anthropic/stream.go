@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/axocoatl/axocoatl-go/agent"
@@ -161,9 +162,16 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		if err != nil {
 			return nil, err
 		}
+		// at names the event in errors (not built unless one is).
+		at := func() string {
+			if len(name) == 0 {
+				return fmt.Sprintf("event %d", n)
+			}
+			return fmt.Sprintf("event %d (%s)", n, name)
+		}
 		var ev streamEvent
 		if err := json.Unmarshal(data, &ev); err != nil {
-			return nil, wire.MalformedStream("event %d (%s): %s", n, name, wire.DecodeProblem(err))
+			return nil, wire.MalformedStream("%s: %s", at(), wire.DecodeProblem(err))
 		}
 		if ev.Type == tagOther && string(name) == "error" {
 			ev.Type = tagError
@@ -172,14 +180,14 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		switch ev.Type {
 		case tagBlockStart, tagBlockDelta, tagBlockStop:
 			if !ev.Index.OK || ev.Index.V >= maxBlocks {
-				return nil, wire.MalformedStream("event %d (%s): want a content block index below %d", n, name, maxBlocks)
+				return nil, wire.MalformedStream("%s: want a content block index below %d", at(), maxBlocks)
 			}
 			for len(blocks) <= ev.Index.V {
 				blocks = append(blocks, block{})
 			}
 			b = &blocks[ev.Index.V]
 			if ev.Type != tagBlockStart && b.kind == 0 {
-				return nil, wire.MalformedStream("event %d (%s): content block %d did not start", n, name, ev.Index.V)
+				return nil, wire.MalformedStream("%s: content block %d did not start", at(), ev.Index.V)
 			}
 		}
 		switch ev.Type {
@@ -191,7 +199,7 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		case tagBlockStart:
 			cb := ev.ContentBlock
 			if cb == nil || b.kind != 0 {
-				return nil, wire.MalformedStream("event %d (%s): want a new content block at index %d", n, name, ev.Index.V)
+				return nil, wire.MalformedStream("%s: want a new content block at index %d", at(), ev.Index.V)
 			}
 			switch cb.Type {
 			case "text":
