@@ -107,8 +107,8 @@ func (t *tag) UnmarshalJSON(b []byte) error {
 }
 
 // streamEvent is one event of a Messages stream: only the fields this
-// runtime uses. Each event is decoded into a fresh streamEvent, so that a
-// field an event lacks is never the previous event's.
+// runtime uses. It is zeroed before each event, so that a field an event
+// lacks is never the previous event's.
 type streamEvent struct {
 	Type    tag        `json:"type"`
 	Index   wire.Index `json:"index"`
@@ -148,6 +148,8 @@ const (
 // returned for the same answer.
 func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response, error) {
 	a := wire.NewAssembler(emit)
+	frames := wire.NewFrames()
+	ev := new(streamEvent) // reused: one allocation per stream, not per event
 	var (
 		blocks  []block
 		usage   wireUsage
@@ -169,9 +171,9 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 			}
 			return fmt.Sprintf("event %d (%s)", n, name)
 		}
-		var ev streamEvent
-		if err := json.Unmarshal(data, &ev); err != nil {
-			return nil, wire.MalformedStream("%s: %s", at(), wire.DecodeProblem(err))
+		*ev = streamEvent{}
+		if err := frames.Decode(data, ev); err != nil {
+			return nil, wire.MalformedStream("%s: %s", at(), err)
 		}
 		if ev.Type == tagOther && string(name) == "error" {
 			ev.Type = tagError

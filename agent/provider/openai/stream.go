@@ -60,21 +60,20 @@ func (m *Model) GenerateStream(ctx context.Context, req *agent.Request, emit fun
 }
 
 // Chat Completions chunks on the wire: only the fields this runtime uses.
-// Each event is decoded into a fresh chatChunk, so that a field a chunk
-// lacks is never the previous chunk's.
 type (
 	chatChunk struct {
-		Choices []struct {
-			Index int `json:"index"`
-			Delta struct {
-				Content   string          `json:"content"`
-				Refusal   string          `json:"refusal"`
-				ToolCalls []chunkToolCall `json:"tool_calls"`
-			} `json:"delta"`
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-		Usage *chatUsage      `json:"usage"`
-		Error json.RawMessage `json:"error"`
+		Choices []chunkChoice   `json:"choices"`
+		Usage   *chatUsage      `json:"usage"`
+		Error   json.RawMessage `json:"error"`
+	}
+	chunkChoice struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   string          `json:"content"`
+			Refusal   string          `json:"refusal"`
+			ToolCalls []chunkToolCall `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
 	}
 	chunkToolCall struct {
 		Index    wire.Index `json:"index"`
@@ -86,6 +85,20 @@ type (
 		} `json:"function"`
 	}
 )
+
+// reset zeroes c for the next chunk, so that a field a chunk lacks is never
+// the previous chunk's, but keeps the slices' arrays: the decoder fills
+// them again instead of allocating new ones for every chunk.
+func (c *chatChunk) reset() {
+	choices := c.Choices[:cap(c.Choices)]
+	for i := range choices {
+		calls := choices[i].Delta.ToolCalls[:cap(choices[i].Delta.ToolCalls)]
+		clear(calls)
+		choices[i] = chunkChoice{}
+		choices[i].Delta.ToolCalls = calls[:0]
+	}
+	*c = chatChunk{Choices: choices[:0]}
+}
 
 // argText is a piece of a tool call's arguments: text, as the API sends
 // it, or a JSON object, as some compatible servers send whole arguments.
@@ -106,6 +119,8 @@ func (a *argText) UnmarshalJSON(b []byte) error {
 // would have returned for the same answer.
 func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response, error) {
 	a := wire.NewAssembler(emit)
+	frames := wire.NewFrames()
+	c := new(chatChunk)
 	var (
 		slots     []slot // by wire index of a tool call
 		usage     *chatUsage
@@ -125,9 +140,9 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		if string(data) == "[DONE]" {
 			break
 		}
-		var c chatChunk
-		if err := json.Unmarshal(data, &c); err != nil {
-			return nil, wire.MalformedStream("event %d: %s", n, wire.DecodeProblem(err))
+		c.reset()
+		if err := frames.Decode(data, c); err != nil {
+			return nil, wire.MalformedStream("event %d: %s", n, err)
 		}
 		if len(c.Error) > 0 && string(c.Error) != "null" {
 			return nil, m.call.Failed(data)
@@ -135,7 +150,8 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		if c.Usage != nil {
 			usage = c.Usage
 		}
-		for _, ch := range c.Choices {
+		for i := range c.Choices {
+			ch := &c.Choices[i]
 			if ch.Index != 0 {
 				continue // one answer was asked for; another is not ours
 			}
@@ -145,8 +161,8 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 			}
 			a.Text(ch.Delta.Content)
 			refusal.WriteString(ch.Delta.Refusal)
-			for _, tc := range ch.Delta.ToolCalls {
-				if err := m.toolDelta(a, &slots, &tc); err != nil {
+			for j := range ch.Delta.ToolCalls {
+				if err := m.toolDelta(a, &slots, &ch.Delta.ToolCalls[j]); err != nil {
 					return nil, err
 				}
 			}

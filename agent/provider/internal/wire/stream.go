@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -345,4 +346,75 @@ func (x *Index) UnmarshalJSON(b []byte) error {
 	}
 	x.V, x.OK = n, true
 	return nil
+}
+
+// Frames decodes the JSON data of one event after another through one
+// json.Decoder, so that its buffers and scanner are reused: json.Unmarshal
+// would allocate its state anew for every event (some ten allocations per
+// delta where this makes one or two). Each Decode takes exactly one JSON
+// value; data after it is an error, as it is for json.Unmarshal.
+type Frames struct {
+	dec  *json.Decoder
+	src  frameSource
+	read int64 // bytes handed to dec so far
+}
+
+type frameSource struct {
+	f    *Frames
+	next []byte // the rest of the current frame's data
+}
+
+func (s *frameSource) Read(p []byte) (int, error) {
+	if len(s.next) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, s.next)
+	s.next = s.next[n:]
+	s.f.read += int64(n)
+	return n, nil
+}
+
+// NewFrames returns a decoder for a stream's frames.
+func NewFrames() *Frames {
+	f := &Frames{}
+	f.src.f = f
+	f.dec = json.NewDecoder(&f.src)
+	return f
+}
+
+// Decode decodes data, one event's JSON, into v. Once it has failed the
+// Frames are spent (the stream is over anyway).
+func (f *Frames) Decode(data []byte, v any) error {
+	f.src.next = data
+	if err := f.dec.Decode(v); err != nil {
+		return frameProblem(err)
+	}
+	// The bytes of data after the value: those read but not consumed, and
+	// those not read yet. Only spaces may follow a value (the spaces
+	// already read are skipped by the next Decode).
+	unconsumed := f.read - f.dec.InputOffset()
+	tail := data[len(data)-len(f.src.next)-int(unconsumed):]
+	if len(bytes.TrimSpace(tail)) > 0 {
+		f.dec = json.NewDecoder(&f.src) // its state is that of the wrong value
+		return fmt.Errorf("invalid JSON: data after the value (%.20q)", bytes.TrimSpace(tail))
+	}
+	return nil
+}
+
+// frameProblem says why a frame could not be decoded (decodeProblem
+// speaks of a body, and its offsets would count from the stream's start).
+func frameProblem(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Errorf("invalid JSON: %s", syn.Error())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("invalid JSON: the data ends inside a value")
+	case errors.Is(err, io.EOF):
+		return errors.New("invalid JSON: no value")
+	case errors.As(err, &typ):
+		return fmt.Errorf("unexpected JSON: %s", typ.Error())
+	}
+	return err
 }
