@@ -199,7 +199,7 @@ func (m *Model) toolDelta(a *wire.Assembler, slots *[]slot, tc *chunkToolCall) e
 		}
 	}
 	if w >= wire.MaxToolCalls {
-		return wire.MalformedStream("tool call index %d is not below %d", w, wire.MaxToolCalls)
+		return wire.MalformedStream("tool call index %d: more than %d tool calls in one answer", w, wire.MaxToolCalls)
 	}
 	for len(*slots) <= w {
 		*slots = append(*slots, slot{})

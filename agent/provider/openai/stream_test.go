@@ -131,7 +131,7 @@ func TestStreamMalformedFrames(t *testing.T) {
 		{"not JSON", "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {oops\n\n", "malformed stream: event 2: invalid JSON"},
 		{"content of wrong type", "data: {\"choices\":[{\"delta\":{\"content\":7}}]}\n\n", "malformed stream: event 1: unexpected JSON"},
 		{"negative tool index", "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":-1,\"id\":\"c\",\"function\":{\"name\":\"f\"}}]}}]}\n\n", "is not an integer"},
-		{"huge tool index", "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":5000,\"id\":\"c\",\"function\":{\"name\":\"f\"}}]}}]}\n\n", "tool call index 5000 is not below 1024"},
+		{"huge tool index", "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":5000,\"id\":\"c\",\"function\":{\"name\":\"f\"}}]}}]}\n\n", "tool call index 5000: more than 1024 tool calls in one answer"},
 		{"no choices", "data: {\"choices\":[]}\n\ndata: [DONE]\n\n", "malformed response: no choices in the stream"},
 		{"tool type", "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"custom\",\"function\":{\"name\":\"f\"}}]}}]}\n\n", `unsupported tool call type "custom"`},
 		{"length inside a call", "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\"}}]},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n", "hit the token limit inside a tool call"},
