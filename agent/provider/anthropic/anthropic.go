@@ -6,7 +6,8 @@
 // [agent.Spec.Model], else [DefaultModel]; an answer is capped at
 // [provider.Config.MaxTokens] tokens (zero: [DefaultMaxTokens], as the
 // Messages API requires a cap). [Model.Check] is a cheap authenticated
-// probe for a host's health check.
+// probe for a host's health check. [Model.GenerateStream] streams the
+// same call ([agent.Streamer]); both read the call's [agent.Usage].
 //
 // It speaks the API with net/http and encoding/json: no SDK, so importing it
 // costs a host a second of build time, not minutes. Retries, timeouts,

@@ -7,7 +7,8 @@
 // [*Model], an [agent.Model] to register with an agent: the model of each
 // request is the agent's [agent.Spec.Model], else [DefaultModel] or
 // [DefaultOllamaModel]. [Model.Check] is a cheap authenticated probe for a
-// host's health check.
+// host's health check. [Model.GenerateStream] streams the same call
+// ([agent.Streamer]); both read the call's [agent.Usage].
 //
 // It speaks the API with net/http and encoding/json: no SDK, so importing it
 // costs a host a second of build time, not minutes. Retries, timeouts,
