@@ -36,7 +36,9 @@ type whole struct {
 	err error
 }
 
-func (w whole) Generate(context.Context, *agent.Request) (*agent.Response, error) { return w.res, w.err }
+func (w whole) Generate(context.Context, *agent.Request) (*agent.Response, error) {
+	return w.res, w.err
+}
 
 // streaming streams two pieces.
 type streaming struct{ whole }
