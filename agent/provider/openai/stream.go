@@ -129,7 +129,7 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		sawChoice bool
 	)
 	for n := 1; ; n++ {
-		_, data, err := s.Next()
+		name, data, err := s.Next()
 		if errors.Is(err, io.EOF) {
 			return nil, wire.MalformedStream("the stream ended after %d events without data: [DONE] (cut short)", n-1)
 		}
@@ -144,7 +144,9 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		if err := frames.Decode(data, c); err != nil {
 			return nil, wire.MalformedStream("event %d: %s", n, err)
 		}
-		if len(c.Error) > 0 && string(c.Error) != "null" {
+		// An error chunk, or an error event as some compatible servers
+		// send it (OpenAI's own chunks have no event name).
+		if (len(c.Error) > 0 && string(c.Error) != "null") || string(name) == "error" {
 			return nil, m.call.Failed(data)
 		}
 		if c.Usage != nil {
