@@ -140,13 +140,16 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		if string(data) == "[DONE]" {
 			break
 		}
+		// An error event, as some compatible servers send one (OpenAI's
+		// own chunks have no event name), or an error chunk.
+		if string(name) == "error" {
+			return nil, m.call.Failed(data)
+		}
 		c.reset()
 		if err := frames.Decode(data, c); err != nil {
 			return nil, wire.MalformedStream("event %d: %s", n, err)
 		}
-		// An error chunk, or an error event as some compatible servers
-		// send it (OpenAI's own chunks have no event name).
-		if (len(c.Error) > 0 && string(c.Error) != "null") || string(name) == "error" {
+		if len(c.Error) > 0 && string(c.Error) != "null" {
 			return nil, m.call.Failed(data)
 		}
 		if c.Usage != nil {

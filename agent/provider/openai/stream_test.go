@@ -135,6 +135,7 @@ func TestStreamMalformedFrames(t *testing.T) {
 		{"no choices", "data: {\"choices\":[]}\n\ndata: [DONE]\n\n", "malformed response: no choices in the stream"},
 		{"tool type", "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"custom\",\"function\":{\"name\":\"f\"}}]}}]}\n\n", `unsupported tool call type "custom"`},
 		{"error event", "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\nevent: error\ndata: {\"message\":\"model overloaded\"}\n\n", "the answer failed mid-stream: model overloaded"},
+		{"error event in text", "event: error\ndata: upstream timed out\n\n", "the answer failed mid-stream: upstream timed out"},
 		{"length inside a call", "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\"}}]},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n", "hit the token limit inside a tool call"},
 	}
 	for _, tc := range cases {

@@ -563,11 +563,12 @@ func (c *Client) Unmarshal(raw []byte, out any) error {
 // started (an error event of a stream); raw is the event's JSON.
 func (c *Client) Failed(raw []byte) *provider.Error {
 	msg := jsonMessage(raw)
-	if msg == "" {
+	switch text := strings.TrimSpace(string(raw)); {
+	case msg != "":
+	case text != "" && !strings.HasPrefix(text, "{"):
+		msg = text // not JSON: the text is the message (scrub bounds it)
+	default:
 		msg = "(no message)"
 	}
 	return &provider.Error{Provider: c.kind, Status: http.StatusOK, Message: c.scrub("the answer failed mid-stream: " + msg)}
 }
-
-// DecodeProblem says why a JSON frame could not be decoded.
-func DecodeProblem(err error) string { return decodeProblem(err) }
