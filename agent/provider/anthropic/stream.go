@@ -206,7 +206,9 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 			switch cb.Type {
 			case "text":
 				b.kind = blockText
-				a.Text(cb.Text)
+				if err := a.Text(cb.Text); err != nil {
+					return nil, err
+				}
 			case "tool_use":
 				b.kind, b.input = blockTool, cb.Input
 				if b.call, err = a.StartCall(cb.ID, cb.Name); err != nil {
@@ -218,7 +220,9 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		case tagBlockDelta:
 			switch {
 			case ev.Delta.Type == tagTextDelta && b.kind == blockText:
-				a.Text(ev.Delta.Text)
+				if err := a.Text(ev.Delta.Text); err != nil {
+					return nil, err
+				}
 			case ev.Delta.Type == tagInputJSONDelta && b.kind == blockTool:
 				if err := a.Arguments(b.call, ev.Delta.PartialJSON); err != nil {
 					return nil, err

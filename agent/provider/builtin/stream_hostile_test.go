@@ -78,42 +78,44 @@ func TestHostileStreams(t *testing.T) {
 	cases := []struct {
 		name    string
 		timeout time.Duration
-		// frames returns the n-th frame after start, forever.
+		// frames returns the n-th frame after start, forever; with
+		// repeat, every frame after the first is the second one.
 		frames func(w sseWire, n int) string
+		repeat bool
 		want   string
 		// maxWritten bounds what the server may write before the client
 		// lets go (the loopback's socket buffers take some MiB more than
 		// the client read).
 		maxWritten int64
 	}{
-		{"endless text", 30 * time.Second,
-			func(w sseWire, n int) string { return w.text(chunk) },
+		{"endless text", 2 * time.Minute,
+			func(w sseWire, n int) string { return w.text(chunk) }, true,
 			"response body over 16 MiB", 2 * bodyLimit},
-		{"huge delta", 30 * time.Second,
+		{"huge delta", 2 * time.Minute,
 			func(w sseWire, n int) string {
 				if n == 0 {
 					// A data line that never ends.
 					return "data: {\"choices\":[{\"delta\":{\"content\":\"" + chunk
 				}
 				return chunk
-			},
+			}, true,
 			"malformed stream: an event over 4 MiB", bodyLimit},
-		{"never-ending tool arguments", 30 * time.Second,
+		{"never-ending tool arguments", 2 * time.Minute,
 			func(w sseWire, n int) string {
 				if n == 0 {
 					return w.tool(0) + w.args(0, `{"content":"`)
 				}
 				return w.args(0, chunk)
-			},
+			}, true,
 			"the arguments of tool call 0 (write) are over 4 MiB", bodyLimit},
-		{"thousands of tool calls", 30 * time.Second,
-			func(w sseWire, n int) string { return w.tool(n) },
+		{"thousands of tool calls", 2 * time.Minute,
+			func(w sseWire, n int) string { return w.tool(n) }, false,
 			"more than 1024 tool calls in one answer", bodyLimit},
 		{"endless pings", time.Second,
 			func(w sseWire, n int) string {
 				time.Sleep(10 * time.Millisecond) // a slow server, not a sync
 				return w.ping
-			},
+			}, false,
 			"the answer did not end within 1s (timeout)", bodyLimit},
 	}
 	for _, wi := range sseWires {
@@ -126,8 +128,16 @@ func TestHostileStreams(t *testing.T) {
 					defer func() { written <- n }()
 					m, err := w.Write([]byte(wi.start))
 					n += int64(m)
+					var same []byte
 					for i := 0; err == nil && r.Context().Err() == nil && n < 4*bodyLimit; i++ {
-						m, err = w.Write([]byte(tc.frames(wi, i)))
+						frame := same
+						if frame == nil {
+							frame = []byte(tc.frames(wi, i))
+							if tc.repeat && i == 1 {
+								same = frame
+							}
+						}
+						m, err = w.Write(frame)
 						n += int64(m)
 						if i%64 == 0 {
 							w.(http.Flusher).Flush()

@@ -164,7 +164,9 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 			if ch.FinishReason != "" {
 				finish = ch.FinishReason
 			}
-			a.Text(ch.Delta.Content)
+			if err := a.Text(ch.Delta.Content); err != nil {
+				return nil, err
+			}
 			refusal.WriteString(ch.Delta.Refusal)
 			for j := range ch.Delta.ToolCalls {
 				if err := m.toolDelta(a, &slots, &ch.Delta.ToolCalls[j]); err != nil {
@@ -180,7 +182,9 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		return nil, m.cutShort()
 	}
 	if a.Content() == "" {
-		a.Text(refusal.String())
+		if err := a.Text(refusal.String()); err != nil {
+			return nil, err
+		}
 	}
 	return &agent.Response{Content: a.Content(), ToolCalls: a.ToolCalls(), Usage: usage.usage()}, nil
 }

@@ -30,6 +30,10 @@ const (
 	// emit: at the body limit a real stream has some 80,000 (OpenAI's
 	// chunks are ~200 bytes), tiny hostile events could make millions.
 	MaxEvents = 1 << 18
+	// MaxDeltas bounds the deltas one answer emits: an event may carry
+	// several (OpenAI's chunks can hold many tool-call pieces), so the
+	// bound on events alone would not bound them.
+	MaxDeltas = 1 << 18
 	// MaxToolCalls bounds the tool calls one streamed answer may start
 	// (the run loop refuses far fewer per turn; this only stops a wire
 	// index of a billion from becoming a billion slots).
@@ -120,14 +124,16 @@ func MalformedStream(what string, args ...any) error {
 // SSE reads a text/event-stream body (the WHATWG format the providers
 // speak): lines ending in LF or CRLF, `event:` and `data:` fields (several
 // data lines are joined with LF), `:` comments, a blank line ending each
-// event; other fields (id, retry) are ignored. A lone CR as a line ending,
+// event; other fields (id, retry) are ignored, and so is a byte order
+// mark at the start. A lone CR as a line ending,
 // which the format allows and no provider sends, is not recognised.
 type SSE struct {
-	r      *bufio.Reader
-	event  []byte
-	data   []byte
-	long   []byte // a line longer than the read buffer, put together
-	events int
+	r       *bufio.Reader
+	event   []byte
+	data    []byte
+	long    []byte // a line longer than the read buffer, put together
+	events  int
+	started bool // the first line was read
 }
 
 // NewSSE reads the stream r.
@@ -209,6 +215,11 @@ func (s *SSE) line() ([]byte, error) {
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
 	}
+	if !s.started {
+		// A byte order mark before the first line is not part of it.
+		s.started = true
+		line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
+	}
 	return line, nil
 }
 
@@ -218,9 +229,19 @@ func (s *SSE) line() ([]byte, error) {
 // JSON as the non-streaming path makes them (ArgumentsJSON), so both paths
 // give the same Response for the same answer.
 type Assembler struct {
-	emit  func(agent.Delta)
-	text  strings.Builder
-	calls []pendingCall
+	emit   func(agent.Delta)
+	deltas int
+	text   strings.Builder
+	calls  []pendingCall
+}
+
+// send emits d, within MaxDeltas.
+func (a *Assembler) send(d agent.Delta) error {
+	if a.deltas++; a.deltas > MaxDeltas {
+		return MalformedStream("more than %d deltas in one answer", MaxDeltas)
+	}
+	a.emit(d)
+	return nil
 }
 
 type pendingCall struct {
@@ -237,12 +258,12 @@ func NewAssembler(emit func(agent.Delta)) *Assembler {
 }
 
 // Text adds a piece of the answer's text.
-func (a *Assembler) Text(s string) {
+func (a *Assembler) Text(s string) error {
 	if s == "" {
-		return
+		return nil
 	}
 	a.text.WriteString(s)
-	a.emit(agent.Delta{Kind: agent.DeltaText, Text: s})
+	return a.send(agent.Delta{Kind: agent.DeltaText, Text: s})
 }
 
 // Content is the text so far.
@@ -258,8 +279,7 @@ func (a *Assembler) StartCall(id, name string) (int, error) {
 	}
 	i := len(a.calls)
 	a.calls = append(a.calls, pendingCall{id: id, name: name})
-	a.emit(agent.Delta{Kind: agent.DeltaToolCall, ToolCallIndex: i, ToolCallID: id, ToolName: name})
-	return i, nil
+	return i, a.send(agent.Delta{Kind: agent.DeltaToolCall, ToolCallIndex: i, ToolCallID: id, ToolName: name})
 }
 
 // Arguments adds a piece of the arguments text of call i.
@@ -272,8 +292,7 @@ func (a *Assembler) Arguments(i int, s string) error {
 		return MalformedStream("the arguments of tool call %d (%s) are over %d MiB", i, c.name, MaxArgumentBytes>>20)
 	}
 	c.args.WriteString(s)
-	a.emit(agent.Delta{Kind: agent.DeltaToolArguments, ToolCallIndex: i, Arguments: s})
-	return nil
+	return a.send(agent.Delta{Kind: agent.DeltaToolArguments, ToolCallIndex: i, Arguments: s})
 }
 
 // CallID is the id of call i.

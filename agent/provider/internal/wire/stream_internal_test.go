@@ -53,6 +53,7 @@ func TestSSEFormat(t *testing.T) {
 		{"an event cut short is dropped", "data: 1\n\ndata: 2\n", []sseEvent{{"", "1"}}},
 		{"a line cut short is dropped", "data: 1\n\ndata: 2", []sseEvent{{"", "1"}}},
 		{"a long line", "data: " + long + "\n\n", []sseEvent{{"", long}}},
+		{"a byte order mark", "\xEF\xBB\xBFdata: 1\n\ndata: \xEF\xBB\xBF2\n\n", []sseEvent{{"", "1"}, {"", "\xEF\xBB\xBF2"}}},
 	}
 	for _, tc := range cases {
 		got, err := readAll(t, tc.body)
@@ -270,5 +271,25 @@ func TestStreamContentType(t *testing.T) {
 	err := c.Stream(context.Background(), "/x", struct{}{}, func(*SSE) error { return nil }, func([]byte) error { return nil })
 	if err == nil || err.Error() != `k: HTTP 200: malformed response: content-type "text/html", want text/event-stream` {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// The deltas of one answer are bounded, whatever their kind.
+func TestAssemblerDeltaBound(t *testing.T) {
+	var n int
+	a := NewAssembler(func(agent.Delta) { n++ })
+	for i := range MaxDeltas {
+		if err := a.Text("x"); err != nil {
+			t.Fatalf("delta %d: %v", i, err)
+		}
+	}
+	if err := a.Text("x"); err == nil || !strings.Contains(err.Error(), "more than 262144 deltas in one answer") {
+		t.Fatalf("past the bound: %v", err)
+	}
+	if _, err := a.StartCall("c", "f"); err == nil {
+		t.Fatal("a call started past the bound")
+	}
+	if n != MaxDeltas {
+		t.Fatalf("%d deltas emitted, want %d", n, MaxDeltas)
 	}
 }
