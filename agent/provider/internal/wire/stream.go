@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
@@ -40,6 +41,13 @@ const (
 	MaxToolCalls = 1024
 	// MaxArgumentBytes bounds the arguments text of one tool call.
 	MaxArgumentBytes = 4 << 20
+)
+
+// drainBytes is what Stream reads after a whole answer to reuse its
+// connection; a server that sends more is cut off with its connection.
+const (
+	drainBytes = 4 << 10
+	drainWait  = 100 * time.Millisecond
 )
 
 // sseBuffer is the read buffer of a stream: lines up to this size are read
@@ -73,7 +81,16 @@ func (c *Client) Stream(ctx context.Context, path string, in any, onSSE func(*SS
 	var err error
 	switch {
 	case mt == "text/event-stream":
-		err = onSSE(NewSSE(resp.Body))
+		if err = onSSE(NewSSE(resp.Body)); err == nil {
+			// The answer is whole; what may follow its last event (the
+			// chunked body's end) is read, so that the connection goes back
+			// to the pool instead of being closed unread: the next call
+			// would pay for a new TLS handshake. A server that keeps the
+			// body open after the end is given drainWait, not the Timeout.
+			t := time.AfterFunc(drainWait, cancel)
+			io.CopyN(io.Discard, resp.Body, drainBytes)
+			t.Stop()
+		}
 	case isJSONType(ct) && onJSON != nil:
 		var raw []byte
 		if raw, err = io.ReadAll(resp.Body); err == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -291,5 +292,74 @@ func TestAssemblerDeltaBound(t *testing.T) {
 	}
 	if n != MaxDeltas {
 		t.Fatalf("%d deltas emitted, want %d", n, MaxDeltas)
+	}
+}
+
+// A whole answer leaves its connection for the next call: closing a body
+// unread would cost every streamed call a new connection (and TLS
+// handshake).
+func TestStreamReusesTheConnection(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: 1\n\ndata: [DONE]\n\n")
+		w.(http.Flusher).Flush() // chunked: the body's end comes after [DONE]
+		io.WriteString(w, ": bye\n\n")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c, _ := New(Options{Kind: "k", BaseURL: srv.URL, HTTPClient: srv.Client()})
+	for range 3 {
+		err := c.Stream(context.Background(), "/x", struct{}{}, func(s *SSE) error {
+			for {
+				_, data, err := s.Next()
+				if err != nil {
+					return err
+				}
+				if string(data) == "[DONE]" {
+					return nil
+				}
+			}
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections for 3 calls, want 1", n)
+	}
+}
+
+// A server that keeps the body open after the answer's end does not hold
+// the call: the answer is returned at once, not at the Timeout.
+func TestStreamEndsAtTheAnswersEnd(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	c, _ := New(Options{Kind: "k", BaseURL: srv.URL, Timeout: time.Minute})
+	start := time.Now()
+	err := c.Stream(context.Background(), "/x", struct{}{}, func(s *SSE) error {
+		_, _, err := s.Next()
+		return err
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("the call returned after %v, held by the open body", d)
 	}
 }
