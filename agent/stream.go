@@ -83,8 +83,9 @@ type Streamer interface {
 	// reader coalesces or drops them itself.
 	//
 	// On an error, the deltas already emitted are not taken back: they
-	// were a partial answer that the returned error ends. A streamed call
-	// is retried only before its first delta.
+	// were a partial answer that the returned error ends. (The providers
+	// of agent/provider retry a streamed call only before its first
+	// delta, so none is ever emitted twice.)
 	GenerateStream(ctx context.Context, req *Request, emit func(Delta)) (*Response, error)
 }
 
