@@ -60,8 +60,9 @@ const sseBuffer = 64 << 10
 // delta is ever emitted twice. A 2xx text/event-stream answer is handed to
 // onSSE; a 2xx JSON answer (a compatible server that ignores the request
 // to stream) is read whole, within the same body limit, and handed to
-// onJSON (nil: refused as any other type). Every error is a *provider.Error: an onSSE or onJSON error that
-// is one is returned as it is, any other becomes one with status 200.
+// onJSON (nil: refused as any other type). Every error is a
+// *provider.Error: an onSSE or onJSON error that is one is returned as it
+// is, any other becomes one with status 200.
 func (c *Client) Stream(ctx context.Context, path string, in any, onSSE func(*SSE) error, onJSON func([]byte) error) error {
 	body, perr := c.encode(in)
 	if perr != nil {
