@@ -93,8 +93,12 @@ type Streamer interface {
 // it calls m.Generate and emits the whole answer once it has it: a
 // DeltaText with the content (if any), then for each tool call a
 // DeltaToolCall and a DeltaToolArguments with its arguments. Either way the
-// deltas add up to the returned *Response, as [Streamer] promises.
+// deltas add up to the returned *Response, as [Streamer] promises. A nil
+// emit is given no deltas.
 func GenerateStream(ctx context.Context, m Model, req *Request, emit func(Delta)) (*Response, error) {
+	if emit == nil {
+		emit = func(Delta) {}
+	}
 	if s, ok := m.(Streamer); ok {
 		return s.GenerateStream(ctx, req, emit)
 	}

@@ -3,7 +3,9 @@ package openai
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/axocoatl/axocoatl-go/agent"
@@ -97,4 +99,32 @@ func TestStreamParseAllocations(t *testing.T) {
 			t.Errorf("tool=%v: %.2f allocations per delta, want at most 3", tool, perDelta)
 		}
 	}
+}
+
+// Whatever a server sends, reading it never panics, and an answer read
+// whole is what its deltas make.
+func FuzzReadStream(f *testing.F) {
+	for _, name := range []string{"text", "cached", "tool_split", "parallel", "error", "truncated"} {
+		b, err := os.ReadFile("testdata/" + name + ".sse")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"f\",\"arguments\":{\"x\":1}}},{\"id\":\"b\"}]}}]} \n\ndata: [DONE]\n\n"))
+	m, err := newModel(provider.OpenAI, provider.Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var text strings.Builder
+		res, err := m.readStream(wire.NewSSE(bytes.NewReader(body)), func(d agent.Delta) {
+			if d.Kind == agent.DeltaText {
+				text.WriteString(d.Text)
+			}
+		})
+		if err == nil && text.String() != res.Content {
+			t.Fatalf("deltas %q, content %q", text.String(), res.Content)
+		}
+	})
 }
