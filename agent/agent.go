@@ -15,7 +15,10 @@
 // agent/provider and below implement it over HTTP; any Go type with a
 // Generate method is a Model. Two optional interfaces describe a model
 // further: [Offline] (it reaches nothing outside the process) and
-// [ToolLimiter] (its service accepts at most so many tool definitions).
+// [ToolLimiter] (its service accepts at most so many tool definitions). A
+// model that can report its answer as it is written also implements
+// [Streamer] ([GenerateStream] serves both kinds); every [Response] carries
+// the call's token [Usage].
 //
 // [Run] executes one task: it calls the model, runs the calls it asks for
 // through a [Toolbox] (a failed call is a [ToolResult] with IsError, which
@@ -218,10 +221,12 @@ type Request struct {
 	Tools    []ToolDef
 }
 
-// Response is a model's turn: text, tool calls, or both.
+// Response is a model's turn: text, tool calls, or both, and what the call
+// cost in tokens (zero when the provider reports nothing).
 type Response struct {
 	Content   string
 	ToolCalls []ToolCall
+	Usage     Usage
 }
 
 // Model generates the next assistant turn. Implementations live in

@@ -2,7 +2,8 @@
 // provider's settings; [Configs] keyed by kind, as the daemon's
 // `providers:` section decodes into), API keys ([Config.Key], [CheckKey]),
 // the failure type ([*Error], [ErrProvider]) and the offline [EchoModel],
-// an [agent.Model] that answers with the last user message. It imports no
+// an [agent.Model] that answers with the last user message (and streams it
+// word by word, an [agent.Streamer]). It imports no
 // provider's client: each provider is its own package, so a host pays, in
 // build time and binary size, only for the providers it imports:
 //

@@ -6,7 +6,8 @@
 // [agent.Spec.Model], else [DefaultModel]; an answer is capped at
 // [provider.Config.MaxTokens] tokens (zero: [DefaultMaxTokens], as the
 // Messages API requires a cap). [Model.Check] is a cheap authenticated
-// probe for a host's health check.
+// probe for a host's health check. [Model.GenerateStream] streams the
+// same call ([agent.Streamer]); both read the call's [agent.Usage].
 //
 // It speaks the API with net/http and encoding/json: no SDK, so importing it
 // costs a host a second of build time, not minutes. Retries, timeouts,
@@ -52,7 +53,10 @@ type Model struct {
 	call      *wire.Client
 }
 
-var _ agent.Model = (*Model)(nil)
+var (
+	_ agent.Model    = (*Model)(nil)
+	_ agent.Streamer = (*Model)(nil)
+)
 
 // New returns the model for the `anthropic` provider: cfg.BaseURL (zero:
 // https://api.anthropic.com; a base ending in /v1 works too) with
@@ -99,6 +103,7 @@ type (
 		System    []textBlock `json:"system,omitempty"`
 		Messages  []message   `json:"messages"`
 		Tools     []tool      `json:"tools,omitempty"`
+		Stream    bool        `json:"stream,omitempty"`
 	}
 	message struct {
 		Role    string `json:"role"`
@@ -135,9 +140,56 @@ type (
 			Name  string          `json:"name"`
 			Input json.RawMessage `json:"input"`
 		} `json:"content"`
-		StopReason string `json:"stop_reason"`
+		StopReason string     `json:"stop_reason"`
+		Usage      *wireUsage `json:"usage"`
+	}
+
+	// wireUsage is the usage of a call; a stream's message_delta repeats
+	// the fields it updates (cumulative counts), so each may be absent.
+	// Anthropic counts cache reads and cache writes apart from
+	// input_tokens.
+	wireUsage struct {
+		InputTokens              *int64 `json:"input_tokens"`
+		OutputTokens             *int64 `json:"output_tokens"`
+		CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
 	}
 )
+
+// update sets the fields of u that v has.
+func (u *wireUsage) update(v *wireUsage) {
+	if v == nil {
+		return
+	}
+	for _, f := range [][2]**int64{
+		{&u.InputTokens, &v.InputTokens}, {&u.OutputTokens, &v.OutputTokens},
+		{&u.CacheCreationInputTokens, &v.CacheCreationInputTokens}, {&u.CacheReadInputTokens, &v.CacheReadInputTokens},
+	} {
+		if *f[1] != nil {
+			*f[0] = *f[1]
+		}
+	}
+}
+
+// usage is u as [agent.Usage], whose InputTokens counts every input token:
+// input_tokens plus the cache writes and reads (the reads are also
+// CachedInputTokens).
+func (u *wireUsage) usage() agent.Usage {
+	if u == nil {
+		return agent.Usage{}
+	}
+	n := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	return agent.Usage{
+		InputTokens:       n(u.InputTokens) + n(u.CacheCreationInputTokens) + n(u.CacheReadInputTokens),
+		OutputTokens:      n(u.OutputTokens),
+		CachedInputTokens: n(u.CacheReadInputTokens),
+	}
+}
 
 // Generate implements [agent.Model].
 func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Response, error) {
@@ -150,10 +202,15 @@ func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Respon
 	if err != nil {
 		return nil, err
 	}
+	return m.response(raw, &res)
+}
+
+// response is the answer res (decoded from raw) as an [agent.Response].
+func (m *Model) response(raw []byte, res *messagesResponse) (*agent.Response, error) {
 	if res.Content == nil {
 		return nil, m.call.Malformed(raw, "no content")
 	}
-	out := &agent.Response{}
+	out := &agent.Response{Usage: res.Usage.usage()}
 	var text []string
 	for _, b := range *res.Content {
 		switch b.Type {
@@ -170,12 +227,17 @@ func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Respon
 	}
 	out.Content = strings.Join(text, "")
 	if res.StopReason == "max_tokens" && len(out.ToolCalls) > 0 {
-		// The input of the last tool call is cut short: running it would act
-		// on arguments the model did not finish.
-		return nil, &provider.Error{Provider: provider.Anthropic, Status: http.StatusOK,
-			Message: fmt.Sprintf("the answer hit max_tokens (%d) inside a tool call; raise providers.anthropic.max_tokens", m.maxTokens)}
+		return nil, m.cutShort()
 	}
 	return out, nil
+}
+
+// cutShort is the failure of an answer that hit max_tokens inside a tool
+// call: the input of the last call is cut short, and running it would act
+// on arguments the model did not finish.
+func (m *Model) cutShort() error {
+	return &provider.Error{Provider: provider.Anthropic, Status: http.StatusOK,
+		Message: fmt.Sprintf("the answer hit max_tokens (%d) inside a tool call; raise providers.anthropic.max_tokens", m.maxTokens)}
 }
 
 func (m *Model) request(req *agent.Request) (*messagesRequest, error) {

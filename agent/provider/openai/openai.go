@@ -7,7 +7,8 @@
 // [*Model], an [agent.Model] to register with an agent: the model of each
 // request is the agent's [agent.Spec.Model], else [DefaultModel] or
 // [DefaultOllamaModel]. [Model.Check] is a cheap authenticated probe for a
-// host's health check.
+// host's health check. [Model.GenerateStream] streams the same call
+// ([agent.Streamer]); both read the call's [agent.Usage].
 //
 // It speaks the API with net/http and encoding/json: no SDK, so importing it
 // costs a host a second of build time, not minutes. Retries, timeouts,
@@ -52,7 +53,10 @@ type Model struct {
 	call         *wire.Client
 }
 
-var _ agent.Model = (*Model)(nil)
+var (
+	_ agent.Model    = (*Model)(nil)
+	_ agent.Streamer = (*Model)(nil)
+)
 
 // New returns the model for the `openai` provider: cfg.BaseURL (zero:
 // https://api.openai.com/v1) with cfg.APIKey, else OPENAI_API_KEY. Errors
@@ -114,6 +118,10 @@ type (
 		Tools               []chatTool    `json:"tools,omitempty"`
 		MaxTokens           int           `json:"max_tokens,omitempty"`
 		MaxCompletionTokens int           `json:"max_completion_tokens,omitempty"`
+		Stream              bool          `json:"stream,omitempty"`
+		StreamOptions       *struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options,omitempty"`
 	}
 	chatMessage struct {
 		Role string `json:"role"`
@@ -158,8 +166,31 @@ type (
 			} `json:"message"`
 			FinishReason string `json:"finish_reason"`
 		} `json:"choices"`
+		Usage *chatUsage `json:"usage"`
+	}
+
+	// chatUsage is the usage of one call; cached tokens are part of the
+	// prompt tokens.
+	chatUsage struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	}
 )
+
+// usage is u as [agent.Usage] (zero for none).
+func (u *chatUsage) usage() agent.Usage {
+	if u == nil {
+		return agent.Usage{}
+	}
+	out := agent.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	if u.PromptTokensDetails != nil {
+		out.CachedInputTokens = u.PromptTokensDetails.CachedTokens
+	}
+	return out
+}
 
 // Generate implements [agent.Model].
 func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Response, error) {
@@ -239,12 +270,9 @@ func (m *Model) response(raw []byte, res *chatResponse) (*agent.Response, error)
 		return nil, m.call.Malformed(raw, "the choice has no message")
 	}
 	if choice.FinishReason == "length" && len(msg.ToolCalls) > 0 {
-		// The arguments of the last tool call are cut short: running it would
-		// act on arguments the model did not finish.
-		return nil, &provider.Error{Provider: m.kind, Status: http.StatusOK,
-			Message: fmt.Sprintf("the answer hit the token limit inside a tool call; raise providers.%s.max_tokens", m.kind)}
+		return nil, m.cutShort()
 	}
-	out := &agent.Response{Content: contentText(msg.Content)}
+	out := &agent.Response{Content: contentText(msg.Content), Usage: res.Usage.usage()}
 	if out.Content == "" {
 		out.Content = contentText(msg.Refusal)
 	}

@@ -114,38 +114,60 @@ func (c *Client) Kind() string { return c.kind }
 // attempt fits before the call's deadline. It returns the answer's bytes,
 // for Malformed. Every error is a *provider.Error.
 func (c *Client) Call(ctx context.Context, method, path string, in, out any, retry bool) ([]byte, error) {
-	var body []byte
-	if in != nil {
-		var err error
-		if body, err = json.Marshal(in); err != nil {
-			return nil, &provider.Error{Provider: c.kind, Message: c.scrub("encoding the request: " + err.Error())}
-		}
-	}
-	retries := c.retries
-	if !retry {
-		retries = 0
+	body, perr := c.encode(in)
+	if perr != nil {
+		return nil, perr
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(parent, c.timeout)
 	defer cancel()
+	a, perr := c.send(parent, ctx, method, path, body, retry, "application/json", false)
+	if perr != nil {
+		return a.body, perr
+	}
+	return a.body, c.decode(a, out)
+}
+
+// encode is the JSON body of a request (nil for none).
+func (c *Client) encode(in any) ([]byte, *provider.Error) {
+	if in == nil {
+		return nil, nil
+	}
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, &provider.Error{Provider: c.kind, Message: c.scrub("encoding the request: " + err.Error())}
+	}
+	return body, nil
+}
+
+// send makes attempts until one gets a 2xx answer, retrying transient
+// failures (with retry) while the next attempt fits before ctx's deadline.
+// parent is the caller's context, ctx the call's own. With keep, the 2xx
+// answer's body is left unread in result.resp for the caller to read and
+// close.
+func (c *Client) send(parent, ctx context.Context, method, path string, body []byte, retry bool, accept string, keep bool) (result, *provider.Error) {
+	retries := c.retries
+	if !retry {
+		retries = 0
+	}
 	for n := 0; ; n++ {
-		a := c.attempt(ctx, method, path, body)
+		a := c.attempt(ctx, method, path, body, accept, keep)
 		if a.err == nil && a.status < 300 {
-			return a.body, c.decode(a, out)
+			return a, nil
 		}
 		perr := c.explain(parent, ctx, a)
 		if n >= retries || ctx.Err() != nil || !retryable(a) {
-			return a.body, perr
+			return a, perr
 		}
 		delay, ok := retryDelay(a.header, n)
 		if dl, has := ctx.Deadline(); !ok || (has && time.Until(dl) <= delay) {
-			return a.body, perr // waiting would outlive the call: report what we know
+			return a, perr // waiting would outlive the call: report what we know
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, c.explain(parent, ctx, result{err: ctx.Err()})
+			return result{}, c.explain(parent, ctx, result{err: ctx.Err()})
 		case <-t.C:
 		}
 	}
@@ -156,10 +178,11 @@ type result struct {
 	status int // 0: no response
 	header http.Header
 	body   []byte
-	err    error // transport failure, refused redirect, or failed body read
+	err    error          // transport failure, refused redirect, or failed body read
+	resp   *http.Response // a 2xx answer with its body unread (attempt with keep)
 }
 
-func (c *Client) attempt(ctx context.Context, method, path string, body []byte) result {
+func (c *Client) attempt(ctx context.Context, method, path string, body []byte, accept string, keep bool) result {
 	u := *c.base
 	p, query, _ := strings.Cut(path, "?")
 	u.Path = strings.TrimRight(u.Path, "/") + p
@@ -181,7 +204,7 @@ func (c *Client) attempt(ctx context.Context, method, path string, body []byte) 
 	for k, v := range c.header {
 		req.Header[k] = v
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -193,8 +216,12 @@ func (c *Client) attempt(ctx context.Context, method, path string, body []byte) 
 		}
 		return r
 	}
-	defer resp.Body.Close()
 	r := result{status: resp.StatusCode, header: resp.Header}
+	if keep && resp.StatusCode < 300 {
+		r.resp = resp
+		return r
+	}
+	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		// Only the message is wanted; a cut or broken error body still has it.
 		r.body, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
@@ -521,4 +548,27 @@ func ArgumentsText(raw json.RawMessage) string {
 		return "{}"
 	}
 	return string(raw)
+}
+
+// Unmarshal decodes a 2xx answer read whole, failing as Call does on a
+// body that is not the JSON expected.
+func (c *Client) Unmarshal(raw []byte, out any) error {
+	if err := json.Unmarshal(raw, out); err != nil {
+		return &provider.Error{Provider: c.kind, Status: http.StatusOK, Message: c.scrub("malformed response: " + decodeProblem(err))}
+	}
+	return nil
+}
+
+// Failed is the error a provider reported inside a 2xx answer that had
+// started (an error event of a stream); raw is the event's JSON.
+func (c *Client) Failed(raw []byte) *provider.Error {
+	msg := jsonMessage(raw)
+	switch text := strings.TrimSpace(string(raw)); {
+	case msg != "":
+	case text != "" && !strings.HasPrefix(text, "{"):
+		msg = text // not JSON: the text is the message (scrub bounds it)
+	default:
+		msg = "(no message)"
+	}
+	return &provider.Error{Provider: c.kind, Status: http.StatusOK, Message: c.scrub("the answer failed mid-stream: " + msg)}
 }
