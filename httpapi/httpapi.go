@@ -248,7 +248,10 @@ type door struct {
 //
 //	GET|HEAD /health, /health/live, /health/ready   public
 //	GET      /api/agents, /api/agents/{id}, /api/tools, /metrics
-//	POST     /api/agents/{id}/execute               {"input": "…"}
+//	POST     /api/agents/{id}/execute               {"input": "…", "conversation_id"?}
+//	GET      /api/conversations                     ?agent=&limit=&cursor=, newest first
+//	GET      /api/conversations/{id}                ?from=&limit=: its messages
+//	DELETE   /api/conversations/{id}
 //	POST     /api/events                            a custom event
 //	GET      /api/events                            the WebSocket event stream
 //	GET|HEAD /{$}                                   the dashboard, public
@@ -264,7 +267,7 @@ func (m *Module) Routes() []axocoatl.Route {
 
 // table is the one list of the module's routes.
 func (m *Module) table() []door {
-	get, head, post := http.MethodGet, http.MethodHead, http.MethodPost
+	get, head, post, del := http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete
 	public := func(method, pattern string, h http.HandlerFunc) door {
 		return door{Route: axocoatl.Route{Method: method, Pattern: pattern, Scope: axocoatl.ScopePublic}, serve: h}
 	}
@@ -281,6 +284,9 @@ func (m *Module) table() []door {
 		token(get, "/api/agents", m.listAgents),
 		token(get, "/api/agents/{id}", m.getAgent),
 		token(post, "/api/agents/{id}/execute", m.execute),
+		token(get, "/api/conversations", m.listConversations),
+		token(get, "/api/conversations/{id}", m.getConversation),
+		token(del, "/api/conversations/{id}", m.deleteConversation),
 		token(post, "/api/events", m.publishEvent),
 		token(get, "/api/tools", m.listTools),
 		token(get, "/metrics", m.serveMetrics),
