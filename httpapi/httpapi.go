@@ -1,5 +1,5 @@
 // Package httpapi is an Engine's operator door as a Module: the HTTP API
-// (agents, execute, tools, custom events), the health checks, Prometheus
+// (agents, execute, conversations, tools, custom events), the health checks, Prometheus
 // metrics, the WebSocket event stream GET /api/events and the dashboard
 // page. It is what the daemon serves besides the protocol modules, and what
 // a host embedding the library mounts to get the same (config.Runtime's
@@ -18,7 +18,9 @@
 // started) on its own mux at each pattern of [Module.Routes], and calls
 // [Module.Shutdown] beside [http.Server.Shutdown] so that event streams
 // end with a close frame. It is a door: POST /api/agents/{id}/execute ends
-// in [axocoatl.Engine.ExecuteRequest] with [axocoatl.SourceAPI], every
+// in [axocoatl.Engine.ExecuteRequest] with [axocoatl.SourceAPI] (a turn of
+// a conversation when the body names one; /api/conversations reads and
+// deletes them in [axocoatl.Engine.Conversations]), every
 // route guarded by the Engine's one guard ([axocoatl.Engine.GuardHTTP]);
 // and an observer: the
 // metrics and the WebSocket stream subscribe to the lattice with a

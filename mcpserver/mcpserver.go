@@ -1,6 +1,9 @@
 // Package mcpserver is a door: it exposes an Engine's agents as MCP tools,
 // one tool per agent, named agent_<id> ([ToolPrefix]), taking
-// {"input": "..."} and returning the agent's output as text. It speaks MCP
+// {"input": "..."} and returning the agent's output as text. An optional
+// "conversation_id" argument makes a call a turn of a conversation
+// ([axocoatl.Request].ConversationID): "new" starts one, and the result's
+// _meta[[MetaConversationID]] is the id to pass to continue it. It speaks MCP
 // over stdio ([Server.ServeStdio]) and over streamable HTTP ([Server] is an
 // [http.Handler], to mount at [Path] or anywhere on any mux).
 //
