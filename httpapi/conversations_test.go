@@ -334,6 +334,74 @@ func TestConversationBadInput(t *testing.T) {
 	if view.Conversation.Messages != 2 {
 		t.Errorf("the refused turn was recorded in the other agent's conversation: %d messages", view.Conversation.Messages)
 	}
+
+	// Full: one message short of max_messages, and a turn adds two.
+	ctx := context.Background()
+	store := a.eng.Conversations()
+	if err := store.Create(ctx, conversation.Info{ID: "full-talk", AgentID: "assistant", Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]conversation.Message, conversation.DefaultMaxMessages-1)
+	for i := range msgs {
+		msgs[i] = conversation.Message{Role: agent.RoleUser, Content: "x", At: time.Now()}
+	}
+	if err := store.Append(ctx, "full-talk", msgs); err != nil {
+		t.Fatal(err)
+	}
+	r = a.do(t, http.MethodPost, "/api/agents/assistant/execute", executeBody("one more", "full-talk"))
+	if r.status != http.StatusConflict || r.errorCode() != "conversation_full" || !strings.Contains(string(r.body), "max_messages") {
+		t.Errorf("a turn of a full conversation: %d %s, want 409 naming max_messages", r.status, r.body)
+	}
+}
+
+// gateModel answers "done" once released, and says when a run reached it.
+type gateModel struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (m *gateModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Response, error) {
+	m.started <- struct{}{}
+	select {
+	case <-m.release:
+		return &agent.Response{Content: "done"}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// A turn sent while another of its conversation runs is refused at once:
+// 409 conversation_busy with Retry-After: 1; the first goes on.
+func TestConversationBusy(t *testing.T) {
+	a := newConvAPI(t)
+	gate := &gateModel{started: make(chan struct{}, 1), release: make(chan struct{})}
+	if err := a.eng.AddAgent(agent.Spec{ID: "gated"}, gate); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.eng.Conversations().Create(context.Background(), conversation.Info{ID: "talk", AgentID: "gated", Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan reply, 1)
+	go func() {
+		r, err := a.try(http.MethodPost, "/api/agents/gated/execute", executeBody("first", "talk"))
+		if err != nil {
+			t.Error(err)
+		}
+		first <- r
+	}()
+	select {
+	case <-gate.started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first turn never reached the model")
+	}
+	r := a.do(t, http.MethodPost, "/api/agents/gated/execute", executeBody("second", "talk"))
+	if r.status != http.StatusConflict || r.errorCode() != "conversation_busy" || r.header.Get("Retry-After") != "1" {
+		t.Errorf("a second turn while one runs: %d %s (Retry-After %q), want 409 busy", r.status, r.body, r.header.Get("Retry-After"))
+	}
+	close(gate.release)
+	if r := <-first; r.status != http.StatusOK || !strings.Contains(string(r.body), `"conversation_id":"talk"`) {
+		t.Errorf("the first turn: %d %s", r.status, r.body)
+	}
 }
 
 // 50 turns sent at once to one conversation: each is answered 200 or 409
