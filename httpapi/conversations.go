@@ -73,7 +73,7 @@ func (m *Module) getConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	from, ok := pageParam(w, q.Get("from"), "from", 0, 0, math.MaxInt)
+	from, ok := pageParam(w, q.Get("from"), "from", 0, 0, math.MaxInt32)
 	if !ok {
 		return
 	}

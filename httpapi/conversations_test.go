@@ -274,7 +274,7 @@ func TestConversationRoutes(t *testing.T) {
 	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"messages":[]`) {
 		t.Errorf("from the end: %d %s", r.status, r.body)
 	}
-	for _, q := range []string{"limit=0", fmt.Sprint("limit=", MaxMessagesPage+1), "from=-1", "from=x"} {
+	for _, q := range []string{"limit=0", fmt.Sprint("limit=", MaxMessagesPage+1), "from=-1", "from=x", "from=2147483648"} {
 		if r := a.do(t, http.MethodGet, "/api/conversations/"+id+"?"+q, ""); r.status != http.StatusBadRequest {
 			t.Errorf("messages ?%s: %d %s, want 400", q, r.status, r.body)
 		}
