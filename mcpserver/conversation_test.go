@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -105,6 +106,12 @@ func checkConversation(t *testing.T, f *fixture, rec *testutil.ChatRecorder, cs 
 		if _, has := res.Meta[mcpserver.MetaConversationID]; res.IsError || has || len(res.Content) != 1 {
 			t.Errorf("one-shot %v: isError %v, _meta %v, %d content blocks", args, res.IsError, res.Meta, len(res.Content))
 		}
+	}
+
+	// The key as JSON may spell it, with escapes.
+	res, err = cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "agent_echo", Arguments: json.RawMessage(`{"input":"escaped","\u0063onversation_id":"new"}`)})
+	if err != nil || res.IsError || res.Meta[mcpserver.MetaConversationID] == nil {
+		t.Errorf("an escaped key: %v, %+v", err, res)
 	}
 
 	// Bad ids: isError results saying why, and nothing created.
