@@ -26,6 +26,9 @@ type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	TaskID  string `json:"task_id,omitempty"`
+	// ConversationID is the conversation a failed turn was recorded in
+	// (a "new" one's id included), to continue it.
+	ConversationID string `json:"conversation_id,omitempty"`
 }
 
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) bool {
@@ -185,7 +188,7 @@ func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, axocoatl.ErrBusy) {
 			w.Header().Set("Retry-After", "1")
 		}
-		writeJSON(w, status, ErrorBody{ErrorDetail{Code: code, Message: msg, TaskID: res.TaskID}})
+		writeJSON(w, status, ErrorBody{ErrorDetail{Code: code, Message: msg, TaskID: res.TaskID, ConversationID: res.ConversationID}})
 		return
 	}
 	writeJSON(w, http.StatusOK, ExecuteResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output, ConversationID: res.ConversationID})

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -351,6 +352,36 @@ func TestConversationBadInput(t *testing.T) {
 	r = a.do(t, http.MethodPost, "/api/agents/assistant/execute", executeBody("one more", "full-talk"))
 	if r.status != http.StatusConflict || r.errorCode() != "conversation_full" || !strings.Contains(string(r.body), "max_messages") {
 		t.Errorf("a turn of a full conversation: %d %s, want 409 naming max_messages", r.status, r.body)
+	}
+}
+
+// failingModel fails every run.
+type failingModel struct{}
+
+func (failingModel) Generate(context.Context, *agent.Request) (*agent.Response, error) {
+	return nil, errors.New("the model is down")
+}
+
+// A failed turn is recorded, and its error answer names the conversation
+// (a new one's id too), so that the client can go on.
+func TestConversationFailedTurn(t *testing.T) {
+	a := newConvAPI(t)
+	if err := a.eng.AddAgent(agent.Spec{ID: "broken"}, failingModel{}); err != nil {
+		t.Fatal(err)
+	}
+	r := a.do(t, http.MethodPost, "/api/agents/broken/execute", executeBody("try", conversation.New))
+	var e ErrorBody
+	r.decode(t, &e)
+	if r.status != http.StatusInternalServerError || e.Error.Code != "agent_failed" || !conversation.ValidID(e.Error.ConversationID) || e.Error.TaskID == "" {
+		t.Fatalf("a failed turn: %d %s, want 500 naming the conversation", r.status, r.body)
+	}
+	var view ConversationView
+	a.do(t, http.MethodGet, "/api/conversations/"+e.Error.ConversationID, "").decode(t, &view)
+	if len(view.Messages) != 2 || view.Messages[0].Content != "try" || !strings.Contains(view.Messages[1].Content, "the model is down") {
+		t.Fatalf("the failed turn recorded as %+v", view.Messages)
+	}
+	if r := a.do(t, http.MethodPost, "/api/agents/broken/execute", `{"input":"x"}`); r.status != http.StatusInternalServerError || strings.Contains(string(r.body), "conversation_id") {
+		t.Errorf("a failed one-shot task: %d %s, want 500 naming no conversation", r.status, r.body)
 	}
 }
 
