@@ -3,6 +3,7 @@ package conversation
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -325,7 +326,12 @@ func CursorOf(c Info) string {
 	return strconv.FormatInt(c.Updated.UnixNano(), 10) + "." + c.ID
 }
 
-// ParseCursor reads a cursor of [CursorOf]; "" is the first page.
+// ErrBadCursor is matched by the error of a cursor that no page returned
+// (a door answers it as bad input: HTTP 400).
+var ErrBadCursor = errors.New("malformed cursor")
+
+// ParseCursor reads a cursor of [CursorOf]; "" is the first page. Its
+// error wraps [ErrBadCursor].
 func ParseCursor(s string) (Cursor, error) {
 	if s == "" {
 		return Cursor{}, nil
@@ -333,7 +339,7 @@ func ParseCursor(s string) (Cursor, error) {
 	ns, id, ok := strings.Cut(s, ".")
 	n, err := strconv.ParseInt(ns, 10, 64)
 	if !ok || err != nil || !ValidID(id) {
-		return Cursor{}, fmt.Errorf("conversation: malformed cursor %q", truncate(s, 64))
+		return Cursor{}, fmt.Errorf("conversation: %w %q", ErrBadCursor, truncate(s, 64))
 	}
 	return Cursor{Updated: time.Unix(0, n), ID: id}, nil
 }

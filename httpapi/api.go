@@ -26,6 +26,9 @@ type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	TaskID  string `json:"task_id,omitempty"`
+	// ConversationID is the conversation a failed turn was recorded in
+	// (a "new" one's id included), to continue it.
+	ConversationID string `json:"conversation_id,omitempty"`
 }
 
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) bool {
@@ -121,6 +124,10 @@ func (m *Module) getAgent(w http.ResponseWriter, r *http.Request) {
 
 type executeRequest struct {
 	Input *string `json:"input"`
+	// ConversationID makes the task a turn of a conversation: "new"
+	// starts one, a known id continues it, an unknown well-formed id
+	// starts one of that id; absent or "": one-shot.
+	ConversationID string `json:"conversation_id"`
 }
 
 // ExecuteResponse is the answer of POST /api/agents/{id}/execute: the
@@ -130,6 +137,9 @@ type ExecuteResponse struct {
 	AgentID string `json:"agent_id"`
 	Status  string `json:"status"`
 	Output  string `json:"output"`
+	// ConversationID is the conversation the task was a turn of; absent
+	// for a one-shot task.
+	ConversationID string `json:"conversation_id,omitempty"`
 }
 
 func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
@@ -155,10 +165,21 @@ func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = context.WithTimeoutCause(ctx, m.cfg.RequestTimeout, errRequestTimeout)
 		defer cancel()
 	}
-	res, err := m.eng.ExecuteRequest(ctx, axocoatl.Request{AgentID: id, Input: *req.Input, Source: axocoatl.SourceAPI})
+	// An unknown id starts a conversation of that id: the client chose
+	// it, as the API promises ("new" or a fresh id starts one).
+	res, err := m.eng.ExecuteRequest(ctx, axocoatl.Request{
+		AgentID: id, Input: *req.Input, Source: axocoatl.SourceAPI,
+		ConversationID: req.ConversationID, CreateConversation: req.ConversationID != "",
+	})
 	if err != nil {
 		status, code := executeStatus(err)
 		msg := err.Error()
+		if cs, cc, cm, ok := conversationStatus(err); ok {
+			status, code, msg = cs, cc, cm
+			if code == "conversation_busy" {
+				w.Header().Set("Retry-After", "1")
+			}
+		}
 		if errors.Is(context.Cause(ctx), errRequestTimeout) && errors.Is(err, context.DeadlineExceeded) {
 			// The Engine words it as the agent's own timeout, which did
 			// not fire: name the bound that did.
@@ -167,10 +188,10 @@ func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, axocoatl.ErrBusy) {
 			w.Header().Set("Retry-After", "1")
 		}
-		writeJSON(w, status, ErrorBody{ErrorDetail{Code: code, Message: msg, TaskID: res.TaskID}})
+		writeJSON(w, status, ErrorBody{ErrorDetail{Code: code, Message: msg, TaskID: res.TaskID, ConversationID: res.ConversationID}})
 		return
 	}
-	writeJSON(w, http.StatusOK, ExecuteResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output})
+	writeJSON(w, http.StatusOK, ExecuteResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output, ConversationID: res.ConversationID})
 }
 
 // errRequestTimeout is the cause of an execute cut by server.request_timeout.

@@ -1,5 +1,5 @@
 // Package httpapi is an Engine's operator door as a Module: the HTTP API
-// (agents, execute, tools, custom events), the health checks, Prometheus
+// (agents, execute, conversations, tools, custom events), the health checks, Prometheus
 // metrics, the WebSocket event stream GET /api/events and the dashboard
 // page. It is what the daemon serves besides the protocol modules, and what
 // a host embedding the library mounts to get the same (config.Runtime's
@@ -18,7 +18,9 @@
 // started) on its own mux at each pattern of [Module.Routes], and calls
 // [Module.Shutdown] beside [http.Server.Shutdown] so that event streams
 // end with a close frame. It is a door: POST /api/agents/{id}/execute ends
-// in [axocoatl.Engine.ExecuteRequest] with [axocoatl.SourceAPI], every
+// in [axocoatl.Engine.ExecuteRequest] with [axocoatl.SourceAPI] (a turn of
+// a conversation when the body names one; /api/conversations reads and
+// deletes them in [axocoatl.Engine.Conversations]), every
 // route guarded by the Engine's one guard ([axocoatl.Engine.GuardHTTP]);
 // and an observer: the
 // metrics and the WebSocket stream subscribe to the lattice with a
@@ -248,7 +250,10 @@ type door struct {
 //
 //	GET|HEAD /health, /health/live, /health/ready   public
 //	GET      /api/agents, /api/agents/{id}, /api/tools, /metrics
-//	POST     /api/agents/{id}/execute               {"input": "…"}
+//	POST     /api/agents/{id}/execute               {"input": "…", "conversation_id"?}
+//	GET      /api/conversations                     ?agent=&limit=&cursor=, newest first
+//	GET      /api/conversations/{id}                ?from=&limit=: its messages
+//	DELETE   /api/conversations/{id}
 //	POST     /api/events                            a custom event
 //	GET      /api/events                            the WebSocket event stream
 //	GET|HEAD /{$}                                   the dashboard, public
@@ -264,7 +269,7 @@ func (m *Module) Routes() []axocoatl.Route {
 
 // table is the one list of the module's routes.
 func (m *Module) table() []door {
-	get, head, post := http.MethodGet, http.MethodHead, http.MethodPost
+	get, head, post, del := http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete
 	public := func(method, pattern string, h http.HandlerFunc) door {
 		return door{Route: axocoatl.Route{Method: method, Pattern: pattern, Scope: axocoatl.ScopePublic}, serve: h}
 	}
@@ -281,6 +286,9 @@ func (m *Module) table() []door {
 		token(get, "/api/agents", m.listAgents),
 		token(get, "/api/agents/{id}", m.getAgent),
 		token(post, "/api/agents/{id}/execute", m.execute),
+		token(get, "/api/conversations", m.listConversations),
+		token(get, "/api/conversations/{id}", m.getConversation),
+		token(del, "/api/conversations/{id}", m.deleteConversation),
 		token(post, "/api/events", m.publishEvent),
 		token(get, "/api/tools", m.listTools),
 		token(get, "/metrics", m.serveMetrics),

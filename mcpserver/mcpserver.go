@@ -1,6 +1,9 @@
 // Package mcpserver is a door: it exposes an Engine's agents as MCP tools,
 // one tool per agent, named agent_<id> ([ToolPrefix]), taking
-// {"input": "..."} and returning the agent's output as text. It speaks MCP
+// {"input": "..."} and returning the agent's output as text. An optional
+// "conversation_id" argument makes a call a turn of a conversation
+// ([axocoatl.Request].ConversationID): "new" starts one, and the result's
+// _meta[[MetaConversationID]] is the id to pass to continue it. It speaks MCP
 // over stdio ([Server.ServeStdio]) and over streamable HTTP ([Server] is an
 // [http.Handler], to mount at [Path] or anywhere on any mux).
 //
@@ -67,9 +70,11 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -127,8 +132,12 @@ var (
 )
 
 // inputSchema is the schema of every agent tool, byte for byte as the
-// contract gives it.
-var inputSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string"}},"required":["input"]}`)
+// contract gives it: the input, and the conversation handle that the
+// 2026-07-28 era carries between calls as an argument (no session holds
+// state for a client).
+var inputSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string"},` +
+	`"conversation_id":{"type":"string","description":"Optional. \"new\" starts a conversation with the agent; pass the conversation_id a result returned to continue it. Absent: a one-shot call, remembered nowhere."}},` +
+	`"required":["input"]}`)
 
 // Config configures a [Server]. The zero value is usable; every field's comment
 // says what zero means.
@@ -226,7 +235,8 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 		c.Version = DefaultVersion
 	}
 	if c.Instructions == "" {
-		c.Instructions = "Each tool agent_<id> runs the Axocoatl agent <id> on the text in its \"input\" argument and returns the agent's answer."
+		c.Instructions = "Each tool agent_<id> runs the Axocoatl agent <id> on the text in its \"input\" argument and returns the agent's answer. " +
+			"To hold a conversation, pass \"conversation_id\": \"new\", then the conversation_id the result returns."
 	}
 	if c.ProgressInterval == 0 {
 		c.ProgressInterval = DefaultProgressInterval
@@ -689,10 +699,19 @@ func annotationsFor(a axocoatl.AgentInfo) *mcp.ToolAnnotations {
 // task id, to find the run's events on the lattice.
 const MetaTaskID = "axocoatl/task_id"
 
+// MetaConversationID is the _meta key of a call result that carries the
+// conversation the call was a turn of (its conversation_id argument, or
+// the new one's id); absent for a one-shot call.
+const MetaConversationID = "axocoatl/conversation_id"
+
 // callAgent bridges a tools/call of agent_<id> to Engine.ExecuteRequest.
 func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		input, err := axocoatl.ParseInput(req.Params.Arguments)
+		if err != nil {
+			return errorResult(err.Error(), nil), nil
+		}
+		convID, err := conversationArg(req.Params.Arguments)
 		if err != nil {
 			return errorResult(err.Error(), nil), nil
 		}
@@ -709,13 +728,58 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 		// ctx is cancelled by the go-sdk when the client sends
 		// notifications/cancelled for this request or the session ends, and
 		// that cancels the run.
-		res, err := s.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: agentID, Input: input, Source: axocoatl.SourceMCP, TaskID: taskID})
+		//
+		// The conversation ids of this door are the server's handles: an
+		// unknown one is an error (CreateConversation false), never a
+		// conversation started under a name the client made up.
+		res, err := s.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: agentID, Input: input, Source: axocoatl.SourceMCP, TaskID: taskID, ConversationID: convID})
 		meta := mcp.Meta{MetaTaskID: taskID}
+		var result *mcp.CallToolResult
 		if err != nil {
-			return errorResult(err.Error(), meta), nil
+			result = errorResult(err.Error(), meta)
+		} else {
+			result = &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{&mcp.TextContent{Text: res.Output}}}
 		}
-		return &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{&mcp.TextContent{Text: res.Output}}}, nil
+		if res.ConversationID != "" {
+			// The turn was recorded (a failed one too): say how to go
+			// on, in _meta for programs and in the text for a model
+			// that reads only the content.
+			meta[MetaConversationID] = res.ConversationID
+			result.Content = append(result.Content, &mcp.TextContent{Text: continueLine(res.ConversationID)})
+		}
+		return result, nil
 	}
+}
+
+// continueLine is the line of text a result of a conversation's turn ends
+// with.
+func continueLine(id string) string {
+	return "conversation_id: " + id + " (pass it to continue this conversation)"
+}
+
+// conversationArg reads the optional "conversation_id" of a tool's
+// arguments, which [axocoatl.ParseInput] has found to be an object: ""
+// when absent (or ""), an error when it is not a string. Arguments that
+// cannot hold the key (no "conversation", no \u escape that could spell
+// it) are not decoded again: most calls are {"input": "…"} alone.
+func conversationArg(args json.RawMessage) (string, error) {
+	if !bytes.Contains(args, []byte("conversation")) && !bytes.Contains(args, []byte(`\u`)) {
+		return "", nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil {
+		return "", fmt.Errorf("%w: must be an object", axocoatl.ErrBadInput)
+	}
+	raw, ok := obj["conversation_id"]
+	if !ok {
+		return "", nil
+	}
+	var id string
+	// As for "input", null is not a string: refuse it by hand.
+	if err := json.Unmarshal(raw, &id); err != nil || string(raw) == "null" {
+		return "", errors.New(`property "conversation_id" must be a string: "new" to start a conversation, or the conversation_id a result returned`)
+	}
+	return id, nil
 }
 
 func errorResult(msg string, meta mcp.Meta) *mcp.CallToolResult {

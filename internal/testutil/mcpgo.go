@@ -12,7 +12,9 @@ import (
 )
 
 // AgentInputSchema is the input schema of every agent_<id> MCP tool.
-const AgentInputSchema = `{"type":"object","properties":{"input":{"type":"string"}},"required":["input"]}`
+const AgentInputSchema = `{"type":"object","properties":{"input":{"type":"string"},` +
+	`"conversation_id":{"type":"string","description":"Optional. \"new\" starts a conversation with the agent; pass the conversation_id a result returned to continue it. Absent: a one-shot call, remembered nowhere."}},` +
+	`"required":["input"]}`
 
 // CheckMCPGoAgents drives an axocoatl MCP server with a started
 // mark3labs/mcp-go client. Like CheckAgentTools, the server must have an
