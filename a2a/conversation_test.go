@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
 	"github.com/axocoatl/axocoatl-go/conversation"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
 // wireMessage is one message of a chat-completions request, normalised:
@@ -376,6 +378,70 @@ func TestConversationV1(t *testing.T) {
 			}
 			if binding == a2a1.TransportProtocolHTTPJSON && !strings.Contains(rec.seen(), "POST /a2a/message:stream") {
 				t.Fatalf("the client did not use HTTP+JSON:\n%s", rec.seen())
+			}
+		})
+	}
+}
+
+type jsConversation struct {
+	ProtocolVersion string `json:"protocolVersion"`
+	Turns           []struct {
+		ID       string   `json:"id"`
+		Context  string   `json:"context"`
+		Contexts []string `json:"contexts"`
+		State    int      `json:"state"`
+		Output   string   `json:"output"`
+	} `json:"turns"`
+	Finished struct {
+		Chain   []string `json:"chain"`
+		Message string   `json:"message"`
+	} `json:"finished"`
+}
+
+// Through @a2a-js/sdk 1.3.0, on A2A 1.0 JSON-RPC, HTTP+JSON and the 0.3
+// wire: three messages in one context (the third streamed), each turn sent
+// the ones before, and its typed UnsupportedOperation error for a message
+// to a finished task.
+func TestConversationA2AJS(t *testing.T) {
+	modules := testutil.NodeModules(t, a2aJSPackage)
+	for _, tc := range []struct{ mode, version, finished string }{
+		{"default", "1.0", "JsonRpcUnsupportedOperationError"},
+		{"rest", "1.0", "RestUnsupportedOperationError"},
+		{"legacy03", "0.3", "UnsupportedOperationError"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			cf := newConvFixture(t, conversation.Limits{})
+			raw := testutil.RunNode(t, modules, "testdata/a2ajs_conversation.mjs", 2*time.Minute, cf.srv.URL, tc.mode, "chat")
+			var r jsConversation
+			if err := json.Unmarshal([]byte(strings.TrimSpace(raw)), &r); err != nil {
+				t.Fatalf("node output is not the report: %v\n%s", err, raw)
+			}
+			if r.ProtocolVersion != tc.version || len(r.Turns) != 3 {
+				t.Fatalf("report: %s", raw)
+			}
+			ctxID := r.Turns[0].Context
+			if !conversation.ValidID(ctxID) || r.Turns[1].Context != ctxID {
+				t.Fatalf("contexts of the turns: %s", raw)
+			}
+			for i, in := range []string{"turn one", "turn two", "turn three"} {
+				if r.Turns[i].State != jsCompleted || r.Turns[i].Output != "answer: found: "+in {
+					t.Fatalf("turn %d: %+v", i+1, r.Turns[i])
+				}
+			}
+			if len(r.Turns[2].Contexts) < 3 {
+				t.Fatalf("stream events: %v", r.Turns[2].Contexts)
+			}
+			for _, c := range r.Turns[2].Contexts {
+				if c != ctxID {
+					t.Fatalf("a stream event carries context %q, want %q", c, ctxID)
+				}
+			}
+			cf.checkTurns(t, "turn one", "turn two", "turn three")
+			cf.checkConversation(t, ctxID, r.Turns[0].ID, r.Turns[1].ID, r.Turns[2].ID)
+			// Over 1.0 the message carries the detail; the JS client's 0.3
+			// path keeps only the standard message.
+			if !slices.Contains(r.Finished.Chain, tc.finished) || (tc.version == "1.0" && !strings.Contains(r.Finished.Message, "takes no more messages")) {
+				t.Fatalf("message to a finished task: %+v, want a %s", r.Finished, tc.finished)
 			}
 		})
 	}
