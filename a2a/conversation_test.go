@@ -119,8 +119,8 @@ type convFixture struct {
 	gate  *gateModel
 }
 
-// gateModel answers "gated: <text>" once release is closed; started
-// receives the text of each call.
+// gateModel answers "gated: <text>" once it takes a token from release;
+// started receives the text of each call.
 type gateModel struct {
 	started chan string
 	release chan struct{}
@@ -128,7 +128,11 @@ type gateModel struct {
 
 func (m *gateModel) Generate(ctx context.Context, req *agent.Request) (*agent.Response, error) {
 	text := req.Messages[len(req.Messages)-1].Content
-	m.started <- text
+	select {
+	case m.started <- text:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	select {
 	case <-m.release:
 	case <-ctx.Done():
@@ -140,7 +144,7 @@ func (m *gateModel) Generate(ctx context.Context, req *agent.Request) (*agent.Re
 func newConvFixture(t *testing.T, limits conversation.Limits) *convFixture {
 	t.Helper()
 	cf := &convFixture{model: &convModel{}, convs: conversation.NewMemory(limits),
-		gate: &gateModel{started: make(chan string, 4), release: make(chan struct{})}}
+		gate: &gateModel{started: make(chan string, 4), release: make(chan struct{}, 4)}}
 	llm := httptest.NewServer(cf.model)
 	t.Cleanup(llm.Close)
 	t.Cleanup(func() { _ = cf.convs.Close() }) // after the Engine's Close (cleanups run last first)

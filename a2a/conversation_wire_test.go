@@ -16,6 +16,9 @@ import (
 // wireMsg is a message to send on one of the three wires.
 type wireMsg struct {
 	text, contextID, taskID, receiver string
+	// async: a non-blocking send (0.3 configuration.blocking false, 1.0
+	// returnImmediately).
+	async bool
 }
 
 // wireAnswer is what a send on one wire came back with: the task, or the
@@ -52,7 +55,14 @@ func sendOn(t *testing.T, cf *convFixture, wire, path string, m wireMsg) wireAns
 	if m.receiver != "" {
 		msg["metadata"] = map[string]any{"receiver_id": m.receiver}
 	}
-	params, err := json.Marshal(map[string]any{"message": msg})
+	req := map[string]any{"message": msg}
+	switch {
+	case m.async && wire == "0.3":
+		req["configuration"] = map[string]any{"blocking": false}
+	case m.async:
+		req["configuration"] = map[string]any{"returnImmediately": true}
+	}
+	params, err := json.Marshal(req)
 	must(t, err)
 	base := "/a2a"
 	if path != "" {
