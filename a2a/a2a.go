@@ -41,7 +41,16 @@
 //     -32009 ([SupportedVersions]). Each agent is also its own endpoint at
 //     /a2a/agents/{id} with its own card. A message names its agent in its
 //     metadata ([ReceiverKey]); without that, the per-agent URL decides, else
-//     the first agent.
+//     the agent of its contextId's conversation, else the first agent.
+//
+// A standard A2A contextId is a conversation of the Engine
+// ([axocoatl.Request].ConversationID, the conversation package): each task
+// is a turn of it and the model is sent the turns before. A message without
+// contextId starts one (its id minted at intake, so the task carries it from
+// its first event); a known one continues it; an unknown well-formed one
+// starts a conversation of that id. Turns of a context never overlap: a
+// message while one runs is refused with -32004, as is a message to a task
+// (finished or running: these agents never ask for more input).
 //
 // Standard A2A tasks of both generations are kept in one bounded store
 // ([Config].MaxTasks, TaskTTL, MaxStoreBytes), so GetTask and tasks/get work

@@ -21,7 +21,8 @@ import (
 )
 
 // ReceiverKey is the message metadata key that names the agent a message is
-// for. Without it the per-agent URL decides, else the first agent.
+// for. Without it the per-agent URL decides, else the agent of the
+// message's contextId (a conversation), else the first agent.
 const ReceiverKey = "receiver_id"
 
 // sendRequest is a message/send (0.3) or SendMessage (1.0) reduced to what
