@@ -216,6 +216,9 @@ type Handler struct {
 	runs sync.WaitGroup
 	// background bounds detached runs (non-blocking message/send).
 	background chan struct{}
+	// lookupTimeout bounds a conversation look-up at intake
+	// (defaultLookupTimeout; tests shorten it).
+	lookupTimeout time.Duration
 }
 
 // New returns a [Handler]; pass it to [axocoatl.Engine.Use] to serve that
@@ -226,9 +229,10 @@ func New(cfg Config) (*Handler, error) {
 	}
 	cfg = cfg.withDefaults()
 	h := &Handler{
-		cfg:        cfg,
-		store:      newTaskStore(cfg.MaxTasks, cfg.TaskTTL, cfg.MaxStoreBytes),
-		background: make(chan struct{}, cfg.MaxBackgroundTasks),
+		cfg:           cfg,
+		store:         newTaskStore(cfg.MaxTasks, cfg.TaskTTL, cfg.MaxStoreBytes),
+		background:    make(chan struct{}, cfg.MaxBackgroundTasks),
+		lookupTimeout: defaultLookupTimeout,
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	return h, nil

@@ -38,9 +38,10 @@ import (
 //     never queued; the error names the running task, which the client may
 //     follow (SubscribeToTask) and then send again.
 
-// lookupTimeout bounds a look-up in the conversation store while a message
-// is taken in (a shared store is on the network).
-const lookupTimeout = 10 * time.Second
+// defaultLookupTimeout bounds a look-up in the conversation store while a
+// message is taken in (a shared store is on the network): beyond it the
+// message is refused with -32603.
+const defaultLookupTimeout = 10 * time.Second
 
 // continueTask answers a message naming taskId: the task's context is
 // taken from the task when contextID is empty (§3.4.3), and the message is
@@ -74,7 +75,7 @@ func (h *Handler) conversationOf(contextID string) (*conversation.Info, *rpcErro
 		return nil, rpcErr(a2awire.CodeInvalidParams, "contextId %q is not a conversation id: 1 to %d of [A-Za-z0-9._:-], starting with a letter or digit (%q is reserved); omit contextId to start a new conversation",
 			cut(contextID, 64), conversation.MaxIDLength, conversation.New)
 	}
-	ctx, cancel := context.WithTimeout(h.ctx, lookupTimeout)
+	ctx, cancel := context.WithTimeout(h.ctx, h.lookupTimeout)
 	defer cancel()
 	info, err := h.eng.Conversations().Get(ctx, contextID)
 	switch {
