@@ -34,7 +34,8 @@
 //     members and the 1.0 supportedInterfaces), and POST /a2a. The
 //     A2A-Version header ([HeaderVersion]) picks the generation: none (or
 //     0.3) is the A2A 0.3 JSON-RPC binding (message/send, message/stream,
-//     tasks/get, tasks/cancel, tasks/resubscribe); 1.0 is A2A 1.0
+//     tasks/get, tasks/cancel, tasks/resubscribe, and the tasks/list of
+//     a2a-go v0.3); 1.0 is A2A 1.0
 //     (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask,
 //     SubscribeToTask), also on its HTTP+JSON binding under /a2a (POST
 //     /a2a/message:send, GET /a2a/tasks/{id}, ...); any other version is

@@ -289,6 +289,33 @@ func TestConversationA2A03(t *testing.T) {
 	cf.checkTurns(t, "turn one", "turn two", "turn three")
 	cf.checkConversation(t, first.ContextID, string(first.ID), string(second.ID), string(thirdID))
 
+	// tasks/list (a2a-go v0.3's ListTasks) by context_id: the three turns,
+	// newest first, not another context's task; two to a page.
+	elsewhere := sendTask(t, c, userMessage("elsewhere", nil))
+	if elsewhere.ContextID == first.ContextID {
+		t.Fatalf("a message without contextId joined context %s", elsewhere.ContextID)
+	}
+	var ids []a2a03.TaskID
+	for token := ""; ; {
+		page, err := c.ListTasks(ctx, &a2a03.ListTasksRequest{ContextID: first.ContextID, PageSize: 2, PageToken: token})
+		must(t, err)
+		if page.TotalSize != 3 || len(page.Tasks) > 2 {
+			t.Fatalf("tasks/list page: %+v", page)
+		}
+		for _, task := range page.Tasks {
+			if task.ContextID != first.ContextID {
+				t.Fatalf("tasks/list(context_id %s) returned a task of context %s", first.ContextID, task.ContextID)
+			}
+			ids = append(ids, task.ID)
+		}
+		if token = page.NextPageToken; token == "" {
+			break
+		}
+	}
+	if want := []a2a03.TaskID{thirdID, second.ID, first.ID}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("tasks/list(context_id): %v, want %v", ids, want)
+	}
+
 	// A message to the finished first task: -32004 (was -32602), the
 	// standard message a2a-go's errors.Is reads, the detail in error.data.
 	p = userMessage("again", chat)

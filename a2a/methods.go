@@ -381,6 +381,38 @@ func (h *Handler) tasksGet(raw json.RawMessage, pathAgent string) (any, *rpcErro
 	return t.snapshot(history, true), nil
 }
 
+// tasksList answers tasks/list, the ListTasks a2a-go v0.3 serves and its
+// client sends (no method of the 0.3.0 specification): the stored tasks
+// newest first, filtered (context_id: the turns of a conversation), paged
+// as ListTasks is. history_length 0 (absent) keeps the history.
+func (h *Handler) tasksList(raw json.RawMessage, pathAgent string) (any, *rpcError) {
+	var q a2a03.ListTasksRequest
+	if len(raw) > 0 && string(raw) != "null" {
+		if rerr := decodeParams(raw, &q); rerr != nil {
+			return nil, rerr
+		}
+	}
+	if q.Status != a2a03.TaskStateUnspecified && a2awire.State1(q.Status) == a2a1.TaskStateUnspecified {
+		return nil, rpcErr(a2awire.CodeInvalidParams, "status %q is not a task state", cut(string(q.Status), 64))
+	}
+	history := -1
+	if q.HistoryLength > 0 {
+		history = q.HistoryLength
+	}
+	tasks, total, size, next, rerr := h.listTasks(listQuery{
+		pathAgent: pathAgent, contextID: q.ContextID, status: q.Status,
+		pageSize: q.PageSize, pageToken: q.PageToken, after: q.LastUpdatedAfter,
+	})
+	if rerr != nil {
+		return nil, rerr
+	}
+	resp := &a2a03.ListTasksResponse{Tasks: make([]*a2a03.Task, 0, len(tasks)), TotalSize: total, PageSize: size, NextPageToken: next}
+	for _, t := range tasks {
+		resp.Tasks = append(resp.Tasks, t.snapshot(history, q.IncludeArtifacts))
+	}
+	return resp, nil
+}
+
 // tasksCancel answers tasks/cancel: the task is canceled at once and its
 // run's context ends; the run unwinds on its own.
 func (h *Handler) tasksCancel(raw json.RawMessage, pathAgent string) (any, *rpcError) {
