@@ -407,6 +407,18 @@ func TestConversationV1(t *testing.T) {
 			if !errors.Is(err, a2a1.ErrUnsupportedOperation) || !strings.Contains(err.Error(), "takes no more messages") {
 				t.Fatalf("message to a finished task: %v, want UnsupportedOperation", err)
 			}
+			// A stream refused at intake is the error, not a task.
+			req = v1Message("bad", chat)
+			req.Message.ContextID = "not a context id"
+			var streamErr error
+			for _, err := range c.SendStreamingMessage(ctx, req) {
+				if streamErr = err; err != nil {
+					break
+				}
+			}
+			if !errors.Is(streamErr, a2a1.ErrInvalidParams) || !strings.Contains(streamErr.Error(), `contextId "not a context id" is not a conversation id`) {
+				t.Fatalf("stream with a malformed contextId: %v, want InvalidParams", streamErr)
+			}
 			if binding == a2a1.TransportProtocolHTTPJSON && !strings.Contains(rec.seen(), "POST /a2a/message:stream") {
 				t.Fatalf("the client did not use HTTP+JSON:\n%s", rec.seen())
 			}
