@@ -34,14 +34,24 @@
 //     members and the 1.0 supportedInterfaces), and POST /a2a. The
 //     A2A-Version header ([HeaderVersion]) picks the generation: none (or
 //     0.3) is the A2A 0.3 JSON-RPC binding (message/send, message/stream,
-//     tasks/get, tasks/cancel, tasks/resubscribe); 1.0 is A2A 1.0
+//     tasks/get, tasks/cancel, tasks/resubscribe, and the tasks/list of
+//     a2a-go v0.3); 1.0 is A2A 1.0
 //     (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask,
 //     SubscribeToTask), also on its HTTP+JSON binding under /a2a (POST
 //     /a2a/message:send, GET /a2a/tasks/{id}, ...); any other version is
 //     -32009 ([SupportedVersions]). Each agent is also its own endpoint at
 //     /a2a/agents/{id} with its own card. A message names its agent in its
 //     metadata ([ReceiverKey]); without that, the per-agent URL decides, else
-//     the first agent.
+//     the agent of its contextId's conversation, else the first agent.
+//
+// A standard A2A contextId is a conversation of the Engine
+// ([axocoatl.Request].ConversationID, the conversation package): each task
+// is a turn of it and the model is sent the turns before. A message without
+// contextId starts one (its id minted at intake, so the task carries it from
+// its first event); a known one continues it; an unknown well-formed one
+// starts a conversation of that id. Turns of a context never overlap: a
+// message while one runs is refused with -32004, as is a message to a task
+// (finished or running: these agents never ask for more input).
 //
 // Standard A2A tasks of both generations are kept in one bounded store
 // ([Config].MaxTasks, TaskTTL, MaxStoreBytes), so GetTask and tasks/get work
@@ -207,6 +217,9 @@ type Handler struct {
 	runs sync.WaitGroup
 	// background bounds detached runs (non-blocking message/send).
 	background chan struct{}
+	// lookupTimeout bounds a conversation look-up at intake
+	// (defaultLookupTimeout; tests shorten it).
+	lookupTimeout time.Duration
 }
 
 // New returns a [Handler]; pass it to [axocoatl.Engine.Use] to serve that
@@ -217,9 +230,10 @@ func New(cfg Config) (*Handler, error) {
 	}
 	cfg = cfg.withDefaults()
 	h := &Handler{
-		cfg:        cfg,
-		store:      newTaskStore(cfg.MaxTasks, cfg.TaskTTL, cfg.MaxStoreBytes),
-		background: make(chan struct{}, cfg.MaxBackgroundTasks),
+		cfg:           cfg,
+		store:         newTaskStore(cfg.MaxTasks, cfg.TaskTTL, cfg.MaxStoreBytes),
+		background:    make(chan struct{}, cfg.MaxBackgroundTasks),
+		lookupTimeout: defaultLookupTimeout,
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	return h, nil

@@ -175,6 +175,8 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 		return
 	case a2awire.Method03GetTask:
 		result, rerr = h.tasksGet(req.Params, pathAgent)
+	case a2awire.Method03ListTasks:
+		result, rerr = h.tasksList(req.Params, pathAgent)
 	case a2awire.Method03CancelTask:
 		result, rerr = h.tasksCancel(req.Params, pathAgent)
 	case a2awire.Method03Resubscribe:

@@ -14,12 +14,15 @@ import (
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/conversation"
 	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
 // ReceiverKey is the message metadata key that names the agent a message is
-// for. Without it the per-agent URL decides, else the first agent.
+// for. Without it the per-agent URL decides, else the agent of the
+// message's contextId (a conversation), else the first agent.
 const ReceiverKey = "receiver_id"
 
 // sendRequest is a message/send (0.3) or SendMessage (1.0) reduced to what
@@ -85,19 +88,24 @@ func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
 		return nil, rerr
 	}
 	if sr.blocking {
-		h.execute(ctx, t)
+		if rerr := h.execute(ctx, t); rerr != nil {
+			// Answered as the error: the task that never ran is not kept.
+			h.store.remove(t)
+			return nil, rerr
+		}
 		return t, nil
 	}
 	if err := h.join(); err != nil { // Close began: the run would be orphaned
 		<-h.background
 		t.cancelRun()
 		t.finish(a2a03.TaskStateCanceled, "", "server shutting down")
+		h.store.endTurn(t)
 		return t, nil
 	}
 	go func() {
 		defer h.runs.Done()
 		defer func() { <-h.background }()
-		h.execute(ctx, t)
+		_ = h.execute(ctx, t) // a refused turn ends rejected, saying why
 	}()
 	return t, nil
 }
@@ -133,16 +141,13 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 		return nil, nil, rpcErr(a2awire.CodeUnsupportedContentType, "agents answer text/plain; acceptedOutputModes %v excludes it", sr.modes)
 	}
 	if taskID != "" {
-		prev := h.store.get(a2a03.TaskID(taskID))
-		if prev == nil || (pathAgent != "" && prev.agentID != pathAgent) {
-			return nil, nil, rpcErr(a2awire.CodeTaskNotFound, "task %q", taskID)
-		}
-		if st := prev.view().state; st.Terminal() {
-			return nil, nil, rpcErr(a2awire.CodeInvalidParams, "task %s is %s and takes no more messages; omit taskId to start a new task", taskID, st)
-		}
-		return nil, nil, rpcErr(a2awire.CodeUnsupportedOperation, "task %s is still working; its agent does not take further input", taskID)
+		return nil, nil, h.continueTask(taskID, contextID, pathAgent)
 	}
-	agentID, rerr := h.selectAgent(msgMeta, sr.reqMeta, pathAgent)
+	conv, rerr := h.conversationOf(contextID)
+	if rerr != nil {
+		return nil, nil, rerr
+	}
+	agentID, rerr := h.selectAgent(msgMeta, sr.reqMeta, pathAgent, conv)
 	if rerr != nil {
 		return nil, nil, rerr
 	}
@@ -156,10 +161,20 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 	if err != nil {
 		return nil, nil, rpcErr(a2awire.CodeInvalidParams, "%v", err)
 	}
+	if conv != nil {
+		// The Engine checks this too, but by then the task exists: a
+		// stream would show it failing rather than the client an error.
+		user := conversation.Size(conversation.Message{Role: agent.RoleUser, Content: input})
+		if err := conversation.CheckAppend(h.eng.Conversations().Limits(), *conv, 2, int64(user)); err != nil {
+			return nil, nil, conversationError(err)
+		}
+	}
 
 	now := time.Now()
 	id := a2a03.TaskID(lattice.NewID(now))
 	if contextID == "" {
+		// Minted here, not by the Engine, because the task carries it from
+		// its first event on, before the run (and the conversation) exist.
 		contextID = lattice.NewID(now)
 	}
 	if msgID == "" {
@@ -183,13 +198,18 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	t := newTask(id, contextID, agentID, stored, input, cancel)
-	h.store.add(t, sr.size+int64(len(input)))
+	if running := h.store.addTurn(t, sr.size+int64(len(input))); running != nil {
+		cancel()
+		return nil, nil, busyError(contextID, running)
+	}
 	return t, ctx, nil
 }
 
 // selectAgent: message.metadata.receiver_id (or the request's), else the
-// agent of the per-agent URL, else the first agent.
-func (h *Handler) selectAgent(msgMeta, reqMeta map[string]any, pathAgent string) (string, *rpcError) {
+// agent of the per-agent URL, else the agent of the conversation conv (the
+// message's contextId, nil for a new one), else the first agent. An agent
+// named explicitly must be conv's.
+func (h *Handler) selectAgent(msgMeta, reqMeta map[string]any, pathAgent string, conv *conversation.Info) (string, *rpcError) {
 	id, rerr := receiverOf(msgMeta)
 	if rerr == nil && id == "" {
 		id, rerr = receiverOf(reqMeta)
@@ -201,10 +221,19 @@ func (h *Handler) selectAgent(msgMeta, reqMeta map[string]any, pathAgent string)
 		if _, err := h.eng.Agent(id); err != nil {
 			return "", rpcErr(a2awire.CodeInvalidParams, "%s %q: no such agent", ReceiverKey, id)
 		}
-		return id, nil
+	} else {
+		id = pathAgent
 	}
-	if pathAgent != "" {
-		return pathAgent, nil
+	switch {
+	case conv != nil && id != "" && id != conv.AgentID:
+		return "", otherAgentError(conv.ID, id)
+	case id != "":
+		return id, nil
+	case conv != nil:
+		if _, err := h.eng.Agent(conv.AgentID); err != nil {
+			return "", rpcErr(a2awire.CodeInvalidParams, "contextId %q: the agent of this conversation is no longer served here", conv.ID)
+		}
+		return conv.AgentID, nil
 	}
 	agents := h.eng.Agents()
 	if len(agents) == 0 {
@@ -294,22 +323,37 @@ func orUnknown(s string) string {
 }
 
 // execute runs the task through the Engine, so it publishes the lattice
-// events of every door, and records how it ended. A task canceled (or a
-// handler closed) mid-run ends as canceled.
-func (h *Handler) execute(ctx context.Context, t *task) {
+// events of every door, as a turn of the conversation its contextId names,
+// and records how it ended. A task canceled (or a handler closed) mid-run
+// ends as canceled. A turn the Engine refused before running it (the
+// conversation busy through another door or daemon, full, another agent's)
+// ends rejected, and execute returns the error a blocking send answers
+// with instead of the task.
+func (h *Handler) execute(ctx context.Context, t *task) *rpcError {
+	defer h.store.endTurn(t)
 	defer t.cancelRun()
 	t.setWorking()
 	res, err := h.eng.ExecuteRequest(ctx, axocoatl.Request{
-		AgentID: t.agentID,
-		Input:   t.input,
-		Source:  axocoatl.SourceA2A,
-		TaskID:  string(t.id),
+		AgentID:        t.agentID,
+		Input:          t.input,
+		Source:         axocoatl.SourceA2A,
+		TaskID:         string(t.id),
+		ConversationID: t.contextID,
+		// A context this handler has not seen starts a conversation of
+		// that id: the one minted for a message without contextId, or a
+		// client's own (A2A 1.0 §3.4.1: agents MAY accept and preserve it).
+		CreateConversation: true,
 	})
 	switch {
 	case err == nil:
 		if t.finish(a2a03.TaskStateCompleted, res.Output, "") {
 			h.store.grow(t, int64(len(res.Output)))
 		}
+	case res.ConversationID == "" && isConversationRefusal(err):
+		// The turn never began: no conversation id came back.
+		rerr := conversationError(err)
+		t.finish(a2a03.TaskStateRejected, "", rerr.Detail)
+		return rerr
 	case h.ctx.Err() != nil || errors.Is(err, axocoatl.ErrClosed):
 		t.finish(a2a03.TaskStateCanceled, "", "server shutting down")
 	case ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded):
@@ -317,6 +361,7 @@ func (h *Handler) execute(ctx context.Context, t *task) {
 	default:
 		t.finish(a2a03.TaskStateFailed, "", err.Error())
 	}
+	return nil
 }
 
 // tasksGet answers tasks/get.
@@ -334,6 +379,38 @@ func (h *Handler) tasksGet(raw json.RawMessage, pathAgent string) (any, *rpcErro
 		history = max(*q.HistoryLength, 0)
 	}
 	return t.snapshot(history, true), nil
+}
+
+// tasksList answers tasks/list, the ListTasks a2a-go v0.3 serves and its
+// client sends (no method of the 0.3.0 specification): the stored tasks
+// newest first, filtered (context_id: the turns of a conversation), paged
+// as ListTasks is. history_length 0 (absent) keeps the history.
+func (h *Handler) tasksList(raw json.RawMessage, pathAgent string) (any, *rpcError) {
+	var q a2a03.ListTasksRequest
+	if len(raw) > 0 && string(raw) != "null" {
+		if rerr := decodeParams(raw, &q); rerr != nil {
+			return nil, rerr
+		}
+	}
+	if q.Status != a2a03.TaskStateUnspecified && a2awire.State1(q.Status) == a2a1.TaskStateUnspecified {
+		return nil, rpcErr(a2awire.CodeInvalidParams, "status %q is not a task state", cut(string(q.Status), 64))
+	}
+	history := -1
+	if q.HistoryLength > 0 {
+		history = q.HistoryLength
+	}
+	tasks, total, size, next, rerr := h.listTasks(listQuery{
+		pathAgent: pathAgent, contextID: q.ContextID, status: q.Status,
+		pageSize: q.PageSize, pageToken: q.PageToken, after: q.LastUpdatedAfter,
+	})
+	if rerr != nil {
+		return nil, rerr
+	}
+	resp := &a2a03.ListTasksResponse{Tasks: make([]*a2a03.Task, 0, len(tasks)), TotalSize: total, PageSize: size, NextPageToken: next}
+	for _, t := range tasks {
+		resp.Tasks = append(resp.Tasks, t.snapshot(history, q.IncludeArtifacts))
+	}
+	return resp, nil
 }
 
 // tasksCancel answers tasks/cancel: the task is canceled at once and its

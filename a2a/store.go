@@ -169,6 +169,11 @@ type taskStore struct {
 	order *list.List // of *task, oldest first
 	bytes int64
 	seq   uint64 // of the last task added
+	// turns maps a contextId (a conversation) to the task whose run is a
+	// turn of it and has not returned yet: a second message to the context
+	// is refused while it runs. An entry lives from addTurn to endTurn, so
+	// the map holds at most the runs in flight.
+	turns map[string]*task
 }
 
 func newTaskStore(maxTasks int, ttl time.Duration, maxBytes int64) *taskStore {
@@ -178,13 +183,53 @@ func newTaskStore(maxTasks int, ttl time.Duration, maxBytes int64) *taskStore {
 		maxBytes: maxBytes,
 		byID:     map[a2a03.TaskID]*task{},
 		order:    list.New(),
+		turns:    map[string]*task{},
 	}
+}
+
+// addTurn stores t as the running turn of its context, unless another task
+// of the context is running: then it stores nothing and returns that task.
+// The check and the add are one step, so two messages to one context at
+// once cannot both start.
+func (s *taskStore) addTurn(t *task, size int64) (running *task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.turns[t.contextID]; r != nil {
+		return r
+	}
+	s.turns[t.contextID] = t
+	s.addLocked(t, size)
+	return nil
+}
+
+// endTurn marks t's run returned: its context takes the next message. It
+// comes when the run has unwound (the Engine released the conversation),
+// not when the task reached its terminal state, which a cancel reaches
+// first.
+func (s *taskStore) endTurn(t *task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turns[t.contextID] == t {
+		delete(s.turns, t.contextID)
+	}
+}
+
+// remove forgets t (a turn the Engine refused before it ran, answered as
+// an error rather than as a task).
+func (s *taskStore) remove(t *task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.removeLocked(t)
 }
 
 // add stores t, evicting what the bounds require.
 func (s *taskStore) add(t *task, size int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.addLocked(t, size)
+}
+
+func (s *taskStore) addLocked(t *task, size int64) {
 	t.elem = s.order.PushBack(t)
 	t.size = size
 	s.seq++

@@ -249,7 +249,7 @@ func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rp
 	t.setWorking()
 	o.hold(o.statusEvent(t, false))
 	stop := o.s.keepAlive(h.cfg.StreamKeepAlive)
-	h.execute(ctx, t)
+	_ = h.execute(ctx, t) // a refused turn ends rejected: the stream says why
 	stop()
 	h.sendEnd(o, t)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
@@ -113,6 +114,8 @@ func v1Name(m string) string {
 		return a2awire.Method1Stream
 	case a2awire.Method03GetTask:
 		return a2awire.Method1GetTask
+	case a2awire.Method03ListTasks:
+		return a2awire.Method1ListTasks
 	case a2awire.Method03CancelTask:
 		return a2awire.Method1CancelTask
 	case a2awire.Method03Resubscribe:
@@ -178,21 +181,6 @@ func (h *Handler) cancelTaskV1(id a2a1.TaskID, pathAgent string) (*a2a1.Task, *r
 // in pages of at most 100 (default 50). The page token is the opaque
 // position after the last task of the previous page.
 func (h *Handler) listTasksV1(q *a2a1.ListTasksRequest, pathAgent string) (*a2a1.ListTasksResponse, *rpcError) {
-	size := q.PageSize
-	switch {
-	case size == 0:
-		size = defaultListPageSize
-	case size < 0 || size > maxListPageSize:
-		return nil, rpcErr(a2awire.CodeInvalidParams, "pageSize %d is out of range 1..%d", size, maxListPageSize)
-	}
-	var before uint64
-	if q.PageToken != "" {
-		n, err := strconv.ParseUint(q.PageToken, 10, 64)
-		if err != nil || n == 0 {
-			return nil, rpcErr(a2awire.CodeInvalidParams, "pageToken %q is not one this server issued", cut(q.PageToken, 64))
-		}
-		before = n
-	}
 	if q.Status != a2a1.TaskStateUnspecified && a2awire.State03(q.Status) == a2a03.TaskStateUnspecified {
 		return nil, rpcErr(a2awire.CodeInvalidParams, "status %q is not a task state", cut(string(q.Status), 64))
 	}
@@ -200,31 +188,68 @@ func (h *Handler) listTasksV1(q *a2a1.ListTasksRequest, pathAgent string) (*a2a1
 	if q.HistoryLength != nil {
 		history = max(*q.HistoryLength, 0)
 	}
-	keep := func(t *task) bool {
-		if pathAgent != "" && t.agentID != pathAgent {
-			return false
-		}
-		if q.ContextID != "" && t.contextID != q.ContextID {
-			return false
-		}
-		if q.Status == a2a1.TaskStateUnspecified && q.StatusTimestampAfter == nil {
-			return true
-		}
-		v := t.view()
-		if q.Status != a2a1.TaskStateUnspecified && a2awire.State1(v.state) != q.Status {
-			return false
-		}
-		return q.StatusTimestampAfter == nil || v.updated.After(*q.StatusTimestampAfter)
+	tasks, total, size, next, rerr := h.listTasks(listQuery{
+		pathAgent: pathAgent, contextID: q.ContextID, status: a2awire.State03(q.Status),
+		pageSize: q.PageSize, pageToken: q.PageToken, after: q.StatusTimestampAfter,
+	})
+	if rerr != nil {
+		return nil, rerr
 	}
-	tasks, total, next := h.store.page(before, size, keep)
-	resp := &a2a1.ListTasksResponse{Tasks: make([]*a2a1.Task, 0, len(tasks)), TotalSize: total, PageSize: size}
+	resp := &a2a1.ListTasksResponse{Tasks: make([]*a2a1.Task, 0, len(tasks)), TotalSize: total, PageSize: size, NextPageToken: next}
 	for _, t := range tasks {
 		resp.Tasks = append(resp.Tasks, t.snapshotV1(history, q.IncludeArtifacts))
 	}
-	if next != 0 {
-		resp.NextPageToken = strconv.FormatUint(next, 10)
-	}
 	return resp, nil
+}
+
+// listQuery is a ListTasks (1.0) or tasks/list (0.3) filter.
+type listQuery struct {
+	pathAgent, contextID string
+	status               a2a03.TaskState // unspecified: any
+	pageSize             int             // 0: the default
+	pageToken            string
+	after                *time.Time
+}
+
+// listTasks is one page of the stored tasks q selects, newest first, with
+// the page size used and the token of the next page ("" on the last).
+func (h *Handler) listTasks(q listQuery) (tasks []*task, total, size int, next string, rerr *rpcError) {
+	size = q.pageSize
+	switch {
+	case size == 0:
+		size = defaultListPageSize
+	case size < 0 || size > maxListPageSize:
+		return nil, 0, 0, "", rpcErr(a2awire.CodeInvalidParams, "pageSize %d is out of range 1..%d", size, maxListPageSize)
+	}
+	var before uint64
+	if q.pageToken != "" {
+		n, err := strconv.ParseUint(q.pageToken, 10, 64)
+		if err != nil || n == 0 {
+			return nil, 0, 0, "", rpcErr(a2awire.CodeInvalidParams, "pageToken %q is not one this server issued", cut(q.pageToken, 64))
+		}
+		before = n
+	}
+	keep := func(t *task) bool {
+		if q.pathAgent != "" && t.agentID != q.pathAgent {
+			return false
+		}
+		if q.contextID != "" && t.contextID != q.contextID {
+			return false
+		}
+		if q.status == a2a03.TaskStateUnspecified && q.after == nil {
+			return true
+		}
+		v := t.view()
+		if q.status != a2a03.TaskStateUnspecified && v.state != q.status {
+			return false
+		}
+		return q.after == nil || v.updated.After(*q.after)
+	}
+	tasks, total, seq := h.store.page(before, size, keep)
+	if seq != 0 {
+		next = strconv.FormatUint(seq, 10)
+	}
+	return tasks, total, size, next, nil
 }
 
 // snapshotV1 is snapshot in the 1.0 shape.

@@ -4,11 +4,15 @@ import a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 
 // The JSON-RPC method names of A2A 0.3.
 const (
-	Method03Send             = "message/send"
-	Method03Stream           = "message/stream"
-	Method03GetTask          = "tasks/get"
-	Method03CancelTask       = "tasks/cancel"
-	Method03Resubscribe      = "tasks/resubscribe"
+	Method03Send        = "message/send"
+	Method03Stream      = "message/stream"
+	Method03GetTask     = "tasks/get"
+	Method03CancelTask  = "tasks/cancel"
+	Method03Resubscribe = "tasks/resubscribe"
+	// Method03ListTasks is no method of the A2A 0.3.0 specification but
+	// one a2a-go v0.3 (since 0.3.5) serves and its client calls, with
+	// snake_case params.
+	Method03ListTasks        = "tasks/list"
 	Method03PushConfigGet    = "tasks/pushNotificationConfig/get"
 	Method03PushConfigSet    = "tasks/pushNotificationConfig/set"
 	Method03PushConfigList   = "tasks/pushNotificationConfig/list"
@@ -34,7 +38,7 @@ const (
 // IsMethod03 reports whether m is an A2A 0.3 method.
 func IsMethod03(m string) bool {
 	switch m {
-	case Method03Send, Method03Stream, Method03GetTask, Method03CancelTask, Method03Resubscribe,
+	case Method03Send, Method03Stream, Method03GetTask, Method03CancelTask, Method03Resubscribe, Method03ListTasks,
 		Method03PushConfigGet, Method03PushConfigSet, Method03PushConfigList, Method03PushConfigDelete, Method03ExtendedCard:
 		return true
 	}
