@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/conversation"
@@ -110,6 +111,7 @@ func (e *Engine) endTurn(ctx context.Context, t *turn, req *Request, start time.
 	if runErr != nil {
 		msgs = append(msgs, conversation.Message{Role: agent.RoleAssistant, Content: "(this turn failed: " + runErr.Error() + ")", TaskID: req.TaskID, At: now})
 	}
+	cutForRecord(msgs, e.convs.Limits().MaxBytes/maxMessageShare)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	if err := e.convs.Append(wctx, t.info.ID, msgs); err != nil {
@@ -117,6 +119,29 @@ func (e *Engine) endTurn(ctx context.Context, t *turn, req *Request, start time.
 		return fmt.Errorf("conversation %s: the turn ran but was not recorded: %w", t.info.ID, err)
 	}
 	return nil
+}
+
+// maxMessageShare: one message's text is recorded up to a this much of the
+// conversation's max_bytes (1 MiB of the default 8 MiB), so that one huge
+// answer or tool result neither fills the conversation nor fails a run
+// that went well; the model would not be sent it whole anyway (its window
+// is max_history_bytes, 256 KiB by default).
+const maxMessageShare = 8
+
+// cutForRecord cuts the text of each message longer than max bytes on a
+// UTF-8 boundary, saying how much was left out.
+func cutForRecord(msgs []conversation.Message, max int64) {
+	for i := range msgs {
+		c := msgs[i].Content
+		if int64(len(c)) <= max {
+			continue
+		}
+		cut := int(max)
+		for cut > 0 && !utf8.RuneStart(c[cut]) {
+			cut--
+		}
+		msgs[i].Content = c[:cut] + fmt.Sprintf("\n[… %d bytes of this message were left out of the conversation's record]", len(c)-cut)
+	}
 }
 
 // withOmittedNote is spec with the model told, at the end of its system

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
@@ -217,5 +218,53 @@ func TestLongConversationIsWindowed(t *testing.T) {
 	}
 	if !strings.HasPrefix(m.system, "be brief\n\n") || !strings.Contains(m.system, "oldest messages were left out") {
 		t.Fatalf("system prompt %q does not tell the model", m.system)
+	}
+}
+
+// bigModel answers with n bytes.
+type bigModel int
+
+func (n bigModel) Generate(context.Context, *agent.Request) (*agent.Response, error) {
+	return &agent.Response{Content: strings.Repeat("é", int(n)/2)}, nil
+}
+
+// A huge answer is the caller's whole, and recorded cut; a turn that does
+// not fit its conversation at all still succeeds, its event saying why it
+// was not recorded.
+func TestTurnsTooBigForTheRecord(t *testing.T) {
+	store := conversation.NewMemory(conversation.Limits{MaxBytes: 4 << 20})
+	e := axocoatl.New(axocoatl.Options{Conversations: store})
+	t.Cleanup(func() { _ = e.Close(context.Background()); _ = store.Close() })
+	must(t, e.AddAgent(agent.Spec{ID: "big"}, bigModel(3<<20)))
+	events := subscribe(t, e, axocoatl.EventTaskCompleted)
+	ctx := context.Background()
+	r, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "big", Input: "x", ConversationID: conversation.New})
+	if err != nil || len(r.Output) != 3<<20 {
+		t.Fatalf("%d bytes, %v; want the whole 3 MiB answer", len(r.Output), err)
+	}
+	msgs, _ := store.Messages(ctx, r.ConversationID, 0, 0)
+	if len(msgs) != 2 || len(msgs[1].Content) > (4<<20)/8+200 || !strings.Contains(msgs[1].Content, "bytes of this message were left out") {
+		t.Fatalf("recorded a %d-byte answer", len(msgs[1].Content))
+	}
+	if !utf8.ValidString(msgs[1].Content) {
+		t.Fatal("the cut split a character")
+	}
+	if _, p := next(t, events); p["conversation_error"] != nil {
+		t.Fatalf("conversation_error on a recorded turn: %v", p["conversation_error"])
+	}
+
+	// max_messages 3: the second turn would make 4.
+	small := conversation.NewMemory(conversation.Limits{MaxMessages: 3})
+	e2 := axocoatl.New(axocoatl.Options{Conversations: small})
+	t.Cleanup(func() { _ = e2.Close(context.Background()); _ = small.Close() })
+	m := &scriptModel{turns: []agent.Response{{ToolCalls: []agent.ToolCall{call("c1", "nope", `{}`)}}, {Content: "done"}}}
+	must(t, e2.AddAgent(agent.Spec{ID: "a"}, m))
+	ev2 := subscribe(t, e2, axocoatl.EventTaskCompleted)
+	r, err = e2.ExecuteRequest(ctx, axocoatl.Request{AgentID: "a", Input: "x", ConversationID: conversation.New})
+	if err != nil || r.Output != "done" {
+		t.Fatalf("a turn too long for its conversation failed: %+v, %v", r, err)
+	}
+	if _, p := next(t, ev2); !strings.Contains(fmt.Sprint(p["conversation_error"]), "max_messages") {
+		t.Fatalf("TaskCompleted conversation_error = %v, want the bound named", p["conversation_error"])
 	}
 }

@@ -29,7 +29,12 @@ type Request struct {
 	// conversation.ErrNotFound unless CreateConversation; one of another
 	// agent with conversation.ErrOtherAgent; one with a turn running with
 	// conversation.ErrBusy (turns of a conversation never run at once: the
-	// second is refused, not queued).
+	// second is refused, not queued). A turn that ran but could not be
+	// recorded (the store failed, or the turn passes its conversation's
+	// bounds) does not fail the task: it is logged, and its TaskCompleted
+	// or AgentFailed event says so in "conversation_error". Each message
+	// is recorded up to an eighth of the store's max_bytes (1 MiB by
+	// default), cut with a note.
 	ConversationID string
 	// CreateConversation: an unknown ConversationID starts a conversation
 	// of that id instead of failing (A2A's client-chosen contextId).
@@ -139,10 +144,11 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	if err != nil {
 		err = e.runError(ctx, a.spec, err)
 	}
+	// A turn that could not be recorded is logged and said in its event;
+	// a run that went well still succeeds (its answer is the caller's).
+	var recErr error
 	if conv != nil {
-		if recErr := e.endTurn(ctx, conv, &req, start, run, err); recErr != nil && err == nil {
-			err = fmt.Errorf("agent %s: %w", req.AgentID, recErr)
-		}
+		recErr = e.endTurn(ctx, conv, &req, start, run, err)
 	}
 	out := run.Output
 	res.Duration = time.Since(start)
@@ -156,6 +162,9 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 			int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
 		if conv != nil {
 			p.str("conversation_id", res.ConversationID)
+			if recErr != nil {
+				p.str("conversation_error", recErr.Error())
+			}
 		}
 		if canceled {
 			p.bool("canceled", true)
@@ -174,6 +183,9 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 		int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
 	if conv != nil {
 		p.str("conversation_id", res.ConversationID)
+		if recErr != nil {
+			p.str("conversation_error", recErr.Error())
+		}
 	}
 	e.publishEvent(ctx, event(EventTaskCompleted, req.AgentID, time.Now(), p.done()))
 	return res, nil
