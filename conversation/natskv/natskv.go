@@ -1,0 +1,1005 @@
+// Package natskv is a [conversation.Store] on a NATS JetStream key-value
+// bucket: the store of a cluster, where a conversation started through one
+// daemon continues through another.
+//
+// # Layout
+//
+// One bucket (Config.Bucket, default axocoatl_conversations) holds, per
+// conversation (its id base64url-encoded into one key token, E):
+//
+//	c.E.i            the Info and the list of the conversation's segments (JSON)
+//	c.E.s.N.P        part P of segment N: one Append's messages (JSON), cut
+//	                 to fit NATS max_payload, so a turn of 8 MiB is 9 parts
+//	c.E.l            the turn lease, with a per-key TTL
+//
+// An Append writes its parts under a fresh segment name, then adds the
+// segment to c.E.i with an Update at the revision it read (optimistic
+// concurrency: another daemon's write in between makes it read again and
+// retry, keeping the parts): a reader sees a turn whole or not at all, and
+// a daemon that dies between the two leaves parts no segment names (they
+// go with the conversation).
+//
+// # Index
+//
+// Each Store follows every c.*.i of the bucket with a KV watch: an index in
+// memory (the Info of every conversation, newest first, counts per agent,
+// bytes in all) that [Store.List] pages through and eviction reads. It
+// follows other daemons' writes within the time a message takes to arrive;
+// Get, Messages, Append, Lock and Delete read the bucket itself. Eviction
+// takes a conversation out with a purge at the revision it checked, after
+// checking its lease: a conversation updated or locked since is not evicted
+// (Lock rewrites c.E.i, so an eviction that read it before fails).
+//
+// # Bounds
+//
+// The [conversation.Limits] as every store has them, and the bucket's own
+// MaxBytes (Config.MaxBucketBytes), which JetStream enforces: a write past
+// it fails with [conversation.ErrFull]. Two daemons creating a
+// conversation of one agent at the same instant may each see room for it:
+// max_per_agent and max_conversations can be passed by one per daemon
+// until the next Create evicts back to the bound.
+package natskv
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/axocoatl/axocoatl-go/conversation"
+)
+
+// DefaultBucket is the bucket's name when Config.Bucket is empty.
+const DefaultBucket = "axocoatl_conversations"
+
+// Config configures a [Store]. The zero value of each field but Conn means
+// its default.
+type Config struct {
+	// Conn is the NATS connection (with JetStream on the server). Required;
+	// the Store does not close it.
+	Conn *natsgo.Conn `yaml:"-"`
+	// Bucket names the KV bucket. Zero: DefaultBucket. Daemons that share
+	// conversations name the same bucket.
+	Bucket string `yaml:"bucket"`
+	// Replicas of the bucket's stream (1 to 5; a JetStream cluster of so
+	// many servers). Zero: 1.
+	Replicas int `yaml:"replicas"`
+	// Memory keeps the bucket in the servers' memory instead of on disk
+	// (gone when they restart). Zero: file storage.
+	Memory bool `yaml:"memory"`
+	// Limits bound the conversations (see [conversation.Limits]).
+	Limits conversation.Limits `yaml:",inline"`
+	// MaxBucketBytes is the bucket's MaxBytes, a bound JetStream enforces
+	// on everything it holds (the JSON framing and the Info entries take
+	// room beside the bytes max_total_bytes counts). Zero: twice
+	// Limits.MaxTotalBytes plus 64 MiB; negative: no bound.
+	MaxBucketBytes int64 `yaml:"max_bucket_bytes"`
+	// Timeout bounds opening the bucket and reading its index. Zero: 30s.
+	Timeout time.Duration `yaml:"timeout"`
+	// Logger receives what goes wrong in the background (the index's
+	// watch, a release that could not be written). Zero: discarded.
+	Logger *slog.Logger `yaml:"-"`
+}
+
+// Validate checks c without connecting.
+func (c Config) Validate() error {
+	if c.Bucket != "" && !validBucket(c.Bucket) {
+		return fmt.Errorf("natskv: bucket %q: letters, digits, - and _ only", c.Bucket)
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		return fmt.Errorf("natskv: replicas %d: 1 to 5", c.Replicas)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("natskv: timeout %s is negative", c.Timeout)
+	}
+	return nil
+}
+
+func validBucket(b string) bool {
+	if len(b) > 64 {
+		return false
+	}
+	for _, r := range b {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// markerTTL is how long the bucket keeps the marker of a purged key (a
+// deleted conversation's info, a released lease): long enough for every
+// daemon's index to see the deletion, then JetStream removes it.
+const markerTTL = time.Minute
+
+// maxCommitRetries bounds the optimistic-concurrency retries of one write
+// (another daemon's write to the same conversation in between).
+const maxCommitRetries = 32
+
+// maxSweep bounds the conversations past idle_ttl one Create deletes.
+const maxSweep = 32
+
+// evictCandidates bounds the conversations one eviction tries (each costs
+// a read of its lease) before it says none can go.
+const evictCandidates = 16
+
+// fetchers bounds the parts one Messages call reads at once.
+const fetchers = 8
+
+// Store is a [conversation.Store] on a JetStream KV bucket. Open it with
+// [Open]; it is safe for concurrent use, also by several processes on one
+// bucket.
+type Store struct {
+	kv       jetstream.KeyValue
+	stream   jetstream.Stream
+	subjPre  string // "$KV.<bucket>."
+	limits   conversation.Limits
+	maxValue int // the largest value written: a part, an info
+	log      *slog.Logger
+
+	closed  atomic.Bool
+	watcher jetstream.KeyWatcher
+	done    chan struct{} // the watch loop ended
+
+	idx index
+}
+
+var _ conversation.Store = (*Store)(nil)
+
+// Open creates (or updates) the bucket and reads its index; it returns once
+// the index holds every conversation the bucket holds.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Conn == nil {
+		return nil, errors.New("natskv: Conn is required")
+	}
+	if cfg.Bucket == "" {
+		cfg.Bucket = DefaultBucket
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	limits := cfg.Limits.WithDefaults()
+	maxBytes := cfg.MaxBucketBytes
+	switch {
+	case maxBytes < 0 || maxBytes == 0 && limits.MaxTotalBytes > (1<<62):
+		maxBytes = -1
+	case maxBytes == 0:
+		maxBytes = 2*limits.MaxTotalBytes + 64<<20
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	js, err := jetstream.New(cfg.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("natskv: %w", err)
+	}
+	storage := jetstream.FileStorage
+	if cfg.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      cfg.Bucket,
+		Description: "axocoatl conversations",
+		History:     1,
+		MaxBytes:    maxBytes,
+		Storage:     storage,
+		Replicas:    cfg.Replicas,
+		// Per-key TTLs (the lease) need the stream's AllowMsgTTL, which a
+		// limit marker TTL turns on; the markers of expired leases go
+		// after it too.
+		LimitMarkerTTL: markerTTL,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("natskv: bucket %s: %w", cfg.Bucket, err)
+	}
+	stream, err := js.Stream(ctx, "KV_"+cfg.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("natskv: bucket %s: %w", cfg.Bucket, err)
+	}
+	s := &Store{
+		kv: kv, stream: stream, subjPre: "$KV." + cfg.Bucket + ".",
+		limits: limits, log: log,
+		// Headroom under max_payload for the subject and headers.
+		maxValue: int(max(cfg.Conn.MaxPayload()-8<<10, 4<<10)),
+		done:     make(chan struct{}),
+	}
+	s.idx.init()
+	// The watch follows every info entry; its consumer outlives ctx (it
+	// stops with Close), so it gets a context of its own.
+	w, err := kv.Watch(context.WithoutCancel(ctx), "c.*.i")
+	if err != nil {
+		return nil, fmt.Errorf("natskv: watching bucket %s: %w", cfg.Bucket, err)
+	}
+	s.watcher = w
+	ready := make(chan struct{})
+	go s.watch(ready) // owned by the Store: Close stops the watcher, which ends it
+	select {
+	case <-ready:
+		return s, nil
+	case <-s.done:
+		err = errors.New("the watch ended")
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	_ = s.Close()
+	return nil, fmt.Errorf("natskv: reading the index of bucket %s: %w", cfg.Bucket, err)
+}
+
+// watch applies every change of an info entry to the index until the
+// watcher stops; ready is closed once the initial values are in.
+func (s *Store) watch(ready chan struct{}) {
+	defer close(s.done)
+	for e := range s.watcher.Updates() {
+		if e == nil {
+			close(ready)
+			continue
+		}
+		id, ok := idOfInfoKey(e.Key())
+		if !ok {
+			continue
+		}
+		switch e.Operation() {
+		case jetstream.KeyValuePut:
+			var r record
+			if err := json.Unmarshal(e.Value(), &r); err != nil {
+				s.log.Warn("conversation store: an unreadable info entry", "key", e.Key(), "error", err)
+				continue
+			}
+			s.idx.put(r.Info, e.Revision(), false)
+		default:
+			s.idx.remove(id, e.Revision(), false)
+		}
+	}
+	if !s.closed.Load() {
+		s.log.Warn("conversation store: the index stopped following the bucket (List may miss other daemons' writes until restart)")
+	}
+}
+
+// record is an info entry: the Info, and the segments holding the
+// messages, in order.
+type record struct {
+	conversation.Info
+	Segs []segment `json:"segs,omitempty"`
+}
+
+// segment is one Append's messages: N of them, in P parts under c.E.s.K.
+type segment struct {
+	K string `json:"k"`
+	N int    `json:"n"`
+	P int    `json:"p"`
+}
+
+// lease is the value of a lease key.
+type lease struct {
+	// Until is when the lease ends if never released (Unix ns of the
+	// taker's clock); the key's own TTL ends it on the server a little
+	// later.
+	Until int64 `json:"until"`
+}
+
+func enc(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+
+func infoKey(id string) string  { return "c." + enc(id) + ".i" }
+func leaseKey(id string) string { return "c." + enc(id) + ".l" }
+func partKey(id, seg string, p int) string {
+	return "c." + enc(id) + ".s." + seg + "." + strconv.Itoa(p)
+}
+
+func idOfInfoKey(key string) (string, bool) {
+	e, ok := strings.CutPrefix(key, "c.")
+	if !ok {
+		return "", false
+	}
+	if e, ok = strings.CutSuffix(e, ".i"); !ok {
+		return "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(e)
+	return string(b), err == nil
+}
+
+func newSegName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Store) check(ctx context.Context) error {
+	if s.closed.Load() {
+		return conversation.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// kvErr maps a bucket error: a write past MaxBytes is ErrFull.
+func kvErr(what string, err error) error {
+	var api *jetstream.APIError
+	if errors.As(err, &api) && strings.Contains(api.Description, "maximum bytes exceeded") ||
+		strings.Contains(err.Error(), "maximum bytes exceeded") {
+		return fmt.Errorf("%w: the bucket is at its max_bucket_bytes: %s: %v", conversation.ErrFull, what, err)
+	}
+	return fmt.Errorf("natskv: %s: %w", what, err)
+}
+
+// read returns a conversation's record and its revision: ErrNotFound when
+// absent, or idle past idle_ttl without a turn running.
+func (s *Store) read(ctx context.Context, id string) (record, uint64, error) {
+	var r record
+	if !conversation.ValidID(id) {
+		return r, 0, fmt.Errorf("%w: %q", conversation.ErrNotFound, id)
+	}
+	e, err := s.kv.Get(ctx, infoKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return r, 0, fmt.Errorf("%w: %q", conversation.ErrNotFound, id)
+	}
+	if err != nil {
+		return r, 0, kvErr("reading conversation "+id, err)
+	}
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return r, 0, fmt.Errorf("natskv: conversation %s: unreadable info: %w", id, err)
+	}
+	if time.Since(r.Updated) > s.limits.IdleTTL {
+		if busy, err := s.busy(ctx, id); err != nil || !busy {
+			return r, 0, fmt.Errorf("%w: %q (idle past idle_ttl)", conversation.ErrNotFound, id)
+		}
+	}
+	return r, e.Revision(), nil
+}
+
+// busy reports whether a turn of the conversation holds its lease.
+func (s *Store) busy(ctx context.Context, id string) (bool, error) {
+	l, _, err := s.readLease(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	return l.Until > time.Now().UnixNano(), nil
+}
+
+// readLease returns the lease and its revision; revision 0: none.
+func (s *Store) readLease(ctx context.Context, id string) (lease, uint64, error) {
+	var l lease
+	e, err := s.kv.Get(ctx, leaseKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return l, 0, nil
+	}
+	if err != nil {
+		return l, 0, kvErr("reading the lease of "+id, err)
+	}
+	if json.Unmarshal(e.Value(), &l) != nil {
+		l.Until = 0 // unreadable: taken as ended
+	}
+	return l, e.Revision(), nil
+}
+
+// Create implements [conversation.Store.Create].
+func (s *Store) Create(ctx context.Context, c conversation.Info) error {
+	if !conversation.ValidID(c.ID) {
+		return fmt.Errorf("%w: %q", conversation.ErrInvalidID, c.ID)
+	}
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	now := time.Now()
+	s.sweep(ctx, now)
+	for s.idx.agentCount(c.AgentID) >= s.limits.MaxPerAgent {
+		ok, err := s.evict(ctx, func(e *entry) bool { return e.info.AgentID == c.AgentID && e.info.ID != c.ID })
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: agent %s has %d conversations (max_per_agent), none of those tried idle", conversation.ErrFull, c.AgentID, s.idx.agentCount(c.AgentID))
+		}
+	}
+	for s.idx.count() >= s.limits.MaxConversations {
+		ok, err := s.evict(ctx, func(e *entry) bool { return e.info.ID != c.ID })
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %d conversations (max_conversations), none of those tried idle", conversation.ErrFull, s.idx.count())
+		}
+	}
+	if c.Created.IsZero() {
+		c.Created = now
+	}
+	c.Updated, c.Messages, c.Bytes = c.Created, 0, 0
+	data, err := json.Marshal(record{Info: c})
+	if err != nil {
+		return fmt.Errorf("natskv: %w", err)
+	}
+	rev, err := s.kv.Create(ctx, infoKey(c.ID), data)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		// It may be one idle past idle_ttl that no sweep removed yet.
+		if _, _, rerr := s.read(ctx, c.ID); errors.Is(rerr, conversation.ErrNotFound) {
+			if err := s.remove(ctx, c.ID, 0); err != nil {
+				return err
+			}
+			rev, err = s.kv.Create(ctx, infoKey(c.ID), data)
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("%w: %q", conversation.ErrExists, c.ID)
+		}
+	}
+	if err != nil {
+		return kvErr("creating conversation "+c.ID, err)
+	}
+	// Old parts of a conversation of this id deleted by a daemon that
+	// died before removing them are not named by the new record: they
+	// are unreachable, and go with its Delete.
+	s.idx.put(c, rev, true)
+	return nil
+}
+
+// sweep deletes a few conversations idle past idle_ttl.
+func (s *Store) sweep(ctx context.Context, now time.Time) {
+	for range maxSweep {
+		ok, err := s.evictFrom(ctx, s.idx.idle(now, s.limits.IdleTTL, evictCandidates))
+		if err != nil || !ok {
+			return
+		}
+	}
+}
+
+// evict deletes the least recently updated conversation that match
+// accepts and that has no turn running; false when none of the oldest
+// candidates can go.
+func (s *Store) evict(ctx context.Context, match func(*entry) bool) (bool, error) {
+	return s.evictFrom(ctx, s.idx.oldest(match, evictCandidates))
+}
+
+// evictFrom deletes the first of cands without a turn running that no one
+// updated since the index saw it.
+func (s *Store) evictFrom(ctx context.Context, cands []conversation.Info) (bool, error) {
+	for _, cand := range cands {
+		if err := s.check(ctx); err != nil {
+			return false, err
+		}
+		e, err := s.kv.Get(ctx, infoKey(cand.ID))
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			s.idx.remove(cand.ID, 0, true)
+			continue
+		}
+		if err != nil {
+			return false, kvErr("evicting", err)
+		}
+		busy, err := s.busy(ctx, cand.ID)
+		if err != nil {
+			return false, err
+		}
+		if busy {
+			continue
+		}
+		// A purge at the revision read: one updated or locked since (Lock
+		// rewrites the info) stays.
+		err = s.remove(ctx, cand.ID, e.Revision())
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// remove deletes a conversation for good: its info (at rev, if not 0) then
+// its parts and lease.
+func (s *Store) remove(ctx context.Context, id string, rev uint64) error {
+	opts := []jetstream.KVDeleteOpt{jetstream.PurgeTTL(markerTTL)}
+	if rev != 0 {
+		opts = append(opts, jetstream.LastRevision(rev))
+	}
+	if err := s.kv.Purge(ctx, infoKey(id), opts...); err != nil {
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLast(err) {
+			return fmt.Errorf("natskv: conversation %s changed: %w", id, jetstream.ErrKeyRevisionMismatch)
+		}
+		return kvErr("deleting conversation "+id, err)
+	}
+	s.idx.remove(id, 0, true)
+	// A stream purge by subject leaves no marker behind.
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subjPre+"c."+enc(id)+".s.>")); err != nil {
+		return fmt.Errorf("natskv: deleting the messages of conversation %s: %w", id, err)
+	}
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subjPre+leaseKey(id))); err != nil {
+		return fmt.Errorf("natskv: deleting the lease of conversation %s: %w", id, err)
+	}
+	return nil
+}
+
+func isWrongLast(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// Get implements [conversation.Store.Get].
+func (s *Store) Get(ctx context.Context, id string) (conversation.Info, error) {
+	if err := s.check(ctx); err != nil {
+		return conversation.Info{}, err
+	}
+	r, _, err := s.read(ctx, id)
+	return r.Info, err
+}
+
+// Messages implements [conversation.Store.Messages].
+func (s *Store) Messages(ctx context.Context, id string, from, limit int) ([]conversation.Message, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	r, _, err := s.read(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	from = min(max(from, 0), r.Messages)
+	to := r.Messages
+	if limit > 0 && from+limit < to {
+		to = from + limit
+	}
+	if from == to {
+		return []conversation.Message{}, nil
+	}
+	// The segments holding [from, to), each read (its parts at once) into
+	// its own slot.
+	type want struct {
+		seg   segment
+		first int // index of its first message
+		msgs  []conversation.Message
+	}
+	var wants []*want
+	at := 0
+	for _, sg := range r.Segs {
+		if at+sg.N > from && at < to {
+			wants = append(wants, &want{seg: sg, first: at})
+		}
+		at += sg.N
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(fetchers)
+	for _, w := range wants {
+		g.Go(func() error {
+			msgs, err := s.readSegment(gctx, id, w.seg)
+			w.msgs = msgs
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := make([]conversation.Message, 0, to-from)
+	for _, w := range wants {
+		lo, hi := max(from-w.first, 0), min(to-w.first, len(w.msgs))
+		if lo < hi {
+			out = append(out, w.msgs[lo:hi]...)
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) readSegment(ctx context.Context, id string, sg segment) ([]conversation.Message, error) {
+	var buf bytes.Buffer
+	for p := range sg.P {
+		e, err := s.kv.Get(ctx, partKey(id, sg.K, p))
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			// Deleted since the info was read.
+			return nil, fmt.Errorf("%w: %q (deleted while read)", conversation.ErrNotFound, id)
+		}
+		if err != nil {
+			return nil, kvErr("reading conversation "+id, err)
+		}
+		buf.Write(e.Value())
+	}
+	var msgs []conversation.Message
+	if err := json.Unmarshal(buf.Bytes(), &msgs); err != nil {
+		return nil, fmt.Errorf("natskv: conversation %s: unreadable segment %s: %w", id, sg.K, err)
+	}
+	if len(msgs) != sg.N {
+		return nil, fmt.Errorf("natskv: conversation %s: segment %s holds %d messages, its info says %d", id, sg.K, len(msgs), sg.N)
+	}
+	return msgs, nil
+}
+
+// Append implements [conversation.Store.Append].
+func (s *Store) Append(ctx context.Context, id string, msgs []conversation.Message) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	var size int64
+	for _, m := range msgs {
+		size += int64(conversation.Size(m))
+	}
+	data, err := json.Marshal(msgs)
+	if err != nil {
+		return fmt.Errorf("natskv: %w", err)
+	}
+	sg := segment{K: newSegName(), N: len(msgs), P: (len(data) + s.maxValue - 1) / s.maxValue}
+	written := false
+	// The parts are left to no one if the turn is not recorded.
+	defer func() {
+		if written {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := s.stream.Purge(cctx, jetstream.WithPurgeSubject(s.subjPre+"c."+enc(id)+".s."+sg.K+".>")); err != nil {
+				s.log.Warn("conversation store: the parts of an unrecorded turn were not removed", "conversation", id, "error", err)
+			}
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		r, rev, err := s.read(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := conversation.CheckAppend(s.limits, r.Info, len(msgs), size); err != nil {
+			return err
+		}
+		if !written && attempt == 0 {
+			for s.idx.totalBytes()+size > s.limits.MaxTotalBytes {
+				ok, err := s.evict(ctx, func(e *entry) bool { return e.info.ID != id })
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("%w: the store holds %d bytes (max_total_bytes %d) and no other conversation can be evicted", conversation.ErrFull, s.idx.totalBytes(), s.limits.MaxTotalBytes)
+				}
+			}
+		}
+		if !written && len(msgs) > 0 {
+			written = true
+			for p := range sg.P {
+				part := data[p*s.maxValue : min((p+1)*s.maxValue, len(data))]
+				if _, err := s.kv.Put(ctx, partKey(id, sg.K, p), part); err != nil {
+					return kvErr("writing conversation "+id, err)
+				}
+			}
+		}
+		now := time.Now()
+		if now.Before(r.Updated) { // another host's clock ahead: keep the order
+			now = r.Updated
+		}
+		if len(msgs) > 0 {
+			r.Segs = append(r.Segs, sg)
+		}
+		r.Messages += len(msgs)
+		r.Bytes += size
+		r.Updated = now
+		info, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("natskv: %w", err)
+		}
+		if len(info) > s.maxValue {
+			return fmt.Errorf("%w: conversation %s has %d turns, whose list no longer fits a NATS message (max_payload): start a new conversation", conversation.ErrFull, id, len(r.Segs))
+		}
+		newRev, err := s.kv.Update(ctx, infoKey(id), info, rev)
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) && attempt < maxCommitRetries {
+			continue // written by another in between: read it again
+		}
+		if err != nil {
+			return kvErr("recording the turn of conversation "+id, err)
+		}
+		written = false // recorded: the parts are the conversation's
+		s.idx.put(r.Info, newRev, true)
+		return nil
+	}
+}
+
+// List implements [conversation.Store.List], from the index.
+func (s *Store) List(ctx context.Context, q conversation.Query) (conversation.Page, error) {
+	after, err := conversation.ParseCursor(q.Cursor)
+	if err != nil {
+		return conversation.Page{}, err
+	}
+	if err := s.check(ctx); err != nil {
+		return conversation.Page{}, err
+	}
+	return s.idx.list(q, after, conversation.PageLimit(q.Limit), s.limits.IdleTTL), nil
+}
+
+// Delete implements [conversation.Store.Delete]: the conversation's info,
+// messages and lease are purged from the stream (see the package doc for
+// what JetStream keeps).
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if _, _, err := s.read(ctx, id); err != nil {
+		return err
+	}
+	return s.remove(ctx, id, 0)
+}
+
+// Lock implements [conversation.Store.Lock]: a lease key created only if
+// absent, with a TTL (whole seconds, at least one: the lease also holds
+// its end to the nanosecond, after which another Lock takes it over).
+func (s *Store) Lock(ctx context.Context, id string, ttl time.Duration) (func(), error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if _, _, err := s.read(ctx, id); err != nil {
+		return nil, err
+	}
+	until := time.Now().Add(ttl)
+	val, _ := json.Marshal(lease{Until: until.UnixNano()})
+	keyTTL := max(ttl.Truncate(time.Second)+time.Second, time.Second)
+	key := leaseKey(id)
+	lrev, err := s.kv.Create(ctx, key, val, jetstream.KeyTTL(keyTTL))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		held, hrev, rerr := s.readLease(ctx, id)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if hrev != 0 && held.Until > time.Now().UnixNano() {
+			return nil, fmt.Errorf("%w: %s", conversation.ErrBusy, id)
+		}
+		// Ended but not yet removed by the server: taken over, at the
+		// revision read (another taker in between wins).
+		if hrev != 0 {
+			if perr := s.kv.Purge(ctx, key, jetstream.LastRevision(hrev), jetstream.PurgeTTL(markerTTL)); perr != nil && !isWrongLast(perr) && !errors.Is(perr, jetstream.ErrKeyRevisionMismatch) {
+				return nil, kvErr("taking over the lease of "+id, perr)
+			}
+		}
+		lrev, err = s.kv.Create(ctx, key, val, jetstream.KeyTTL(keyTTL))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, fmt.Errorf("%w: %s", conversation.ErrBusy, id)
+		}
+	}
+	if err != nil {
+		return nil, kvErr("taking the lease of "+id, err)
+	}
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			// Only this lease: one taken over after it ended is another's.
+			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := s.kv.Purge(rctx, key, jetstream.LastRevision(lrev), jetstream.PurgeTTL(markerTTL))
+			if err != nil && !isWrongLast(err) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !s.closed.Load() {
+				s.log.Warn("conversation store: a lease was not released (it ends with its ttl)", "conversation", id, "error", err)
+			}
+		})
+	}
+	// Rewrite the info at the revision read, so that an eviction that
+	// read it before the lease existed fails its purge.
+	for attempt := 0; ; attempt++ {
+		r, rev, err := s.read(ctx, id)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("natskv: %w", err)
+		}
+		newRev, err := s.kv.Update(ctx, infoKey(id), data, rev)
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) && attempt < maxCommitRetries {
+			continue
+		}
+		if err != nil {
+			release()
+			return nil, kvErr("locking conversation "+id, err)
+		}
+		s.idx.put(r.Info, newRev, true)
+		return release, nil
+	}
+}
+
+// Limits implements [conversation.Store.Limits].
+func (s *Store) Limits() conversation.Limits { return s.limits }
+
+// Close implements [conversation.Store.Close]: it stops the index's watch.
+// The bucket and the connection stay.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.watcher != nil {
+		_ = s.watcher.Stop()
+		<-s.done
+	}
+	return nil
+}
+
+// index is the Store's view of every conversation of the bucket.
+type index struct {
+	mu       sync.Mutex
+	byID     map[string]*entry
+	recency  *list.List // of *entry, newest (Updated, then ID) first
+	perAgent map[string]int
+	total    int64
+	// gone holds the revision a conversation had when this Store deleted
+	// it, until the watch reports the deletion: an update of it the watch
+	// delivers late must not bring it back.
+	gone map[string]uint64
+}
+
+type entry struct {
+	info conversation.Info
+	rev  uint64
+	elem *list.Element
+}
+
+// maxGone bounds index.gone (deletions whose report the watch has not yet
+// delivered).
+const maxGone = 4096
+
+func (x *index) init() {
+	x.byID, x.recency, x.perAgent, x.gone = map[string]*entry{}, list.New(), map[string]int{}, map[string]uint64{}
+}
+
+// newer reports whether a comes before b in the newest-first order.
+func newer(a, b conversation.Info) bool {
+	if !a.Updated.Equal(b.Updated) {
+		return a.Updated.After(b.Updated)
+	}
+	return a.ID > b.ID
+}
+
+// put records info at rev, unless the index knows a later revision of it
+// (or its deletion). local: the Store's own write.
+func (x *index) put(info conversation.Info, rev uint64, local bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if g, ok := x.gone[info.ID]; ok {
+		if rev <= g {
+			return
+		}
+		delete(x.gone, info.ID)
+	}
+	e, ok := x.byID[info.ID]
+	if ok {
+		if e.rev >= rev {
+			return
+		}
+		x.total -= e.info.Bytes
+		if e.info.AgentID != info.AgentID {
+			x.dropAgentLocked(e.info.AgentID)
+			x.perAgent[info.AgentID]++
+		}
+		x.recency.Remove(e.elem)
+	} else {
+		e = &entry{}
+		x.byID[info.ID] = e
+		x.perAgent[info.AgentID]++
+	}
+	e.info, e.rev = info, rev
+	x.total += info.Bytes
+	// From the front: an update is almost always the newest.
+	at := x.recency.Front()
+	for at != nil && newer(at.Value.(*entry).info, info) {
+		at = at.Next()
+	}
+	if at == nil {
+		e.elem = x.recency.PushBack(e)
+	} else {
+		e.elem = x.recency.InsertBefore(e, at)
+	}
+}
+
+// remove drops a conversation: with local (this Store deleted it) at
+// whatever revision, else if rev is past the one known.
+func (x *index) remove(id string, rev uint64, local bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e, ok := x.byID[id]
+	if !local {
+		delete(x.gone, id) // the watch delivered the deletion
+		if ok && e.rev >= rev {
+			return
+		}
+	}
+	if !ok {
+		return
+	}
+	if local {
+		if len(x.gone) >= maxGone {
+			clear(x.gone) // at worst a deleted one shows until its marker arrives
+		}
+		x.gone[id] = e.rev
+	}
+	x.recency.Remove(e.elem)
+	delete(x.byID, id)
+	x.dropAgentLocked(e.info.AgentID)
+	x.total -= e.info.Bytes
+}
+
+func (x *index) dropAgentLocked(agentID string) {
+	if x.perAgent[agentID]--; x.perAgent[agentID] <= 0 {
+		delete(x.perAgent, agentID)
+	}
+}
+
+func (x *index) agentCount(agentID string) int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.perAgent[agentID]
+}
+
+func (x *index) count() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.byID)
+}
+
+func (x *index) totalBytes() int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.total
+}
+
+// oldest returns up to n of the least recently updated conversations that
+// match accepts, oldest first.
+func (x *index) oldest(match func(*entry) bool, n int) []conversation.Info {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []conversation.Info
+	for el := x.recency.Back(); el != nil && len(out) < n; el = el.Prev() {
+		if e := el.Value.(*entry); match(e) {
+			out = append(out, e.info)
+		}
+	}
+	return out
+}
+
+// idle returns up to n of the conversations not updated for longer than
+// ttl, oldest first (they are at the back: the walk stops at the first
+// one updated since).
+func (x *index) idle(now time.Time, ttl time.Duration, n int) []conversation.Info {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []conversation.Info
+	for el := x.recency.Back(); el != nil && len(out) < n; el = el.Prev() {
+		info := el.Value.(*entry).info
+		if now.Sub(info.Updated) <= ttl {
+			break
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+func (x *index) list(q conversation.Query, after conversation.Cursor, limit int, idle time.Duration) conversation.Page {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	now := time.Now()
+	var p conversation.Page
+	for el := x.recency.Front(); el != nil; el = el.Next() {
+		info := el.Value.(*entry).info
+		if q.AgentID != "" && info.AgentID != q.AgentID {
+			continue
+		}
+		if now.Sub(info.Updated) > idle {
+			continue
+		}
+		if q.Cursor != "" && !after.Before(info) {
+			continue
+		}
+		if len(p.Conversations) == limit {
+			p.Next = conversation.CursorOf(p.Conversations[limit-1])
+			break
+		}
+		p.Conversations = append(p.Conversations, info)
+	}
+	return p
+}
