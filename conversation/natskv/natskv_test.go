@@ -2,13 +2,19 @@ package natskv_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/conversation"
 	"github.com/axocoatl/axocoatl-go/conversation/natskv"
 	"github.com/axocoatl/axocoatl-go/conversation/storetest"
@@ -59,4 +65,270 @@ func TestStore(t *testing.T) {
 		n++ // a bucket per subtest: each starts empty
 		return open(t, connect(t, ns), natskv.Config{Bucket: "t" + string(rune('a'+n)), Limits: l})
 	})
+}
+
+var ctx = context.Background()
+
+func msg(text string) conversation.Message {
+	return conversation.Message{Role: agent.RoleUser, Content: text, At: time.Now().UTC()}
+}
+
+// A conversation of max_bytes (8 MiB) in one turn is written in parts
+// under NATS max_payload (1 MiB) and reads back whole.
+func TestEightMiBConversation(t *testing.T) {
+	ns := jsServer(t)
+	nc := connect(t, ns)
+	s := open(t, nc, natskv.Config{})
+	if err := s.Create(ctx, conversation.Info{ID: "big", AgentID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	big := msg(strings.Repeat("0123456789abcdef", (conversation.DefaultMaxBytes-64)/16))
+	if int64(len(big.Content)) <= nc.MaxPayload() {
+		t.Fatalf("a message of %d bytes fits max_payload %d: not a test of parts", len(big.Content), nc.MaxPayload())
+	}
+	if err := s.Append(ctx, "big", []conversation.Message{big}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Messages(ctx, "big", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Content != big.Content {
+		t.Fatalf("read back %d messages, first of %d bytes; want 1 of %d", len(got), len(got[0].Content), len(big.Content))
+	}
+	// The conversation is at max_bytes: one more byte is refused.
+	if err := s.Append(ctx, "big", []conversation.Message{msg(strings.Repeat("x", 100))}); !errors.Is(err, conversation.ErrFull) {
+		t.Fatalf("Append past max_bytes = %v, want ErrFull", err)
+	}
+}
+
+// Two stores on one bucket (two daemons): each sees the other's
+// conversations and turns, a lease held through one refuses the other,
+// and the other's index follows creations for List.
+func TestTwoStoresOneBucket(t *testing.T) {
+	ns := jsServer(t)
+	a := open(t, connect(t, ns), natskv.Config{Bucket: "shared"})
+	b := open(t, connect(t, ns), natskv.Config{Bucket: "shared"})
+	if err := a.Create(ctx, conversation.Info{ID: "c1", AgentID: "x", Title: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Create(ctx, conversation.Info{ID: "c1", AgentID: "x"}); !errors.Is(err, conversation.ErrExists) {
+		t.Fatalf("Create on b of a's id = %v, want ErrExists", err)
+	}
+	if err := a.Append(ctx, "c1", []conversation.Message{msg("turn one")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append(ctx, "c1", []conversation.Message{msg("turn two")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*natskv.Store{a, b} {
+		msgs, err := s.Messages(ctx, "c1", 0, 0)
+		if err != nil || len(msgs) != 2 || msgs[0].Content != "turn one" || msgs[1].Content != "turn two" {
+			t.Fatalf("Messages = %+v, %v", msgs, err)
+		}
+	}
+	release, err := a.Lock(ctx, "c1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Lock(ctx, "c1", time.Minute); !errors.Is(err, conversation.ErrBusy) {
+		t.Fatalf("b's Lock while a holds the lease = %v, want ErrBusy", err)
+	}
+	release()
+	rb, err := b.Lock(ctx, "c1", time.Minute)
+	if err != nil {
+		t.Fatalf("b's Lock after a released = %v", err)
+	}
+	rb()
+	waitFor(t, "b lists c1 with 2 messages", func() bool {
+		p, err := b.List(ctx, conversation.Query{})
+		return err == nil && len(p.Conversations) == 1 && p.Conversations[0].Messages == 2
+	})
+	if err := b.Delete(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Get(ctx, "c1"); !errors.Is(err, conversation.ErrNotFound) {
+		t.Fatalf("a's Get after b's Delete = %v", err)
+	}
+	waitFor(t, "a's List drops c1", func() bool {
+		p, err := a.List(ctx, conversation.Query{})
+		return err == nil && len(p.Conversations) == 0
+	})
+}
+
+// A lease never released (its daemon died mid-turn) ends after its ttl
+// for the other daemons, not before.
+func TestLeaseOfDeadDaemonExpires(t *testing.T) {
+	ns := jsServer(t)
+	ncA := connect(t, ns)
+	a := open(t, ncA, natskv.Config{Bucket: "shared"})
+	b := open(t, connect(t, ns), natskv.Config{Bucket: "shared"})
+	if err := a.Create(ctx, conversation.Info{ID: "c1", AgentID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 1500 * time.Millisecond
+	start := time.Now()
+	if _, err := a.Lock(ctx, "c1", ttl); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Close()
+	ncA.Close() // gone, without releasing
+	for {
+		release, err := b.Lock(ctx, "c1", time.Minute)
+		if err == nil {
+			if d := time.Since(start); d < ttl-100*time.Millisecond {
+				t.Fatalf("the dead daemon's lease ended after %v, its ttl is %v", d, ttl)
+			}
+			release()
+			return
+		}
+		if !errors.Is(err, conversation.ErrBusy) {
+			t.Fatal(err)
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("a dead daemon's lease never ended")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Appends to one conversation from two stores at once: every one recorded
+// once (the commit is an Update at the revision read, retried).
+func TestConcurrentAppendsOneConversationTwoStores(t *testing.T) {
+	ns := jsServer(t)
+	a := open(t, connect(t, ns), natskv.Config{Bucket: "shared"})
+	b := open(t, connect(t, ns), natskv.Config{Bucket: "shared"})
+	if err := a.Create(ctx, conversation.Info{ID: "c1", AgentID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	const each = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*each)
+	for i, s := range []*natskv.Store{a, b} {
+		for j := range each {
+			wg.Go(func() {
+				if err := s.Append(ctx, "c1", []conversation.Message{msg(fmt.Sprintf("%d-%d", i, j))}); err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	msgs, err := b.Messages(ctx, "c1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, m := range msgs {
+		seen[m.Content]++
+	}
+	if len(msgs) != 2*each || len(seen) != 2*each {
+		t.Fatalf("%d messages, %d distinct; want %d each once", len(msgs), len(seen), 2*each)
+	}
+	if info, _ := a.Get(ctx, "c1"); info.Messages != 2*each {
+		t.Fatalf("info counts %d messages, want %d", info.Messages, 2*each)
+	}
+}
+
+// Delete leaves nothing of the conversation in the stream but the info
+// key's purge marker (no data).
+func TestDeleteForGood(t *testing.T) {
+	ns := jsServer(t)
+	nc := connect(t, ns)
+	s := open(t, nc, natskv.Config{Bucket: "del"})
+	if err := s.Create(ctx, conversation.Info{ID: "c1", AgentID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := s.Append(ctx, "c1", []conversation.Message{msg("secret text")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release, err := s.Lock(ctx, "c1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, "KV_del")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects := func() map[string]uint64 {
+		si, err := stream.Info(ctx, jetstream.WithSubjectFilter("$KV.del.>"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return si.State.Subjects
+	}
+	if n := len(subjects()); n != 5 { // info, 3 parts, lease
+		t.Fatalf("before Delete the stream holds %d subjects, want 5: %v", n, subjects())
+	}
+	if err := s.Delete(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	left := subjects()
+	if len(left) != 1 {
+		t.Fatalf("after Delete the stream holds %v, want only the info's purge marker", left)
+	}
+	kv, err := js.KeyValue(ctx, "del")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key := range left {
+		e, err := stream.GetLastMsgForSubject(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(e.Data) != 0 || e.Header.Get("KV-Operation") != "PURGE" {
+			t.Fatalf("left %s: %q, headers %v", key, e.Data, e.Header)
+		}
+	}
+	if keys, _ := kv.Keys(ctx); len(keys) != 0 {
+		t.Fatalf("keys left: %v", keys)
+	}
+}
+
+// The bucket's MaxBytes is a bound JetStream enforces: past it a turn is
+// refused with ErrFull, the conversation as it was.
+func TestBucketMaxBytes(t *testing.T) {
+	ns := jsServer(t)
+	s := open(t, connect(t, ns), natskv.Config{Bucket: "small", MaxBucketBytes: 64 << 10})
+	if err := s.Create(ctx, conversation.Info{ID: "c1", AgentID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	n := 0
+	for ; n < 100; n++ {
+		if err = s.Append(ctx, "c1", []conversation.Message{msg(strings.Repeat("y", 8<<10))}); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, conversation.ErrFull) || !strings.Contains(err.Error(), "max_bucket_bytes") {
+		t.Fatalf("after %d turns of 8 KiB in a bucket of 64 KiB: %v, want ErrFull naming max_bucket_bytes", n, err)
+	}
+	if info, _ := s.Get(ctx, "c1"); info.Messages != n {
+		t.Fatalf("the conversation holds %d messages, %d were accepted", info.Messages, n)
+	}
+	if msgs, err := s.Messages(ctx, "c1", 0, 0); err != nil || len(msgs) != n {
+		t.Fatalf("Messages = %d, %v; want %d", len(msgs), err, n)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
