@@ -89,6 +89,11 @@ type Config struct {
 	// room beside the bytes max_total_bytes counts). Zero: twice
 	// Limits.MaxTotalBytes plus 64 MiB; negative: no bound.
 	MaxBucketBytes int64 `yaml:"max_bucket_bytes"`
+	// LeaseRenew is how often a turn's lease is renewed while the turn
+	// runs; the lease key lives three times as long, so a daemon that dies
+	// mid-turn keeps its conversation busy that long at most (not the
+	// turn's whole ttl). Zero: 5s.
+	LeaseRenew time.Duration `yaml:"lease_renew"`
 	// Timeout bounds opening the bucket and reading its index. Zero: 30s.
 	Timeout time.Duration `yaml:"timeout"`
 	// Logger receives what goes wrong in the background (the index's
@@ -106,6 +111,9 @@ func (c Config) Validate() error {
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("natskv: timeout %s is negative", c.Timeout)
+	}
+	if c.LeaseRenew < 0 {
+		return fmt.Errorf("natskv: lease_renew %s is negative", c.LeaseRenew)
 	}
 	return nil
 }
@@ -145,6 +153,7 @@ const fetchers = 8
 // [Open]; it is safe for concurrent use, also by several processes on one
 // bucket.
 type Store struct {
+	js       jetstream.JetStream
 	kv       jetstream.KeyValue
 	stream   jetstream.Stream
 	subjPre  string // "$KV.<bucket>."
@@ -155,6 +164,14 @@ type Store struct {
 	closed  atomic.Bool
 	watcher jetstream.KeyWatcher
 	done    chan struct{} // the watch loop ended
+
+	renew     time.Duration
+	heldMu    sync.Mutex
+	held      map[*held]struct{}
+	stopRenew chan struct{}
+	renewDone chan struct{}
+	// renewStarted: Open started renewLoop (set before Open returns).
+	renewStarted bool
 
 	idx index
 }
@@ -178,6 +195,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.LeaseRenew == 0 {
+		cfg.LeaseRenew = 5 * time.Second
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -221,7 +241,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("natskv: bucket %s: %w", cfg.Bucket, err)
 	}
 	s := &Store{
-		kv: kv, stream: stream, subjPre: "$KV." + cfg.Bucket + ".",
+		js: js, kv: kv, stream: stream, subjPre: "$KV." + cfg.Bucket + ".",
+		renew: cfg.LeaseRenew, held: map[*held]struct{}{},
+		stopRenew: make(chan struct{}), renewDone: make(chan struct{}),
 		limits: limits, log: log,
 		// Headroom under max_payload for the subject and headers.
 		maxValue: int(max(cfg.Conn.MaxPayload()-8<<10, 4<<10)),
@@ -239,6 +261,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	go s.watch(ready) // owned by the Store: Close stops the watcher, which ends it
 	select {
 	case <-ready:
+		s.renewStarted = true
+		go s.renewLoop() // owned by the Store: Close stops it
 		return s, nil
 	case <-s.done:
 		err = errors.New("the watch ended")
@@ -730,8 +754,10 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 }
 
 // Lock implements [conversation.Store.Lock]: a lease key created only if
-// absent, with a TTL (whole seconds, at least one: the lease also holds
-// its end to the nanosecond, after which another Lock takes it over).
+// absent, with a per-key TTL of three Config.LeaseRenew, renewed by this
+// Store while the turn runs, until release or ttl. The lease also holds its
+// end to the nanosecond: past it another Lock takes it over, whether or not
+// the server removed the key yet.
 func (s *Store) Lock(ctx context.Context, id string, ttl time.Duration) (func(), error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
@@ -739,27 +765,27 @@ func (s *Store) Lock(ctx context.Context, id string, ttl time.Duration) (func(),
 	if _, _, err := s.read(ctx, id); err != nil {
 		return nil, err
 	}
-	until := time.Now().Add(ttl)
-	val, _ := json.Marshal(lease{Until: until.UnixNano()})
-	keyTTL := max(ttl.Truncate(time.Second)+time.Second, time.Second)
-	key := leaseKey(id)
-	lrev, err := s.kv.Create(ctx, key, val, jetstream.KeyTTL(keyTTL))
+	now := time.Now()
+	h := &held{id: id, key: leaseKey(id), end: now.Add(ttl)}
+	h.until = s.leaseUntil(h.end, now)
+	val, keyTTL := leaseValue(h.until, now)
+	lrev, err := s.kv.Create(ctx, h.key, val, jetstream.KeyTTL(keyTTL))
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		held, hrev, rerr := s.readLease(ctx, id)
+		cur, crev, rerr := s.readLease(ctx, id)
 		if rerr != nil {
 			return nil, rerr
 		}
-		if hrev != 0 && held.Until > time.Now().UnixNano() {
+		if crev != 0 && cur.Until > time.Now().UnixNano() {
 			return nil, fmt.Errorf("%w: %s", conversation.ErrBusy, id)
 		}
 		// Ended but not yet removed by the server: taken over, at the
 		// revision read (another taker in between wins).
-		if hrev != 0 {
-			if perr := s.kv.Purge(ctx, key, jetstream.LastRevision(hrev), jetstream.PurgeTTL(markerTTL)); perr != nil && !isWrongLast(perr) && !errors.Is(perr, jetstream.ErrKeyRevisionMismatch) {
+		if crev != 0 {
+			if perr := s.kv.Purge(ctx, h.key, jetstream.LastRevision(crev), jetstream.PurgeTTL(markerTTL)); perr != nil && !isMismatch(perr) {
 				return nil, kvErr("taking over the lease of "+id, perr)
 			}
 		}
-		lrev, err = s.kv.Create(ctx, key, val, jetstream.KeyTTL(keyTTL))
+		lrev, err = s.kv.Create(ctx, h.key, val, jetstream.KeyTTL(keyTTL))
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, fmt.Errorf("%w: %s", conversation.ErrBusy, id)
 		}
@@ -767,18 +793,12 @@ func (s *Store) Lock(ctx context.Context, id string, ttl time.Duration) (func(),
 	if err != nil {
 		return nil, kvErr("taking the lease of "+id, err)
 	}
+	h.rev = lrev
+	s.heldMu.Lock()
+	s.held[h] = struct{}{}
+	s.heldMu.Unlock()
 	var once sync.Once
-	release := func() {
-		once.Do(func() {
-			// Only this lease: one taken over after it ended is another's.
-			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			err := s.kv.Purge(rctx, key, jetstream.LastRevision(lrev), jetstream.PurgeTTL(markerTTL))
-			if err != nil && !isWrongLast(err) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !s.closed.Load() {
-				s.log.Warn("conversation store: a lease was not released (it ends with its ttl)", "conversation", id, "error", err)
-			}
-		})
-	}
+	release := func() { once.Do(func() { s.release(h) }) }
 	// Rewrite the info at the revision read, so that an eviction that
 	// read it before the lease existed fails its purge.
 	for attempt := 0; ; attempt++ {
@@ -805,6 +825,115 @@ func (s *Store) Lock(ctx context.Context, id string, ttl time.Duration) (func(),
 	}
 }
 
+// held is a lease this Store holds.
+type held struct {
+	id, key string
+	end     time.Time // the ttl Lock was given ends
+	// Under Store.heldMu:
+	rev      uint64    // the lease key's revision
+	until    time.Time // the lease's end as written
+	renewing bool      // a renewal is being written
+	released bool
+}
+
+// leaseUntil is the end a lease written at now says: three renew intervals
+// on, or end if sooner.
+func (s *Store) leaseUntil(end, now time.Time) time.Time {
+	if u := now.Add(3 * s.renew); u.Before(end) {
+		return u
+	}
+	return end
+}
+
+// leaseValue is a lease's value and its key's TTL: whole seconds (what
+// JetStream keeps), at least one, past until.
+func leaseValue(until, now time.Time) ([]byte, time.Duration) {
+	val, _ := json.Marshal(lease{Until: until.UnixNano()})
+	return val, until.Sub(now).Truncate(time.Second) + time.Second
+}
+
+func isMismatch(err error) bool {
+	return isWrongLast(err) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
+
+// release ends h: the lease key is purged at its revision only (a lease
+// taken over after it ended is another's). A renewal being written
+// purges it when it is done.
+func (s *Store) release(h *held) {
+	s.heldMu.Lock()
+	h.released = true
+	delete(s.held, h)
+	rev, renewing := h.rev, h.renewing
+	s.heldMu.Unlock()
+	if !renewing {
+		s.purgeLease(h, rev)
+	}
+}
+
+func (s *Store) purgeLease(h *held, rev uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := s.kv.Purge(ctx, h.key, jetstream.LastRevision(rev), jetstream.PurgeTTL(markerTTL))
+	if err != nil && !isMismatch(err) && !s.closed.Load() {
+		s.log.Warn("conversation store: a lease was not released (it ends with its ttl)", "conversation", h.id, "error", err)
+	}
+}
+
+// renewLoop renews the held leases every renew interval until Close.
+func (s *Store) renewLoop() {
+	defer close(s.renewDone)
+	t := time.NewTicker(s.renew)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopRenew:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		s.heldMu.Lock()
+		var due []*held
+		for h := range s.held {
+			if !h.renewing && h.until.Before(h.end) {
+				h.renewing = true
+				due = append(due, h)
+			}
+		}
+		s.heldMu.Unlock()
+		for _, h := range due {
+			s.renewOne(h, now)
+		}
+	}
+}
+
+// renewOne writes h's lease again at its revision, with a later end.
+func (s *Store) renewOne(h *held, now time.Time) {
+	s.heldMu.Lock()
+	rev := h.rev
+	s.heldMu.Unlock()
+	until := s.leaseUntil(h.end, now)
+	val, ttl := leaseValue(until, now)
+	ctx, cancel := context.WithTimeout(context.Background(), s.renew)
+	defer cancel()
+	msg := &natsgo.Msg{Subject: s.subjPre + h.key, Data: val}
+	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
+	s.heldMu.Lock()
+	h.renewing = false
+	if err == nil {
+		h.rev, h.until = ack.Sequence, until
+	} else if isMismatch(err) {
+		delete(s.held, h) // taken over (it had ended) or deleted: no longer ours
+	}
+	released, rev := h.released, h.rev
+	s.heldMu.Unlock()
+	if err != nil && !isMismatch(err) && !s.closed.Load() {
+		s.log.Warn("conversation store: a lease was not renewed", "conversation", h.id, "error", err)
+	}
+	if released {
+		s.purgeLease(h, rev)
+	}
+}
+
 // Limits implements [conversation.Store.Limits].
 func (s *Store) Limits() conversation.Limits { return s.limits }
 
@@ -817,6 +946,10 @@ func (s *Store) Close() error {
 	if s.watcher != nil {
 		_ = s.watcher.Stop()
 		<-s.done
+	}
+	close(s.stopRenew)
+	if s.renewStarted {
+		<-s.renewDone
 	}
 	return nil
 }

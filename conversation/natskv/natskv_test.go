@@ -160,8 +160,7 @@ func TestTwoStoresOneBucket(t *testing.T) {
 // for the other daemons, not before.
 func TestLeaseOfDeadDaemonExpires(t *testing.T) {
 	ns := jsServer(t)
-	ncA := connect(t, ns)
-	a := open(t, ncA, natskv.Config{Bucket: "shared"})
+	a := open(t, connect(t, ns), natskv.Config{Bucket: "shared"})
 	b := open(t, connect(t, ns), natskv.Config{Bucket: "shared"})
 	if err := a.Create(ctx, conversation.Info{ID: "c1", AgentID: "x"}); err != nil {
 		t.Fatal(err)
@@ -171,13 +170,51 @@ func TestLeaseOfDeadDaemonExpires(t *testing.T) {
 	if _, err := a.Lock(ctx, "c1", ttl); err != nil {
 		t.Fatal(err)
 	}
+	waitLock(t, b, "c1", start, ttl)
+}
+
+// A turn's lease is renewed while it runs (a turn may last longer than
+// three renew intervals), and a daemon that dies mid-turn holds the
+// conversation for three renew intervals at most, not the turn's ttl.
+func TestLeaseRenewedUntilDaemonDies(t *testing.T) {
+	ns := jsServer(t)
+	ncA := connect(t, ns)
+	const renew = 200 * time.Millisecond
+	a := open(t, ncA, natskv.Config{Bucket: "shared", LeaseRenew: renew})
+	b := open(t, connect(t, ns), natskv.Config{Bucket: "shared"})
+	if err := a.Create(ctx, conversation.Info{ID: "c1", AgentID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Lock(ctx, "c1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	// Past three renew intervals and the key's whole-second TTL: still
+	// held, because renewed.
+	held := time.Now()
+	for time.Since(held) < 10*renew+time.Second {
+		if _, err := b.Lock(ctx, "c1", time.Minute); !errors.Is(err, conversation.ErrBusy) {
+			t.Fatalf("after %v of a lease of an hour renewed every %v: Lock = %v, want ErrBusy", time.Since(held), renew, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	died := time.Now()
 	_ = a.Close()
-	ncA.Close() // gone, without releasing
+	ncA.Close() // gone mid-turn, without releasing
+	waitLock(t, b, "c1", died, 0)
+	if d := time.Since(died); d > 3*renew+2*time.Second+5*time.Second {
+		t.Fatalf("the dead daemon's lease held for %v, renew %v", d, renew)
+	}
+}
+
+// waitLock waits until s takes id's lease, which must not happen before
+// start+notBefore (less a margin for the clock).
+func waitLock(t *testing.T, s *natskv.Store, id string, start time.Time, notBefore time.Duration) {
+	t.Helper()
 	for {
-		release, err := b.Lock(ctx, "c1", time.Minute)
+		release, err := s.Lock(ctx, id, time.Minute)
 		if err == nil {
-			if d := time.Since(start); d < ttl-100*time.Millisecond {
-				t.Fatalf("the dead daemon's lease ended after %v, its ttl is %v", d, ttl)
+			if d := time.Since(start); d < notBefore-100*time.Millisecond {
+				t.Fatalf("the lease ended after %v, its ttl is %v", d, notBefore)
 			}
 			release()
 			return
@@ -186,7 +223,7 @@ func TestLeaseOfDeadDaemonExpires(t *testing.T) {
 			t.Fatal(err)
 		}
 		if time.Since(start) > 30*time.Second {
-			t.Fatal("a dead daemon's lease never ended")
+			t.Fatal("a lease never released did not end")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
