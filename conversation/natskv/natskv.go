@@ -161,9 +161,10 @@ type Store struct {
 	maxValue int // the largest value written: a part, an info
 	log      *slog.Logger
 
-	closed  atomic.Bool
-	watcher jetstream.KeyWatcher
-	done    chan struct{} // the watch loop ended
+	closed    atomic.Bool
+	stopWatch context.CancelFunc
+	watcher   jetstream.KeyWatcher
+	done      chan struct{} // the watch loop ended
 
 	renew     time.Duration
 	heldMu    sync.Mutex
@@ -251,9 +252,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.idx.init()
 	// The watch follows every info entry; its consumer outlives ctx (it
-	// stops with Close), so it gets a context of its own.
-	w, err := kv.Watch(context.WithoutCancel(ctx), "c.*.i")
+	// stops with Close), so it gets a context of its own, which Close
+	// cancels (nats.go waits on it).
+	wctx, wcancel := context.WithCancel(context.Background())
+	s.stopWatch = wcancel
+	w, err := kv.Watch(wctx, "c.*.i")
 	if err != nil {
+		wcancel()
 		return nil, fmt.Errorf("natskv: watching bucket %s: %w", cfg.Bucket, err)
 	}
 	s.watcher = w
@@ -946,6 +951,9 @@ func (s *Store) Close() error {
 	if s.watcher != nil {
 		_ = s.watcher.Stop()
 		<-s.done
+	}
+	if s.stopWatch != nil {
+		s.stopWatch()
 	}
 	close(s.stopRenew)
 	if s.renewStarted {
