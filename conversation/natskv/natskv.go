@@ -64,6 +64,10 @@ import (
 	"github.com/axocoatl/axocoatl-go/conversation"
 )
 
+// ErrNoJetStream: the NATS server (or the account) has no JetStream, where
+// the bucket lives.
+var ErrNoJetStream = errors.New("natskv: JetStream is not enabled on the NATS server (run it with -js)")
+
 // DefaultBucket is the bucket's name when Config.Bucket is empty.
 const DefaultBucket = "axocoatl_conversations"
 
@@ -234,6 +238,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		// after it too.
 		LimitMarkerTTL: markerTTL,
 	})
+	if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) || errors.Is(err, natsgo.ErrNoResponders) {
+		return nil, fmt.Errorf("%w: bucket %s: %v", ErrNoJetStream, cfg.Bucket, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("natskv: bucket %s: %w", cfg.Bucket, err)
 	}
