@@ -59,7 +59,6 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/axocoatl/axocoatl-go/conversation"
 )
@@ -150,20 +149,19 @@ const maxSweep = 32
 // a read of its lease) before it says none can go.
 const evictCandidates = 16
 
-// fetchers bounds the parts one Messages call reads at once.
-const fetchers = 8
-
 // Store is a [conversation.Store] on a JetStream KV bucket. Open it with
 // [Open]; it is safe for concurrent use, also by several processes on one
 // bucket.
 type Store struct {
-	js       jetstream.JetStream
-	kv       jetstream.KeyValue
-	stream   jetstream.Stream
-	subjPre  string // "$KV.<bucket>."
-	limits   conversation.Limits
-	maxValue int // the largest value written: a part, an info
-	log      *slog.Logger
+	nc         *natsgo.Conn
+	streamName string
+	js         jetstream.JetStream
+	kv         jetstream.KeyValue
+	stream     jetstream.Stream
+	subjPre    string // "$KV.<bucket>."
+	limits     conversation.Limits
+	maxValue   int // the largest value written: a part, an info
+	log        *slog.Logger
 
 	closed    atomic.Bool
 	stopWatch context.CancelFunc
@@ -249,6 +247,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("natskv: bucket %s: %w", cfg.Bucket, err)
 	}
 	s := &Store{
+		nc: cfg.Conn, streamName: "KV_" + cfg.Bucket,
 		js: js, kv: kv, stream: stream, subjPre: "$KV." + cfg.Bucket + ".",
 		renew: cfg.LeaseRenew, held: map[*held]struct{}{},
 		stopRenew: make(chan struct{}), renewDone: make(chan struct{}),
@@ -319,7 +318,10 @@ func (s *Store) watch(ready chan struct{}) {
 // messages, in order.
 type record struct {
 	conversation.Info
-	Segs []segment `json:"segs,omitempty"`
+	// Segs lists the segments, "K.N.P" joined by "," (a string: the
+	// watch of every daemon reads each info, and a string of many
+	// segments costs little to skip).
+	Segs string `json:"segs,omitempty"`
 }
 
 // segment is one Append's messages: N of them, in P parts under c.E.s.K.
@@ -597,64 +599,168 @@ func (s *Store) Messages(ctx context.Context, id string, from, limit int) ([]con
 	if from == to {
 		return []conversation.Message{}, nil
 	}
-	// The segments holding [from, to), each read (its parts at once) into
-	// its own slot.
+	// The segments holding [from, to): their parts read in batches, each
+	// segment then decoded on its own.
+	segs, err := parseSegs(r.Segs)
+	if err != nil {
+		return nil, fmt.Errorf("natskv: conversation %s: %w", id, err)
+	}
 	type want struct {
 		seg   segment
 		first int // index of its first message
-		msgs  []conversation.Message
 	}
-	var wants []*want
+	var wants []want
+	var keys []string
 	at := 0
-	for _, sg := range r.Segs {
+	for _, sg := range segs {
 		if at+sg.N > from && at < to {
-			wants = append(wants, &want{seg: sg, first: at})
+			wants = append(wants, want{seg: sg, first: at})
+			for p := range sg.P {
+				keys = append(keys, partKey(id, sg.K, p))
+			}
 		}
 		at += sg.N
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(fetchers)
-	for _, w := range wants {
-		g.Go(func() error {
-			msgs, err := s.readSegment(gctx, id, w.seg)
-			w.msgs = msgs
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	parts, err := s.getMany(ctx, keys)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]conversation.Message, 0, to-from)
+	var buf bytes.Buffer
 	for _, w := range wants {
-		lo, hi := max(from-w.first, 0), min(to-w.first, len(w.msgs))
-		if lo < hi {
-			out = append(out, w.msgs[lo:hi]...)
+		buf.Reset()
+		for p := range w.seg.P {
+			part, ok := parts[partKey(id, w.seg.K, p)]
+			if !ok {
+				// Deleted since the info was read.
+				return nil, fmt.Errorf("%w: %q (deleted while read)", conversation.ErrNotFound, id)
+			}
+			buf.Write(part)
 		}
+		var msgs []conversation.Message
+		if err := json.Unmarshal(buf.Bytes(), &msgs); err != nil {
+			return nil, fmt.Errorf("natskv: conversation %s: unreadable segment %s: %w", id, w.seg.K, err)
+		}
+		if len(msgs) != w.seg.N {
+			return nil, fmt.Errorf("natskv: conversation %s: segment %s holds %d messages, its info says %d", id, w.seg.K, len(msgs), w.seg.N)
+		}
+		lo, hi := max(from-w.first, 0), min(to-w.first, len(msgs))
+		out = append(out, msgs[lo:hi]...)
 	}
 	return out, nil
 }
 
-func (s *Store) readSegment(ctx context.Context, id string, sg segment) ([]conversation.Message, error) {
-	var buf bytes.Buffer
-	for p := range sg.P {
-		e, err := s.kv.Get(ctx, partKey(id, sg.K, p))
+// batchKeys bounds the keys of one batched read (JetStream answers at
+// most 1,024 subjects per request), batchRequestBytes its request.
+const (
+	batchKeys         = 1000
+	batchRequestBytes = 64 << 10
+)
+
+// getMany reads keys' values: in batches (one JetStream direct get of
+// many subjects each: a conversation of 100 turns is one round trip, not
+// 100), then one by one for what a batch left out (a batch stops at the
+// server's max_pending bytes). A key absent is absent from the map.
+func (s *Store) getMany(ctx context.Context, keys []string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(keys))
+	for len(keys) > 0 {
+		n, size := 0, 0
+		for n < len(keys) && n < batchKeys && size+len(keys[n])+len(s.subjPre)+4 < batchRequestBytes {
+			size += len(keys[n]) + len(s.subjPre) + 4
+			n++
+		}
+		if err := s.directBatch(ctx, keys[:n], out); err != nil {
+			return nil, err
+		}
+		keys = keys[n:]
+	}
+	return out, nil
+}
+
+// directBatch asks for the last message of each key's subject at once,
+// then reads the missing ones one by one.
+func (s *Store) directBatch(ctx context.Context, keys []string, out map[string][]byte) error {
+	subjects := make([]string, len(keys))
+	for i, k := range keys {
+		subjects[i] = s.subjPre + k
+	}
+	req, err := json.Marshal(struct {
+		MultiLast []string `json:"multi_last"`
+	}{subjects})
+	if err != nil {
+		return fmt.Errorf("natskv: %w", err)
+	}
+	inbox := s.nc.NewRespInbox()
+	sub, err := s.nc.SubscribeSync(inbox)
+	if err != nil {
+		return fmt.Errorf("natskv: reading messages: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+s.streamName, inbox, req); err != nil {
+		return fmt.Errorf("natskv: reading messages: %w", err)
+	}
+	bctx, cancel := context.WithTimeout(ctx, batchTimeout)
+	defer cancel()
+	for {
+		m, err := sub.NextMsgWithContext(bctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			break // no end of batch in time: the rest one by one
+		}
+		if st := m.Header.Get("Status"); st != "" {
+			break // 204: the end; 404: none; 413 and others: one by one
+		}
+		if k, ok := strings.CutPrefix(m.Header.Get("Nats-Subject"), s.subjPre); ok && m.Header.Get("KV-Operation") == "" {
+			out[k] = m.Data
+		}
+	}
+	for _, k := range keys {
+		if _, ok := out[k]; ok {
+			continue
+		}
+		e, err := s.kv.Get(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			// Deleted since the info was read.
-			return nil, fmt.Errorf("%w: %q (deleted while read)", conversation.ErrNotFound, id)
+			continue
 		}
 		if err != nil {
-			return nil, kvErr("reading conversation "+id, err)
+			return kvErr("reading messages", err)
 		}
-		buf.Write(e.Value())
+		out[k] = e.Value()
 	}
-	var msgs []conversation.Message
-	if err := json.Unmarshal(buf.Bytes(), &msgs); err != nil {
-		return nil, fmt.Errorf("natskv: conversation %s: unreadable segment %s: %w", id, sg.K, err)
+	return nil
+}
+
+// batchTimeout bounds waiting for one batched read's end.
+const batchTimeout = 10 * time.Second
+
+// parseSegs reads an info's segment list: "K.N.P" entries joined by ",".
+func parseSegs(s string) ([]segment, error) {
+	if s == "" {
+		return nil, nil
 	}
-	if len(msgs) != sg.N {
-		return nil, fmt.Errorf("natskv: conversation %s: segment %s holds %d messages, its info says %d", id, sg.K, len(msgs), sg.N)
+	out := make([]segment, 0, strings.Count(s, ",")+1)
+	for e := range strings.SplitSeq(s, ",") {
+		k, rest, ok1 := strings.Cut(e, ".")
+		ns, ps, ok2 := strings.Cut(rest, ".")
+		n, err1 := strconv.Atoi(ns)
+		p, err2 := strconv.Atoi(ps)
+		if !ok1 || !ok2 || err1 != nil || err2 != nil || k == "" || n < 0 || p < 0 {
+			return nil, fmt.Errorf("malformed segment list at %q", e)
+		}
+		out = append(out, segment{K: k, N: n, P: p})
 	}
-	return msgs, nil
+	return out, nil
+}
+
+// appendSeg adds sg to a segment list.
+func appendSeg(s string, sg segment) string {
+	e := sg.K + "." + strconv.Itoa(sg.N) + "." + strconv.Itoa(sg.P)
+	if s == "" {
+		return e
+	}
+	return s + "," + e
 }
 
 // Append implements [conversation.Store.Append].
@@ -715,7 +821,7 @@ func (s *Store) Append(ctx context.Context, id string, msgs []conversation.Messa
 			now = r.Updated
 		}
 		if len(msgs) > 0 {
-			r.Segs = append(r.Segs, sg)
+			r.Segs = appendSeg(r.Segs, sg)
 		}
 		r.Messages += len(msgs)
 		r.Bytes += size
@@ -725,7 +831,7 @@ func (s *Store) Append(ctx context.Context, id string, msgs []conversation.Messa
 			return fmt.Errorf("natskv: %w", err)
 		}
 		if len(info) > s.maxValue {
-			return fmt.Errorf("%w: conversation %s has %d turns, whose list no longer fits a NATS message (max_payload): start a new conversation", conversation.ErrFull, id, len(r.Segs))
+			return fmt.Errorf("%w: conversation %s has %d turns, whose list no longer fits a NATS message (max_payload): start a new conversation", conversation.ErrFull, id, strings.Count(r.Segs, ",")+1)
 		}
 		newRev, err := s.kv.Update(ctx, infoKey(id), info, rev)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) && attempt < maxCommitRetries {
