@@ -256,7 +256,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		maxValue: int(max(cfg.Conn.MaxPayload()-8<<10, 4<<10)),
 		done:     make(chan struct{}),
 	}
-	s.idx.init()
+	s.idx.init(maxIndex(limits))
 	// The watch follows every info entry; its consumer outlives ctx (it
 	// stops with Close), so it gets a context of its own, which Close
 	// cancels (nats.go waits on it).
@@ -288,6 +288,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // watcher stops; ready is closed once the initial values are in.
 func (s *Store) watch(ready chan struct{}) {
 	defer close(s.done)
+	warned := false
 	for e := range s.watcher.Updates() {
 		if e == nil {
 			close(ready)
@@ -304,7 +305,10 @@ func (s *Store) watch(ready chan struct{}) {
 				s.log.Warn("conversation store: an unreadable info entry", "key", e.Key(), "error", err)
 				continue
 			}
-			s.idx.put(r.Info, e.Revision(), false)
+			if !s.idx.put(r.Info, e.Revision(), false) && !warned {
+				warned = true
+				s.log.Warn("conversation store: the bucket holds more conversations than this daemon's index keeps (max_conversations and a quarter): List and eviction do not see the rest", "index_max", s.idx.max)
+			}
 		default:
 			s.idx.remove(id, e.Revision(), false)
 		}
@@ -1077,6 +1081,11 @@ func (s *Store) Close() error {
 
 // index is the Store's view of every conversation of the bucket.
 type index struct {
+	// max bounds the entries: the bucket may hold more than this Store's
+	// max_conversations (another daemon's config, a NATS user writing to
+	// it), and the index must not follow it without bound.
+	max int
+
 	mu       sync.Mutex
 	byID     map[string]*entry
 	recency  *list.List // of *entry, newest (Updated, then ID) first
@@ -1098,7 +1107,17 @@ type entry struct {
 // delivered).
 const maxGone = 4096
 
-func (x *index) init() {
+// maxIndex is the bound of the index: max_conversations and a quarter
+// (two daemons creating at once may pass it for a moment).
+func maxIndex(l conversation.Limits) int {
+	if l.MaxConversations > (1<<31)/2 {
+		return l.MaxConversations // no bound
+	}
+	return l.MaxConversations + l.MaxConversations/4 + 64
+}
+
+func (x *index) init(max int) {
+	x.max = max
 	x.byID, x.recency, x.perAgent, x.gone = map[string]*entry{}, list.New(), map[string]int{}, map[string]uint64{}
 }
 
@@ -1112,19 +1131,20 @@ func newer(a, b conversation.Info) bool {
 
 // put records info at rev, unless the index knows a later revision of it
 // (or its deletion). local: the Store's own write.
-func (x *index) put(info conversation.Info, rev uint64, local bool) {
+// It reports false when the index is full (max) and info was left out.
+func (x *index) put(info conversation.Info, rev uint64, local bool) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if g, ok := x.gone[info.ID]; ok {
 		if rev <= g {
-			return
+			return true
 		}
 		delete(x.gone, info.ID)
 	}
 	e, ok := x.byID[info.ID]
 	if ok {
 		if e.rev >= rev {
-			return
+			return true
 		}
 		x.total -= e.info.Bytes
 		if e.info.AgentID != info.AgentID {
@@ -1133,6 +1153,9 @@ func (x *index) put(info conversation.Info, rev uint64, local bool) {
 		}
 		x.recency.Remove(e.elem)
 	} else {
+		if len(x.byID) >= x.max {
+			return false
+		}
 		e = &entry{}
 		x.byID[info.ID] = e
 		x.perAgent[info.AgentID]++
@@ -1149,6 +1172,7 @@ func (x *index) put(info conversation.Info, rev uint64, local bool) {
 	} else {
 		e.elem = x.recency.InsertBefore(e, at)
 	}
+	return true
 }
 
 // remove drops a conversation: with local (this Store deleted it) at

@@ -369,3 +369,41 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A bucket holding more conversations than a daemon's max_conversations
+// (another daemon's config, a NATS user writing to it) does not grow that
+// daemon's index past its bound: max_conversations and a quarter, plus 64.
+func TestIndexBounded(t *testing.T) {
+	ns := jsServer(t)
+	small := open(t, connect(t, ns), natskv.Config{Bucket: "shared", Limits: conversation.Limits{MaxConversations: 40}})
+	big := open(t, connect(t, ns), natskv.Config{Bucket: "shared"})
+	const n = 200
+	for i := range n {
+		if err := big.Create(ctx, conversation.Info{ID: fmt.Sprintf("c%03d", i), AgentID: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "big lists them all", func() bool {
+		p, err := big.List(ctx, conversation.Query{})
+		return err == nil && len(p.Conversations) == n
+	})
+	// An update of the first after the 200: once small's watch shows it,
+	// it has seen every one before (a watch delivers in order).
+	if err := big.Append(ctx, "c000", []conversation.Message{msg("last")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "small sees the update", func() bool {
+		p, err := small.List(ctx, conversation.Query{})
+		return err == nil && len(p.Conversations) > 0 && p.Conversations[0].ID == "c000" && p.Conversations[0].Messages == 1
+	})
+	p, err := small.List(ctx, conversation.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if max := 40 + 40/4 + 64; len(p.Conversations) > max {
+		t.Fatalf("small's index holds %d conversations, its bound is %d", len(p.Conversations), max)
+	}
+	if len(p.Conversations) < 40 {
+		t.Fatalf("small's index holds %d conversations, fewer than its max_conversations", len(p.Conversations))
+	}
+}
