@@ -884,7 +884,8 @@ func (s *Store) Lock(ctx context.Context, id string, ttl time.Duration) (func(),
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	if _, _, err := s.read(ctx, id); err != nil {
+	r, rev, err := s.read(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
@@ -924,10 +925,11 @@ func (s *Store) Lock(ctx context.Context, id string, ttl time.Duration) (func(),
 	// Rewrite the info at the revision read, so that an eviction that
 	// read it before the lease existed fails its purge.
 	for attempt := 0; ; attempt++ {
-		r, rev, err := s.read(ctx, id)
-		if err != nil {
-			release()
-			return nil, err
+		if attempt > 0 {
+			if r, rev, err = s.read(ctx, id); err != nil {
+				release()
+				return nil, err
+			}
 		}
 		data, err := json.Marshal(r)
 		if err != nil {
