@@ -109,10 +109,12 @@ func BenchmarkEngineTurn100(b *testing.B) {
 			}
 		}
 	})
-	b.Run("turn100", func(b *testing.B) {
+	runs := 0 // -count runs the sub-benchmarks again on the same bucket
+	prefill := func(b *testing.B, name string) []string {
+		runs++
 		ids := make([]string, b.N)
 		for i := range ids {
-			ids[i] = fmt.Sprintf("t100-%d-%d", b.N, i)
+			ids[i] = fmt.Sprintf("%s-%d-%d-%d", name, runs, b.N, i)
 			if err := s.Create(ctx, conversation.Info{ID: ids[i], AgentID: "echo"}); err != nil {
 				b.Fatal(err)
 			}
@@ -125,11 +127,63 @@ func BenchmarkEngineTurn100(b *testing.B) {
 				}
 			}
 		}
+		return ids
+	}
+	b.Run("turn100", func(b *testing.B) {
+		ids := prefill(b, "t100")
 		b.ResetTimer()
 		for i := range b.N {
 			if _, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "echo", Input: "hello there", ConversationID: ids[i]}); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	// The same turn on the in-memory store: the Engine's own cost of a
+	// turn (history, window, record) without a store's I/O.
+	b.Run("turn100-memory", func(b *testing.B) {
+		mem := conversation.NewMemory(conversation.Limits{})
+		em := axocoatl.New(axocoatl.Options{Conversations: mem})
+		defer em.Close(ctx)
+		if err := em.AddAgent(agent.Spec{ID: "echo"}, provider.EchoModel{}); err != nil {
+			b.Fatal(err)
+		}
+		ids := make([]string, b.N)
+		for i := range ids {
+			ids[i] = fmt.Sprint("m", i)
+			_ = mem.Create(ctx, conversation.Info{ID: ids[i], AgentID: "echo"})
+			for j := range 99 {
+				_ = mem.Append(ctx, ids[i], []conversation.Message{{Role: agent.RoleUser, Content: fmt.Sprintf("hello there %d", j)}, {Role: agent.RoleAssistant, Content: fmt.Sprintf("hello there %d", j)}})
+			}
+		}
+		b.ResetTimer()
+		for i := range b.N {
+			if _, err := em.ExecuteRequest(ctx, axocoatl.Request{AgentID: "echo", Input: "hello there", ConversationID: ids[i]}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The store's own part of a turn, without the Engine: what the Engine
+	// calls (lease, info, history, the turn's append, release).
+	b.Run("storeonly", func(b *testing.B) {
+		ids := prefill(b, "s100")
+		b.ResetTimer()
+		for i := range b.N {
+			release, err := s.Lock(ctx, ids[i], time.Minute)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Get(ctx, ids[i]); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Messages(ctx, ids[i], 0, 0); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Append(ctx, ids[i], []conversation.Message{
+				{Role: agent.RoleUser, Content: "hello there"}, {Role: agent.RoleAssistant, Content: "hello there"},
+			}); err != nil {
+				b.Fatal(err)
+			}
+			release()
 		}
 	})
 }
