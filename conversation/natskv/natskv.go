@@ -168,6 +168,9 @@ type Store struct {
 	watcher   jetstream.KeyWatcher
 	done      chan struct{} // the watch loop ended
 
+	recentMu sync.Mutex
+	recent   map[string]recentInfo
+
 	renew     time.Duration
 	heldMu    sync.Mutex
 	held      map[*held]struct{}
@@ -249,7 +252,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{
 		nc: cfg.Conn, streamName: "KV_" + cfg.Bucket,
 		js: js, kv: kv, stream: stream, subjPre: "$KV." + cfg.Bucket + ".",
-		renew: cfg.LeaseRenew, held: map[*held]struct{}{},
+		renew: cfg.LeaseRenew, held: map[*held]struct{}{}, recent: map[string]recentInfo{},
 		stopRenew: make(chan struct{}), renewDone: make(chan struct{}),
 		limits: limits, log: log,
 		// Headroom under max_payload for the subject and headers.
@@ -408,7 +411,45 @@ func (s *Store) read(ctx context.Context, id string) (record, uint64, error) {
 			return r, 0, fmt.Errorf("%w: %q (idle past idle_ttl)", conversation.ErrNotFound, id)
 		}
 	}
+	s.remember(id, r, e.Revision())
 	return r, e.Revision(), nil
+}
+
+// maxRecent bounds Store.recent.
+const maxRecent = 1024
+
+// recentInfo is an info as last read or written by this Store.
+type recentInfo struct {
+	r   record
+	rev uint64
+}
+
+// remember keeps r at rev as the conversation's latest known info: the
+// Engine reads a conversation's info just before it appends its turn,
+// and the Append's Update at that revision proves it still current (or
+// fails, and the Append reads it again).
+func (s *Store) remember(id string, r record, rev uint64) {
+	s.recentMu.Lock()
+	defer s.recentMu.Unlock()
+	if _, ok := s.recent[id]; !ok && len(s.recent) >= maxRecent {
+		clear(s.recent)
+	}
+	if c, ok := s.recent[id]; !ok || c.rev < rev {
+		s.recent[id] = recentInfo{r: r, rev: rev}
+	}
+}
+
+func (s *Store) recall(id string) (record, uint64, bool) {
+	s.recentMu.Lock()
+	defer s.recentMu.Unlock()
+	c, ok := s.recent[id]
+	return c.r, c.rev, ok && time.Since(c.r.Updated) <= s.limits.IdleTTL
+}
+
+func (s *Store) forget(id string) {
+	s.recentMu.Lock()
+	defer s.recentMu.Unlock()
+	delete(s.recent, id)
 }
 
 // busy reports whether a turn of the conversation holds its lease.
@@ -562,6 +603,7 @@ func (s *Store) remove(ctx context.Context, id string, rev uint64) error {
 		return kvErr("deleting conversation "+id, err)
 	}
 	s.idx.remove(id, 0, true)
+	s.forget(id)
 	// A stream purge by subject leaves no marker behind.
 	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subjPre+"c."+enc(id)+".s.>")); err != nil {
 		return fmt.Errorf("natskv: deleting the messages of conversation %s: %w", id, err)
@@ -793,9 +835,12 @@ func (s *Store) Append(ctx context.Context, id string, msgs []conversation.Messa
 		}
 	}()
 	for attempt := 0; ; attempt++ {
-		r, rev, err := s.read(ctx, id)
-		if err != nil {
-			return err
+		r, rev, ok := s.recall(id)
+		if attempt > 0 || !ok {
+			var err error
+			if r, rev, err = s.read(ctx, id); err != nil {
+				return err
+			}
 		}
 		if err := conversation.CheckAppend(s.limits, r.Info, len(msgs), size); err != nil {
 			return err
@@ -845,6 +890,7 @@ func (s *Store) Append(ctx context.Context, id string, msgs []conversation.Messa
 			return kvErr("recording the turn of conversation "+id, err)
 		}
 		written = false // recorded: the parts are the conversation's
+		s.remember(id, r, newRev)
 		s.idx.put(r.Info, newRev, true)
 		return nil
 	}
@@ -944,6 +990,7 @@ func (s *Store) Lock(ctx context.Context, id string, ttl time.Duration) (func(),
 			release()
 			return nil, kvErr("locking conversation "+id, err)
 		}
+		s.remember(id, r, newRev)
 		s.idx.put(r.Info, newRev, true)
 		return release, nil
 	}
