@@ -555,7 +555,7 @@ func (s *Store) evict(ctx context.Context, match func(*entry) bool) (bool, error
 
 // evictFrom deletes the first of cands without a turn running that no one
 // updated since the index saw it.
-func (s *Store) evictFrom(ctx context.Context, cands []conversation.Info) (bool, error) {
+func (s *Store) evictFrom(ctx context.Context, cands []candidate) (bool, error) {
 	for _, cand := range cands {
 		if err := s.check(ctx); err != nil {
 			return false, err
@@ -567,6 +567,15 @@ func (s *Store) evictFrom(ctx context.Context, cands []conversation.Info) (bool,
 		}
 		if err != nil {
 			return false, kvErr("evicting", err)
+		}
+		if e.Revision() != cand.rev {
+			// Written since the index saw it (another daemon's turn whose
+			// report is on its way): not the least recent any more.
+			var r record
+			if json.Unmarshal(e.Value(), &r) == nil {
+				s.idx.put(r.Info, e.Revision(), false)
+			}
+			continue
 		}
 		busy, err := s.busy(ctx, cand.ID)
 		if err != nil {
@@ -1275,15 +1284,22 @@ func (x *index) totalBytes() int64 {
 	return x.total
 }
 
+// candidate is a conversation an eviction may take, at the revision the
+// index knows.
+type candidate struct {
+	conversation.Info
+	rev uint64
+}
+
 // oldest returns up to n of the least recently updated conversations that
 // match accepts, oldest first.
-func (x *index) oldest(match func(*entry) bool, n int) []conversation.Info {
+func (x *index) oldest(match func(*entry) bool, n int) []candidate {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	var out []conversation.Info
+	var out []candidate
 	for el := x.recency.Back(); el != nil && len(out) < n; el = el.Prev() {
 		if e := el.Value.(*entry); match(e) {
-			out = append(out, e.info)
+			out = append(out, candidate{e.info, e.rev})
 		}
 	}
 	return out
@@ -1292,16 +1308,16 @@ func (x *index) oldest(match func(*entry) bool, n int) []conversation.Info {
 // idle returns up to n of the conversations not updated for longer than
 // ttl, oldest first (they are at the back: the walk stops at the first
 // one updated since).
-func (x *index) idle(now time.Time, ttl time.Duration, n int) []conversation.Info {
+func (x *index) idle(now time.Time, ttl time.Duration, n int) []candidate {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	var out []conversation.Info
+	var out []candidate
 	for el := x.recency.Back(); el != nil && len(out) < n; el = el.Prev() {
-		info := el.Value.(*entry).info
-		if now.Sub(info.Updated) <= ttl {
+		e := el.Value.(*entry)
+		if now.Sub(e.info.Updated) <= ttl {
 			break
 		}
-		out = append(out, info)
+		out = append(out, candidate{e.info, e.rev})
 	}
 	return out
 }

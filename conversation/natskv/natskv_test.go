@@ -407,3 +407,34 @@ func TestIndexBounded(t *testing.T) {
 		t.Fatalf("small's index holds %d conversations, fewer than its max_conversations", len(p.Conversations))
 	}
 }
+
+// Eviction takes the least recently updated conversation as the bucket
+// has it, not as a daemon's index last saw it: a conversation another
+// daemon just continued is not evicted in its place (whether or not the
+// watch reported that turn yet).
+func TestEvictionSeesOtherDaemonsTurns(t *testing.T) {
+	ns := jsServer(t)
+	a := open(t, connect(t, ns), natskv.Config{Bucket: "shared", Limits: conversation.Limits{MaxPerAgent: 2}})
+	b := open(t, connect(t, ns), natskv.Config{Bucket: "shared", Limits: conversation.Limits{MaxPerAgent: 2}})
+	for round := range 20 {
+		old, mid, fresh := fmt.Sprintf("old%d", round), fmt.Sprintf("mid%d", round), fmt.Sprintf("new%d", round)
+		for _, id := range []string{old, mid} {
+			if err := a.Create(ctx, conversation.Info{ID: id, AgentID: fmt.Sprint("agent", round)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// b continues the oldest: mid is now the least recently updated.
+		if err := b.Append(ctx, old, []conversation.Message{msg("continued on b")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Create(ctx, conversation.Info{ID: fresh, AgentID: fmt.Sprint("agent", round)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Get(ctx, old); err != nil {
+			t.Fatalf("round %d: the conversation b just continued was evicted: %v", round, err)
+		}
+		if _, err := a.Get(ctx, mid); !errors.Is(err, conversation.ErrNotFound) {
+			t.Fatalf("round %d: the least recently updated one is still there: %v", round, err)
+		}
+	}
+}
