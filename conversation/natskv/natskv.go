@@ -10,7 +10,11 @@
 //	c.E.i            the Info and the list of the conversation's segments (JSON)
 //	c.E.s.N.P        part P of segment N: one Append's messages (JSON), cut
 //	                 to fit NATS max_payload, so a turn of 8 MiB is 9 parts
-//	c.E.l            the turn lease, with a per-key TTL
+//	c.E.l            the turn lease, with a per-key TTL, renewed while the
+//	                 turn runs (Config.LeaseRenew)
+//
+// A conversation's messages are read in one JetStream direct get of all
+// its parts (up to 1,000 a request), not one Get per turn.
 //
 // An Append writes its parts under a fresh segment name, then adds the
 // segment to c.E.i with an Update at the revision it read (optimistic
@@ -29,6 +33,15 @@
 // takes a conversation out with a purge at the revision it checked, after
 // checking its lease: a conversation updated or locked since is not evicted
 // (Lock rewrites c.E.i, so an eviction that read it before fails).
+//
+// # Delete
+//
+// [Store.Delete] purges the info key (KV purge, which leaves a marker: the
+// key, no data, removed by JetStream after a minute, so that every
+// daemon's watch sees the deletion), then every part and the lease with a
+// stream purge by subject, which leaves nothing. With file storage the
+// bytes of removed messages stay in the server's block files until
+// JetStream compacts or drops those blocks; no API reads them.
 //
 // # Bounds
 //
