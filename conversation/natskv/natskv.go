@@ -77,14 +77,14 @@ import (
 )
 
 // ErrNoJetStream: the NATS server (or the account) has no JetStream, where
-// the bucket lives.
+// the bucket lives ([Open] fails with it; see [jetstream.ErrJetStreamNotEnabled]).
 var ErrNoJetStream = errors.New("natskv: JetStream is not enabled on the NATS server (run it with -js)")
 
 // DefaultBucket is the bucket's name when Config.Bucket is empty.
 const DefaultBucket = "axocoatl_conversations"
 
-// Config configures a [Store]. The zero value of each field but Conn means
-// its default.
+// Config configures a [Store] for [Open]. The zero value of each field but
+// Conn means its default.
 type Config struct {
 	// Conn is the NATS connection (with JetStream on the server). Required;
 	// the Store does not close it.
@@ -98,7 +98,8 @@ type Config struct {
 	// Memory keeps the bucket in the servers' memory instead of on disk
 	// (gone when they restart). Zero: file storage.
 	Memory bool `yaml:"memory"`
-	// Limits bound the conversations (see [conversation.Limits]).
+	// Limits bound the conversations (see [conversation.Limits]; its
+	// [conversation.Limits.WithDefaults] apply).
 	Limits conversation.Limits `yaml:",inline"`
 	// MaxBucketBytes is the bucket's MaxBytes, a bound JetStream enforces
 	// on everything it holds (the JSON framing and the Info entries take
@@ -117,7 +118,7 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// Validate checks c without connecting.
+// Validate checks c without connecting ([Open] calls it).
 func (c Config) Validate() error {
 	if c.Bucket != "" && !validBucket(c.Bucket) {
 		return fmt.Errorf("natskv: bucket %q: letters, digits, - and _ only", c.Bucket)
@@ -490,7 +491,9 @@ func (s *Store) readLease(ctx context.Context, id string) (lease, uint64, error)
 	return l, e.Revision(), nil
 }
 
-// Create implements [conversation.Store.Create].
+// Create implements [conversation.Store.Create]: [conversation.ErrExists],
+// [conversation.ErrInvalidID], [conversation.ErrFull] when no conversation
+// can be evicted.
 func (s *Store) Create(ctx context.Context, c conversation.Info) error {
 	if !conversation.ValidID(c.ID) {
 		return fmt.Errorf("%w: %q", conversation.ErrInvalidID, c.ID)
@@ -641,7 +644,8 @@ func isWrongLast(err error) bool {
 	return errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
 
-// Get implements [conversation.Store.Get].
+// Get implements [conversation.Store.Get], reading the bucket (not the
+// index): [conversation.ErrNotFound].
 func (s *Store) Get(ctx context.Context, id string) (conversation.Info, error) {
 	if err := s.check(ctx); err != nil {
 		return conversation.Info{}, err
@@ -918,7 +922,8 @@ func (s *Store) Append(ctx context.Context, id string, msgs []conversation.Messa
 	}
 }
 
-// List implements [conversation.Store.List], from the index.
+// List implements [conversation.Store.List], from the index, paged by
+// [conversation.CursorOf] cursors.
 func (s *Store) List(ctx context.Context, q conversation.Query) (conversation.Page, error) {
 	after, err := conversation.ParseCursor(q.Cursor)
 	if err != nil {
@@ -1130,7 +1135,9 @@ func (s *Store) renewOne(h *held, now time.Time) {
 // Limits implements [conversation.Store.Limits].
 func (s *Store) Limits() conversation.Limits { return s.limits }
 
-// Close implements [conversation.Store.Close]: it stops the index's watch.
+// Close implements [conversation.Store.Close]: it stops the index's watch
+// ([jetstream.KeyWatcher.Stop]) and the lease renewals; later calls fail
+// with [conversation.ErrClosed].
 // The bucket and the connection stay.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
