@@ -784,7 +784,11 @@ func (s *Store) directBatch(ctx context.Context, keys []string, out map[string][
 		if st := m.Header.Get("Status"); st != "" {
 			break // 204: the end; 404: none; 413 and others: one by one
 		}
-		if k, ok := strings.CutPrefix(m.Header.Get("Nats-Subject"), s.subjPre); ok && m.Header.Get("KV-Operation") == "" {
+		subj := m.Header.Get("Nats-Subject")
+		if subj == "" {
+			break // not a message of the batch (a server before batched reads answers with an error): one by one
+		}
+		if k, ok := strings.CutPrefix(subj, s.subjPre); ok && m.Header.Get("KV-Operation") == "" {
 			out[k] = m.Data
 		}
 	}
