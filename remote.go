@@ -15,7 +15,11 @@ import (
 // with the caller's or with Engine.Close; it must return when ctx ends (the
 // remote run told to stop) and when the remote side cannot be reached
 // (an error matching ErrUnavailable). The events of the run are the hosting
-// Engine's to publish, not the caller's.
+// Engine's to publish, not the caller's. A turn of a conversation
+// (req.ConversationID, req.CreateConversation) is the hosting Engine's
+// too, on its store: the calling Engine does not touch its own, and run
+// returns the conversation in Result.ConversationID, its errors checkable
+// as the conversation package's (ErrBusy, ErrNotFound, …).
 type RemoteRun func(ctx context.Context, req Request) (Result, error)
 
 type remoteAgent struct {

@@ -75,6 +75,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/conversation"
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -519,6 +520,18 @@ func (m *Module) Peers() []string {
 // errors.Is checks (timeouts 504, provider 502, …) work across daemons.
 func errorKind(err error) string {
 	switch {
+	// A conversation's errors first: a door maps them (404, 409, 400)
+	// whichever daemon ran the turn.
+	case errors.Is(err, conversation.ErrBusy):
+		return kindConvBusy
+	case errors.Is(err, conversation.ErrNotFound):
+		return kindConvNotFound
+	case errors.Is(err, conversation.ErrOtherAgent):
+		return kindConvOtherAgent
+	case errors.Is(err, conversation.ErrFull):
+		return kindConvFull
+	case errors.Is(err, conversation.ErrInvalidID):
+		return kindConvInvalidID
 	case errors.Is(err, axocoatl.ErrUnavailable):
 		return kindUnavailable
 	case errors.Is(err, axocoatl.ErrBusy):
@@ -548,6 +561,12 @@ const (
 	kindClosed      = "closed"
 	kindBusy        = "busy"
 	kindUnavailable = "unavailable"
+
+	kindConvBusy       = "conversation_busy"
+	kindConvNotFound   = "conversation_not_found"
+	kindConvOtherAgent = "conversation_other_agent"
+	kindConvFull       = "conversation_full"
+	kindConvInvalidID  = "conversation_invalid_id"
 )
 
 // remoteError is an error of a run on another daemon, checkable as the
@@ -566,6 +585,16 @@ func (e *remoteError) Is(target error) bool {
 		return target == context.Canceled
 	case kindProvider:
 		return target == provider.ErrProvider
+	case kindConvBusy:
+		return target == conversation.ErrBusy
+	case kindConvNotFound:
+		return target == conversation.ErrNotFound
+	case kindConvOtherAgent:
+		return target == conversation.ErrOtherAgent
+	case kindConvFull:
+		return target == conversation.ErrFull
+	case kindConvInvalidID:
+		return target == conversation.ErrInvalidID
 	case kindNotFound, kindClosed, kindBusy, kindUnavailable:
 		// The listing was stale or the daemon is going or full: try
 		// again later, here or there.

@@ -23,6 +23,9 @@ type execReply struct {
 	DurationMS int64
 	Error      string
 	Kind       string
+	// ConversationID: the conversation the task was a turn of (a 'C'
+	// answer).
+	ConversationID string
 
 	noResponders bool
 	lost         string
@@ -67,7 +70,11 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("agent %s: %w", req.AgentID, err)
 	}
-	t := task{taskID: req.TaskID, from: m.node, source: string(req.Source), input: req.Input}
+	// A turn of a conversation runs on the daemon hosting the agent, on
+	// its store (shared through JetStream KV in a cluster): this Engine
+	// does not touch its own.
+	t := task{taskID: req.TaskID, from: m.node, source: string(req.Source), input: req.Input,
+		conversationID: req.ConversationID, create: req.CreateConversation}
 	if d, ok := ctx.Deadline(); ok {
 		t.timeoutMS = max(time.Until(d).Milliseconds(), 1)
 	}
@@ -124,9 +131,13 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 				accept.Reset(silence)
 			case r.Done:
 				res.Duration = time.Duration(r.DurationMS) * time.Millisecond
+				res.ConversationID = r.ConversationID
 				if r.Error == "" {
 					res.Output = r.Output
 					return res, nil
+				}
+				if r.Kind == kindFailed && r.Error == errMalformedTask && (t.conversationID != "" || t.create) {
+					return res, unavailable("agent %s: %s", req.AgentID, errOlderTurns)
 				}
 				return res, &remoteError{kind: r.Kind, msg: r.Error}
 			}
@@ -178,8 +189,12 @@ func (m *Module) onReply(msg *natsgo.Msg) {
 // The two sides of a cluster whose daemons run versions before and after
 // the task frame (wire.go): neither can run the other's tasks.
 const (
-	errNewerWire = "runs a newer axocoatl whose cluster tasks are not JSON and cannot take this daemon's: run one version across the cluster"
-	errOlderWire = "a daemon hosting this agent runs an older axocoatl (its cluster answers are JSON) and cannot read the task: run one version across the cluster"
+	// errMalformedTask is the answer to a task frame a daemon cannot read
+	// (also a conversation turn, to a daemon before them).
+	errMalformedTask = "cluster: malformed task request"
+	errOlderTurns    = "a daemon hosting this agent runs an older axocoatl that cannot take conversation turns from other daemons: run one version across the cluster"
+	errNewerWire     = "runs a newer axocoatl whose cluster tasks are not JSON and cannot take this daemon's: run one version across the cluster"
+	errOlderWire     = "a daemon hosting this agent runs an older axocoatl (its cluster answers are JSON) and cannot read the task: run one version across the cluster"
 )
 
 // olderReply is an answer as daemons before the task frame read it.
@@ -357,7 +372,7 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 			}
 			return
 		}
-		reply(execReply{Done: true, Kind: kindFailed, Error: "cluster: malformed task request"})
+		reply(execReply{Done: true, Kind: kindFailed, Error: errMalformedTask})
 		return
 	}
 	m.mu.Lock()
@@ -411,8 +426,9 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		default:
 			source = "remote"
 		}
-		res, err := m.eng.ExecuteRequest(runCtx, axocoatl.Request{AgentID: agentID, Input: req.input, Source: source, TaskID: req.taskID})
-		r := execReply{Done: true, Output: res.Output, DurationMS: res.Duration.Milliseconds()}
+		res, err := m.eng.ExecuteRequest(runCtx, axocoatl.Request{AgentID: agentID, Input: req.input, Source: source, TaskID: req.taskID,
+			ConversationID: req.conversationID, CreateConversation: req.create})
+		r := execReply{Done: true, Output: res.Output, DurationMS: res.Duration.Milliseconds(), ConversationID: res.ConversationID}
 		if err != nil {
 			r.Output, r.Error, r.Kind = "", err.Error(), errorKind(err)
 			if r.Kind == kindClosed { // "engine closed" would read as the caller's
@@ -421,7 +437,7 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		}
 		data := r.encode()
 		if limit := m.nc.MaxPayload(); int64(len(data)) > limit {
-			data = execReply{Done: true, Kind: kindFailed, DurationMS: r.DurationMS,
+			data = execReply{Done: true, Kind: kindFailed, DurationMS: r.DurationMS, ConversationID: r.ConversationID,
 				Error: fmt.Sprintf("agent %s: its answer of %d bytes is over NATS max_payload (%d bytes) and cannot be sent back", agentID, len(data), limit)}.encode()
 		}
 		if err := m.nc.Publish(msg.Reply, data); err != nil {

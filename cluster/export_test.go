@@ -21,3 +21,19 @@ func (m *Module) Workers() int {
 	defer m.mu.Unlock()
 	return m.workers
 }
+
+// TurnBody is a conversation turn's wire form.
+func TurnBody(id, from, source, conversationID string, create bool, input string) []byte {
+	return task{taskID: id, from: from, source: source, conversationID: conversationID, create: create, input: input}.encode()
+}
+
+// DoneBody is the wire form of a run's end with an error of kind.
+func DoneBody(kind, text string) []byte {
+	return execReply{Done: true, Kind: kind, Error: text}.encode()
+}
+
+// ReadConversation is the conversation id an answer carries.
+func ReadConversation(b []byte) string {
+	r, _ := decodeReply(b)
+	return r.ConversationID
+}

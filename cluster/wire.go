@@ -12,8 +12,11 @@ import (
 // hot path (they cost a tenth of a round trip between two daemons).
 //
 //	task:   0x01 | str(task id) | str(from) | str(source) | uvarint(timeout ms) | input
+//	        0x02 | str(task id) | str(from) | str(source) | uvarint(timeout ms) |
+//	               str(conversation id) | flags | input          (a conversation turn)
 //	answer: 'A' | node                                          (accepted)
 //	        'D' | uvarint(duration ms) | str(kind) | output or error text
+//	        'C' | str(conversation id) | uvarint(duration ms) | str(kind) | text
 //
 // str(s) is uvarint(len(s)), then s. from is the calling daemon. timeout
 // is what was left of the caller's deadline when it sent the task (a
@@ -22,32 +25,60 @@ import (
 // sent once the run has lasted acceptAfter, then every heartbeat interval
 // while it runs; Done ends it, its kind "" when the run succeeded (the text
 // is then the output), else the error's kind (kindFailed, kindBusy, …).
+//
+// A turn of a conversation (Request.ConversationID set) is a 0x02 task:
+// the conversation id and flags (flagCreate: Request.CreateConversation)
+// before the input; its answer is 'C', a Done that carries the
+// conversation id back (Result.ConversationID: the one a "new" started).
+// A task without a conversation stays 0x01, so that one-shot tasks run
+// across daemons of versions before and after; a daemon before 0x02
+// answers a turn as malformed, which the caller reports as the version
+// mismatch it is (errOlderTurns).
 const (
-	taskV1         = 0x01
-	answerAccepted = 'A'
-	answerDone     = 'D'
+	taskV1           = 0x01
+	taskConversation = 0x02
+	answerAccepted   = 'A'
+	answerDone       = 'D'
+	answerDoneConv   = 'C'
+
+	flagCreate = 0x01
 )
 
 // task is a task as read from the wire.
 type task struct {
 	taskID, from, source, input string
 	timeoutMS                   int64 // 0: none
+	conversationID              string
+	create                      bool
 }
 
 func (t task) encode() []byte {
-	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(t.taskID)+len(t.from)+len(t.source)+binary.MaxVarintLen64+len(t.input))
-	b = append(b, taskV1)
+	b := make([]byte, 0, 2+4*binary.MaxVarintLen64+len(t.taskID)+len(t.from)+len(t.source)+binary.MaxVarintLen64+len(t.conversationID)+len(t.input))
+	turn := t.conversationID != "" || t.create
+	if turn {
+		b = append(b, taskConversation)
+	} else {
+		b = append(b, taskV1)
+	}
 	b = appendStr(b, t.taskID)
 	b = appendStr(b, t.from)
 	b = appendStr(b, t.source)
 	b = binary.AppendUvarint(b, uint64(max(t.timeoutMS, 0)))
+	if turn {
+		b = appendStr(b, t.conversationID)
+		flags := byte(0)
+		if t.create {
+			flags |= flagCreate
+		}
+		b = append(b, flags)
+	}
 	return append(b, t.input...)
 }
 
 // decodeTask reads a task; ok false: malformed (or of another version).
 // Its strings share one copy of b.
 func decodeTask(b []byte) (t task, ok bool) {
-	if len(b) == 0 || b[0] != taskV1 {
+	if len(b) == 0 || b[0] != taskV1 && b[0] != taskConversation {
 		return t, false
 	}
 	s := string(b[1:])
@@ -65,7 +96,15 @@ func decodeTask(b []byte) (t task, ok bool) {
 		return t, false
 	}
 	t.timeoutMS = int64(min(ms, math.MaxInt64))
-	t.input = s[n:]
+	s = s[n:]
+	if b[0] == taskConversation {
+		if t.conversationID, s, ok = readStr(s); !ok || s == "" || s[0]&^flagCreate != 0 {
+			return t, false // truncated, or flags this version does not know
+		}
+		t.create = s[0]&flagCreate != 0
+		s = s[1:]
+	}
+	t.input = s
 	return t, true
 }
 
@@ -81,8 +120,13 @@ func (r execReply) encode() []byte {
 			kind = kindFailed
 		}
 	}
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(kind)+len(text))
-	b = append(b, answerDone)
+	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(r.ConversationID)+len(kind)+len(text))
+	if r.ConversationID != "" {
+		b = append(b, answerDoneConv)
+		b = appendStr(b, r.ConversationID)
+	} else {
+		b = append(b, answerDone)
+	}
 	b = binary.AppendUvarint(b, uint64(max(r.DurationMS, 0)))
 	b = appendStr(b, kind)
 	return append(b, text...)
@@ -99,8 +143,15 @@ func decodeReply(b []byte) (r execReply, ok bool) {
 			return r, false
 		}
 		return execReply{Accepted: string(b[1:])}, true
-	case answerDone:
+	case answerDone, answerDoneConv:
 		s := string(b[1:]) // one copy, which kind and text share
+		var conv string
+		if b[0] == answerDoneConv {
+			var ok bool
+			if conv, s, ok = readStr(s); !ok {
+				return r, false
+			}
+		}
 		ms, n := uvarint(s)
 		if n <= 0 {
 			return r, false
@@ -110,7 +161,7 @@ func decodeReply(b []byte) (r execReply, ok bool) {
 			return r, false
 		}
 		// What a Duration holds: a peer's invention must not wrap.
-		r = execReply{Done: true, DurationMS: int64(min(ms, uint64(maxTimeout/time.Millisecond)))}
+		r = execReply{Done: true, DurationMS: int64(min(ms, uint64(maxTimeout/time.Millisecond))), ConversationID: conv}
 		if kind == "" {
 			r.Output = rest
 			return r, true

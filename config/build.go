@@ -22,6 +22,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/cluster"
+	"github.com/axocoatl/axocoatl-go/conversation"
 	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/httpapi"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
@@ -62,6 +63,8 @@ type Runtime struct {
 
 	// bus is closed after the Engine when Build opened it (NATS).
 	bus lattice.Bus
+	// convs is closed after the Engine when Build opened it.
+	convs conversation.Store
 	// mcpReady is closed when every MCP server finished its first connect
 	// attempt; the goroutine that waits for it ends by then or on Close
 	// (stopWaiting, waited).
@@ -102,7 +105,16 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 		return nil, c.errorf("lattice.nats_url", "%v", err)
 	}
 	rt := &Runtime{bus: bus}
-	rt.Engine = axocoatl.New(axocoatl.Options{Logger: log, Bus: bus, HTTP: c.HTTPOptions(), MaxRuns: c.Server.MaxConcurrentRuns})
+	// conversations.store (nats: the lattice's JetStream KV).
+	convs, err := c.conversationStore(ctx, bus, log)
+	if err != nil {
+		if bus != nil {
+			_ = bus.Close()
+		}
+		return nil, err
+	}
+	rt.convs = convs
+	rt.Engine = axocoatl.New(axocoatl.Options{Logger: log, Bus: bus, HTTP: c.HTTPOptions(), MaxRuns: c.Server.MaxConcurrentRuns, Conversations: convs})
 	fail := func(err error) (*Runtime, error) {
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -458,6 +470,9 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		<-rt.waited
 	}
 	err := rt.Engine.Close(ctx)
+	if rt.convs != nil {
+		err = errors.Join(err, rt.convs.Close())
+	}
 	if rt.bus != nil {
 		err = errors.Join(err, rt.bus.Close())
 	}

@@ -90,6 +90,8 @@ type Config struct {
 	// Cluster tunes how daemons on one NATS lattice share their agents
 	// ([cluster.Module]; used only with lattice.backend nats).
 	Cluster cluster.Config `yaml:"cluster"`
+	// Conversations is where agents' conversations are kept.
+	Conversations ConversationsConfig `yaml:"conversations"`
 
 	// Source is where the config came from: a path, or "<built-in>".
 	Source string `yaml:"-"`
@@ -681,6 +683,7 @@ func (c *Config) validate() error {
 	errs = append(errs, d.ValidateTree("approval", reflect.ValueOf(&c.Approval).Elem())...)
 	errs = append(errs, d.ValidateTree("webhooks", reflect.ValueOf(&c.Webhooks).Elem())...)
 	errs = append(errs, d.ValidateTree("cluster", reflect.ValueOf(&c.Cluster).Elem())...)
+	errs = append(errs, d.ValidateTree("conversations", reflect.ValueOf(&c.Conversations).Elem())...)
 	return errors.Join(errs...)
 }
 
