@@ -33,7 +33,9 @@
 // [Open] waits [Options].OpenTimeout and fails with [ErrInUse]. Turn
 // leases ([Store.Lock]) are kept in this process's memory: they need no
 // disk write, and no other process can reach the file to contend for
-// them; after a crash they are gone with the process.
+// them; after a crash they are gone with the process. [OpenShared] holds
+// the file only during each operation, for a process that shares it with
+// one that may start later (`axocoatl mcp serve` beside the daemon).
 //
 // # Deletion
 //
@@ -108,9 +110,14 @@ const maxExpirePerCreate = 256
 // Store is a [conversation.Store] in a bbolt file. It is safe for
 // concurrent use.
 type Store struct {
-	db     *bolt.DB
+	db     *bolt.DB // nil when shared: opened per operation
 	path   string
 	limits conversation.Limits
+	// shared: [OpenShared]'s store; bopts open the file for each
+	// operation, one at a time (borrow).
+	shared bool
+	bopts  *bolt.Options
+	borrow chan struct{}
 
 	// mu guards the leases and closed; it is never held across a bbolt
 	// call.
@@ -128,11 +135,42 @@ type lease struct {
 var _ conversation.Store = (*Store)(nil)
 
 // Open opens (creating it and its directory if missing) the store at
-// path, a bbolt file readable by its owner only.
+// path, a bbolt file readable by its owner only, and holds it until
+// Close.
 func Open(path string, opts Options) (*Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("conversations: %w", err)
+	s := newStore(path, opts)
+	db, err := s.openDB()
+	if err != nil {
+		return nil, err
 	}
+	s.db = db
+	return s, nil
+}
+
+// OpenShared is [Open] for a process that shares the file with another
+// one that may start later (`axocoatl mcp serve` beside a daemon on one
+// data dir): it holds the file only during each operation (opening it
+// then, waiting at most Options.OpenTimeout for the other process), so
+// that the other one can open it between two. It fails with ErrInUse when
+// the file is held now. Each operation pays an open of the file (a read
+// of its meta pages and freelist) and they run one at a time. Leases are
+// this process's, as with Open: a turn through it and one through the
+// other process may overlap only if the other opened the file meanwhile,
+// after which every write here fails with ErrInUse.
+func OpenShared(path string, opts Options) (*Store, error) {
+	s := newStore(path, opts)
+	db, err := s.openDB()
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Close(); err != nil {
+		return nil, fmt.Errorf("conversations: %s: %w", path, err)
+	}
+	s.shared, s.borrow = true, make(chan struct{}, 1)
+	return s, nil
+}
+
+func newStore(path string, opts Options) *Store {
 	timeout := opts.OpenTimeout
 	switch {
 	case timeout == 0:
@@ -141,26 +179,44 @@ func Open(path string, opts Options) (*Store, error) {
 		// bbolt reads 0 as "wait forever": the shortest real wait instead.
 		timeout = time.Millisecond
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, FreelistType: bolt.FreelistMapType})
+	return &Store{
+		path: path, limits: opts.Limits.WithDefaults(), leases: map[string]lease{},
+		bopts: &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, FreelistType: bolt.FreelistMapType},
+	}
+}
+
+// openDB opens the file and makes its buckets when they are missing.
+func (s *Store) openDB() (*bolt.DB, error) {
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return nil, fmt.Errorf("conversations: %w", err)
+	}
+	db, err := bolt.Open(s.path, 0o600, s.bopts)
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("conversations: open %s: %w (waited %s)", path, ErrInUse, timeout)
+		return nil, fmt.Errorf("conversations: open %s: %w (waited %s)", s.path, ErrInUse, s.bopts.Timeout)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("conversations: open %s: %w", path, err)
+		return nil, fmt.Errorf("conversations: open %s: %w", s.path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketInfo, bucketMsgs, bucketRecency, bucketAgents, bucketCounts, bucketMeta} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
+	missing := false
+	_ = db.View(func(tx *bolt.Tx) error {
+		missing = tx.Bucket(bucketMeta) == nil
 		return nil
 	})
+	if missing {
+		err = db.Update(func(tx *bolt.Tx) error {
+			for _, name := range [][]byte{bucketInfo, bucketMsgs, bucketRecency, bucketAgents, bucketCounts, bucketMeta} {
+				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("conversations: open %s: %w", path, err)
+		return nil, fmt.Errorf("conversations: open %s: %w", s.path, err)
 	}
-	return &Store{db: db, path: path, limits: opts.Limits.WithDefaults(), leases: map[string]lease{}}, nil
+	return db, nil
 }
 
 // Path is the store's file.
@@ -180,6 +236,9 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.leases = nil
 	s.mu.Unlock()
+	if s.db == nil {
+		return nil
+	}
 	return s.db.Close()
 }
 
@@ -210,17 +269,38 @@ func txErr(err error) error {
 }
 
 func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
-	return txErr(s.db.Update(fn))
+	return s.with(ctx, func(db *bolt.DB) error { return db.Update(fn) })
 }
 
 func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+	return s.with(ctx, func(db *bolt.DB) error { return db.View(fn) })
+}
+
+// with runs fn on the open file; a shared store opens it for fn and
+// closes it after. The borrow runs one at a time: bbolt's lock is an
+// flock, which a second open of the file conflicts with even in this
+// process. A caller waiting for its turn stops with its ctx.
+func (s *Store) with(ctx context.Context, fn func(*bolt.DB) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	return txErr(s.db.View(fn))
+	if !s.shared {
+		return txErr(fn(s.db))
+	}
+	select {
+	case s.borrow <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.borrow }()
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	db, err := s.openDB()
+	if err != nil {
+		return err
+	}
+	return errors.Join(txErr(fn(db)), db.Close())
 }
 
 // busy reports whether id's lease is held at now.

@@ -169,3 +169,47 @@ func TestDeletedTextUntilCompact(t *testing.T) {
 		t.Fatalf("after Compact, c1 = %v", err)
 	}
 }
+
+func TestSharedStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, l conversation.Limits) conversation.Store {
+		s, err := boltstore.OpenShared(filepath.Join(t.TempDir(), boltstore.FileName), boltstore.Options{Limits: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// TestSharedLetsTheOwnerIn: a shared store holds the file only during
+// its operations: an owner (Open) can take it between two, the shared
+// store's next operation then fails with ErrInUse after its OpenTimeout,
+// and OpenShared itself fails while the owner holds it.
+func TestSharedLetsTheOwnerIn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), boltstore.FileName)
+	shared, err := boltstore.OpenShared(path, boltstore.Options{OpenTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	if err := shared.Create(ctx, conversation.Info{ID: "c1", AgentID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := shared.Append(ctx, "c1", turn("through mcp serve")); err != nil {
+		t.Fatal(err)
+	}
+	owner, err := boltstore.Open(path, boltstore.Options{OpenTimeout: time.Second})
+	if err != nil {
+		t.Fatalf("the owner could not open the file a shared store uses: %v", err)
+	}
+	defer owner.Close()
+	if msgs, err := owner.Messages(ctx, "c1", 0, 0); err != nil || len(msgs) != 2 || msgs[0].Content != "through mcp serve" {
+		t.Fatalf("the owner reads %+v, %v", msgs, err)
+	}
+	if err := shared.Append(ctx, "c1", turn("again")); !errors.Is(err, boltstore.ErrInUse) {
+		t.Fatalf("a shared Append while the owner holds the file = %v, want ErrInUse", err)
+	}
+	if _, err := boltstore.OpenShared(path, boltstore.Options{OpenTimeout: 100 * time.Millisecond}); !errors.Is(err, boltstore.ErrInUse) {
+		t.Fatalf("OpenShared while the owner holds the file = %v, want ErrInUse", err)
+	}
+}
