@@ -22,6 +22,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/cluster"
+	"github.com/axocoatl/axocoatl-go/conversation"
 	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/httpapi"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
@@ -60,8 +61,14 @@ type Runtime struct {
 	// health checks, metrics, the event WebSocket and the dashboard.
 	HTTPAPI *httpapi.Module
 
+	// ConversationStore says what keeps the conversations, and where:
+	// "bolt <path>", "memory (…)", … (the startup log prints it).
+	ConversationStore string
+
 	// bus is closed after the Engine when Build opened it (NATS).
 	bus lattice.Bus
+	// convs is closed after the Engine.
+	convs conversation.Store
 	// mcpReady is closed when every MCP server finished its first connect
 	// attempt; the goroutine that waits for it ends by then or on Close
 	// (stopWaiting, waited).
@@ -101,8 +108,15 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	if err != nil {
 		return nil, c.errorf("lattice.nats_url", "%v", err)
 	}
-	rt := &Runtime{bus: bus}
-	rt.Engine = axocoatl.New(axocoatl.Options{Logger: log, Bus: bus, HTTP: c.HTTPOptions(), MaxRuns: c.Server.MaxConcurrentRuns})
+	convs, where, err := c.openConversations(opts, log)
+	if err != nil {
+		if bus != nil {
+			err = errors.Join(err, bus.Close())
+		}
+		return nil, err
+	}
+	rt := &Runtime{bus: bus, convs: convs, ConversationStore: where}
+	rt.Engine = axocoatl.New(axocoatl.Options{Logger: log, Bus: bus, HTTP: c.HTTPOptions(), MaxRuns: c.Server.MaxConcurrentRuns, Conversations: convs})
 	fail := func(err error) (*Runtime, error) {
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -458,6 +472,9 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		<-rt.waited
 	}
 	err := rt.Engine.Close(ctx)
+	if rt.convs != nil {
+		err = errors.Join(err, rt.convs.Close())
+	}
 	if rt.bus != nil {
 		err = errors.Join(err, rt.bus.Close())
 	}

@@ -109,6 +109,7 @@ func (c *Config) DoctorWith(ctx context.Context, opts DoctorOptions) *Report {
 	}
 	checkProviders(ctx, c, r)
 	checkLattice(ctx, c, r)
+	c.conversationsReport(r)
 	checkMCPServers(ctx, c, r)
 	checkA2AAgents(ctx, c, r)
 	checkWebhooks(ctx, c, r, opts)
