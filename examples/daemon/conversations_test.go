@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -210,5 +211,82 @@ func TestConversationSurvivesSIGKILL(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "conversations.db")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// executeTurn posts one turn to the binary's HTTP door; ok is false when
+// this build's execute does not take conversation_id yet.
+func executeTurn(t *testing.T, base, conversationID, input string) (id string, ok bool) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"input": input, "conversation_id": conversationID})
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Post(base+"/api/agents/assistant/execute", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusBadRequest && strings.Contains(string(raw), "conversation_id") {
+		return "", false
+	}
+	var res struct {
+		ConversationID string `json:"conversation_id"`
+		Status         string `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || resp.StatusCode != http.StatusOK || res.ConversationID == "" {
+		t.Fatalf("execute %q: %d %s", input, resp.StatusCode, raw)
+	}
+	return res.ConversationID, true
+}
+
+// The built binary over its HTTP door: restarted (SIGTERM) between two
+// turns, then killed (SIGKILL) during a third; the fourth turn's model
+// request holds the first two. Skipped while the execute door does not
+// take conversation_id (it comes with the HTTP conversation routes).
+func TestBinaryConversationRestartAndKill(t *testing.T) {
+	bin := buildBinary(t)
+	model := newChatModel(t)
+	cfgPath := conversationConfig(t, model.URL, t.TempDir())
+	args := []string{"serve", "--config", cfgPath, "--addr", "127.0.0.1:0"}
+
+	base, cmd, stderr := startBinary(t, bin, nil, args...)
+	if !strings.Contains(stderr.String(), "conversations=\"bolt ") {
+		t.Errorf("the ready line does not say where conversations are:\n%s", stderr.String())
+	}
+	id, ok := executeTurn(t, base, "new", "turn one")
+	if !ok {
+		t.Skip("POST /api/agents/{id}/execute does not take conversation_id in this build")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, stderr.String())
+	}
+
+	// The same process takes turn two after the restart, then turn three,
+	// which blocks in the model: the daemon is killed meanwhile.
+	base, cmd, _ = startBinary(t, bin, nil, args...)
+	executeTurn(t, base, id, "turn two")
+	if got := contents(model.last(t)); len(got) != 3 || got[0] != "user: turn one" {
+		t.Fatalf("after a restart, turn two's request: %q", got)
+	}
+	body, _ := json.Marshal(map[string]string{"input": "turn three BLOCK", "conversation_id": id})
+	go func() {
+		// Fails when the daemon dies: that is the point.
+		if resp, err := (&http.Client{Timeout: 60 * time.Second}).Post(base+"/api/agents/assistant/execute", "application/json", strings.NewReader(string(body))); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-model.blocked:
+	case <-time.After(60 * time.Second):
+		t.Fatal("turn three never reached the model")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	base, _, _ = startBinary(t, bin, nil, args...)
+	executeTurn(t, base, id, "turn four")
+	want := []string{"user: turn one", "assistant: answer to turn one", "user: turn two", "assistant: answer to turn two", "user: turn four"}
+	if got := contents(model.last(t)); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("after SIGKILL mid-turn:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
