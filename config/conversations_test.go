@@ -175,3 +175,22 @@ func TestSharedDataDirConversations(t *testing.T) {
 		t.Fatalf("the daemon reads %+v, %v", msgs, err)
 	}
 }
+
+// doctor says which store and where, without opening it.
+func TestDoctorNamesTheConversationStore(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.ParseWith(context.Background(), "a.yaml", []byte("server: {addr: 127.0.0.1:0}\nagents: [{id: a}]\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Server.DataDir = dir
+	var out strings.Builder
+	cfg.Doctor(context.Background()).Print(&out)
+	want := "ok   conversations: bolt " + filepath.Join(dir, "conversations.db") + " (created at first start)"
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("doctor said:\n%s\nwant the line %q", out.String(), want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "conversations.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("doctor created the file: %v", err)
+	}
+}

@@ -21,9 +21,13 @@
 //
 // # Durability
 //
-// Each write is one bbolt transaction, committed (fsync'd) before the call
-// returns: a crash, of the process or of the machine, loses at most the
-// turn being written, never an earlier one, and the file opens again.
+// Each write is a bbolt transaction, committed (fsync'd) before the call
+// returns; appends that arrive while one commits share the next
+// transaction (one fsync for all). A crash, of the process or of the
+// machine, loses at most the turns being written, never an earlier one,
+// and the file opens again. The freelist is not written at each commit
+// (bbolt's NoFreelistSync): Open rebuilds it by reading the file's page
+// headers, which costs time at start in proportion to the file's size.
 // [Options].NoSync turns the fsync off (a machine crash may then lose
 // recent turns or corrupt the file; a process crash loses nothing
 // committed): for tests and throwaway data only.
