@@ -495,8 +495,16 @@ func (s *Store) Create(ctx context.Context, c conversation.Info) error {
 		if err := s.expire(tx, now); err != nil {
 			return err
 		}
-		if tx.Bucket(bucketInfo).Get([]byte(c.ID)) != nil {
-			return fmt.Errorf("%w: %q", conversation.ErrExists, c.ID)
+		if old, ok, err := getInfo(tx, c.ID); err != nil {
+			return err
+		} else if ok {
+			if !s.expired(old, now) {
+				return fmt.Errorf("%w: %q", conversation.ErrExists, c.ID)
+			}
+			// Past idle_ttl, invisible already, beyond what expire took.
+			if err := remove(tx, old); err != nil {
+				return err
+			}
 		}
 		counts, meta := tx.Bucket(bucketCounts), tx.Bucket(bucketMeta)
 		if n := getUint(counts, []byte(c.AgentID)); n >= int64(s.limits.MaxPerAgent) {

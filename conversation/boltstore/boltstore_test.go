@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,5 +212,35 @@ func TestSharedLetsTheOwnerIn(t *testing.T) {
 	}
 	if _, err := boltstore.OpenShared(path, boltstore.Options{OpenTimeout: 100 * time.Millisecond}); !errors.Is(err, boltstore.ErrInUse) {
 		t.Fatalf("OpenShared while the owner holds the file = %v, want ErrInUse", err)
+	}
+}
+
+// An id whose conversation idled past idle_ttl can start a new one, even
+// when the expired one is beyond what one Create sweeps (256, oldest
+// first).
+func TestCreateOverExpired(t *testing.T) {
+	s := open(t, conversation.Limits{IdleTTL: 500 * time.Millisecond})
+	const n = 300
+	for i := range n {
+		if err := s.Create(ctx, conversation.Info{ID: fmt.Sprintf("c%03d", i), AgentID: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := fmt.Sprintf("c%03d", n-1)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := s.Get(ctx, last); errors.Is(err, conversation.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the conversation never expired")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := s.Create(ctx, conversation.Info{ID: last, AgentID: "a"}); err != nil {
+		t.Fatalf("Create over an expired conversation: %v", err)
+	}
+	if info, err := s.Get(ctx, last); err != nil || info.Messages != 0 {
+		t.Fatalf("Get = %+v, %v", info, err)
 	}
 }
