@@ -638,7 +638,9 @@ func (s *Store) Append(ctx context.Context, id string, msgs []conversation.Messa
 	}
 }
 
-// appendOp is one Append waiting for its commit.
+// appendOp is one Append waiting for its commit. The queue holds one per
+// Append call in progress, which the Engine bounds by its runs in flight
+// (one Append each, at the turn's end).
 type appendOp struct {
 	id      string
 	encoded [][]byte

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,20 @@ import (
 	"github.com/axocoatl/axocoatl-go/conversation/boltstore"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
+
+// rss is the process's resident set, from /proc (Linux); "?" elsewhere.
+func rss() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "?"
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}
 
 // retainedHeap is the live heap after two collections.
 func retainedHeap() uint64 {
@@ -77,7 +92,7 @@ func TestHundredThousandConversations(t *testing.T) {
 	run(2*bound, total)
 	after := retainedHeap()
 	grown := int64(after) - int64(base)
-	t.Logf("retained heap: %d KiB after %d conversations, %d KiB after %d (%+d KiB)", base>>10, 2*bound, after>>10, total, grown>>10)
+	t.Logf("retained heap: %d KiB after %d conversations, %d KiB after %d (%+d KiB); RSS %s (it counts the file's pages bbolt has mapped)", base>>10, 2*bound, after>>10, total, grown>>10, rss())
 	// 80,000 conversations more (8,000 under -race): one Info in memory
 	// each (~300 B) would be 24 MB (2.4 MB).
 	if limit := int64(total-2*bound) * 32; grown > limit {
