@@ -88,11 +88,11 @@ func TestHundredThousandConversations(t *testing.T) {
 	// Warm up past the bound, so that the measure starts with the store
 	// full and evicting.
 	run(0, 2*bound)
-	base := retainedHeap()
+	base, baseRSS := retainedHeap(), rss()
 	run(2*bound, total)
 	after := retainedHeap()
 	grown := int64(after) - int64(base)
-	t.Logf("retained heap: %d KiB after %d conversations, %d KiB after %d (%+d KiB); RSS %s (it counts the file's pages bbolt has mapped)", base>>10, 2*bound, after>>10, total, grown>>10, rss())
+	t.Logf("retained heap: %d KiB after %d conversations, %d KiB after %d (%+d KiB); RSS %s then %s (it counts the file's pages bbolt has mapped)", base>>10, 2*bound, after>>10, total, grown>>10, baseRSS, rss())
 	// 80,000 conversations more (8,000 under -race): one Info in memory
 	// each (~300 B) would be 24 MB (2.4 MB).
 	if limit := int64(total-2*bound) * 32; grown > limit {
