@@ -121,6 +121,7 @@ a2a_agents:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	cfg.Server.DataDir = t.TempDir() // conversations.db
 	rt, err := cfg.Build(ctx, config.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -61,9 +61,13 @@ type Runtime struct {
 	// health checks, metrics, the event WebSocket and the dashboard.
 	HTTPAPI *httpapi.Module
 
+	// ConversationStore says what keeps the conversations, and where:
+	// "bolt <path>", "memory (…)", … (the startup log prints it).
+	ConversationStore string
+
 	// bus is closed after the Engine when Build opened it (NATS).
 	bus lattice.Bus
-	// convs is closed after the Engine when Build opened it.
+	// convs is closed after the Engine.
 	convs conversation.Store
 	// mcpReady is closed when every MCP server finished its first connect
 	// attempt; the goroutine that waits for it ends by then or on Close
@@ -104,16 +108,14 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	if err != nil {
 		return nil, c.errorf("lattice.nats_url", "%v", err)
 	}
-	rt := &Runtime{bus: bus}
-	// conversations.store (nats: the lattice's JetStream KV).
-	convs, err := c.conversationStore(ctx, bus, log)
+	convs, where, err := c.openConversations(ctx, bus, opts, log)
 	if err != nil {
 		if bus != nil {
-			_ = bus.Close()
+			err = errors.Join(err, bus.Close())
 		}
 		return nil, err
 	}
-	rt.convs = convs
+	rt := &Runtime{bus: bus, convs: convs, ConversationStore: where}
 	rt.Engine = axocoatl.New(axocoatl.Options{Logger: log, Bus: bus, HTTP: c.HTTPOptions(), MaxRuns: c.Server.MaxConcurrentRuns, Conversations: convs})
 	fail := func(err error) (*Runtime, error) {
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -45,6 +45,7 @@ func TestBuildStartsClusterWithNATS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		cfg.Server.DataDir = t.TempDir() // conversations.db
 		rt, err := cfg.Build(ctx, config.BuildOptions{})
 		if err != nil {
 			t.Fatal(err)

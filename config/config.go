@@ -90,7 +90,8 @@ type Config struct {
 	// Cluster tunes how daemons on one NATS lattice share their agents
 	// ([cluster.Module]; used only with lattice.backend nats).
 	Cluster cluster.Config `yaml:"cluster"`
-	// Conversations is where agents' conversations are kept.
+	// Conversations is where agents' conversations are kept, and their
+	// bounds.
 	Conversations ConversationsConfig `yaml:"conversations"`
 
 	// Source is where the config came from: a path, or "<built-in>".
@@ -684,6 +685,9 @@ func (c *Config) validate() error {
 	errs = append(errs, d.ValidateTree("webhooks", reflect.ValueOf(&c.Webhooks).Elem())...)
 	errs = append(errs, d.ValidateTree("cluster", reflect.ValueOf(&c.Cluster).Elem())...)
 	errs = append(errs, d.ValidateTree("conversations", reflect.ValueOf(&c.Conversations).Elem())...)
+	if c.Conversations.Store == StoreNATS && c.Lattice.Backend != "nats" && !d.Failed("conversations.store") {
+		errs = append(errs, d.Errorf("conversations.store", "nats needs lattice.backend: nats (the store lives in the lattice's JetStream)"))
+	}
 	return errors.Join(errs...)
 }
 

@@ -66,6 +66,7 @@ func TestLoadDaemonDefaultAndBuild(t *testing.T) {
 	mux := http.NewServeMux()
 	srv := httptest.NewUnstartedServer(mux)
 	cfg.SetListenAddr(srv.Listener.Addr().String())
+	cfg.Server.DataDir = t.TempDir() // conversations.db
 	rt, err := cfg.Build(ctx, config.BuildOptions{})
 	if err != nil {
 		srv.Close()

@@ -86,7 +86,8 @@ func (r *Report) Print(w io.Writer) {
 
 // Doctor checks what a config will reach without booting an Engine: that
 // the listen address can be bound, every provider an agent uses (one cheap
-// authenticated call each), the lattice, every MCP server (connect and
+// authenticated call each), the lattice, where conversations are kept
+// (without opening the store: a running daemon holds it), every MCP server (connect and
 // list tools), every remote A2A agent (read and parse its card) and every
 // webhook (resolve and connect; see [Config.DoctorWith]),
 // concurrently; and it records where egress goes.
@@ -109,6 +110,7 @@ func (c *Config) DoctorWith(ctx context.Context, opts DoctorOptions) *Report {
 	}
 	checkProviders(ctx, c, r)
 	checkLattice(ctx, c, r)
+	c.conversationsReport(r)
 	checkMCPServers(ctx, c, r)
 	checkA2AAgents(ctx, c, r)
 	checkWebhooks(ctx, c, r, opts)

@@ -60,6 +60,7 @@ func TestToolsListNoRemoteAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	cfg.Server.DataDir = t.TempDir() // conversations.db
 	rt, err := cfg.Build(ctx, config.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Server.DataDir = t.TempDir() // conversations.db
 	rt, err := cfg.Build(ctx, config.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/config"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -76,6 +77,8 @@ webhooks:
 	cmd := exec.Command(bin, "mcp", "serve", "--config", cfgPath)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
+	var mcpStderr testutil.SyncBuffer
+	cmd.Stderr = &mcpStderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(mcpCtx(t), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("mcp serve beside serve: %v", err)
@@ -85,6 +88,11 @@ webhooks:
 		t.Fatalf("tools/call over mcp serve beside serve: %v %+v", err, res)
 	}
 	cs.Close()
+	// serve holds conversations.db: mcp serve kept its conversations in
+	// memory and said so, with the fix.
+	if l := mcpStderr.String(); !strings.Contains(l, "conversations of this process are kept in memory") || !strings.Contains(l, "/mcp endpoint") {
+		t.Fatalf("mcp serve beside serve did not warn about its conversations:\n%s", l)
+	}
 
 	// What mcp serve builds from there sees the remembered decision.
 	t.Chdir(t.TempDir())

@@ -63,7 +63,8 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdo
 // handler; the caller closes it.
 func bootDefault(tb testing.TB) *daemon {
 	tb.Helper()
-	cfg, err := config.ParseWith(context.Background(), config.BuiltinSource, defaultConfigYAML, mapEnv(nil))
+	// The built-in config's ./data would be the package's directory.
+	cfg, err := config.ParseWith(context.Background(), config.BuiltinSource, defaultConfigYAML, mapEnv(map[string]string{"AXOCOATL_DATA_DIR": tb.TempDir()}))
 	if err != nil {
 		tb.Fatal(err)
 	}

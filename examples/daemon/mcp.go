@@ -48,7 +48,7 @@ func runMCP(ctx context.Context, c *cli, args []string) int {
 		return exitFail
 	}
 	code := exitOK
-	log.Info("axocoatl mcp serve ready", "agents", len(cfg.Agents), "config", cfg.Source)
+	log.Info("axocoatl mcp serve ready", "agents", len(cfg.Agents), "config", cfg.Source, "conversations", d.rt.ConversationStore)
 	err = d.rt.MCPServer.ServeStdio(ctx, c.stdin, c.stdout)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		err = nil // a signal: the normal way to stop

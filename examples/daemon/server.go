@@ -119,7 +119,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	case serveErr = <-served:
 	case <-d.rt.MCPReadyChan():
 		log.Info("axocoatl ready", "addr", ln.Addr().String(), "agents", len(cfg.Agents), "config", cfg.Source,
-			"auth", !cfg.Server.APIToken.IsZero(), "startup", time.Since(start).Round(time.Microsecond),
+			"auth", !cfg.Server.APIToken.IsZero(), "conversations", d.rt.ConversationStore, "startup", time.Since(start).Round(time.Microsecond),
 			"dashboard", base+"/", "mcp", base+"/mcp", "a2a_card", base+"/.well-known/agent-card.json")
 		select {
 		case <-ctx.Done():
