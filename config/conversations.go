@@ -62,6 +62,9 @@ func (c ConversationsConfig) Validate() error {
 	if c.MaxTotalBytes > 0 && c.MaxTotalBytes < minConversationBytes {
 		errs = append(errs, cfgerr.Errorf("max_total_bytes", "%d holds no real turn: use at least %d (zero: 1 GiB; negative: no bound)", c.MaxTotalBytes, minConversationBytes))
 	}
+	if err := c.NATS.Validate(); err != nil {
+		errs = append(errs, cfgerr.Errorf("nats", "%v", err))
+	}
 	if c.IdleTTL > 0 && c.IdleTTL < minIdleTTL {
 		errs = append(errs, cfgerr.Errorf("idle_ttl", "%s would end conversations between two turns: use at least %s (zero: 30 days; negative: never)", c.IdleTTL, minIdleTTL))
 	}

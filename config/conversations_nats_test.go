@@ -74,7 +74,7 @@ func TestConversationsOnNATS(t *testing.T) {
 
 	for _, tc := range []struct{ yaml, want string }{
 		{"conversations:\n  store: nats\n", "d.yaml:4: conversations.store: nats needs lattice.backend: nats"},
-		{"conversations:\n  store: sqlite\n", `d.yaml:4: conversations.store: "sqlite": memory or nats`},
+		{"conversations:\n  store: sqlite\n", `d.yaml:4: conversations.store: "sqlite" is unknown (bolt | memory | nats`},
 		{"conversations:\n  nats:\n    bucket: a.b\n", `d.yaml:4: conversations.nats: bucket "a.b"`},
 	} {
 		cfg, err := config.ParseWith(context.Background(), "d.yaml", []byte("agents:\n  - id: x\n"+tc.yaml), env(nil))
