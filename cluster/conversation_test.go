@@ -11,9 +11,13 @@ import (
 	"testing"
 	"time"
 
+	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
+	v1client "github.com/a2aproject/a2a-go/v2/a2aclient"
+	v1card "github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 	natsgo "github.com/nats-io/nats.go"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
@@ -364,5 +368,54 @@ func TestTurnToOlderDaemon(t *testing.T) {
 	}
 	if f := <-frames; f != 0x02 {
 		t.Fatalf("a turn went out as frame %#x", f)
+	}
+}
+
+// The cluster case through a door: turn one through A (its Go
+// API), turn two through B's A2A 1.0 door by an a2a-go/v2 client that
+// names the conversation as its contextId, and B's model is sent turn one.
+func TestConversationThroughAnotherDaemonsA2ADoor(t *testing.T) {
+	ns := testutil.NATSServer(t, testutil.FreeAddr(t), t.TempDir())
+	url := ns.ClientURL()
+	model := newChatModel(t)
+	a := newConvNode(t, url, "node-a", 0, map[string]agent.Model{"both": model.agent(t)})
+	b := newConvNode(t, url, "node-b", 0, map[string]agent.Model{"both": model.agent(t)})
+	one := turn(t, a, "both", conversation.New, "turn one through A")
+
+	door, err := a2a.New(a2a.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.e.Use(context.Background(), door); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(door)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	card, err := v1card.NewResolver(srv.Client()).Resolve(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := v1client.NewFromCard(ctx, card, v1client.WithJSONRPCTransport(srv.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+	msg := a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("turn two through B's A2A door"))
+	msg.ContextID = one.ConversationID
+	res, err := c.SendMessage(ctx, &a2a1.SendMessageRequest{Message: msg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, ok := res.(*a2a1.Task)
+	if !ok || task.Status.State != a2a1.TaskStateCompleted || task.ContextID != one.ConversationID {
+		t.Fatalf("B's A2A answer: %#v", res)
+	}
+	if req := model.lastRequest(); !holds(req, "turn one through A") {
+		t.Fatalf("B's model request does not hold turn one: %+v", req)
+	}
+	if msgs, err := a.store.Messages(ctx, one.ConversationID, 0, 0); err != nil || len(msgs) != 4 {
+		t.Fatalf("A reads %d messages after B's turn (%v), want 4", len(msgs), err)
 	}
 }
