@@ -87,13 +87,44 @@ func (e *Engine) beginTurn(ctx context.Context, spec *agent.Spec, req *Request, 
 		return fail(err)
 	}
 	if !created && t.info.Messages > 0 {
-		msgs, err := e.convs.Messages(ctx, id, 0, 0)
+		msgs, before, err := e.historyTail(ctx, t.info, spec.MaxHistoryBytes)
 		if err != nil {
 			return fail(err)
 		}
 		t.history, t.omitted = conversation.Window(msgs, spec.MaxHistoryBytes)
+		t.omitted += before
 	}
 	return t, nil
+}
+
+// historyTail reads the end of conversation c that the window can take
+// from: all of it when it fits maxBytes, else pages from the end (64
+// messages, then twice as many each time) until what was read passes
+// maxBytes. Window of that tail is Window of the whole conversation, which
+// a long conversation is spared reading. before is how many messages
+// precede the tail.
+func (e *Engine) historyTail(ctx context.Context, c conversation.Info, maxBytes int) (tail []conversation.Message, before int, err error) {
+	if c.Bytes <= int64(maxBytes) {
+		tail, err = e.convs.Messages(ctx, c.ID, 0, 0)
+		return tail, 0, err
+	}
+	end, page, size := c.Messages, 64, 0
+	for end > 0 && size <= maxBytes {
+		from := max(end-page, 0)
+		msgs, err := e.convs.Messages(ctx, c.ID, from, end-from)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		for _, m := range msgs {
+			size += conversation.Size(m)
+		}
+		tail = append(msgs, tail...)
+		end, page = from, page*2
+	}
+	return tail, end, nil
 }
 
 // endTurn records what the turn added: the user's message, then what the

@@ -268,3 +268,44 @@ func TestTurnsTooBigForTheRecord(t *testing.T) {
 		t.Fatalf("TaskCompleted conversation_error = %v, want the bound named", p["conversation_error"])
 	}
 }
+
+// A long conversation is windowed from its end without reading it all, and
+// the window is the one the whole conversation gives.
+func TestLongConversationTailIsTheWindow(t *testing.T) {
+	store := conversation.NewMemory(conversation.Limits{})
+	t.Cleanup(func() { _ = store.Close() })
+	ctx := context.Background()
+	must(t, store.Create(ctx, conversation.Info{ID: "long", AgentID: "a"}))
+	var all []conversation.Message
+	for i := range 1000 {
+		turn := []conversation.Message{
+			{Role: agent.RoleUser, Content: fmt.Sprint("q", i)},
+			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{call(fmt.Sprint("c", i), "t", `{}`)}},
+			{Role: agent.RoleTool, ToolCallID: fmt.Sprint("c", i), Content: strings.Repeat("r", i%7*50)},
+			{Role: agent.RoleAssistant, Content: fmt.Sprint("a", i)},
+		}
+		must(t, store.Append(ctx, "long", turn))
+		all = append(all, turn...)
+	}
+	e := axocoatl.New(axocoatl.Options{Conversations: store})
+	t.Cleanup(func() { _ = e.Close(ctx) })
+	m := &scriptModel{}
+	const window = 5000
+	must(t, e.AddAgent(agent.Spec{ID: "a", MaxHistoryBytes: window}, m))
+	if _, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "a", Input: "next", ConversationID: "long"}); err != nil {
+		t.Fatal(err)
+	}
+	want, omitted := conversation.Window(all, window)
+	got := m.reqs[0].Messages
+	if len(got) != len(want)+1 || omitted == 0 {
+		t.Fatalf("sent %d messages, the whole conversation's window is %d (+1 new); omitted %d", len(got), len(want), omitted)
+	}
+	for i := range want {
+		if got[i].Content != want[i].Content || got[i].Role != want[i].Role {
+			t.Fatalf("message %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if !strings.Contains(m.reqs[0].System, fmt.Sprintf("its %d oldest messages", omitted)) {
+		t.Fatalf("system %q does not count the %d left out", m.reqs[0].System, omitted)
+	}
+}
