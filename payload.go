@@ -5,6 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -57,6 +58,22 @@ func (p *payload) int(k string, v int64) *payload {
 func (p *payload) bool(k string, v bool) *payload {
 	p.key(k)
 	p.b = strconv.AppendBool(p.b, v)
+	return p
+}
+
+// usage writes "model" (when known) and "usage" with all three counts.
+func (p *payload) usage(model string, u agent.Usage) *payload {
+	if model != "" {
+		p.str("model", model)
+	}
+	p.key("usage")
+	p.b = append(p.b, `{"input_tokens":`...)
+	p.b = strconv.AppendInt(p.b, u.InputTokens, 10)
+	p.b = append(p.b, `,"output_tokens":`...)
+	p.b = strconv.AppendInt(p.b, u.OutputTokens, 10)
+	p.b = append(p.b, `,"cached_input_tokens":`...)
+	p.b = strconv.AppendInt(p.b, u.CachedInputTokens, 10)
+	p.b = append(p.b, '}')
 	return p
 }
 
