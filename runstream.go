@@ -22,7 +22,7 @@ const (
 	RunListenerBuffer = 256
 	// RunListenerTextBytes bounds the coalesced text one listener may have
 	// pending; text past it is dropped (counted).
-	RunListenerTextBytes = 256 << 10
+	RunListenerTextBytes = 64 << 10
 )
 
 // ErrTaskNotRunning: [Engine.FollowRun] was given a task that is not
