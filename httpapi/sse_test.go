@@ -420,3 +420,64 @@ func TestExecuteSSEStuckClientCut(t *testing.T) {
 		t.Fatalf("not even the start of the stream: %q", got[:min(len(got), 200)])
 	}
 }
+
+// BenchmarkExecuteSSEFirstDelta compares the time to the first delta
+// through the HTTP door (POST execute with Accept: text/event-stream, to
+// its first delta event) with the model's own (the same streamed chat
+// request sent straight to the model server, to its first content
+// chunk), alternating the two, over loopback; it fails when the door's
+// median is more than 2 ms above the model's (issue #26's bar).
+func BenchmarkExecuteSSEFirstDelta(b *testing.B) {
+	chat := testutil.NewStreamingChat(b, 20, 0)
+	srv, _ := serveStreaming(b, chat, agent.Spec{}, axocoatl.Options{})
+	client := srv.Client()
+	firstLine := func(req *http.Request, prefix string) time.Duration {
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		var d time.Duration
+		for sc.Scan() {
+			if d == 0 && strings.HasPrefix(sc.Text(), prefix) {
+				d = time.Since(start)
+			}
+		}
+		if d == 0 {
+			b.Fatalf("no %q line in the answer (status %d)", prefix, resp.StatusCode)
+		}
+		return d
+	}
+	door := func() time.Duration {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/agents/streamer/execute", strings.NewReader(`{"input":"go"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "text/event-stream")
+		return firstLine(req, "event: delta")
+	}
+	model := func() time.Duration {
+		req, _ := http.NewRequest(http.MethodPost, chat.URL+"/chat/completions", strings.NewReader(`{"model":"m1","stream":true,"messages":[{"role":"user","content":"go"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		return firstLine(req, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":`)
+	}
+	var doorTimes, modelTimes []time.Duration
+	n := 0
+	for b.Loop() {
+		if n%2 == 0 {
+			doorTimes = append(doorTimes, door())
+			modelTimes = append(modelTimes, model())
+		} else {
+			modelTimes = append(modelTimes, model())
+			doorTimes = append(doorTimes, door())
+		}
+		n++
+	}
+	d, m := testutil.Median(doorTimes), testutil.Median(modelTimes)
+	b.ReportMetric(float64(d.Microseconds()), "door-first-delta-µs")
+	b.ReportMetric(float64(m.Microseconds()), "model-first-delta-µs")
+	b.ReportMetric(float64((d - m).Microseconds()), "added-µs")
+	if n >= 20 && d-m > 2*time.Millisecond {
+		b.Fatalf("the door's first delta came %s after the model's (medians %s and %s over %d runs); the bar is 2ms", d-m, d, m, n)
+	}
+}
