@@ -481,3 +481,39 @@ func BenchmarkExecuteSSEFirstDelta(b *testing.B) {
 		b.Fatalf("the door's first delta came %s after the model's (medians %s and %s over %d runs); the bar is 2ms", d-m, d, m, n)
 	}
 }
+
+// The example of docs/http-api.md ("Streaming execute"), byte for byte
+// but the task id.
+func TestExecuteSSEEchoAsDocumented(t *testing.T) {
+	srv, _, _ := serveAPI(t, Config{})
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/agents/assistant/execute", strings.NewReader(`{"input":"hello there"}`))
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var res ExecuteResponse
+	readSSE(t, strings.NewReader(string(b)), func(ev sseEvent) bool {
+		if ev.name == "result" {
+			_ = json.Unmarshal([]byte(ev.data), &res)
+		}
+		return true
+	})
+	want := "event: delta\ndata: {\"text\":\"hello \"}\n\nevent: delta\ndata: {\"text\":\"there\"}\n\n" +
+		"event: result\ndata: {\"task_id\":\"" + res.TaskID + "\",\"agent_id\":\"assistant\",\"status\":\"completed\",\"output\":\"hello there\",\"usage\":{\"input_tokens\":2,\"output_tokens\":2}}\n\n"
+	if string(b) != want || res.TaskID == "" {
+		t.Fatalf("got:\n%s\nwant:\n%s", b, want)
+	}
+	// Without the header: JSON, with the usage.
+	resp2, err := srv.Client().Post(srv.URL+"/api/agents/assistant/execute", "application/json", strings.NewReader(`{"input":"hello"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp2.Body.Close()
+	b, _ = io.ReadAll(resp2.Body)
+	if !strings.HasSuffix(string(b), `"status":"completed","output":"hello","usage":{"input_tokens":1,"output_tokens":1}}`+"\n") {
+		t.Fatalf("JSON answer %s", b)
+	}
+}
