@@ -71,7 +71,7 @@ type Options struct {
 	// MaxRunListeners bounds the listeners of one run's events: those of
 	// [Engine.FollowRun] and a [Request]'s OnEvent. Each holds a queue of
 	// at most [RunListenerBuffer] events and [RunListenerTextBytes] of
-	// coalesced text. Zero: [DefaultMaxRunListeners].
+	// coalesced text. Zero or negative: [DefaultMaxRunListeners].
 	MaxRunListeners int
 }
 

@@ -218,3 +218,23 @@ func BenchmarkDeltaToDoor(b *testing.B) {
 		b.Fatalf("%.2f allocations per delta, the bar is 4", allocs)
 	}
 }
+
+// A door's callback that panics loses its events, not the process nor
+// the run.
+func TestOnEventPanicContained(t *testing.T) {
+	e := newEngine(t)
+	if err := e.AddAgent(agent.Spec{ID: "echo"}, provider.EchoModel{}); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	res, err := e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "echo", Input: "a b c d", OnEvent: func(agent.RunEvent) {
+		calls++
+		panic("door bug")
+	}})
+	if err != nil || res.Output != "a b c d" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if calls != 1 {
+		t.Fatalf("%d calls after the panic of the first", calls)
+	}
+}
