@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/axocoatl/axocoatl-go/internal/jsonio"
 )
 
 // StreamingChat is an OpenAI-wire model server that streams its answer
@@ -72,7 +70,8 @@ func (c *StreamingChat) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
-	// Text chunks are written by hand: json.Marshal of a map per delta
+	// Text chunks are written by hand (testutil imports nothing of the
+	// module, so not jsonio's encoder): json.Marshal of a map per delta
 	// would make this server the slowest part of a 10,000-delta test.
 	chunk := make([]byte, 0, 512)
 	for i := range c.Deltas {
@@ -84,7 +83,8 @@ func (c *StreamingChat) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		chunk = append(chunk[:0], `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":`...)
-		chunk = jsonio.AppendString(chunk, c.Word(i))
+		word, _ := json.Marshal(c.Word(i))
+		chunk = append(chunk, word...)
 		chunk = append(chunk, "},\"finish_reason\":null}]}\n\n"...)
 		if _, err := w.Write(chunk); err != nil || rc.Flush() != nil {
 			return
