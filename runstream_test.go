@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -236,5 +237,84 @@ func TestOnEventPanicContained(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Fatalf("%d calls after the panic of the first", calls)
+	}
+}
+
+// halfModel writes "a0 … a49 ", signals half, waits for gate, then
+// writes "b0 … b49 ".
+type halfModel struct{ half, gate chan struct{} }
+
+func (m halfModel) Generate(ctx context.Context, req *agent.Request) (*agent.Response, error) {
+	return m.GenerateStream(ctx, req, func(agent.Delta) {})
+}
+
+func (m halfModel) GenerateStream(ctx context.Context, _ *agent.Request, emit func(agent.Delta)) (*agent.Response, error) {
+	var all strings.Builder
+	for i := range 50 {
+		w := "a" + strconv.Itoa(i) + " "
+		all.WriteString(w)
+		emit(agent.Delta{Kind: agent.DeltaText, Text: w})
+	}
+	close(m.half)
+	select {
+	case <-m.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for i := range 50 {
+		w := "b" + strconv.Itoa(i) + " "
+		all.WriteString(w)
+		emit(agent.Delta{Kind: agent.DeltaText, Text: w})
+	}
+	return &agent.Response{Content: all.String()}, nil
+}
+
+func TestFollowRunFromWhereItJoins(t *testing.T) {
+	e := newEngine(t)
+	m := halfModel{half: make(chan struct{}), gate: make(chan struct{})}
+	if err := e.AddAgent(agent.Spec{ID: "half"}, m); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "half", Input: "go", TaskID: "t-half"})
+		done <- err
+	}()
+	select {
+	case <-m.half:
+	case <-time.After(time.Minute):
+		t.Fatal("the model did not start")
+	}
+	sub, err := e.FollowRun("t-half")
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(m.gate)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var text strings.Builder
+	usage := 0
+	for {
+		ev, err := sub.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		text.WriteString(ev.Delta.Text)
+		if ev.Kind == agent.RunModelUsage {
+			usage++
+		}
+	}
+	var want strings.Builder
+	for i := range 50 {
+		want.WriteString("b" + strconv.Itoa(i) + " ")
+	}
+	if text.String() != want.String() || usage != 1 {
+		t.Fatalf("a follower that joined halfway got %q (%d usage events), want the second half", text.String(), usage)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
