@@ -68,6 +68,11 @@ type Options struct {
 	// ([conversation.NewMemory]), closed by Engine.Close. A store passed in
 	// is not closed by the Engine.
 	Conversations conversation.Store
+	// MaxRunListeners bounds the listeners of one run's events: those of
+	// [Engine.FollowRun] and a [Request]'s OnEvent. Each holds a queue of
+	// at most [RunListenerBuffer] events and [RunListenerTextBytes] of
+	// coalesced text. Zero or negative: [DefaultMaxRunListeners].
+	MaxRunListeners int
 }
 
 // DefaultMaxRuns is Options.MaxRuns when zero.
@@ -112,6 +117,12 @@ type Engine struct {
 	// pending are the tool sources still on their first attempt
 	// (AddPendingTools); runs wait for those their agent may use.
 	pending map[*pendingSource]struct{}
+
+	// live are the fan-outs of the runs in flight, by task id
+	// (FollowRun); maxListeners is Options.MaxRunListeners.
+	liveMu       sync.Mutex
+	live         map[string]*runCast
+	maxListeners int
 }
 
 type registeredAgent struct {
@@ -130,6 +141,11 @@ func New(opts Options) *Engine {
 		tools:    map[string]Tool{},
 		remote:   map[string]*remoteAgent{},
 		watchers: map[*agentWatcher]struct{}{},
+		live:     map[string]*runCast{},
+	}
+	e.maxListeners = opts.MaxRunListeners
+	if e.maxListeners <= 0 {
+		e.maxListeners = DefaultMaxRunListeners
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -39,6 +39,16 @@ type Request struct {
 	// CreateConversation: an unknown ConversationID starts a conversation
 	// of that id instead of failing (A2A's client-chosen contextId).
 	CreateConversation bool
+	// OnEvent, when set, is told the run's events as they happen: each
+	// delta of the model's answers, each tool call started and finished,
+	// each model call's usage ([agent.RunEvent]). It is called in order
+	// from one goroutine of the Engine's, never from the model's: a slow
+	// OnEvent does not slow the run, it gets text deltas coalesced (and,
+	// past the bounds of [Engine.FollowRun]'s listeners, loses events).
+	// Every call has returned when ExecuteRequest returns, which waits for
+	// it: it must return promptly (a door bounds its writes). A task of
+	// an agent on another daemon calls it never. Zero: none.
+	OnEvent func(agent.RunEvent)
 }
 
 // Result is a finished task. On failure Execute still returns the TaskID and
@@ -51,6 +61,9 @@ type Result struct {
 	// ConversationID is the conversation the task was a turn of ("" for
 	// a one-shot task): the request's, or the new one's.
 	ConversationID string
+	// Usage is the tokens the run's model calls used, summed (also on
+	// failure: the calls made up to it).
+	Usage agent.Usage
 }
 
 // Execute runs input through the agent and returns its output. It publishes
@@ -123,6 +136,22 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	if len(missing) > 0 {
 		e.log.Warn("run started without the tools of sources still connecting", "agent", req.AgentID, "task", req.TaskID, "tools_pending", missing)
 	}
+	// The fan-out is registered before AgentActivated, so that whoever
+	// sees that event can follow the run.
+	cast, registered := e.startCast(req.TaskID)
+	var delivered chan struct{}
+	if req.OnEvent != nil {
+		if sub, err := cast.subscribe(); err == nil {
+			delivered = make(chan struct{})
+			go e.deliver(sub, req.OnEvent, &req, delivered)
+		}
+	}
+	defer func() {
+		e.endCast(req.TaskID, cast, registered)
+		if delivered != nil {
+			<-delivered
+		}
+	}()
 	p := newPayload()
 	p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("source", string(req.Source))
 	if conv != nil {
@@ -137,10 +166,11 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	var run agent.Turn
 	var err error
 	if conv == nil {
-		run, err = e.runContained(ctx, a.spec, a.model, tools, nil, req)
+		run, err = e.runContained(ctx, a.spec, listened(a.model, cast), tools, nil, req, cast.observe)
 	} else {
-		run, err = e.runContained(ctx, withOmittedNote(a.spec, conv.omitted), a.model, tools, conv.history, req)
+		run, err = e.runContained(ctx, withOmittedNote(a.spec, conv.omitted), listened(a.model, cast), tools, conv.history, req, cast.observe)
 	}
+	res.Usage = run.Usage
 	if err != nil {
 		err = e.runError(ctx, a.spec, err)
 	}
@@ -160,6 +190,7 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 		p := newPayload()
 		p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("error", err.Error()).
 			int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
+		p.usage(a.spec.Model, res.Usage)
 		if conv != nil {
 			p.str("conversation_id", res.ConversationID)
 			if recErr != nil {
@@ -181,6 +212,7 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	p = newPayload()
 	p.str("agent_id", req.AgentID).str("task_id", req.TaskID).str("output", out).
 		int("duration_ms", res.Duration.Milliseconds()).str("source", string(req.Source))
+	p.usage(a.spec.Model, res.Usage)
 	if conv != nil {
 		p.str("conversation_id", res.ConversationID)
 		if recErr != nil {
@@ -194,14 +226,14 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 // runContained is agent.Run with a panic of the model (a provider, a
 // host's Model) turned into a failed run, the stack logged: one bad answer
 // must not end the process and every run in it.
-func (e *Engine) runContained(ctx context.Context, spec agent.Spec, model agent.Model, tools agent.Toolbox, history []agent.Message, req Request) (turn agent.Turn, err error) {
+func (e *Engine) runContained(ctx context.Context, spec agent.Spec, model agent.Model, tools agent.Toolbox, history []agent.Message, req Request, observe agent.Observer) (turn agent.Turn, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			e.log.Error("agent run panicked", "agent", req.AgentID, "task", req.TaskID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			turn, err = agent.Turn{}, ErrModelPanicked
 		}
 	}()
-	return agent.RunWithHistory(ctx, spec, model, tools, history, req.Input)
+	return agent.RunObserved(ctx, spec, model, tools, history, req.Input, observe)
 }
 
 // runError explains why a run's context ended, keeping the cause checkable.

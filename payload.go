@@ -3,8 +3,9 @@ package axocoatl
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/internal/jsonio"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -60,6 +61,22 @@ func (p *payload) bool(k string, v bool) *payload {
 	return p
 }
 
+// usage writes "model" (when known) and "usage" with all three counts.
+func (p *payload) usage(model string, u agent.Usage) *payload {
+	if model != "" {
+		p.str("model", model)
+	}
+	p.key("usage")
+	p.b = append(p.b, `{"input_tokens":`...)
+	p.b = strconv.AppendInt(p.b, u.InputTokens, 10)
+	p.b = append(p.b, `,"output_tokens":`...)
+	p.b = strconv.AppendInt(p.b, u.OutputTokens, 10)
+	p.b = append(p.b, `,"cached_input_tokens":`...)
+	p.b = strconv.AppendInt(p.b, u.CachedInputTokens, 10)
+	p.b = append(p.b, '}')
+	return p
+}
+
 func (p *payload) done() []byte {
 	if len(p.b) == 0 {
 		return []byte("{}")
@@ -81,58 +98,6 @@ func event(eventType, producedBy string, now time.Time, payload []byte) lattice.
 	return lattice.Event{ID: lattice.NewID(now), Type: eventType, ProducedBy: producedBy, Timestamp: now.Unix(), Payload: payload, Class: coreClass(eventType)}
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as encoding/json writes a string: quoted,
-// with <, > and & escaped for HTML safety, invalid UTF-8 replaced by
-// U+FFFD, and U+2028/U+2029 escaped for JavaScript.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendJSONString appends s as encoding/json writes a string
+// ([jsonio.AppendString]).
+func appendJSONString(dst []byte, s string) []byte { return jsonio.AppendString(dst, s) }

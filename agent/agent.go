@@ -24,7 +24,10 @@
 // through a [Toolbox] (a failed call is a [ToolResult] with IsError, which
 // the model reads; it never fails the run), and repeats until the model
 // answers without tools. A run fails only on the model's error, on ctx, or
-// on a bound: [ErrMaxIterations], [ErrTooManyTools], [ErrTooManyToolCalls].
+// on a bound: [ErrMaxIterations], [ErrTooManyTools], [ErrTooManyToolCalls],
+// [ErrMaxTokensPerRun]. [RunObserved] reports a run as it happens (the
+// model's deltas, tool calls started and finished, usage) to an
+// [Observer].
 //
 // A host rarely calls Run itself: the Engine of the root package keeps the
 // agents (a Spec and a Model each), builds the Toolbox from its tool
@@ -90,6 +93,11 @@ type Spec struct {
 	// first, the model is told so; see the conversation package). Zero:
 	// DefaultMaxHistoryBytes.
 	MaxHistoryBytes int `yaml:"max_history_bytes" json:"max_history_bytes,omitempty"`
+	// MaxTokensPerRun bounds the tokens one run may spend, input and
+	// output of all its model calls together ([Usage.Total], as the
+	// provider reports them): checked after each model call, a run past
+	// it fails with [ErrMaxTokensPerRun]. Zero: no bound.
+	MaxTokensPerRun int64 `yaml:"max_tokens_per_run" json:"max_tokens_per_run,omitempty"`
 }
 
 var idPattern = regexp.MustCompile(`^[a-z0-9_-]+$`)
@@ -122,6 +130,9 @@ func (s Spec) Validate() error {
 	}
 	if s.MaxHistoryBytes < 0 {
 		return cfgerr.Errorf("max_history_bytes", "must not be negative")
+	}
+	if s.MaxTokensPerRun < 0 {
+		return cfgerr.Errorf("max_tokens_per_run", "must not be negative")
 	}
 	for _, g := range s.Tools {
 		if _, err := path.Match(g, ""); err != nil {
@@ -289,3 +300,7 @@ var ErrTooManyTools = errors.New("agent: too many tools for the model")
 // ErrTooManyToolCalls ends a run whose model asked for more than 8 times
 // [Spec.MaxToolCallsPerTurn] calls in one turn.
 var ErrTooManyToolCalls = errors.New("agent: too many tool calls in one turn")
+
+// ErrMaxTokensPerRun ends a run whose model calls used more tokens than
+// [Spec.MaxTokensPerRun].
+var ErrMaxTokensPerRun = errors.New("agent: max_tokens_per_run crossed")

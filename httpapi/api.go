@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/internal/jsonio"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -29,6 +30,9 @@ type ErrorDetail struct {
 	// ConversationID is the conversation a failed turn was recorded in
 	// (a "new" one's id included), to continue it.
 	ConversationID string `json:"conversation_id,omitempty"`
+	// Usage is what a failed run's model calls used (a failed execute's
+	// error only).
+	Usage *agent.Usage `json:"usage,omitempty"`
 }
 
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) bool {
@@ -140,6 +144,8 @@ type ExecuteResponse struct {
 	// ConversationID is the conversation the task was a turn of; absent
 	// for a one-shot task.
 	ConversationID string `json:"conversation_id,omitempty"`
+	// Usage is the tokens the run's model calls used, summed.
+	Usage agent.Usage `json:"usage"`
 }
 
 func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
@@ -167,10 +173,16 @@ func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
 	}
 	// An unknown id starts a conversation of that id: the client chose
 	// it, as the API promises ("new" or a fresh id starts one).
-	res, err := m.eng.ExecuteRequest(ctx, axocoatl.Request{
+	run := axocoatl.Request{
 		AgentID: id, Input: *req.Input, Source: axocoatl.SourceAPI,
 		ConversationID: req.ConversationID, CreateConversation: req.ConversationID != "",
-	})
+	}
+	var sse *sseExecute
+	if wantsSSE(r) {
+		sse = newSSEExecute(w)
+		run.OnEvent = sse.onEvent
+	}
+	res, err := m.eng.ExecuteRequest(ctx, run)
 	if err != nil {
 		status, code := executeStatus(err)
 		msg := err.Error()
@@ -188,10 +200,25 @@ func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, axocoatl.ErrBusy) {
 			w.Header().Set("Retry-After", "1")
 		}
-		writeJSON(w, status, ErrorBody{ErrorDetail{Code: code, Message: msg, TaskID: res.TaskID, ConversationID: res.ConversationID}})
+		body := ErrorBody{ErrorDetail{Code: code, Message: msg, TaskID: res.TaskID, ConversationID: res.ConversationID}}
+		if res.Usage != (agent.Usage{}) {
+			body.Error.Usage = &res.Usage
+		}
+		if sse != nil && sse.started {
+			// The stream has begun: its status is sent, so the error is
+			// its last event.
+			sse.final("error", body)
+			return
+		}
+		writeJSON(w, status, body)
 		return
 	}
-	writeJSON(w, http.StatusOK, ExecuteResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output, ConversationID: res.ConversationID})
+	out := ExecuteResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output, ConversationID: res.ConversationID, Usage: res.Usage}
+	if sse != nil {
+		sse.final("result", out)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // errRequestTimeout is the cause of an execute cut by server.request_timeout.

@@ -21,6 +21,7 @@ type metrics struct {
 	executions *prometheus.CounterVec   // agent, source, status
 	durations  *prometheus.HistogramVec // agent, status
 	events     *prometheus.CounterVec   // type (built-in names, else "custom")
+	tokens     *prometheus.CounterVec   // agent, model, kind
 	missed     prometheus.Counter
 
 	named   func(eventType string) bool // the types counted by name
@@ -47,12 +48,16 @@ func newMetrics(bus lattice.Bus, named func(eventType string) bool, modules ...p
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "axocoatl_events_total", Help: "Events seen on the lattice by type (custom types are counted as \"custom\").",
 		}, []string{"type"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "axocoatl_model_tokens_total",
+			Help: "Tokens used by agents' model calls, by agent, model and kind (input, output, cached_input: the part of input served from the provider's cache), counted from the usage of TaskCompleted and AgentFailed.",
+		}, []string{"agent", "model", "kind"}),
 		missed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "axocoatl_metrics_events_missed_total", Help: "Events the metrics subscriber dropped because it fell behind.",
 		}),
 		done: make(chan struct{}),
 	}
-	m.reg.MustRegister(m.executions, m.durations, m.events, m.missed,
+	m.reg.MustRegister(m.executions, m.durations, m.events, m.tokens, m.missed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range modules {
 		// A module's collector registered twice (two Runtimes sharing
@@ -78,6 +83,12 @@ type runPayload struct {
 	DurationMS int64  `json:"duration_ms"`
 	Source     string `json:"source"`
 	Canceled   bool   `json:"canceled"`
+	Model      string `json:"model"`
+	Usage      struct {
+		Input  int64 `json:"input_tokens"`
+		Output int64 `json:"output_tokens"`
+		Cached int64 `json:"cached_input_tokens"`
+	} `json:"usage"`
 }
 
 func (m *metrics) run() {
@@ -111,6 +122,18 @@ func (m *metrics) run() {
 		}
 		m.executions.WithLabelValues(p.AgentID, p.Source, status).Inc()
 		m.durations.WithLabelValues(p.AgentID, status).Observe(float64(p.DurationMS) / 1000)
+		// Counted per run from its end event rather than per model call:
+		// the lattice carries no per-call event, and a run's tokens are
+		// counted once whichever door watched it. The label values are
+		// the configured agents' ids and model names, a bounded set.
+		for _, k := range [...]struct {
+			kind string
+			n    int64
+		}{{"input", p.Usage.Input}, {"output", p.Usage.Output}, {"cached_input", p.Usage.Cached}} {
+			if k.n > 0 {
+				m.tokens.WithLabelValues(p.AgentID, p.Model, k.kind).Add(float64(k.n))
+			}
+		}
 	}
 }
 
