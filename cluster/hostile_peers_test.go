@@ -268,6 +268,9 @@ func TestNodeNameCheckedAtStart(t *testing.T) {
 // sender would time out), its worker goroutines stay within
 // max_concurrent_runs + 1 and go back down, and a task from another daemon
 // runs afterwards.
+//
+// Guards: bound cluster.max_concurrent_runs, bound "tasks waiting for a
+// worker" (lattice and cluster) (docs/bounds.md).
 func TestTaskFlood(t *testing.T) {
 	ns := startNATS(t, -1)
 	cfg := fast
