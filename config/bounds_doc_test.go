@@ -139,12 +139,12 @@ var boundGuards = map[string]guard{
 	"Lattice and cluster / events buffered per subscriber":           {lattice.DefaultBuffer, []string{"lattice:TestSlowSubscriberMissesWithoutBlockingOthers"}},
 	"lattice.reconnect_buffer_bytes":                                 {int64(config.DefaultReconnectBuffer), []string{"lattice/nats:TestOutageIsCountedAsMissed"}},
 	"cluster.max_concurrent_runs":                                    {cluster.DefaultMaxConcurrentRuns, []string{"cluster:TestConcurrentRunsBound", "cluster:TestTaskFlood"}},
-	"cluster.accept_timeout":                                         {cluster.DefaultAcceptTimeout, nil},
-	"cluster.max_announce_bytes":                                     {int64(cluster.DefaultMaxAnnounceBytes), nil},
-	"cluster.max_nodes":                                              {cluster.DefaultMaxNodes, nil},
-	"Lattice and cluster / a task and its answer":                    {nil, nil},
-	"Lattice and cluster / cancels of not-yet-seen tasks remembered": {nil, nil},
-	"Lattice and cluster / tasks waiting for a worker":               {nil, []string{"cluster:TestTaskFlood"}},
+	"cluster.accept_timeout":                                         {cluster.DefaultAcceptTimeout, []string{"cluster:TestAcceptTimeout"}},
+	"cluster.max_announce_bytes":                                     {int64(cluster.DefaultMaxAnnounceBytes), []string{"cluster:TestAnnouncementWithinMaxAnnounceBytes"}},
+	"cluster.max_nodes":                                              {cluster.DefaultMaxNodes, []string{"cluster:TestUntrackedExecutorDiesCallerFails"}},
+	"Lattice and cluster / a task and its answer":                    {nil, []string{"cluster:TestTaskAndAnswerWithinMaxPayload"}},
+	"Lattice and cluster / cancels of not-yet-seen tasks remembered": {nil, []string{"cluster:TestCancelsOfUnseenTasksBounded"}},
+	"Lattice and cluster / tasks waiting for a worker":               {nil, nil},
 	"Lattice and cluster / other cluster subscriptions":              {nil, nil},
 }
 
