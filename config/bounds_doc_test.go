@@ -122,7 +122,7 @@ var boundGuards = map[string]guard{
 	// Approval
 	"approval.timeout": {approval.DefaultTimeout, []string{"approval:TestPromptAllowDenyExpire"}},
 	"Approval / arguments in `ApprovalRequested`":                                                  {nil, []string{"approval:TestArgumentsPreview"}},
-	"Approval / pending approvals per `ApprovalPending` event":                                     {nil, nil},
+	"Approval / pending approvals per `ApprovalPending` event":                                     {nil, []string{"approval:TestPendingSyncRepliesBounded"}},
 	"Approval / a write of `approvals.json` waiting for another process's (`approvals.json.lock`)": {nil, nil},
 
 	// Webhooks, per webhook
