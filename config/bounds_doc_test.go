@@ -60,7 +60,7 @@ type guard struct {
 // lists has a test that fails when the bound is removed").
 var boundGuards = map[string]guard{
 	// Every door (HTTP)
-	"server.max_concurrent_runs":                     {axocoatl.DefaultMaxRuns, []string{".:TestMaxRunsRefusesBeyond"}},
+	"server.max_concurrent_runs":                     {axocoatl.DefaultMaxRuns, []string{".:TestMaxRunsRefusesBeyond", "examples/daemon:TestMaxConcurrentRunsAtEveryDoor"}},
 	"server.max_auth_failures":                       {httpguard.DefaultFailureLimit.Max, []string{"internal/httpguard:TestWrongTokensSlowed", "internal/httpguard:TestWrongTokensWindowEnds"}},
 	"server.request_timeout":                         {config.DefaultRequestTimeout, []string{"examples/daemon:TestExecuteUpstreamStatuses"}},
 	"server.body_timeout":                            {config.DefaultBodyTimeout, []string{"examples/daemon:TestSlowBodyTimesOut", "mcpserver:TestHTTPSlowBodyTimesOut", "a2a:TestSlowBodyTimesOut"}},
