@@ -123,7 +123,7 @@ var boundGuards = map[string]guard{
 	"approval.timeout": {approval.DefaultTimeout, []string{"approval:TestPromptAllowDenyExpire"}},
 	"Approval / arguments in `ApprovalRequested`":                                                  {nil, []string{"approval:TestArgumentsPreview"}},
 	"Approval / pending approvals per `ApprovalPending` event":                                     {nil, []string{"approval:TestPendingSyncRepliesBounded"}},
-	"Approval / a write of `approvals.json` waiting for another process's (`approvals.json.lock`)": {nil, nil},
+	"Approval / a write of `approvals.json` waiting for another process's (`approvals.json.lock`)": {nil, []string{"approval:TestRememberWaitsForTheLockAtMost10s"}},
 
 	// Webhooks, per webhook
 	"webhooks[].queue_size":       {egress.DefaultQueueSize, []string{"egress:TestFloodBoundedAndCounted"}},
