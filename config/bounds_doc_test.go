@@ -144,8 +144,8 @@ var boundGuards = map[string]guard{
 	"cluster.max_nodes":                                              {cluster.DefaultMaxNodes, []string{"cluster:TestUntrackedExecutorDiesCallerFails"}},
 	"Lattice and cluster / a task and its answer":                    {nil, []string{"cluster:TestTaskAndAnswerWithinMaxPayload"}},
 	"Lattice and cluster / cancels of not-yet-seen tasks remembered": {nil, []string{"cluster:TestCancelsOfUnseenTasksBounded"}},
-	"Lattice and cluster / tasks waiting for a worker":               {nil, nil},
-	"Lattice and cluster / other cluster subscriptions":              {nil, nil},
+	"Lattice and cluster / tasks waiting for a worker":               {nil, []string{"cluster:TestTaskQueueBounded"}},
+	"Lattice and cluster / other cluster subscriptions":              {nil, []string{"cluster:TestClusterSubscriptionsPendingLimits"}},
 }
 
 // readBounds parses the tables of docs/bounds.md. The area of a row is its
