@@ -137,7 +137,7 @@ var boundGuards = map[string]guard{
 
 	// Lattice and cluster
 	"Lattice and cluster / events buffered per subscriber":           {lattice.DefaultBuffer, []string{"lattice:TestSlowSubscriberMissesWithoutBlockingOthers"}},
-	"lattice.reconnect_buffer_bytes":                                 {int64(config.DefaultReconnectBuffer), []string{"lattice/nats:TestOutageIsCountedAsMissed"}},
+	"lattice.reconnect_buffer_bytes":                                 {int64(config.DefaultReconnectBuffer), []string{"lattice/nats:TestOutageIsCountedAsMissed", "config:TestReconnectBufferBytesReachesTheClient"}},
 	"cluster.max_concurrent_runs":                                    {cluster.DefaultMaxConcurrentRuns, []string{"cluster:TestConcurrentRunsBound", "cluster:TestTaskFlood"}},
 	"cluster.accept_timeout":                                         {cluster.DefaultAcceptTimeout, []string{"cluster:TestAcceptTimeout"}},
 	"cluster.max_announce_bytes":                                     {int64(cluster.DefaultMaxAnnounceBytes), []string{"cluster:TestAnnouncementWithinMaxAnnounceBytes"}},
