@@ -70,7 +70,7 @@ var boundGuards = map[string]guard{
 	"Event stream / events buffered per client":      {nil, []string{"httpapi:TestEventStreamBufferBound", "examples/daemon:TestEventStreamLagged"}},
 	"Event stream / a connection that stays blocked": {httpguard.DefaultWriteTimeout, []string{"examples/daemon:TestNonReadersFreedWithinTwoWriteTimeouts"}},
 	"Event stream / streams open at once":            {nil, []string{"httpapi:TestEventStreamMaxStreams"}},
-	"Event stream / history in the ready frame":      {httpapi.DefaultHistoryEvents, []string{"lattice:TestHistoryKeepsTheLatestInOrder"}},
+	"Event stream / history in the ready frame":      {httpapi.DefaultHistoryEvents, []string{"httpapi:TestReadyFrameHistoryBounded", "lattice:TestHistoryKeepsTheLatestInOrder"}},
 
 	// Agent runs
 	"agents[].max_iterations":                            {agent.DefaultMaxIterations, []string{".:TestMaxIterations"}},

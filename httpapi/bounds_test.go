@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -189,5 +191,88 @@ func TestEventStreamMaxStreams(t *testing.T) {
 	}
 	if f := readFrame(t, ctx, conns[0]); f.Kind != "ready" {
 		t.Fatalf("stream after one closed: %+v", f)
+	}
+}
+
+// Guards: bound "history in the ready frame" (the last 500 events,
+// payloads over 16 KiB as {"truncated":true,"bytes":N}; docs/bounds.md,
+// event stream). After 600 events, the last with a 20 KiB payload and one
+// of exactly 16 KiB before it, a new stream's ready frame holds events 101
+// to 600 in order, the 16 KiB one whole and the 20 KiB one as a stub
+// naming its size.
+func TestReadyFrameHistoryBounded(t *testing.T) {
+	srv, m, e := serveAPI(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n, kept = 600, 500
+	exact := `{"pad":"` + strings.Repeat("p", 16<<10-len(`{"pad":""}`)) + `"}` // 16 KiB
+	big := `{"pad":"` + strings.Repeat("p", 20<<10) + `"}`
+	publish := func(i int) {
+		t.Helper()
+		payload := []byte(`{"i":` + strconv.Itoa(i) + `}`)
+		switch i {
+		case n - 2:
+			payload = []byte(exact)
+		case n - 1:
+			payload = []byte(big)
+		}
+		ev := lattice.Event{ID: lattice.NewID(time.Now()), Type: "E" + strconv.Itoa(i), ProducedBy: "test", Timestamp: time.Now().Unix(), Payload: payload}
+		if err := e.Bus().Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The history takes events on its own subscription, buffered for 500:
+	// publish 100, wait until it has them all, then 500 more.
+	waitLast := func(i int) {
+		t.Helper()
+		for {
+			if h := m.hist.Snapshot(); len(h) > 0 && h[len(h)-1].Type == "E"+strconv.Itoa(i) {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the history did not take event %d", i)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for i := range n - kept {
+		publish(i)
+	}
+	waitLast(n - kept - 1)
+	for i := n - kept; i < n; i++ {
+		publish(i)
+	}
+	waitLast(n - 1)
+	conn := dialStream(t, ctx, srv)
+	conn.SetReadLimit(16 << 20)
+	_, data, err := conn.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready struct {
+		Kind    string          `json:"kind"`
+		History []lattice.Event `json:"history"`
+	}
+	if err := json.Unmarshal(data, &ready); err != nil || ready.Kind != "ready" {
+		t.Fatalf("ready frame: %v %.200s", err, data)
+	}
+	if len(ready.History) != kept {
+		t.Fatalf("%d events in the ready frame's history, want %d", len(ready.History), kept)
+	}
+	for i, ev := range ready.History {
+		if want := "E" + strconv.Itoa(n-kept+i); ev.Type != want {
+			t.Fatalf("history[%d] is %s, want %s (the latest %d, oldest first)", i, ev.Type, want, kept)
+		}
+	}
+	if got := string(ready.History[kept-2].Payload); got != exact {
+		t.Errorf("a 16 KiB payload in the history: %d bytes, want it whole (%d)", len(got), len(exact))
+	}
+	var stub struct {
+		Truncated bool `json:"truncated"`
+		Bytes     int  `json:"bytes"`
+		Pad       *string
+	}
+	if err := json.Unmarshal(ready.History[kept-1].Payload, &stub); err != nil || !stub.Truncated || stub.Bytes != len(big) || stub.Pad != nil {
+		t.Errorf("a 20 KiB payload in the history: %.100s, want {\"truncated\":true,\"bytes\":%d}", ready.History[kept-1].Payload, len(big))
 	}
 }
