@@ -100,3 +100,31 @@ func refused10(err error, text string) bool {
 	var e *a2a1.Error
 	return errors.Is(err, a2a1.ErrServerError) && errors.As(err, &e) && strings.Contains(fmt.Sprint(e.Message, e.Details), text)
 }
+
+// Guards: bound "`ListTasks` page" (50, at most 100; docs/bounds.md, A2A
+// server). With 120 tasks stored, the a2a-go/v2 client's ListTasks without
+// a pageSize gets 50 and a next page token, with pageSize 100 gets 100,
+// and pageSize 101 is refused with INVALID_PARAMS naming the range.
+func TestListTasksPageBound(t *testing.T) {
+	f := newFixture(t, a2a.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, _, _ := f.v1Client(t, f.srv.URL, a2a1.TransportProtocolJSONRPC)
+	const stored = 120
+	for i := range stored {
+		v1Send(t, c, v1Message(fmt.Sprintf("task %d", i), nil))
+	}
+	list, err := c.ListTasks(ctx, &a2a1.ListTasksRequest{})
+	must(t, err)
+	if len(list.Tasks) != 50 || list.TotalSize != stored || list.NextPageToken == "" {
+		t.Fatalf("ListTasks with no pageSize: %d tasks of %d, next %q; want a page of 50", len(list.Tasks), list.TotalSize, list.NextPageToken)
+	}
+	list, err = c.ListTasks(ctx, &a2a1.ListTasksRequest{PageSize: 100})
+	must(t, err)
+	if len(list.Tasks) != 100 || list.NextPageToken == "" {
+		t.Fatalf("ListTasks pageSize 100: %d tasks, next %q", len(list.Tasks), list.NextPageToken)
+	}
+	if _, err := c.ListTasks(ctx, &a2a1.ListTasksRequest{PageSize: 101}); !errors.Is(err, a2a1.ErrInvalidParams) || !strings.Contains(err.Error(), "out of range 1..100") {
+		t.Fatalf("ListTasks pageSize 101: %v, want INVALID_PARAMS naming 1..100", err)
+	}
+}

@@ -110,7 +110,7 @@ var boundGuards = map[string]guard{
 	"a2a.max_store_bytes":           {int64(a2a.DefaultMaxStoreBytes), []string{"a2a:TestStoreByteBound"}},
 	"a2a.max_body_bytes":            {int64(a2a.DefaultMaxBodyBytes), []string{"a2a:TestJSONRPCBodyLimit"}},
 	"a2a.max_background_tasks":      {a2a.DefaultMaxBackgroundTasks, []string{"a2a:TestMaxBackgroundTasks"}},
-	"A2A server / `ListTasks` page": {nil, []string{"a2a:TestV1WireErrors"}},
+	"A2A server / `ListTasks` page": {nil, []string{"a2a:TestListTasksPageBound", "a2a:TestV1WireErrors"}},
 
 	// A2A client, per remote agent
 	"a2a_agents[].max_response_bytes": {int64(a2aremote.DefaultMaxResponseBytes), []string{"a2aremote:TestBounds"}},
