@@ -61,7 +61,7 @@ type guard struct {
 var boundGuards = map[string]guard{
 	// Every door (HTTP)
 	"server.max_concurrent_runs":                     {axocoatl.DefaultMaxRuns, []string{".:TestMaxRunsRefusesBeyond", "examples/daemon:TestMaxConcurrentRunsAtEveryDoor"}},
-	"server.max_auth_failures":                       {httpguard.DefaultFailureLimit.Max, []string{"internal/httpguard:TestWrongTokensSlowed", "internal/httpguard:TestWrongTokensWindowEnds"}},
+	"server.max_auth_failures":                       {httpguard.DefaultFailureLimit.Max, []string{"internal/httpguard:TestWrongTokensSlowed", "internal/httpguard:TestWrongTokensWindowEnds", "examples/daemon:TestMaxAuthFailuresKey"}},
 	"server.request_timeout":                         {config.DefaultRequestTimeout, []string{"examples/daemon:TestExecuteUpstreamStatuses"}},
 	"server.body_timeout":                            {config.DefaultBodyTimeout, []string{"examples/daemon:TestSlowBodyTimesOut", "mcpserver:TestHTTPSlowBodyTimesOut", "a2a:TestSlowBodyTimesOut"}},
 	"server.write_timeout":                           {httpguard.DefaultWriteTimeout, []string{"internal/httpguard:TestWriteDeadline", "examples/daemon:TestNonReadersFreedWithinTwoWriteTimeouts"}},

@@ -110,3 +110,37 @@ func (td *testDaemon) startHeldRun(t *testing.T) (wait func() response) {
 	}
 	return func() response { return <-done }
 }
+
+// Guards: bound server.max_auth_failures (docs/bounds.md), from the key to
+// every door's guard (internal/httpguard's tests check the window itself).
+// At max_auth_failures 3, a client's three wrong tokens get 401 and then
+// even the right token gets 429 with Retry-After, on the API and on /mcp
+// alike; at -1 (no bound) twenty wrong tokens all get 401 and the right
+// one is served.
+func TestMaxAuthFailuresKey(t *testing.T) {
+	const token = "tok-0123456789abcdef"
+	for _, tc := range []struct {
+		limit, wrong int
+	}{{3, 3}, {-1, 20}} {
+		t.Run(fmt.Sprint(tc.limit), func(t *testing.T) {
+			td := startDaemon(t, fmt.Sprintf("server:\n  api_token: %s\n  max_auth_failures: %d\nagents:\n  - id: assistant\n    provider: echo\n", token, tc.limit), nil)
+			for i := range tc.wrong {
+				if r := td.do(t, "GET", "/api/agents", "", "Authorization", "Bearer wrong-"+fmt.Sprint(i)); r.status != http.StatusUnauthorized {
+					t.Fatalf("wrong token %d: %d %s, want 401", i+1, r.status, r.body)
+				}
+			}
+			if tc.limit < 0 {
+				if r := td.do(t, "GET", "/api/agents", "", "Authorization", "Bearer "+token); r.status != http.StatusOK {
+					t.Fatalf("the right token after %d wrong ones, no bound: %d", tc.wrong, r.status)
+				}
+				return
+			}
+			for _, path := range []string{"/api/agents", "/mcp"} {
+				r := td.do(t, "GET", path, "", "Authorization", "Bearer "+token)
+				if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
+					t.Fatalf("%s with the right token after %d wrong ones: %d Retry-After %q, want 429", path, tc.wrong, r.status, r.header.Get("Retry-After"))
+				}
+			}
+		})
+	}
+}
