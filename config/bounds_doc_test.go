@@ -17,6 +17,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/agent/provider/anthropic"
+	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/config"
@@ -77,7 +78,7 @@ var boundGuards = map[string]guard{
 	"agents[].timeout":                                   {agent.DefaultTimeout, []string{".:TestTimeoutAndCloseCancelRuns"}},
 	"agents[].max_tool_calls_per_turn":                   {agent.DefaultMaxToolCallsPerTurn, []string{"agent:TestToolCallsPerTurnBounded", "agent:TestToolCallsFloodFailsRun"}},
 	"agents[].max_parallel_tool_calls":                   {agent.DefaultMaxParallelToolCalls, []string{"agent:TestToolCallsPerTurnBounded"}},
-	"Agent runs / tool definitions in one model request": {nil, []string{"agent:TestToolDefinitionLimit"}},
+	"Agent runs / tool definitions in one model request": {openai.MaxTools, []string{"agent:TestToolDefinitionLimit"}},
 
 	// Providers
 	"providers.<kind>.timeout":     {provider.DefaultTimeout, []string{"agent/provider/builtin:TestProviderFailures"}},
@@ -106,7 +107,7 @@ var boundGuards = map[string]guard{
 
 	// A2A server
 	"a2a.max_tasks":                 {a2a.DefaultMaxTasks, []string{"a2a:TestStoreCountBound"}},
-	"a2a.task_ttl":                  {a2a.DefaultTaskTTL, []string{"a2a:TestStoreTTL"}},
+	"a2a.task_ttl":                  {a2a.DefaultTaskTTL, []string{"a2a:TestStoreTTL", "a2a:TestStoreTTLSweepsUnreadTasks"}},
 	"a2a.max_store_bytes":           {int64(a2a.DefaultMaxStoreBytes), []string{"a2a:TestStoreByteBound"}},
 	"a2a.max_body_bytes":            {int64(a2a.DefaultMaxBodyBytes), []string{"a2a:TestJSONRPCBodyLimit"}},
 	"a2a.max_background_tasks":      {a2a.DefaultMaxBackgroundTasks, []string{"a2a:TestMaxBackgroundTasks"}},
@@ -121,7 +122,7 @@ var boundGuards = map[string]guard{
 
 	// Approval
 	"approval.timeout": {approval.DefaultTimeout, []string{"approval:TestPromptAllowDenyExpire"}},
-	"Approval / arguments in `ApprovalRequested`":                                                  {nil, []string{"approval:TestArgumentsPreview"}},
+	"Approval / arguments in `ApprovalRequested`":                                                  {int64(approval.MaxArgumentsPreview), []string{"approval:TestArgumentsPreview"}},
 	"Approval / pending approvals per `ApprovalPending` event":                                     {nil, []string{"approval:TestPendingSyncRepliesBounded"}},
 	"Approval / a write of `approvals.json` waiting for another process's (`approvals.json.lock`)": {nil, []string{"approval:TestRememberWaitsForTheLockAtMost10s"}},
 
