@@ -100,7 +100,7 @@ var boundGuards = map[string]guard{
 	"mcp_servers[].max_list_pages":                                {mcpclient.DefaultMaxListPages, []string{"mcpclient:TestEndlessPages"}},
 	"mcp_servers[].max_list_bytes":                                {int64(mcpclient.DefaultMaxListBytes), []string{"mcpclient:TestListBytesBound", "mcpclient:TestRefusedListingIsFreed"}},
 	"MCP client / one message (stdio line, HTTP body, SSE event)": {nil, []string{"mcpclient:TestFrameLimitIsPerEvent", "mcpclient:TestHTTPEndlessAnswerIsCut"}},
-	"mcp_servers[].timeout":                                       {mcpclient.DefaultTimeout, []string{"mcpclient:TestCallDeadlines"}},
+	"mcp_servers[].timeout":                                       {mcpclient.DefaultTimeout, []string{"mcpclient:TestInProcess", "mcpclient:TestCallDeadlines"}},
 	"mcp_servers[].keep_alive":                                    {mcpclient.DefaultKeepAlive, []string{"mcpclient:TestKeepAliveReplacesHungServer", "mcpclient:TestKeepAliveReplacesHung2026Server"}},
 	"MCP client / `list_changed` re-lists":                        {nil, []string{"mcpclient:TestListChangedFlood"}},
 	"MCP client / a child's stderr":                               {nil, []string{"mcpclient:TestStderrFlood", "mcpclient:TestStderrCutKeepsSecrets"}},
