@@ -133,7 +133,7 @@ var boundGuards = map[string]guard{
 	"webhooks[].max_attempts":     {egress.DefaultMaxAttempts, []string{"egress:TestDeadLetterRetriedThroughAPI"}},
 	"webhooks[].max_dead_letters": {egress.DefaultMaxDeadLetters, []string{"egress:TestDeadLettersBounded"}},
 	"webhooks[].backoff_max":      {egress.DefaultBackoffMax, []string{"egress:TestRetryAfterHonouredAndCapped"}},
-	"Webhooks / events buffered between the lattice and the queues": {egress.SubscribeBuffer, []string{"egress:TestLatticeLossesCounted"}},
+	"Webhooks / events buffered between the lattice and the queues": {egress.SubscribeBuffer, []string{"egress:TestLatticeBufferBound", "egress:TestLatticeLossesCounted"}},
 	"Webhooks / one delivery on NATS":                               {int64(egress.DefaultMaxMsgSize), []string{"egress:TestJetStreamDeliveryOverMaxMsgSizeDropped"}},
 
 	// Lattice and cluster
