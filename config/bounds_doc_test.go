@@ -377,3 +377,46 @@ func checkGuardTest(name string) error {
 	}
 	return fmt.Errorf("no test %s in %s", fn, dir)
 }
+
+// Every document that tables a key with its default (docs/configuration.md,
+// docs/a2a.md, docs/webhooks.md, …) states the default the bounds table
+// and the code have: each single-key row whose key is a bound with a
+// default in code is checked against it.
+func TestDocsDefaultsMatchBounds(t *testing.T) {
+	files, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, file := range append(files, "../README.md") {
+		if filepath.Base(file) == "bounds.md" {
+			continue // TestBoundsTableIsGuarded
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			cells := strings.Split(strings.Trim(line, "|"), "|")
+			if !strings.HasPrefix(line, "| `") || len(cells) < 3 {
+				continue
+			}
+			key := strings.TrimSpace(cells[0])
+			if strings.Count(key, "`") != 2 || strings.Contains(key, ",") {
+				continue // several keys in one row, or not a key
+			}
+			g, ok := boundGuards[strings.Trim(key, "`")]
+			if !ok || g.def == nil {
+				continue
+			}
+			checked++
+			if err := sameDefault(strings.TrimSpace(cells[1]), g.def); err != nil {
+				t.Errorf("%s:%d: %s: default %q: %v", strings.TrimPrefix(file, "../"), i+1, key, strings.TrimSpace(cells[1]), err)
+			}
+		}
+	}
+	if checked < 30 {
+		t.Fatalf("checked %d rows of the docs: their key tables' format changed?", checked)
+	}
+	t.Logf("%d defaults stated in the docs match the code", checked)
+}
