@@ -14,40 +14,35 @@ import (
 
 // Guards: bound mcp_server.session_timeout (docs/bounds.md, MCP server). A
 // 2025-11-25 session of the go-sdk client that sends no request for
-// SessionTimeout (here 300ms) is closed by the server: its server session
+// SessionTimeout (here 1s) is closed by the server: its server session
 // ends (the signal waited on, within a generous bound), not before the
 // timeout has passed since its last request began, and the client's
 // session id is no longer served (404; its next call fails). Its hanging
 // GET stream does not keep it open: only requests do.
 func TestHTTPIdleSessionClosed(t *testing.T) {
-	const timeout = 300 * time.Millisecond
+	const timeout = time.Second
 	f := newFixture(t, mcpserver.Config{SessionTimeout: timeout})
 	ts := serveHTTP(t, f)
 	url := ts.URL + "/mcp"
+	last := time.Now() // before the session's last request begins: its idle time counts from that request's end
 	cs := connectHTTP(t, url, nil, legacy)
 
 	var sessions []*mcp.ServerSession
 	for ss := range f.srv.MCP().Sessions() {
 		sessions = append(sessions, ss)
 	}
-	if len(sessions) != 1 {
+	switch len(sessions) {
+	case 0: // a loaded machine took the whole timeout to get here
+	case 1:
+		ended := make(chan struct{})
+		go func() { sessions[0].Wait(); close(ended) }()
+		select {
+		case <-ended:
+		case <-time.After(30 * time.Second): // a loaded machine, 30 times the timeout
+			t.Fatalf("an idle session still open 30s after its last request (session_timeout %v)", timeout)
+		}
+	default:
 		t.Fatalf("%d server sessions after one connect, want 1", len(sessions))
-	}
-	last := time.Now() // before the last request begins: the idle time counts from its end
-	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "agent_echo", Arguments: map[string]any{"input": "x"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := textOf(t, res); got != "x" {
-		t.Fatalf("call: %q", got)
-	}
-
-	ended := make(chan struct{})
-	go func() { sessions[0].Wait(); close(ended) }()
-	select {
-	case <-ended:
-	case <-time.After(30 * time.Second): // a loaded machine, 100 times the timeout
-		t.Fatalf("an idle session still open 30s after its last request (session_timeout %v)", timeout)
 	}
 	if idle := time.Since(last); idle < timeout {
 		t.Fatalf("session closed after %v idle, before its timeout %v", idle, timeout)
