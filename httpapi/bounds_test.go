@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,6 +154,7 @@ func TestEventStreamMaxStreams(t *testing.T) {
 	if firstErr != nil {
 		t.Fatalf("opening %d streams: %v", limit, firstErr)
 	}
+	t.Logf("%d streams open: %d goroutines in the process (both ends)", limit, runtime.NumGoroutine())
 
 	over := func() (*http.Response, error) {
 		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/events", nil)
