@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/approval"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -116,4 +119,37 @@ func TestPendingSyncRepliesBounded(t *testing.T) {
 		t.Fatalf("twenty syncs at once were answered with %d approvals: %d answers of %d, want 1 or 2", got, got/held, held)
 	}
 	t.Logf("twenty syncs at once: %d answer(s)", got/held)
+}
+
+// Guards: bound "approvals pending on other engines tracked" (10,000,
+// docs/bounds.md, approval). ApprovalPending answers from another holder
+// listing 10,100 approvals: 10,000 are listed, the other 100 are not
+// (counted, and logged with the limit), so what other Engines can make this
+// one keep stays bounded.
+func TestRemoteApprovalsTrackedBounded(t *testing.T) {
+	logs := &testutil.SyncBuffer{}
+	v := newEnv(t, approval.Config{}, axocoatl.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	now := time.Now().UTC()
+	const sent, tracked = 10100, 10000
+	for chunk := range sent / 100 { // 101 events, within the subscription's buffer
+		ps := make([]approval.PendingApproval, 100)
+		for i := range ps {
+			ps[i] = approval.PendingApproval{ApprovalID: fmt.Sprintf("remote-%d", chunk*100+i), AgentID: "a", Tool: "mcp__x__y", Holder: "elsewhere", RequestedAt: now, ExpiresAt: now.Add(time.Hour)}
+		}
+		ev, err := lattice.New(approval.EventPending, "approval", map[string]any{"holder": "elsewhere", "approvals": ps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.e.Bus().Publish(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the limit logged", func() bool { return strings.Contains(logs.String(), "too many approvals pending on other engines") })
+	eventually(t, "every answer taken", func() bool { return len(v.m.Pending()) >= tracked })
+	if n := len(v.m.Pending()); n != tracked {
+		t.Fatalf("%d approvals of other engines listed, want %d", n, tracked)
+	}
+	if !strings.Contains(logs.String(), "limit=10000") {
+		t.Fatalf("the log line does not name the limit:\n%.500s", logs.String())
+	}
 }

@@ -70,6 +70,7 @@ var boundGuards = map[string]guard{
 	"server.shutdown_grace":                          {config.DefaultShutdownGrace, []string{"examples/daemon:TestShutdownGraceBounded"}},
 	"Event stream / events buffered per client":      {nil, []string{"httpapi:TestEventStreamBufferBound", "examples/daemon:TestEventStreamLagged"}},
 	"Event stream / a connection that stays blocked": {httpguard.DefaultWriteTimeout, []string{"examples/daemon:TestNonReadersFreedWithinTwoWriteTimeouts"}},
+	"Event stream / one frame a client sends":        {nil, []string{"httpapi:TestEventStreamClientFrameBound"}},
 	"Event stream / streams open at once":            {nil, []string{"httpapi:TestEventStreamMaxStreams"}},
 	"Event stream / history in the ready frame":      {httpapi.DefaultHistoryEvents, []string{"httpapi:TestReadyFrameHistoryBounded", "lattice:TestHistoryKeepsTheLatestInOrder"}},
 
@@ -94,6 +95,8 @@ var boundGuards = map[string]guard{
 	"mcp_server.max_message_depth":   {mcpserver.DefaultMaxMessageDepth, []string{"mcpserver:TestMessageValuesAndDepthBounds"}},
 	"mcp_server.max_bytes_in_flight": {int64(mcpserver.DefaultMaxBytesInFlight), []string{"mcpserver:TestHTTPBytesInFlightBound", "mcpserver:TestHTTPListenBodiesWithinBytesInFlight"}},
 	"mcp_server.resume_buffer_bytes": {int64(mcpserver.DefaultResumeBufferBytes), []string{"mcpserver:TestResumeStoreBound", "mcpserver:TestHTTPResumeBufferBound"}},
+
+	"MCP server / `subscriptions/listen` requests open at once on one stdio session": {mcpserver.MaxStdioListens, []string{"mcpserver:TestStdioListensBounded"}},
 
 	// MCP client, per server
 	"mcp_servers[].max_tools":                                     {mcpclient.DefaultMaxTools, []string{"mcpclient:TestHundredThousandTools"}},
@@ -125,6 +128,8 @@ var boundGuards = map[string]guard{
 	"Approval / arguments in `ApprovalRequested`":                                                  {int64(approval.MaxArgumentsPreview), []string{"approval:TestArgumentsPreview"}},
 	"Approval / pending approvals per `ApprovalPending` event":                                     {nil, []string{"approval:TestPendingSyncRepliesBounded"}},
 	"Approval / a write of `approvals.json` waiting for another process's (`approvals.json.lock`)": {nil, []string{"approval:TestRememberWaitsForTheLockAtMost10s"}},
+
+	"Approval / approvals pending on other Engines tracked (from the lattice)": {nil, []string{"approval:TestRemoteApprovalsTrackedBounded"}},
 
 	// Webhooks, per webhook
 	"webhooks[].queue_size":       {egress.DefaultQueueSize, []string{"egress:TestFloodBoundedAndCounted"}},

@@ -278,3 +278,33 @@ func TestReadyFrameHistoryBounded(t *testing.T) {
 		t.Errorf("a 20 KiB payload in the history: %.100s, want {\"truncated\":true,\"bytes\":%d}", ready.History[kept-1].Payload, len(big))
 	}
 }
+
+// Guards: bound "one client frame" (64 KiB, docs/bounds.md, event stream).
+// A client's frame of 64 KiB is read (a bad command gets an error frame and
+// the stream goes on); one of a byte more closes the connection with 1009
+// (message too big) before the server holds it.
+func TestEventStreamClientFrameBound(t *testing.T) {
+	srv, _, _ := serveAPI(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := dialStream(t, ctx, srv)
+	if f := readFrame(t, ctx, conn); f.Kind != "ready" {
+		t.Fatalf("first frame %+v", f)
+	}
+	frame := func(size int) []byte {
+		return []byte(`{"cmd":"` + strings.Repeat("x", size-len(`{"cmd":""}`)) + `"}`)
+	}
+	if err := conn.Write(ctx, websocket.MessageText, frame(64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if f := readFrame(t, ctx, conn); f.Kind != "error" || f.Error == nil || f.Error.Code != "bad_request" {
+		t.Fatalf("a 64 KiB frame: %+v, want an error frame", f)
+	}
+	if err := conn.Write(ctx, websocket.MessageText, frame(64<<10+1)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := conn.Read(ctx)
+	if websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+		t.Fatalf("after a frame of 64 KiB + 1: %v, want the connection closed with 1009", err)
+	}
+}
