@@ -79,7 +79,7 @@ var boundGuards = map[string]guard{
 	"agents[].timeout":                                   {agent.DefaultTimeout, []string{".:TestTimeoutAndCloseCancelRuns"}},
 	"agents[].max_tool_calls_per_turn":                   {agent.DefaultMaxToolCallsPerTurn, []string{"agent:TestToolCallsPerTurnBounded", "agent:TestToolCallsFloodFailsRun"}},
 	"agents[].max_parallel_tool_calls":                   {agent.DefaultMaxParallelToolCalls, []string{"agent:TestToolCallsPerTurnBounded"}},
-	"Agent runs / tool definitions in one model request": {openai.MaxTools, []string{"agent:TestToolDefinitionLimit"}},
+	"Agent runs / tool definitions in one model request": {openai.MaxTools, []string{"agent:TestToolDefinitionLimit", "agent/provider/builtin:TestOpenAIToolDefinitionLimit"}},
 
 	// Providers
 	"providers.<kind>.timeout":     {provider.DefaultTimeout, []string{"agent/provider/builtin:TestProviderFailures"}},

@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 )
@@ -43,5 +45,46 @@ func TestProviderRetriesBounded(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Guards: bound "tool definitions in one model request" (128 for openai,
+// none stated for ollama; docs/bounds.md, agent runs) on the real
+// providers (agent's TestToolDefinitionLimit checks the run with a model
+// of its own). An agent offered 129 tools fails on openai before any
+// request reaches the server, asking to narrow tools:; with 128 it calls
+// the server; on ollama 129 go to the server.
+func TestOpenAIToolDefinitionLimit(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		tools int
+		fails bool
+	}{{provider.OpenAI, 129, true}, {provider.OpenAI, 128, false}, {provider.Ollama, 129, false}} {
+		t.Run(fmt.Sprintf("%s/%d", tc.kind, tc.tools), func(t *testing.T) {
+			var hits atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				writeJSON(w, 200, chatFinal)
+			}))
+			defer srv.Close()
+			h := newHarness(t, tc.kind, provider.Config{BaseURL: srv.URL + "/v1"}, agent.Spec{})
+			for i := range tc.tools {
+				if err := h.engine.RegisterTool(axocoatl.Tool{Name: fmt.Sprintf("t%d", i), Description: "a tool", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+					return axocoatl.ToolResult{Content: "ok"}, nil
+				}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := h.engine.Execute(context.Background(), "a", "hello")
+			if tc.fails {
+				if !errors.Is(err, agent.ErrTooManyTools) || !strings.Contains(err.Error(), "narrow `tools:`") || hits.Load() != 0 {
+					t.Fatalf("%d tools on %s: %v after %d requests, want ErrTooManyTools before any", tc.tools, tc.kind, err, hits.Load())
+				}
+				return
+			}
+			if err != nil || hits.Load() != 1 {
+				t.Fatalf("%d tools on %s: %v after %d requests, want one request answered", tc.tools, tc.kind, err, hits.Load())
+			}
+		})
 	}
 }
