@@ -213,6 +213,7 @@ func TestToolsAllowListErrorsAndConcurrency(t *testing.T) {
 	}
 }
 
+// Guards: bound agents[].max_iterations (docs/bounds.md).
 func TestMaxIterations(t *testing.T) {
 	e := newEngine(t)
 	must(t, e.RegisterTool(axocoatl.Tool{Name: "loop", Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
@@ -247,6 +248,7 @@ func (m blockingModel) Generate(ctx context.Context, _ *agent.Request) (*agent.R
 	return nil, ctx.Err()
 }
 
+// Guards: bound agents[].timeout (docs/bounds.md).
 func TestTimeoutAndCloseCancelRuns(t *testing.T) {
 	e := newEngine(t)
 	must(t, e.AddAgent(agent.Spec{ID: "slow", Timeout: 50 * time.Millisecond}, blockingModel{make(chan struct{})}))
@@ -496,6 +498,8 @@ func (m gatedModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Resp
 
 // Past MaxRuns tasks in flight a new one is refused at once with ErrBusy
 // (and publishes nothing); once a run ends there is room again.
+//
+// Guards: bound server.max_concurrent_runs (docs/bounds.md).
 func TestMaxRunsRefusesBeyond(t *testing.T) {
 	e := axocoatl.New(axocoatl.Options{MaxRuns: 2})
 	t.Cleanup(func() { e.Close(context.Background()) })

@@ -17,6 +17,7 @@ func storedTask(s *taskStore, id string, size int64, finished bool) *task {
 	return t
 }
 
+// Guards: bound a2a.max_tasks (docs/bounds.md).
 func TestStoreCountBound(t *testing.T) {
 	s := newTaskStore(3, time.Hour, 1<<30)
 	running := storedTask(s, "running", 1, false)
@@ -32,6 +33,7 @@ func TestStoreCountBound(t *testing.T) {
 	}
 }
 
+// Guards: bound a2a.task_ttl (docs/bounds.md).
 func TestStoreTTL(t *testing.T) {
 	s := newTaskStore(100, 20*time.Millisecond, 1<<30)
 	storedTask(s, "old", 1, true)
@@ -45,6 +47,7 @@ func TestStoreTTL(t *testing.T) {
 	}
 }
 
+// Guards: bound a2a.max_store_bytes (docs/bounds.md).
 func TestStoreByteBound(t *testing.T) {
 	s := newTaskStore(100, time.Hour, 100)
 	storedTask(s, "a", 60, true)

@@ -41,6 +41,8 @@ const v1SendBody = `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"t
 
 // Bad 1.0 input gets a precise error, on JSON-RPC (code, the detail in the
 // message, the reason in data) and on REST (status, reason, message).
+//
+// Guards: bound "`ListTasks` page" (a2a server) (docs/bounds.md).
 func TestV1WireErrors(t *testing.T) {
 	f := newFixture(t, a2a.Config{MaxBodyBytes: 64 << 10})
 	rpcCases := []struct {

@@ -163,6 +163,7 @@ func TestJSONRPCVersionHeader(t *testing.T) {
 	}
 }
 
+// Guards: bound a2a.max_body_bytes (docs/bounds.md).
 func TestJSONRPCBodyLimit(t *testing.T) {
 	f := newFixture(t, a2a.Config{})
 	big := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m","role":"user","parts":[{"kind":"text","text":"` +
@@ -365,6 +366,8 @@ func TestStreamKeepAlive(t *testing.T) {
 // A client sending its body too slowly gets its answer when BodyTimeout
 // ends, on every route it serves: refused for a missing token as
 // well as read and refused as malformed.
+//
+// Guards: bound server.body_timeout (docs/bounds.md).
 func TestSlowBodyTimesOut(t *testing.T) {
 	f := newFixture(t, a2a.Config{}, axocoatl.HTTPOptions{BodyTimeout: 200 * time.Millisecond, APIToken: secret.Secret("tok")})
 	for _, tc := range []struct {

@@ -109,6 +109,8 @@ func TestCancelledRunCancelsRemoteTask(t *testing.T) {
 
 // A call that outlives the agent's timeout fails with ErrTimeout, and the
 // remote task is cancelled.
+//
+// Guards: bound a2a_agents[].timeout (docs/bounds.md).
 func TestTimeoutCancelsRemoteTask(t *testing.T) {
 	for _, g := range generations {
 		t.Run(g.name, func(t *testing.T) {
@@ -427,6 +429,10 @@ func TestStopCancelsCallInFlight(t *testing.T) {
 // The bounds: text into the model (max_output_bytes, cut with a note), one
 // HTTP response (max_response_bytes, a precise error), calls in flight
 // (max_concurrent: the next waits for a slot within its timeout).
+//
+// Guards: bound a2a_agents[].max_response_bytes, bound
+// a2a_agents[].max_output_bytes, bound a2a_agents[].max_concurrent
+// (docs/bounds.md).
 func TestBounds(t *testing.T) {
 	peer := serveV1(t, answer)
 	long := strings.Repeat("é", 3000) // 6000 bytes
@@ -521,6 +527,8 @@ func TestConnectionsReused(t *testing.T) {
 // Check (the doctor probe) reads a card of either generation and says which
 // one a call will speak; a card that is not one, or names no interface, is
 // a precise error.
+//
+// Guards: bound "the card" (a2a client) (docs/bounds.md).
 func TestCheck(t *testing.T) {
 	for _, g := range generations {
 		t.Run(g.name, func(t *testing.T) {

@@ -61,6 +61,9 @@ func (b *countingBox) ToolCallsRefused(n int) { b.refused.Add(int64(n)) }
 
 // A turn over max_tool_calls_per_turn runs the first 32 calls, at most 8 at
 // once; each extra call is answered to the model as refused, and counted.
+//
+// Guards: bound agents[].max_tool_calls_per_turn, bound
+// agents[].max_parallel_tool_calls (docs/bounds.md).
 func TestToolCallsPerTurnBounded(t *testing.T) {
 	m := &callsModel{n: 40}
 	box := &countingBox{}
@@ -95,6 +98,8 @@ func TestToolCallsPerTurnBounded(t *testing.T) {
 }
 
 // A turn far over the bound fails the run before any call.
+//
+// Guards: bound agents[].max_tool_calls_per_turn (docs/bounds.md).
 func TestToolCallsFloodFailsRun(t *testing.T) {
 	box := &countingBox{}
 	_, err := Run(context.Background(), Spec{ID: "a", MaxToolCallsPerTurn: 4}, &callsModel{n: 33}, box, "go")
@@ -108,6 +113,8 @@ func TestToolCallsFloodFailsRun(t *testing.T) {
 
 // More tools than the model's service accepts fail the run before the
 // first model call, with a message to narrow tools:; never a silent cut.
+//
+// Guards: bound "tool definitions in one model request" (agent runs) (docs/bounds.md).
 func TestToolDefinitionLimit(t *testing.T) {
 	box := &countingBox{defs: make([]ToolDef, 129)}
 	m := limitedModel{&callsModel{limit: 128}}

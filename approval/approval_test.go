@@ -53,6 +53,8 @@ func wait(t *testing.T, ch <-chan runResult) runResult {
 // through mcpclient) under "prompt": nothing runs while pending; allow runs
 // it once; deny never runs it and the model is told; an unanswered request
 // expires and never runs.
+//
+// Guards: bound approval.timeout (docs/bounds.md).
 func TestPromptAllowDenyExpire(t *testing.T) {
 	peer := newOpenAIPeer(t)
 	v := newEnv(t, approval.Config{Timeout: 2 * time.Second}, axocoatl.Options{})
@@ -574,6 +576,8 @@ func TestRoutesErrors(t *testing.T) {
 }
 
 // Arguments in the request are cut to 2 KiB on a UTF-8 boundary.
+//
+// Guards: bound "arguments in `ApprovalRequested`" (approval) (docs/bounds.md).
 func TestArgumentsPreview(t *testing.T) {
 	v := newEnv(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{})
 	var rec recorder

@@ -335,7 +335,7 @@ func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 		m.subj + ".cancel":   m.onCancel,
 		m.inbox + ".*":       m.onReply,
 	} {
-		// NATS's default pending limits (65,536 messages, 64 MiB per
+		// NATS's default pending limits (500,000 messages, 64 MiB per
 		// subscription) bound what a flood can queue here; each handler
 		// returns at once.
 		s, err := m.nc.Subscribe(subject, h)

@@ -364,6 +364,8 @@ func TestOneExecutorPerTask(t *testing.T) {
 
 // Beyond max_concurrent_runs a daemon refuses a task for another: the
 // caller gets ErrUnavailable naming the bound, at once.
+//
+// Guards: bound cluster.max_concurrent_runs (docs/bounds.md).
 func TestConcurrentRunsBound(t *testing.T) {
 	ns := startNATS(t, -1)
 	slow := newBlocking()

@@ -37,3 +37,12 @@ func ReadConversation(b []byte) string {
 	r, _ := decodeReply(b)
 	return r.ConversationID
 }
+
+// Tombstones is how many cancels of tasks not yet seen are remembered, and
+// whether the one from from for taskID is among them.
+func (m *Module) Tombstones(from, taskID string) (n int, has bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, has = m.tombs[tombKey(from, taskID)]
+	return len(m.tombs), has
+}

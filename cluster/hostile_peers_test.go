@@ -192,6 +192,9 @@ func TestEarlyCancelOnlyForItsSender(t *testing.T) {
 // or one whose answer NATS dropped) must not wait forever when that daemon
 // dies: the run's keepalives stop and the caller fails the task with
 // ErrUnavailable within expire_after.
+//
+// Guards: bound cluster.max_nodes (docs/bounds.md): B, at max_nodes 1,
+// tracks the fake daemon and not A.
 func TestUntrackedExecutorDiesCallerFails(t *testing.T) {
 	ns := startNATS(t, -1)
 	cfgB := fast
@@ -268,6 +271,8 @@ func TestNodeNameCheckedAtStart(t *testing.T) {
 // sender would time out), its worker goroutines stay within
 // max_concurrent_runs + 1 and go back down, and a task from another daemon
 // runs afterwards.
+//
+// Guards: bound cluster.max_concurrent_runs (docs/bounds.md).
 func TestTaskFlood(t *testing.T) {
 	ns := startNATS(t, -1)
 	cfg := fast

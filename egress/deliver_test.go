@@ -111,6 +111,8 @@ func TestRetry503Then200(t *testing.T) {
 
 // 429 with Retry-After: 1 waits about a second (the backoff alone would
 // wait at most 20ms); Retry-After: 86400 is capped at BackoffMax.
+//
+// Guards: bound webhooks[].backoff_max (docs/bounds.md).
 func TestRetryAfterHonouredAndCapped(t *testing.T) {
 	for _, c := range []struct {
 		after    string
@@ -183,6 +185,8 @@ func TestNotRetried(t *testing.T) {
 
 // A receiver that hangs: the attempt ends at the per-attempt timeout, then
 // a retry succeeds.
+//
+// Guards: bound webhooks[].timeout (docs/bounds.md).
 func TestHangingReceiverTimesOut(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	rc := newReceiver(t, "", func(_ received, seen int) int {
@@ -214,6 +218,8 @@ func TestHangingReceiverTimesOut(t *testing.T) {
 // A delivery that exhausts its attempts is dead-lettered; retried through
 // the API, it arrives with its original delivery_id. Retrying it again
 // (now delivered) is a conflict; unknown ids and webhooks are 404.
+//
+// Guards: bound webhooks[].max_attempts (docs/bounds.md).
 func TestDeadLetterRetriedThroughAPI(t *testing.T) {
 	var up bool
 	var rc *receiver

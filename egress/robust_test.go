@@ -126,6 +126,8 @@ func TestChaosEveryEventAtLeastOnce(t *testing.T) {
 // QueueSize, Concurrency are in flight, every other delivery is dropped and
 // counted exactly (status, metric, log lines); memory and goroutines stay
 // bounded; a second, healthy webhook gets every one of its events.
+//
+// Guards: bound webhooks[].queue_size, bound webhooks[].concurrency (docs/bounds.md).
 func TestFloodBoundedAndCounted(t *testing.T) {
 	const total, every = 200000, 20
 	stuck := newReceiver(t, "", func(_ received, _ int) int { return -1 })
@@ -371,6 +373,8 @@ func (s missSub) Missed() uint64 { return s.Subscription.Missed() + s.extra.Load
 
 // Events the lattice dropped before egress took them are counted and
 // logged with their number, not silently lost.
+//
+// Guards: bound "events buffered between the lattice and the queues" (webhooks) (docs/bounds.md).
 func TestLatticeLossesCounted(t *testing.T) {
 	var extra atomic.Uint64
 	bus := lattice.NewMemory()
@@ -409,6 +413,8 @@ func TestLatticeLossesCounted(t *testing.T) {
 }
 
 // Dead letters are bounded: beyond MaxDeadLetters the oldest go, counted.
+//
+// Guards: bound webhooks[].max_dead_letters (docs/bounds.md).
 func TestDeadLettersBounded(t *testing.T) {
 	rc := newReceiver(t, "", func(received, int) int { return http.StatusGone })
 	h := start(t, Config{Webhooks: []Webhook{fast(Webhook{Name: "w", URL: rc.url(), MaxDeadLetters: 2, Concurrency: 1})}})

@@ -24,6 +24,8 @@ func mustEvent(t testing.TB, typ string, payload any) Event {
 
 // One publisher, eight subscribers, one stalled: the seven readers get every
 // event in order, the stalled one reports exactly what it missed.
+//
+// Guards: bound "events buffered per subscriber" (lattice and cluster) (docs/bounds.md).
 func TestSlowSubscriberMissesWithoutBlockingOthers(t *testing.T) {
 	bus := NewMemory()
 	defer bus.Close()

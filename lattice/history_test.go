@@ -8,6 +8,7 @@ import (
 	"time"
 )
 
+// Guards: bound "history in the ready frame" (event stream) (docs/bounds.md).
 func TestHistoryKeepsTheLatestInOrder(t *testing.T) {
 	bus := NewMemory()
 	defer bus.Close()

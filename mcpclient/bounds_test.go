@@ -113,6 +113,8 @@ func callGood(e *axocoatl.Engine, every time.Duration) (stop func() (ok, failed 
 // most max_list_pages pages: it is disconnected with an error naming the
 // bound, retried with backoff, and the heap stays flat; doctor's Check
 // says the same. The good server answers throughout.
+//
+// Guards: bound mcp_servers[].max_list_pages (docs/bounds.md).
 func TestEndlessPages(t *testing.T) {
 	hostile := helperServer("pages", "endless-pages")
 	hostile.Timeout = 60 * time.Second
@@ -183,6 +185,8 @@ func TestHundredThousandTools(t *testing.T) {
 // notifications are merged into at most one re-list per RelistInterval,
 // and an unchanged re-list registers nothing. The good server answers
 // throughout.
+//
+// Guards: bound "`list_changed` re-lists" (mcp client) (docs/bounds.md).
 func TestListChangedFlood(t *testing.T) {
 	hostile := helperServer("flood", "notify-flood")
 	hostile.Timeout = 20 * time.Second
@@ -233,6 +237,8 @@ func cpuLimit() float64 {
 // A server writing stderr without pause, at log level info (nothing logs
 // its lines), costs the daemon under 10 % of a core, and it keeps
 // answering calls.
+//
+// Guards: bound "a child's stderr" (mcp client) (docs/bounds.md).
 func TestStderrFlood(t *testing.T) {
 	hostile := helperServer("noisy", "stderr-flood")
 	hostile.Timeout = 20 * time.Second

@@ -16,6 +16,8 @@ import (
 
 // Each call ends at its own deadline, neither at the first one's nor
 // never; a call that ended in time is not touched later.
+//
+// Guards: bound mcp_servers[].timeout (docs/bounds.md).
 func TestCallDeadlines(t *testing.T) {
 	c := newCalls()
 	defer c.stop()

@@ -79,6 +79,8 @@ func check2026(t *testing.T, e *axocoatl.Engine, m *Module) {
 // A 2026-07-28 server that hangs (alive, reading, answering nothing) is
 // replaced: that era has no ping, so the module's own check, a tools/list
 // every keep_alive, finds it out after two unanswered listings.
+//
+// Guards: bound mcp_servers[].keep_alive (docs/bounds.md).
 func TestKeepAliveReplacesHung2026Server(t *testing.T) {
 	t.Run("no ttl", func(t *testing.T) { testKeepAliveReplacesHung2026Server(t, "hang-after-discover") })
 	// The go-sdk serves a 2026-07-28 tools/list from its cache while the

@@ -19,6 +19,8 @@ import (
 // event, without end) is cut at 16 MiB, as the SDK cuts a stdio frame: the
 // call fails at once instead of buffering the stream until the timeout, and
 // the server's other tools keep working after the reconnect.
+//
+// Guards: bound "one message (stdio line, HTTP body, SSE event)" (mcp client) (docs/bounds.md).
 func TestHTTPEndlessAnswerIsCut(t *testing.T) {
 	const limit = 16 << 20
 	for _, kind := range []string{"application/json", "text/event-stream"} {
@@ -92,6 +94,8 @@ func TestHTTPEndlessAnswerIsCut(t *testing.T) {
 
 // The cap is per message: a long-lived SSE stream of many small events
 // (LF or CRLF line ends) passes however long it gets.
+//
+// Guards: bound "one message (stdio line, HTTP body, SSE event)" (mcp client) (docs/bounds.md).
 func TestFrameLimitIsPerEvent(t *testing.T) {
 	for _, eol := range []string{"\n", "\r\n", "\r"} {
 		event := "event: message" + eol + "data: " + strings.Repeat("x", 64<<10) + eol + eol

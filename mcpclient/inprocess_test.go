@@ -128,6 +128,12 @@ func toolNamesOf(e *axocoatl.Engine) []string {
 	return names
 }
 
+// An in-process go-sdk server through the module: tools, results, errors,
+// a hung call, the allow-list.
+//
+// Guards: bound mcp_servers[].timeout (docs/bounds.md): the hung tool's
+// call ends at the server's timeout with ErrTimeout and is cancelled on
+// the server.
 func TestInProcess(t *testing.T) {
 	ts := newTestServer()
 	e, m := startModule(t, Config{Servers: []ServerConfig{{Name: "mem", Dial: ts.dial, Timeout: 500 * time.Millisecond}}}, nil)

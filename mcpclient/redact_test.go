@@ -92,6 +92,8 @@ func TestURLCredentialsRedacted(t *testing.T) {
 // A child's stderr line is cut for length: no piece of an env secret
 // survives the cut, neither the head of one cut at 512 bytes nor the tail
 // of one that straddles a flush of an over-long line.
+//
+// Guards: bound "a child's stderr" (mcp client) (docs/bounds.md).
 func TestStderrCutKeepsSecrets(t *testing.T) {
 	log, logs := debugLogger()
 	sc := helperServer("noisy", "long-stderr")

@@ -239,6 +239,8 @@ func TestStopDuringHungCall(t *testing.T) {
 // A server that stays alive but stops answering (pings included) is found
 // by the keep-alive, its session closed and a fresh child started, without
 // any tool call having to time out first.
+//
+// Guards: bound mcp_servers[].keep_alive (docs/bounds.md).
 func TestKeepAliveReplacesHungServer(t *testing.T) {
 	sc := helperServer("hung", "hang-after-init")
 	sc.KeepAlive = 200 * time.Millisecond // two missed pings: about 0.4–0.6 s

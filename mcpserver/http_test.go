@@ -194,6 +194,8 @@ func TestHTTPOriginAndHost(t *testing.T) {
 }
 
 // An oversized body is refused with 413 and the server keeps serving.
+//
+// Guards: bound mcp_server.max_message_bytes (docs/bounds.md).
 func TestHTTPBodyLimit(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{MaxMessageBytes: 1024})
 	ts := serveHTTP(t, f)
@@ -272,6 +274,8 @@ func TestHTTPBadRequests(t *testing.T) {
 // subscriptions/listen (a stream that holds a session while the client
 // keeps it); a stateless call holds none past its answer. Closing a
 // session makes room.
+//
+// Guards: bound mcp_server.max_sessions (docs/bounds.md).
 func TestHTTPMaxSessions(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{MaxSessions: 2})
 	ts := serveHTTP(t, f)
@@ -337,6 +341,8 @@ func TestHTTPMaxSessions(t *testing.T) {
 // ends: read and refused as malformed, or refused unread for its Origin or
 // because the server is closed (net/http drains an unread body before it
 // writes any answer, so that drain must be bounded too).
+//
+// Guards: bound server.body_timeout (docs/bounds.md).
 func TestHTTPSlowBodyTimesOut(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{}, axocoatl.HTTPOptions{BodyTimeout: 200 * time.Millisecond})
 	ts := serveHTTP(t, f)

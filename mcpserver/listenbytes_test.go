@@ -23,6 +23,8 @@ import (
 // within 4 times max_bytes_in_flight (a count of bytes, not a timing).
 // When a listen gave its room back once read, all 6 were open and held
 // 51 MiB (16 of them 142 MiB).
+//
+// Guards: bound mcp_server.max_bytes_in_flight (docs/bounds.md).
 func TestHTTPListenBodiesWithinBytesInFlight(t *testing.T) {
 	const listens, pad = 6, 3 << 20
 	const inFlight = 8 << 20

@@ -25,6 +25,8 @@ func heapInUse() uint64 {
 // heap after 200,000 streams stays within a few times the bound (the
 // go-sdk's MemoryEventStore, which counts event bytes only, kept every
 // stream of a session until it closed).
+//
+// Guards: bound mcp_server.resume_buffer_bytes (docs/bounds.md).
 func TestResumeStoreBound(t *testing.T) {
 	ctx := context.Background()
 	const bound = 1 << 20

@@ -248,6 +248,8 @@ func TestHTTPResumeAfterDroppedStream(t *testing.T) {
 // the stream of a call made many calls ago is dropped (resuming it gets
 // 400), while the last call's stream replays its answer, and the
 // session's GET stream still opens.
+//
+// Guards: bound mcp_server.resume_buffer_bytes (docs/bounds.md).
 func TestHTTPResumeBufferBound(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{ResumeBufferBytes: 16 << 10})
 	url := serveHTTP(t, f).URL + "/mcp"

@@ -67,6 +67,9 @@ func TestStdioGoSDKListenThenClose(t *testing.T) {
 // Each open subscriptions/listen holds a go-sdk goroutine until its client
 // ends it: a stdio client gets at most mcpserver.MaxStdioListens open at
 // once, the next one is refused with -32000, and ending one makes room.
+//
+// Guards: bound "`subscriptions/listen` requests open at once on one stdio
+// session" (mcp server) (docs/bounds.md).
 func TestStdioListensBounded(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{})
 	r := startRaw(t, f)

@@ -289,6 +289,8 @@ func TestEventStream(t *testing.T) {
 // A client that stops reading gets lagged frames whose counts, added to the
 // events it did get, are exactly what was published; the daemon's memory
 // does not grow with the backlog.
+//
+// Guards: bound "events buffered per client" (event stream) (docs/bounds.md).
 func TestEventStreamLagged(t *testing.T) {
 	td := startDaemon(t, "", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -430,6 +432,7 @@ func openAIServer(t *testing.T, delay time.Duration, status int) *httptest.Serve
 	return srv
 }
 
+// Guards: bound server.request_timeout (docs/bounds.md).
 func TestExecuteUpstreamStatuses(t *testing.T) {
 	broken := openAIServer(t, 0, http.StatusInternalServerError)
 	slow := openAIServer(t, time.Second, http.StatusOK)
@@ -506,6 +509,8 @@ func TestRefusesPublicAddrWithoutToken(t *testing.T) {
 
 // A run longer than server.shutdown_grace is cut off when the grace ends:
 // shutdown stays bounded, the exit code says so, the client gets an answer.
+//
+// Guards: bound server.shutdown_grace (docs/bounds.md).
 func TestShutdownGraceBounded(t *testing.T) {
 	td := slowDaemon(t, 5*time.Second, "  shutdown_grace: 300ms\n")
 	wait := td.startSlowRun(t)
@@ -553,6 +558,8 @@ func TestRunOutlivesBodyTimeout(t *testing.T) {
 
 // A client that sends its body too slowly is answered when
 // server.body_timeout ends, instead of holding the handler.
+//
+// Guards: bound server.body_timeout (docs/bounds.md).
 func TestSlowBodyTimesOut(t *testing.T) {
 	td := startDaemon(t, "server:\n  body_timeout: 200ms\nagents:\n  - id: assistant\n", nil)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(td.url, "http://"))

@@ -130,6 +130,8 @@ func TestHostCheck(t *testing.T) {
 // (429 with Retry-After, the right token included, so guessing gains
 // nothing) and logged once; another client with the right token is
 // answered at once; a client sending no token is not counted.
+//
+// Guards: bound server.max_auth_failures (docs/bounds.md).
 func TestWrongTokensSlowed(t *testing.T) {
 	var logs bytes.Buffer
 	const token = "0123456789abcdef"
@@ -180,6 +182,8 @@ func TestWrongTokensSlowed(t *testing.T) {
 }
 
 // The window ends: the client is answered again.
+//
+// Guards: bound server.max_auth_failures (docs/bounds.md).
 func TestWrongTokensWindowEnds(t *testing.T) {
 	g, _ := New(Options{Token: secret.Secret("0123456789abcdef"), Failures: FailureLimit{Max: 2, Window: 100 * time.Millisecond}})
 	do := func(tok string) int {
@@ -199,6 +203,7 @@ func TestWrongTokensWindowEnds(t *testing.T) {
 	}
 }
 
+// Guards: bound "a request body" (every door) (docs/bounds.md).
 func TestBodyLimit(t *testing.T) {
 	g, _ := New(Options{})
 	read := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -234,6 +239,8 @@ func TestBodyLimit(t *testing.T) {
 // handler's write fails and it returns, instead of holding its memory for
 // as long as the connection lives. A client that reads slowly but steadily
 // gets its whole answer, however long that takes.
+//
+// Guards: bound server.write_timeout (docs/bounds.md).
 func TestWriteDeadline(t *testing.T) {
 	g, _ := New(Options{WriteTimeout: 300 * time.Millisecond})
 	done := make(chan error, 1)

@@ -17,6 +17,8 @@ import (
 // received or counted as missed, by b (which saw the numbering gap) and by
 // a's own subscriber (which counted the publishes that failed once the
 // small reconnect buffer was full).
+//
+// Guards: bound lattice.reconnect_buffer_bytes (docs/bounds.md).
 func TestOutageIsCountedAsMissed(t *testing.T) {
 	addr := testutil.FreeAddr(t)
 	ns := testutil.NATSServer(t, addr, "")

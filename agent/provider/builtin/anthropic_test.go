@@ -63,6 +63,7 @@ const messagesFinal = `{
   "usage": {"input_tokens": 470, "output_tokens": 12}
 }`
 
+// Guards: bound providers.<kind>.max_tokens (docs/bounds.md).
 func TestAnthropicToolUseRoundTrip(t *testing.T) {
 	seen := toolRoundTrip(t, provider.Anthropic,
 		func(url string) provider.Config {

@@ -45,6 +45,8 @@ var wires = []wire{
 
 // A failing provider ends the run with a clear error from Execute and an
 // AgentFailed event carrying the same text.
+//
+// Guards: bound providers.<kind>.timeout (docs/bounds.md).
 func TestProviderFailures(t *testing.T) {
 	cases := []struct {
 		name    string

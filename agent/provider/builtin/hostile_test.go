@@ -61,6 +61,8 @@ func TestMalformedSuccessBodies(t *testing.T) {
 // A 200 whose body never ends (a broken or hostile server) is cut at the
 // response size limit: the call fails at once with a clear error instead of
 // buffering the stream until the timeout, however much that is.
+//
+// Guards: bound "one answer" (providers) (docs/bounds.md).
 func TestHugeResponseBody(t *testing.T) {
 	const limit = 16 << 20
 	for _, wi := range wires {
