@@ -441,6 +441,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 			defer s.unholdBytes(p.held)
 			if era2026 && p.quiet {
 				sdk = statelessJSON
+				w = &jsonAnswerWriter{ResponseWriter: w}
 			}
 			if p.listen {
 				// A subscriptions/listen stream lasts as long as the
