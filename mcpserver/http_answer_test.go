@@ -1,11 +1,15 @@
 package mcpserver_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,5 +75,105 @@ func TestHTTPStatelessAnswerLeavesBeforeHandlerReturns(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d bytes: %v", len(input), err)
 		}
+	}
+}
+
+// flushLog notes, at each flush that reaches the connection, what the
+// handler had written by then.
+type flushLog struct {
+	http.ResponseWriter
+	mu      sync.Mutex
+	written bytes.Buffer
+	flushed []string
+}
+
+func (l *flushLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	l.written.Write(b)
+	l.mu.Unlock()
+	return l.ResponseWriter.Write(b)
+}
+
+func (l *flushLog) Flush() {
+	l.mu.Lock()
+	l.flushed = append(l.flushed, l.written.String())
+	l.mu.Unlock()
+	l.ResponseWriter.(http.Flusher).Flush()
+}
+
+func (l *flushLog) Unwrap() http.ResponseWriter { return l.ResponseWriter }
+
+func (l *flushLog) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.flushed)
+}
+
+// In the 2025-11-25 era the priming event of a quick call's SSE answer
+// leaves with the answer, in one flush (it was flushed on its own first:
+// two writes where the bare go-sdk needs one), while a call that takes
+// longer than the hold gets its priming event on its own, before its
+// answer, so that its stream is resumable meanwhile.
+func TestHTTPPrimingEventLeavesWithTheAnswer(t *testing.T) {
+	f := newFixture(t, mcpserver.Config{})
+	logs := make(chan *flushLog, 16)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l := &flushLog{ResponseWriter: w}
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != "" {
+			logs <- l
+		}
+		f.srv.ServeHTTP(l, r)
+	}))
+	t.Cleanup(func() {
+		f.srv.Close()
+		ts.Close()
+	})
+	h := openLegacySession(t, ts.URL)
+	<-logs // notifications/initialized
+
+	resp := mcpRequest(t, http.MethodPost, ts.URL, h, echoCall(1, "quick"))
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || !strings.HasPrefix(string(body), "event: prime\n") || !strings.Contains(string(body), `"text":"quick"`) {
+		t.Fatalf("quick call: %v %q, want the priming event, then the answer", err, body)
+	}
+	l, err := recv(logs, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushed := l.snapshot()
+	if len(flushed) == 0 || !strings.HasPrefix(flushed[0], "event: prime\n") || !strings.Contains(flushed[0], `"text":"quick"`) {
+		t.Errorf("quick call: the first flush sent %q, want the priming event and the answer together (flushes: %d)", flushed, len(flushed))
+	}
+
+	// The slow agent answers only when its run is cancelled, which comes
+	// after the priming event here: that event must come on its own (its
+	// headers with it) once the hold has passed.
+	got := make(chan sseEvent, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctxT(t), http.MethodPost, ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"agent_slow","arguments":{"input":"x"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- sseEvent{}
+			return
+		}
+		defer resp.Body.Close()
+		ev, _ := readEvent(bufio.NewReader(resp.Body))
+		got <- ev
+		io.Copy(io.Discard, resp.Body) // until the cancelled run's answer
+	}()
+	ev, err := recv(got, 10*time.Second)
+	// Cancelled, the run ends and the POST's answer comes.
+	cancel := mcpRequest(t, http.MethodPost, ts.URL, h, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+	io.Copy(io.Discard, cancel.Body)
+	if err != nil || ev["event"] != "prime" || ev["id"] == "" {
+		t.Errorf("slow call: first event %q (%v), want the priming event while the run goes on", ev, err)
+	}
+	if _, err := recv(f.slow.ended, 10*time.Second); err != nil {
+		t.Fatalf("slow call: the run did not end on notifications/cancelled: %v", err)
 	}
 }

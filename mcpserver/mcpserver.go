@@ -464,7 +464,9 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 			}
 		}
 		if r.Method == http.MethodPost && !era2026 && s.resume != nil {
-			w = &primeWriter{ResponseWriter: w}
+			pw := &primeWriter{ResponseWriter: w}
+			defer pw.finish()
+			w = pw
 		}
 		sdk.ServeHTTP(w, r)
 	}))
