@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -321,3 +322,52 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// jsonAnswerWriter sends a stateless call's JSON answer as soon as the
+// go-sdk writes it, with its Content-Length. The go-sdk writes the answer
+// from the goroutine that ran the call and the HTTP handler returns later,
+// on its own goroutine: without a length net/http holds the answer until
+// that handler returns (to learn the length, or to end a chunked body),
+// so the client waited for one more goroutine to be scheduled, which on a
+// busy machine was the difference between this door and the bare go-sdk's
+// SSE answers (issue 24). Only a first write that is one whole JSON value,
+// before any status or flush, is sent this way (the go-sdk writes a JSON
+// answer in one piece); anything else passes as it is.
+type jsonAnswerWriter struct {
+	http.ResponseWriter
+	started bool // a status, a write or a flush went through
+}
+
+func (j *jsonAnswerWriter) WriteHeader(status int) {
+	j.started = true
+	j.ResponseWriter.WriteHeader(status)
+}
+
+func (j *jsonAnswerWriter) Write(b []byte) (int, error) {
+	if j.started {
+		return j.ResponseWriter.Write(b)
+	}
+	j.started = true
+	h := j.Header()
+	if h.Get("Content-Type") != "application/json" || h.Get("Content-Length") != "" || !json.Valid(b) {
+		return j.ResponseWriter.Write(b)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	n, err := j.ResponseWriter.Write(b)
+	if err == nil {
+		j.Flush()
+	}
+	return n, err
+}
+
+// Flush keeps the writer an http.Flusher for code that asserts it.
+func (j *jsonAnswerWriter) Flush() {
+	j.started = true
+	if f, ok := j.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the writer below (flushes,
+// the guard's write deadlines).
+func (j *jsonAnswerWriter) Unwrap() http.ResponseWriter { return j.ResponseWriter }

@@ -196,7 +196,8 @@ type Config struct {
 	// that a 2025-11-25 client whose SSE stream broke can GET the rest with
 	// Last-Event-ID: each POST answered over SSE then begins with a
 	// priming event (an id, and retry: 1000, the milliseconds to wait
-	// before resuming). Beyond it the streams touched longest ago are
+	// before resuming), sent with the call's first message or alone once
+	// the call has taken 100 ms. Beyond it the streams touched longest ago are
 	// dropped whole (each counts its bytes, 32 bytes per message and 256
 	// per POST's stream; the bound is passed by at most the message being
 	// added), and resuming one of those gets a 400. Zero: 4 MiB.
@@ -451,6 +452,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 			defer s.unholdBytes(p.held)
 			if era2026 && p.quiet {
 				sdk = statelessJSON
+				w = &jsonAnswerWriter{ResponseWriter: w}
 			}
 			if p.listen {
 				// A subscriptions/listen stream lasts as long as the
@@ -473,7 +475,9 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 			}
 		}
 		if r.Method == http.MethodPost && !era2026 && s.resume != nil {
-			w = &primeWriter{ResponseWriter: w}
+			pw := &primeWriter{ResponseWriter: w}
+			defer pw.finish()
+			w = pw
 		}
 		sdk.ServeHTTP(w, r)
 	}))

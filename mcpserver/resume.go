@@ -227,14 +227,37 @@ func (s *resumeStore) usage() (n int64, streams int) {
 	return s.n, s.lru.Len()
 }
 
+// primeHold is how long the priming event of a POST's SSE answer may wait
+// to leave with the first message (see primeWriter): about what a quick
+// call takes on a busy machine, short beside the retry: delay a client
+// that lost its stream waits anyway.
+const primeHold = 100 * time.Millisecond
+
 // primeWriter adds the retry: field to the priming event the go-sdk writes
 // first on a POST's SSE answer (SEP-1699: an id the client can resume from,
 // and how long to wait before it does), which the go-sdk (v1.8.0) writes
-// without one. It looks at the first write only; every later write, and
-// flushes and deadlines (through Unwrap), go straight to the writer below.
+// without one. And it holds back that event's flush for up to primeHold:
+// the go-sdk flushes the priming event on its own, so a quick call was
+// answered in two writes (and two reads by the client) where the bare
+// go-sdk, without priming, needs one; held, the event leaves with the
+// first message's flush, or on its own once primeHold has passed (a long
+// call's stream is resumable from then on; one broken before, with
+// nothing sent, is not, as without priming). It looks at the first write
+// only; every later write, and deadlines (through Unwrap), go straight to
+// the writer below.
 type primeWriter struct {
 	http.ResponseWriter
+	// mu orders the go-sdk's writes (from the goroutines answering the
+	// POST's calls) with held's flush, which runs on the timer's
+	// goroutine: net/http's writer is not safe for concurrent use. It is
+	// held across those writes, as the go-sdk holds its stream's lock;
+	// each is bounded by the guard's write deadline.
+	mu     sync.Mutex
 	looked bool
+	// held flushes the priming event when no message came within
+	// primeHold; nil once the event left, or when there is none.
+	held *time.Timer
+	done bool // the handler returned: the timer must not touch the writer
 }
 
 // primePrefix is how the go-sdk's priming event begins (event name, then
@@ -242,7 +265,10 @@ type primeWriter struct {
 var primePrefix = []byte("event: prime\nid: ")
 
 func (p *primeWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.looked {
+		p.stopHold() // this write's flush takes the priming event along
 		return p.ResponseWriter.Write(b)
 	}
 	p.looked = true
@@ -254,28 +280,69 @@ func (p *primeWriter) Write(b []byte) (int, error) {
 		return p.ResponseWriter.Write(b)
 	}
 	end += len(primePrefix) + 1 // just past the id line
-	if bytes.HasPrefix(b[end:], []byte("retry:")) {
-		return p.ResponseWriter.Write(b) // a go-sdk that writes it itself
+	out := b
+	if !bytes.HasPrefix(b[end:], []byte("retry:")) { // else a go-sdk that writes it itself
+		out = make([]byte, 0, len(b)+24)
+		out = append(out, b[:end]...)
+		out = append(out, "retry: "...)
+		out = strconv.AppendInt(out, resumeRetry.Milliseconds(), 10)
+		out = append(out, '\n')
+		out = append(out, b[end:]...)
 	}
-	out := make([]byte, 0, len(b)+24)
-	out = append(out, b[:end]...)
-	out = append(out, "retry: "...)
-	out = strconv.AppendInt(out, resumeRetry.Milliseconds(), 10)
-	out = append(out, '\n')
-	out = append(out, b[end:]...)
 	if _, err := p.ResponseWriter.Write(out); err != nil {
 		return 0, err
 	}
+	p.held = time.AfterFunc(primeHold, p.release)
 	return len(b), nil
 }
 
-// Flush keeps the writer an http.Flusher for code that asserts it.
+// stopHold forgets the hold: the event leaves with the next flush. p.mu
+// is held.
+func (p *primeWriter) stopHold() {
+	if p.held != nil {
+		p.held.Stop()
+		p.held = nil
+	}
+}
+
+// release sends the held priming event: no message came within primeHold.
+func (p *primeWriter) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil || p.done {
+		return
+	}
+	p.held = nil
+	p.flush()
+}
+
+// Flush keeps the writer an http.Flusher for code that asserts it; the
+// priming event's own flush is held back (see primeWriter).
 func (p *primeWriter) Flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		return
+	}
+	p.flush()
+}
+
+// flush flushes the writer below. p.mu is held.
+func (p *primeWriter) flush() {
 	if f, ok := p.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
-// Unwrap lets http.ResponseController reach the writer below (flushes,
-// the guard's write deadlines).
+// finish is called as the handler returns: a held event goes out with the
+// end of the response, and the timer stays off the writer.
+func (p *primeWriter) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = true
+	p.stopHold()
+}
+
+// Unwrap lets http.ResponseController reach the writer below (the
+// guard's write deadlines; a flush through it skips the hold).
 func (p *primeWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }

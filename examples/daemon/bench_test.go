@@ -207,14 +207,7 @@ func BenchmarkStartupToReady(b *testing.B) {
 // behind the SDK's streamable handler (Stateless in the 2026-07-28 era,
 // the only handler that serves it), on a plain net/http server.
 func bareMCPEcho(b *testing.B, era string) string {
-	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
-	type in struct {
-		Input string `json:"input"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes"}, func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Input}}}, nil, nil
-	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: era >= mcpserver.ProtocolVersion2026})
+	s, h := bareMCPHandler(era)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -228,6 +221,52 @@ func bareMCPEcho(b *testing.B, era string) string {
 		}
 	})
 	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+// bareMCPHandler is bareMCPEcho's server and handler.
+func bareMCPHandler(era string) (*mcp.Server, http.Handler) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
+	type in struct {
+		Input string `json:"input"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes"}, func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Input}}}, nil, nil
+	})
+	return s, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: era >= mcpserver.ProtocolVersion2026})
+}
+
+// BenchmarkMCPHandler measures what one 2026-07-28 tools/call costs the
+// server alone, without the network or a client (httptest.NewRecorder,
+// one goroutine, the same POST each time: the era is stateless, so no
+// session is needed): the daemon's whole handler (router, guard, frame
+// checks, the go-sdk's handler, the Engine run with its events) against
+// the bare go-sdk handler with its typed echo tool. Load moves ns/op;
+// allocations do not.
+func BenchmarkMCPHandler(b *testing.B) {
+	const meta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	run := func(b *testing.B, h http.Handler, tool string) {
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"input":"ping"},"_meta":` + meta + `}}`)
+		b.ReportAllocs()
+		for b.Loop() {
+			req := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
+			req.Host = "127.0.0.1:8080" // the default config's own address
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Protocol-Version", mcpserver.ProtocolVersion2026)
+			req.Header.Set("Mcp-Method", "tools/call")
+			req.Header.Set("Mcp-Name", tool)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), []byte(`"text":"ping"`)) {
+				b.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+		}
+	}
+	b.Run("daemon", func(b *testing.B) { run(b, defaultHandler(b), "agent_assistant") })
+	b.Run("bare_go_sdk", func(b *testing.B) {
+		_, h := bareMCPHandler(mcpserver.ProtocolVersion2026)
+		run(b, h, "echo")
+	})
 }
 
 // mcpPair is one client's two sessions: to the daemon's /mcp
