@@ -273,8 +273,8 @@ func TestConversationsView(t *testing.T) {
 	// The list shows it (refreshed by its TaskCompleted); open it: both
 	// turns.
 	item := `#conv-list li[data-conversation="` + id + `"]`
-	title := b.waitFor(t, "the conversation in the list", `document.querySelector('`+item+`')?.innerText`)
-	for _, w := range []string{"first question", "assistant", "4 messages", "via api"} {
+	title := b.waitFor(t, "the conversation in the list, with both turns", `(s => s && s.includes('4 messages') && s)(document.querySelector('`+item+`')?.innerText)`)
+	for _, w := range []string{"first question", "assistant", "via api"} {
 		if !strings.Contains(title, w) {
 			t.Errorf("list item %q lacks %q", title, w)
 		}
@@ -364,8 +364,7 @@ func TestConversationsView(t *testing.T) {
 		others = append(others, cid)
 	}
 	listed := `[...document.querySelectorAll('#conv-list li[data-conversation]')].map(li => li.dataset.conversation + ':' + li.dataset.agent)`
-	b.do(t, "filter on other", chromedp.SetValue(chromedp.ID("conv-agent"), "other"))
-	b.eval(t, `(document.getElementById('conv-agent').dispatchEvent(new Event('change')), '')`)
+	chooseOption(t, b, "conv-agent", "other")
 	b.waitFor(t, "a page of other's conversations", listed+`.length === 20 && `+listed+`.every(s => s.endsWith(':other')) && !document.getElementById('conv-more').hidden`)
 	// Newest first: the last one started is at the top.
 	if top := b.eval(t, listed+`[0]`); top != others[20]+":other" {
@@ -376,8 +375,7 @@ func TestConversationsView(t *testing.T) {
 	if got := b.eval(t, listed+`.join(' ')`); strings.Contains(got, id) {
 		t.Errorf("filtered on other, the list holds the assistant's %s", id)
 	}
-	b.do(t, "filter on all", chromedp.SetValue(chromedp.ID("conv-agent"), ""))
-	b.eval(t, `(document.getElementById('conv-agent').dispatchEvent(new Event('change')), '')`)
+	chooseOption(t, b, "conv-agent", "")
 	b.waitFor(t, "the first page of all", listed+`.length === 20 && !`+listed+`.some(s => s.startsWith(`+jsValue(id+":")+`))`)
 	b.do(t, "more", chromedp.Click(chromedp.ID("conv-more")))
 	b.waitFor(t, "all 22", listed+`.length === 22 && `+listed+`[21] === `+jsValue(id+":assistant"))
@@ -482,4 +480,14 @@ func TestConversationFailedTurn(t *testing.T) {
 func jsValue(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// chooseOption selects the option of a select as a person does, and fails
+// unless that option is shown selected.
+func chooseOption(t *testing.T, b *browser, id, value string) {
+	t.Helper()
+	got := b.eval(t, `(s => (s.value = `+jsValue(value)+`, s.dispatchEvent(new Event('change')), s.selectedIndex >= 0 ? s.value : '(none)'))(document.getElementById(`+jsValue(id)+`))`)
+	if got != value {
+		t.Fatalf("select %s shows %q, want %q", id, got, value)
+	}
 }
