@@ -25,7 +25,8 @@ const evilOutput = `<script>window.__pwned=1</script><img src=x onerror="window.
 // convModel is an httptest server speaking the OpenAI chat-completions wire
 // that records every request's messages. It answers by the last message:
 // a tool result gets "done: " and the result; a user line with "deploy"
-// calls mcp__ops__deploy; "fail" gets a 500; "evil" gets evilOutput; "slow" waits until
+// calls mcp__ops__deploy, "broken" the tool mcp__ops__nope, which does
+// not exist; "fail" gets a 500; "evil" gets evilOutput; "slow" waits until
 // release is closed (slowStarted is signalled when it arrives); anything
 // else gets "answer to <line>: saw N earlier user turns", N counted in the
 // request, so an answer shows whether the model was sent the history.
@@ -85,6 +86,9 @@ func newConvModel(t *testing.T) *convModel {
 		switch line := last.text(); {
 		case last.Role == "tool":
 			answer("done: " + line)
+		case strings.Contains(line, "broken"):
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"call-2","type":"function","function":{"name":"mcp__ops__nope","arguments":"{}"}}]}}]}`)
 		case strings.Contains(line, "deploy"):
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"call-1","type":"function","function":{"name":"mcp__ops__deploy","arguments":"{\"env\":\"prod\"}"}}]}}]}`)
@@ -445,6 +449,15 @@ func TestConversationFailedTurn(t *testing.T) {
 	got := b.waitFor(t, "the failed turn recorded", `document.querySelectorAll('#conv-messages > li').length === 6 && `+msgsJS)
 	if !strings.HasPrefix(got, wantMsgs+"\nuser||fail now\nassistant|error|(this turn failed: ") {
 		t.Errorf("after the failed turn the view shows:\n%s", got)
+	}
+
+	// A tool call that fails: its result is marked as an error.
+	b.eval(t, `(document.getElementById('conv-input').value = '', '')`)
+	b.do(t, "send a turn whose tool fails", chromedp.SendKeys(chromedp.ID("conv-input"), "broken tool"), chromedp.Click(chromedp.ID("conv-send")))
+	wantTail := "\nuser||broken tool\nassistant|| [call mcp__ops__nope]\ntool|error|tool not found: mcp__ops__nope\nassistant||done: Error: tool not found: mcp__ops__nope"
+	got = b.waitFor(t, "the failed tool call", `document.querySelectorAll("#conv-messages > li").length === 10 && `+msgsJS)
+	if !strings.HasSuffix(got, wantTail) {
+		t.Errorf("after the failed tool call the view shows:\n%s\nwant it to end with:%s", got, wantTail)
 	}
 
 	// One-shot from the run form: an answer, no conversation.

@@ -242,7 +242,6 @@
   let convAvailable = false;
   let convItems = []; // Info of the listed conversations, newest first
   let convNext = ''; // the cursor of the list's next page
-  let convListSeq = 0; // the newest list request; older answers are dropped
   // open is the conversation shown: its Info, and its messages from index
   // from on. Every open makes a new object, so an answer that comes back
   // for one no longer shown is recognised (cur !== open) and dropped.
@@ -283,7 +282,25 @@
     if (runConv && runConv !== 'new' && $('run-agent').value !== runConvAgent) { runConv = 'new'; renderRunConv(); }
   });
 
-  async function loadConversations(more) {
+  // loadConversations reads the list's first pages afresh, or with more
+  // the page after those shown. One load at a time, in order (a refresh
+  // never drops a "More" asked for meanwhile), and refreshes asked for
+  // while one waits are that one.
+  let convQueue = Promise.resolve(), convRefreshQueued = false;
+  function loadConversations(more) {
+    if (!more) {
+      if (convRefreshQueued) return convQueue;
+      convRefreshQueued = true;
+    }
+    convQueue = convQueue.then(() => {
+      if (!more) convRefreshQueued = false;
+      return fetchConversations(more);
+    });
+    return convQueue;
+  }
+
+  async function fetchConversations(more) {
+    if (more && !convNext) return;
     const agent = $('conv-agent').value;
     const q = new URLSearchParams();
     if (agent) q.set('agent', agent);
@@ -291,10 +308,9 @@
     // "More" stay.
     q.set('limit', String(more ? CONV_PAGE : Math.min(CONV_LIST_MAX, Math.max(CONV_PAGE, convItems.length))));
     if (more) q.set('cursor', convNext);
-    const seq = ++convListSeq;
     try {
       const data = await api('GET', '/api/conversations?' + q);
-      if (seq !== convListSeq) return;
+      if ($('conv-agent').value !== agent) return; // the filter changed: a refresh is queued
       setConvAvailable(true);
       const page = listOf(data, 'conversations').filter((c) => c && typeof c.id === 'string');
       // A conversation updated between two pages is on both: keep its
@@ -306,7 +322,6 @@
       renderConvList();
       showError('conv-list-error', null);
     } catch (err) {
-      if (seq !== convListSeq) return;
       if (err.status === 404 || err.status === 405) setConvAvailable(false);
       else if (err.status !== 401) showError('conv-list-error', err);
     }
