@@ -504,3 +504,67 @@ func chooseOption(t *testing.T, b *browser, id, value string) {
 		t.Fatalf("select %s shows %q, want %q", id, got, value)
 	}
 }
+
+// The page's bounds on what the daemon sends: the list holds at most 200
+// conversations; the open conversation shows its newest 100 messages,
+// earlier pages on request, never more than 1,000.
+func TestConversationBounds(t *testing.T) {
+	m := newConvModel(t)
+	d := convDaemon(t, m)
+	// 200 conversations of the echo agent, then one of 501 turns (1,002
+	// messages), the newest: 201 in all.
+	var first string
+	for i := range 200 {
+		status, out := execute(t, d, "other", fmt.Sprintf("conversation %d", i), "new")
+		if status != http.StatusOK {
+			t.Fatalf("conversation %d: %d %v", i, status, out)
+		}
+		if i == 0 {
+			first, _ = out["conversation_id"].(string)
+		}
+	}
+	_, out := execute(t, d, "other", "turn 0", "new")
+	id, _ := out["conversation_id"].(string)
+	if id == "" || first == "" {
+		t.Fatalf("no conversation id: %v", out)
+	}
+	for i := 1; i <= 500; i++ {
+		if status, out := execute(t, d, "other", fmt.Sprintf("turn %d", i), id); status != http.StatusOK {
+			t.Fatalf("turn %d: %d %v", i, status, out)
+		}
+	}
+
+	b := newBrowser(t)
+	b.do(t, "load the dashboard", chromedp.Navigate(d.URL+"/"))
+	listed := `document.querySelectorAll('#conv-list li[data-conversation]').length`
+	b.waitFor(t, "the first page", listed+` === 20`)
+	for n := 40; n <= 200; n += 20 {
+		b.do(t, "more", chromedp.Click(chromedp.ID("conv-more")))
+		b.waitFor(t, fmt.Sprintf("%d conversations", n), fmt.Sprintf(`%s === %d`, listed, n))
+	}
+	if got := b.eval(t, `String(document.getElementById('conv-more').hidden)`); got != "true" {
+		t.Errorf("with 200 listed, More is still offered")
+	}
+	if got := b.eval(t, `String(!!document.querySelector('#conv-list li[data-conversation="`+first+`"]'))`); got != "false" {
+		t.Errorf("the oldest conversation is listed past the bound")
+	}
+
+	// The long conversation, the newest: its newest 100 messages.
+	b.do(t, "open the long conversation", chromedp.Click(chromedp.CSS(`#conv-list li[data-conversation="`+id+`"] button`)))
+	shown := `(l => l.length + ' ' + (l[0] ? l[0].dataset.index + '-' + l[l.length - 1].dataset.index : ''))(document.querySelectorAll('#conv-messages > li'))`
+	b.waitFor(t, "the newest 100", shown+` === '100 902-1001'`)
+	if got := b.eval(t, `document.querySelector('#conv-messages > li:last-child .msg-content').textContent`); got != "turn 500" {
+		t.Errorf("the last message shown is %q", got)
+	}
+	for n := 200; n <= 1000; n += 100 {
+		b.do(t, "earlier", chromedp.Click(chromedp.ID("conv-earlier")))
+		b.waitFor(t, fmt.Sprintf("%d messages", n), fmt.Sprintf(`%s === '%d %d-1001'`, shown, n, 1002-n))
+	}
+	if got := b.eval(t, `(e => e.hidden + ' ' + e.disabled + ' ' + e.textContent)(document.getElementById('conv-earlier'))`); got != "false true 2 earlier messages (the view holds 1000)" {
+		t.Errorf("at the bound the Earlier button is %q", got)
+	}
+	// A new turn: the oldest shown drops off.
+	b.do(t, "send a turn", chromedp.SendKeys(chromedp.ID("conv-input"), "one more"), chromedp.Click(chromedp.ID("conv-send")))
+	b.waitFor(t, "the new turn, the oldest dropped", shown+` === '1000 4-1003'`)
+	b.checkConsole(t)
+}

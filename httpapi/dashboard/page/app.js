@@ -423,8 +423,8 @@
 
   $('conv-earlier').addEventListener('click', async () => {
     const cur = open;
-    if (!cur || cur.from === 0) return;
-    const from = Math.max(0, cur.from - MSG_PAGE);
+    if (!cur || cur.from === 0 || cur.messages.length >= MSG_MAX) return;
+    const from = Math.max(0, cur.from - Math.min(MSG_PAGE, MSG_MAX - cur.messages.length));
     try {
       const data = await api('GET', convPath(cur.id, from, cur.from - from));
       if (cur !== open) return;
@@ -456,7 +456,9 @@
     }
     $('conv-messages').replaceChildren(...items);
     $('conv-earlier').hidden = cur.from === 0;
-    $('conv-earlier').textContent = `Earlier messages (${cur.from})`;
+    const full = cur.messages.length >= MSG_MAX;
+    $('conv-earlier').disabled = full;
+    $('conv-earlier').textContent = full ? `${cur.from} earlier messages (the view holds ${MSG_MAX})` : `Earlier messages (${cur.from})`;
   }
 
   function messageItem(m, index, names) {
