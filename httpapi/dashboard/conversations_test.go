@@ -141,7 +141,7 @@ func (m *convModel) requestsWithUser(line string) [][]wireMessage {
 // agent "other". The test is skipped when the daemon has no conversations
 // API (GET /api/conversations answers 404): the API is built on another
 // branch, and these tests run once both are merged.
-func convDaemon(t *testing.T, m *convModel) *daemon {
+func convDaemon(t *testing.T, m *convModel, env ...string) *daemon {
 	t.Helper()
 	needChromium(t)
 	_, mcpURL, _ := testutil.DeployPeers(t)
@@ -158,7 +158,7 @@ mcp_servers:
 approval:
   default: allow
 `, m.URL, mcpURL)), 0o600)
-	d := startDaemon(t, bin, "AXOCOATL_CONFIG="+cfg)
+	d := startDaemon(t, bin, append(env, "AXOCOATL_CONFIG="+cfg)...)
 	if conversationsMissing(t, d) {
 		t.Skip("conversations API not on this branch: GET /api/conversations answers 404")
 	}
@@ -177,7 +177,8 @@ approval:
 }
 
 // conversationsMissing reports whether the daemon's GET /api/conversations
-// answers 404 (a daemon without the conversations API).
+// answers 404 (a daemon without the conversations API), with no token: a
+// route that exists answers 401 or 200.
 func conversationsMissing(t *testing.T, d *daemon) bool {
 	t.Helper()
 	res, err := d.Client.Get(d.URL + "/api/conversations")
@@ -193,7 +194,15 @@ func execute(t *testing.T, d *daemon, agent, input, conversation string) (int, m
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"input": input, "conversation_id": conversation})
 	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	res, err := client.Post(d.URL+"/api/agents/"+agent+"/execute", "application/json", strings.NewReader(string(body)))
+	req, err := http.NewRequest(http.MethodPost, d.URL+"/api/agents/"+agent+"/execute", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if d.token != "" {
+		req.Header.Set("Authorization", "Bearer "+d.token)
+	}
+	res, err := client.Do(req)
 	if err != nil {
 		t.Error(err)
 		return 0, nil
@@ -274,8 +283,8 @@ func TestConversationsView(t *testing.T) {
 		t.Errorf("second turn's request:\n%s\nwant:\n%s", strings.Join(sent, "\n"), strings.Join(want, "\n"))
 	}
 
-	// The list shows it (refreshed by its TaskCompleted); open it: both
-	// turns.
+	// The list shows it (refreshed by its TaskCompleted), and the view
+	// both turns.
 	item := `#conv-list li[data-conversation="` + id + `"]`
 	title := b.waitFor(t, "the conversation in the list, with both turns", `(s => s && s.includes('4 messages') && s)(document.querySelector('`+item+`')?.innerText)`)
 	for _, w := range []string{"first question", "assistant", "via api"} {
@@ -283,7 +292,8 @@ func TestConversationsView(t *testing.T) {
 			t.Errorf("list item %q lacks %q", title, w)
 		}
 	}
-	b.do(t, "open the conversation", chromedp.Click(chromedp.CSS(item+" button")))
+	// The run form opens the conversation it continues.
+	b.do(t, "open the conversation", chromedp.Click(chromedp.ID("run-conv-open")))
 	wantMsgs := "user||first question\nassistant||answer to first question: saw 0 earlier user turns\n" +
 		"user||second question\nassistant||answer to second question: saw 1 earlier user turns"
 	b.waitFor(t, "both turns in the view", msgsJS+` === `+jsValue(wantMsgs))
@@ -566,5 +576,33 @@ func TestConversationBounds(t *testing.T) {
 	// A new turn: the oldest shown drops off.
 	b.do(t, "send a turn", chromedp.SendKeys(chromedp.ID("conv-input"), "one more"), chromedp.Click(chromedp.ID("conv-send")))
 	b.waitFor(t, "the new turn, the oldest dropped", shown+` === '1000 4-1003'`)
+	b.checkConsole(t)
+}
+
+// With server.api_token set, the page asks for the token, and every call of
+// the conversations view carries it: the list, a conversation, its next
+// turn.
+func TestConversationsWithToken(t *testing.T) {
+	const token = "conv-test-token-77c1"
+	m := newConvModel(t)
+	d := convDaemon(t, m, "AXOCOATL_API_TOKEN="+token)
+	d.token = token
+	status, out := execute(t, d, "assistant", "hello", "new")
+	id, _ := out["conversation_id"].(string)
+	if status != http.StatusOK || id == "" {
+		t.Fatalf("first turn: %d %v", status, out)
+	}
+	b := newBrowser(t)
+	b.do(t, "load the dashboard", chromedp.Navigate(d.URL+"/"))
+	b.waitFor(t, "the token prompt", `!document.getElementById('auth').hidden`)
+	if got := b.eval(t, `String(document.getElementById('conversations').hidden)`); got != "true" {
+		t.Errorf("before the token the conversations panel is shown")
+	}
+	b.do(t, "enter the token", chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.CSS("#auth button")))
+	item := `#conv-list li[data-conversation="` + id + `"] button`
+	b.waitFor(t, "the conversation in the list", `document.querySelector('`+item+`')`)
+	b.do(t, "open it", chromedp.Click(chromedp.CSS(item)))
+	b.do(t, "send a turn", chromedp.SendKeys(chromedp.ID("conv-input"), "again"), chromedp.Click(chromedp.ID("conv-send")))
+	b.waitFor(t, "both turns", msgsJS+` === `+jsValue("user||hello\nassistant||answer to hello: saw 0 earlier user turns\nuser||again\nassistant||answer to again: saw 1 earlier user turns"))
 	b.checkConsole(t)
 }

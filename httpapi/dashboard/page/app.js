@@ -276,7 +276,11 @@
   }
   $('run-conv-new').addEventListener('click', () => { runConv = 'new'; renderRunConv(); $('run-input').focus(); });
   $('run-conv-off').addEventListener('click', () => { runConv = ''; renderRunConv(); });
-  $('run-conv-open').addEventListener('click', () => { if (runConv && runConv !== 'new') openConversation(runConv); });
+  $('run-conv-open').addEventListener('click', () => {
+    if (!runConv || runConv === 'new') return;
+    openConversation(runConv);
+    $('conversations').scrollIntoView({ block: 'start' });
+  });
   // A conversation belongs to one agent: another agent starts a new one.
   $('run-agent').addEventListener('change', () => {
     if (runConv && runConv !== 'new' && $('run-agent').value !== runConvAgent) { runConv = 'new'; renderRunConv(); }
