@@ -370,7 +370,8 @@ func TestConversationsView(t *testing.T) {
 	// "other" through the API; the list shows 20, More the rest.
 	var others []string
 	for i := range 21 {
-		status, out := execute(t, d, "other", fmt.Sprintf("other %d", i), "new")
+		// The titles are what users wrote: markup too.
+		status, out := execute(t, d, "other", fmt.Sprintf(`<img src=x onerror="window.__pwned=3">other %d`, i), "new")
 		cid, _ := out["conversation_id"].(string)
 		if status != http.StatusOK || cid == "" {
 			t.Fatalf("conversation %d of other: %d %v", i, status, out)
@@ -386,6 +387,9 @@ func TestConversationsView(t *testing.T) {
 	}
 	b.do(t, "more", chromedp.Click(chromedp.ID("conv-more")))
 	b.waitFor(t, "every conversation of other", listed+`.length === 21 && document.getElementById('conv-more').hidden`)
+	if got := b.eval(t, `document.querySelector('#conv-list li .conv-item-title').textContent + ' | ' + `+counts); got != `<img src=x onerror="window.__pwned=3">other 20 | 1 0 0 undefined` {
+		t.Errorf("a title of markup: %q, want it as text and no element made", got)
+	}
 	if got := b.eval(t, listed+`.join(' ')`); strings.Contains(got, id) {
 		t.Errorf("filtered on other, the list holds the assistant's %s", id)
 	}

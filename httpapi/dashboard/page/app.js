@@ -492,6 +492,8 @@
   function conversationGone(id, message) {
     convItems = convItems.filter((c) => c.id !== id);
     renderConvList();
+    // A list read before it went may still be on its way: read it again.
+    loadConversations(false);
     if (runConv === id) { runConv = 'new'; renderRunConv(); }
     if (open && open.id === id) {
       open = null;
