@@ -210,7 +210,7 @@
         convChangedSoon(runConv);
       }
     } catch (err) {
-      const busy = err.status === 409 && !/full/i.test(err.code + ' ' + err.message);
+      const busy = !!body.conversation_id && err.status === 409 && !/full/i.test(err.code + ' ' + err.message);
       meta.textContent = `${id} · ${busy ? 'busy: another turn of this conversation is running' : 'failed'} (HTTP ${err.status || '?'}${err.code ? ', ' + err.code : ''})`;
       out.textContent = err.message;
       out.dataset.state = 'error';
@@ -232,7 +232,8 @@
   // the daemon (an older one): the page offers none of it until the list
   // answers, and a 404 keeps it hidden. What the page holds of it is
   // bounded: CONV_LIST_MAX conversations in the list, MSG_MAX messages of
-  // the open one (the newest; older ones one click away).
+  // the open one (its newest MSG_PAGE, earlier pages on request up to the
+  // bound, the oldest shown dropped as new turns come).
   const CONV_PAGE = 20;
   const CONV_LIST_MAX = 200; // the API's largest page
   const MSG_PAGE = 100;
