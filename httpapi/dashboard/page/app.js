@@ -452,7 +452,9 @@
     $('conv-meta').textContent = [info.agent_id || '?', plural(Number(info.messages) || 0, 'message'),
       info.source ? 'via ' + info.source : '', info.created ? 'started ' + when(info.created) : '', 'id ' + cur.id].filter(Boolean).join(' · ');
     const names = new Map(); // tool call id → tool name, for its result
-    for (const m of cur.messages) for (const c of (m && m.tool_calls) || []) if (c && c.id) names.set(c.id, c.name);
+    for (const m of cur.messages) {
+      for (const c of Array.isArray(m && m.tool_calls) ? m.tool_calls : []) if (c && c.id) names.set(c.id, c.name);
+    }
     const items = cur.messages.map((m, i) => messageItem(m || {}, cur.from + i, names));
     if (cur.pending !== null) {
       items.push(el('li', { class: 'msg msg-user msg-pending', 'data-role': 'user', 'data-pending': 'true' },
@@ -481,11 +483,11 @@
     if (failed) li.dataset.error = 'true';
     if (tool) li.dataset.tool = tool;
     if (content) li.append(el('pre', { class: 'msg-content' }, content));
-    for (const c of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
+    for (const c of Array.isArray(m.tool_calls) ? m.tool_calls.filter((x) => x && typeof x === 'object') : []) {
       // Arguments can be long: collapsed, one click away.
-      li.append(el('details', { class: 'tool-call', 'data-tool': (c && c.name) || '' },
-        el('summary', {}, 'tool call ', el('code', {}, (c && c.name) || '?')),
-        el('pre', { class: 'tool-call-args' }, prettyJSON(c && c.arguments))));
+      li.append(el('details', { class: 'tool-call', 'data-tool': c.name || '' },
+        el('summary', {}, 'tool call ', el('code', {}, c.name || '?')),
+        el('pre', { class: 'tool-call-args' }, prettyJSON(c.arguments))));
     }
     return li;
   }
