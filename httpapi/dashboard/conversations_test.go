@@ -371,6 +371,12 @@ func TestConversationsView(t *testing.T) {
 	}
 	wantMsgs += "\nuser||slow one\nassistant||slow answer"
 	b.waitFor(t, "the other door's turn, live", msgsJS+` === `+jsValue(wantMsgs))
+	b.waitFor(t, "the busy notice cleared", `document.getElementById('conv-status').dataset.state === 'done' && document.getElementById('conv-status').textContent.startsWith('The other turn has ended')`)
+	// The view follows the end of the conversation.
+	if got := b.eval(t, `(l => String(l.scrollHeight > l.clientHeight + 100 && l.scrollHeight - l.scrollTop - l.clientHeight < 2))(document.getElementById('conv-messages'))`); got != "true" {
+		t.Error("the messages (longer than their box) are not scrolled to the newest")
+	}
+	b.screenshot(t, "conversation-open")
 	if n := len(m.requestsWithUser("meanwhile")); n != 0 {
 		t.Errorf("the refused turn reached the model %d times", n)
 	}

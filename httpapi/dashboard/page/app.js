@@ -353,7 +353,7 @@
     const s = $('conv-status');
     s.dataset.state = state;
     s.textContent = text;
-    s.className = state === 'error' || state === 'busy' ? 'error' : 'muted';
+    s.className = state === 'error' || state === 'busy' || state === 'full' ? 'error' : 'muted';
   }
 
   function convPath(id, from, limit) {
@@ -435,7 +435,7 @@
       if (cur !== open) return;
       cur.messages = listOf(data, 'messages').slice(0, cur.from - from).concat(cur.messages);
       cur.from = from;
-      renderMessages(cur);
+      renderMessages(cur, true);
     } catch (err) {
       if (cur === open) setConvStatus('error', err.message);
     }
@@ -446,7 +446,7 @@
     return JSON.stringify(v ?? null, null, 2);
   };
 
-  function renderMessages(cur) {
+  function renderMessages(cur, keepScroll) {
     const info = cur.info || {};
     $('conv-title').textContent = info.title || '(no title)';
     $('conv-meta').textContent = [info.agent_id || '?', plural(Number(info.messages) || 0, 'message'),
@@ -461,7 +461,11 @@
         el('div', { class: 'msg-head' }, el('span', { class: 'msg-role' }, 'user'), el('span', { class: 'muted' }, 'sending…')),
         el('pre', { class: 'msg-content' }, cur.pending)));
     }
-    $('conv-messages').replaceChildren(...items);
+    // Follow the end as turns come, unless the reader has scrolled up.
+    const list = $('conv-messages');
+    const follow = !keepScroll && list.scrollHeight - list.scrollTop - list.clientHeight < 48;
+    list.replaceChildren(...items);
+    if (follow) list.scrollTop = list.scrollHeight;
     $('conv-earlier').hidden = cur.from === 0;
     const full = cur.messages.length >= MSG_MAX;
     $('conv-earlier').disabled = full;
@@ -532,9 +536,8 @@
         // Turns of a conversation never overlap: the daemon refuses a
         // second one (busy), or the conversation reached its bound (full).
         const full = /full/i.test(err.code) || /\bfull\b/i.test(err.message);
-        setConvStatus('busy', full
-          ? `Not sent: the conversation is full (${err.message}). Start a new one.`
-          : `Busy: another turn of this conversation is running. Not sent; send it again when that turn ends. (${err.message})`);
+        if (full) setConvStatus('full', `Not sent: the conversation is full (${err.message}). Start a new one.`);
+        else setConvStatus('busy', `Busy: another turn of this conversation is running. Not sent; send it again when that turn ends. (${err.message})`);
       } else if (err.status === 404) {
         conversationGone(cur.id, `Conversation ${cur.id} no longer exists.`);
       } else {
@@ -597,6 +600,9 @@
     if (ev.type === 'AgentActivated') {
       if (cur && cur.id === id && !cur.sending) setConvStatus('running', `A turn is running: task ${p.task_id || '?'}${p.source ? ' via ' + p.source : ''}…`);
       return;
+    }
+    if (cur && cur.id === id && !cur.sending && $('conv-status').dataset.state === 'busy') {
+      setConvStatus('done', 'The other turn has ended: yours can be sent now.');
     }
     if (cur && cur.id === id && !cur.sending && $('conv-status').dataset.state === 'running') {
       setConvStatus(ev.type === 'AgentFailed' ? 'error' : 'done', ev.type === 'AgentFailed' ? 'The turn failed: ' + (p.error || '') : `task ${p.task_id || '?'} · completed`);
