@@ -515,6 +515,29 @@ func TestConversationFailedTurn(t *testing.T) {
 	if len(page.Conversations) != 1 {
 		t.Errorf("%d conversations after a one-shot run, want 1", len(page.Conversations))
 	}
+
+	// Start over: the next run begins another conversation.
+	runInForm := func(input string) (output, conv string) {
+		t.Helper()
+		b.eval(t, `(document.getElementById('run-output').dataset.state = '', document.getElementById('run-input').value = '', '')`)
+		b.do(t, "run "+input, chromedp.SendKeys(chromedp.ID("run-input"), input), chromedp.Click(chromedp.ID("run-submit")))
+		output = b.waitFor(t, "the output of "+input, `(o => o.dataset.state === 'done' && o.textContent)(document.getElementById('run-output'))`)
+		return output, b.waitFor(t, "the conversation of "+input, `document.getElementById('run-conv').dataset.state === 'continuing' && document.getElementById('run-conv-id').textContent`)
+	}
+	b.do(t, "new conversation", chromedp.Click(chromedp.ID("run-conv-new")))
+	_, first := runInForm("fresh")
+	if got := b.eval(t, `document.getElementById('run-conv-new').textContent`); got != "Start over" {
+		t.Errorf("while continuing, the control says %q", got)
+	}
+	b.do(t, "start over", chromedp.Click(chromedp.ID("run-conv-new")))
+	out3, second := runInForm("fresh again")
+	if second == first || out3 != "answer to fresh again: saw 0 earlier user turns" {
+		t.Errorf("after Start over: conversation %s (before %s), output %q", second, first, out3)
+	}
+	b.do(t, "one-shot", chromedp.Click(chromedp.ID("run-conv-off")))
+	if got := b.eval(t, `document.getElementById('run-conv').dataset.state`); got != "off" {
+		t.Errorf("after One-shot the run form is %q", got)
+	}
 	b.checkConsole(t)
 }
 
