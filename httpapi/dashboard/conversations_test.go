@@ -534,6 +534,19 @@ func TestConversationFailedTurn(t *testing.T) {
 	if second == first || out3 != "answer to fresh again: saw 0 earlier user turns" {
 		t.Errorf("after Start over: conversation %s (before %s), output %q", second, first, out3)
 	}
+	// A first turn that fails still starts the conversation (the turn is
+	// recorded): the next input continues it.
+	b.do(t, "start over", chromedp.Click(chromedp.ID("run-conv-new")))
+	b.eval(t, `(document.getElementById('run-output').dataset.state = '', document.getElementById('run-input').value = '', '')`)
+	b.do(t, "run a failing first turn", chromedp.SendKeys(chromedp.ID("run-input"), "fail first"), chromedp.Click(chromedp.ID("run-submit")))
+	b.waitFor(t, "the failure", `document.getElementById('run-output').dataset.state === 'error'`)
+	third := b.waitFor(t, "the failed turn's conversation", `document.getElementById('run-conv').dataset.state === 'continuing' && document.getElementById('run-conv-id').textContent`)
+	if third == second {
+		t.Errorf("the failing first turn continued %s", second)
+	}
+	if out, conv := runInForm("continue now"); conv != third || out != "answer to continue now: saw 1 earlier user turns" {
+		t.Errorf("after a failed first turn: conversation %s (want %s), output %q", conv, third, out)
+	}
 	b.do(t, "one-shot", chromedp.Click(chromedp.ID("run-conv-off")))
 	if got := b.eval(t, `document.getElementById('run-conv').dataset.state`); got != "off" {
 		t.Errorf("after One-shot the run form is %q", got)

@@ -67,10 +67,12 @@
   // ---- HTTP --------------------------------------------------------------
 
   class APIError extends Error {
-    constructor(status, code, message) {
+    constructor(status, code, message, conversationID) {
       super(message);
       this.status = status;
       this.code = code;
+      // A failed turn is recorded: the error names its conversation.
+      this.conversationID = conversationID;
     }
   }
 
@@ -92,7 +94,8 @@
     }
     if (!res.ok) {
       const e = (data && data.error) || {};
-      throw new APIError(res.status, e.code || '', e.message || text.trim() || `HTTP ${res.status}`);
+      throw new APIError(res.status, e.code || '', e.message || text.trim() || `HTTP ${res.status}`,
+        typeof e.conversation_id === 'string' ? e.conversation_id : '');
     }
     return data;
   }
@@ -214,6 +217,13 @@
       meta.textContent = `${id} · ${busy ? 'busy: another turn of this conversation is running' : 'failed'} (HTTP ${err.status || '?'}${err.code ? ', ' + err.code : ''})`;
       out.textContent = err.message;
       out.dataset.state = 'error';
+      if (body.conversation_id && err.conversationID) {
+        // The failed turn started or continued a conversation: go on in it.
+        meta.textContent += ` · conversation ${err.conversationID}`;
+        runConv = err.conversationID;
+        runConvAgent = id;
+        renderRunConv();
+      }
       if (err.status === 404 && body.conversation_id && body.conversation_id !== 'new') conversationGone(body.conversation_id, `Conversation ${body.conversation_id} no longer exists.`);
       else if (body.conversation_id && body.conversation_id !== 'new') convChangedSoon(body.conversation_id);
     } finally {
