@@ -207,6 +207,7 @@ type daemon struct {
 	URL    string       // http://127.0.0.1:port
 	Client *http.Client // for requests outside the browser
 	out    *testutil.SyncBuffer
+	token  string // the API token requests outside the browser send, if any
 
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has been waited for

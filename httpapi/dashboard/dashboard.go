@@ -3,8 +3,20 @@
 // their tools, model and last run; the runs grouped by task (built from the
 // recent history and the live events of the WebSocket GET /api/events), with
 // their tool calls, outcome and raw events; the MCP servers and their state;
-// a form to run an agent; the pending approvals with Allow/Deny; the
-// webhooks; and the raw event feed.
+// a form to run an agent, one-shot or as the turns of a conversation; the
+// conversations (GET /api/conversations: the list by agent, newest first,
+// paged; one conversation's messages with its tool calls and results; a box
+// for its next turn; delete), refreshed by the TaskCompleted and
+// AgentFailed events that carry a conversation_id, so a turn through
+// another door (A2A, MCP) shows up; the pending approvals with Allow/Deny;
+// the webhooks; and the raw event feed. Against an API without
+// conversations (GET /api/conversations answers 404) the page offers none
+// of that and runs one-shot.
+//
+// What the page holds is bounded whatever the daemon sends: 300 runs, 200
+// feed lines, 200 conversations in the list, and at most 1,000 messages of
+// the open one: its newest 100, earlier pages on request up to that bound,
+// the oldest shown dropped as new turns come.
 //
 // The page is a single HTML document with its script and stylesheet inlined,
 // embedded in the binary: no build step, nothing fetched from elsewhere. It

@@ -42,7 +42,8 @@ func TestServesThePage(t *testing.T) {
 		}
 	}
 	page := string(body)
-	for _, s := range []string{`id="agents"`, `id="feed"`, `id="run"`, `id="approvals"`, "new WebSocket("} {
+	for _, s := range []string{`id="agents"`, `id="feed"`, `id="run"`, `id="approvals"`, "new WebSocket(",
+		`id="conversations"`, `id="conv-list"`, `id="conv-messages"`, `id="conv-form"`, `id="conv-input"`, `id="conv-delete"`, `id="run-conv-new"`} {
 		if !strings.Contains(page, s) {
 			t.Errorf("page lacks %q", s)
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,7 @@ const layoutJS = `((minCard) => {
   const root = document.documentElement;
   if (root.scrollWidth > root.clientWidth + 1) bad.push('page scrolls sideways: ' + root.scrollWidth + '/' + root.clientWidth + ' px');
   for (const c of document.querySelectorAll('main > .card')) {
+    if (c.hidden) continue; // a panel of an API the daemon lacks
     const w = c.getBoundingClientRect().width;
     if (w < minCard) bad.push('card "' + c.querySelector('h2').textContent + '" is ' + Math.round(w) + ' px wide');
   }
@@ -221,6 +223,7 @@ func TestLayoutAndRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Body.Close()
+	noConversations := conversationsMissing(t, d)
 
 	for _, size := range []struct {
 		width, minCard int64
@@ -245,7 +248,13 @@ func TestLayoutAndRequests(t *testing.T) {
 				t.Errorf("at %d px the agents card is %s px wide, want ≥ %.0f", size.width, w, size.agentsMin)
 			}
 			reqs := b.eval(t, requestsJS)
-			if n, bad, _ := strings.Cut(reqs, "\n"); bad != "" || n == "0" || n == "1" {
+			n, bad, _ := strings.Cut(reqs, "\n")
+			if noConversations {
+				// The page asks whether the daemon keeps conversations;
+				// until the API is merged it answers 404, and only that.
+				bad = regexp.MustCompile(`(?m)^404 \S+/api/conversations\?limit=20$\n?`).ReplaceAllString(bad, "")
+			}
+			if bad != "" || n == "0" || n == "1" {
 				t.Errorf("requests (count, then failures): %s", reqs)
 			}
 			b.checkConsole(t)

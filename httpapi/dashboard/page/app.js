@@ -67,10 +67,12 @@
   // ---- HTTP --------------------------------------------------------------
 
   class APIError extends Error {
-    constructor(status, code, message) {
+    constructor(status, code, message, conversationID) {
       super(message);
       this.status = status;
       this.code = code;
+      // A failed turn is recorded: the error names its conversation.
+      this.conversationID = conversationID;
     }
   }
 
@@ -92,7 +94,8 @@
     }
     if (!res.ok) {
       const e = (data && data.error) || {};
-      throw new APIError(res.status, e.code || '', e.message || text.trim() || `HTTP ${res.status}`);
+      throw new APIError(res.status, e.code || '', e.message || text.trim() || `HTTP ${res.status}`,
+        typeof e.conversation_id === 'string' ? e.conversation_id : '');
     }
     return data;
   }
@@ -167,6 +170,11 @@
     const chosen = sel.value;
     sel.replaceChildren(...agents.map((a) => el('option', { value: a.id }, a.id)));
     if (agents.some((a) => a.id === chosen)) sel.value = chosen;
+    const convSel = $('conv-agent');
+    const convChosen = convSel.value;
+    convSel.replaceChildren(el('option', { value: '' }, 'all'), ...agents.map((a) => el('option', { value: a.id }, a.id)));
+    convSel.value = agents.some((a) => a.id === convChosen) ? convChosen : '';
+    if (convSel.value !== convChosen) { convItems = []; convNext = ''; loadConversations(false); }
   }
 
   // Agent status changes with every run; refresh at most every 300 ms.
@@ -187,15 +195,37 @@
     meta.textContent = `Running ${id}…`;
     out.textContent = '';
     out.dataset.state = 'running';
+    // One-shot unless the daemon keeps conversations and one was asked for.
+    const body = { input: $('run-input').value };
+    if (convAvailable && runConv) body.conversation_id = runConv;
     try {
-      const r = await api('POST', `/api/agents/${encodeURIComponent(id)}/execute`, { input: $('run-input').value });
-      meta.textContent = `${r.agent_id || id} · task ${r.task_id || '?'} · ${r.status || 'completed'}`;
+      const r = await api('POST', `/api/agents/${encodeURIComponent(id)}/execute`, body);
+      meta.textContent = `${r.agent_id || id} · task ${r.task_id || '?'} · ${r.status || 'completed'}` +
+        (r.conversation_id ? ` · conversation ${r.conversation_id}` : '');
       out.textContent = typeof r.output === 'string' ? r.output : JSON.stringify(r.output, null, 2);
       out.dataset.state = 'done';
+      if (body.conversation_id && typeof r.conversation_id === 'string' && r.conversation_id) {
+        // The next input is the conversation's next turn.
+        runConv = r.conversation_id;
+        runConvAgent = id;
+        renderRunConv();
+        $('run-input').value = '';
+        convChangedSoon(runConv);
+      }
     } catch (err) {
-      meta.textContent = `${id} · failed (HTTP ${err.status || '?'}${err.code ? ', ' + err.code : ''})`;
+      const busy = !!body.conversation_id && err.status === 409 && !/full/i.test(err.code + ' ' + err.message);
+      meta.textContent = `${id} · ${busy ? 'busy: another turn of this conversation is running' : 'failed'} (HTTP ${err.status || '?'}${err.code ? ', ' + err.code : ''})`;
       out.textContent = err.message;
       out.dataset.state = 'error';
+      if (body.conversation_id && err.conversationID) {
+        // The failed turn started or continued a conversation: go on in it.
+        meta.textContent += ` · conversation ${err.conversationID}`;
+        runConv = err.conversationID;
+        runConvAgent = id;
+        renderRunConv();
+      }
+      if (err.status === 404 && body.conversation_id && body.conversation_id !== 'new') conversationGone(body.conversation_id, `Conversation ${body.conversation_id} no longer exists.`);
+      else if (body.conversation_id && body.conversation_id !== 'new') convChangedSoon(body.conversation_id);
     } finally {
       button.disabled = false;
     }
@@ -204,6 +234,391 @@
   $('run-input').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) $('run').requestSubmit();
   });
+
+  // ---- conversations -----------------------------------------------------
+
+  // The conversations API (GET /api/conversations, GET and DELETE
+  // /api/conversations/{id}, execute's conversation_id) may be absent from
+  // the daemon (an older one): the page offers none of it until the list
+  // answers, and a 404 keeps it hidden. What the page holds of it is
+  // bounded: CONV_LIST_MAX conversations in the list, MSG_MAX messages of
+  // the open one (its newest MSG_PAGE, earlier pages on request up to the
+  // bound, the oldest shown dropped as new turns come).
+  const CONV_PAGE = 20;
+  const CONV_LIST_MAX = 200; // the API's largest page
+  const MSG_PAGE = 100;
+  const MSG_MAX = 1000;
+  const FAILED_TURN = '(this turn failed: '; // how the Engine records a failed turn
+
+  let convAvailable = false;
+  let convItems = []; // Info of the listed conversations, newest first
+  let convNext = ''; // the cursor of the list's next page
+  // open is the conversation shown: its Info, and its messages from index
+  // from on. Every open makes a new object, so an answer that comes back
+  // for one no longer shown is recognised (cur !== open) and dropped.
+  let open = null;
+  // runConv is what the run form's next run is: '' one-shot, 'new' the
+  // start of a conversation, or the id of the conversation it continues.
+  let runConv = '', runConvAgent = '';
+
+  const enc = encodeURIComponent;
+  const when = (t) => { const d = new Date(t); return isNaN(d) ? '' : d.toLocaleString(); };
+  const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+  function setConvAvailable(yes) {
+    if (convAvailable === yes) return;
+    convAvailable = yes;
+    $('conversations').hidden = !yes;
+    if (!yes) runConv = '';
+    renderRunConv();
+  }
+
+  function renderRunConv() {
+    $('run-conv').hidden = !convAvailable;
+    $('run-conv').dataset.state = runConv === '' ? 'off' : runConv === 'new' ? 'new' : 'continuing';
+    const text = $('run-conv-text');
+    if (runConv === '') text.replaceChildren('One-shot: the agent remembers nothing of this run.');
+    else if (runConv === 'new') text.replaceChildren('The next run starts a conversation.');
+    else text.replaceChildren('Conversation ', el('code', { id: 'run-conv-id' }, runConv), ': the next input continues it.');
+    $('run-conv-new').hidden = runConv === 'new';
+    $('run-conv-new').textContent = runConv === '' ? 'New conversation' : 'Start over';
+    $('run-conv-open').hidden = runConv === '' || runConv === 'new';
+    $('run-conv-off').hidden = runConv === '';
+  }
+  $('run-conv-new').addEventListener('click', () => { runConv = 'new'; renderRunConv(); $('run-input').focus(); });
+  $('run-conv-off').addEventListener('click', () => { runConv = ''; renderRunConv(); });
+  $('run-conv-open').addEventListener('click', () => {
+    if (!runConv || runConv === 'new') return;
+    openConversation(runConv);
+    $('conversations').scrollIntoView({ block: 'start' });
+  });
+  // A conversation belongs to one agent: another agent starts a new one.
+  $('run-agent').addEventListener('change', () => {
+    if (runConv && runConv !== 'new' && $('run-agent').value !== runConvAgent) { runConv = 'new'; renderRunConv(); }
+  });
+
+  // loadConversations reads the list's first pages afresh, or with more
+  // the page after those shown. One load at a time, in order (a refresh
+  // never drops a "More" asked for meanwhile), and refreshes asked for
+  // while one waits are that one.
+  let convQueue = Promise.resolve(), convRefreshQueued = false;
+  function loadConversations(more) {
+    if (!more) {
+      if (convRefreshQueued) return convQueue;
+      convRefreshQueued = true;
+    }
+    convQueue = convQueue.then(() => {
+      if (!more) convRefreshQueued = false;
+      return fetchConversations(more);
+    });
+    return convQueue;
+  }
+
+  async function fetchConversations(more) {
+    if (more && !convNext) return;
+    const agent = $('conv-agent').value;
+    const q = new URLSearchParams();
+    if (agent) q.set('agent', agent);
+    // A refresh asks for as many as the list shows, so pages read with
+    // "More" stay.
+    q.set('limit', String(more ? CONV_PAGE : Math.min(CONV_LIST_MAX, Math.max(CONV_PAGE, convItems.length))));
+    if (more) q.set('cursor', convNext);
+    try {
+      const data = await api('GET', '/api/conversations?' + q);
+      if ($('conv-agent').value !== agent) return; // the filter changed: a refresh is queued
+      setConvAvailable(true);
+      const page = listOf(data, 'conversations').filter((c) => c && typeof c.id === 'string');
+      // A conversation updated between two pages is on both: keep its
+      // newest place.
+      const all = more ? convItems.concat(page) : page;
+      const seen = new Set();
+      convItems = all.filter((c) => !seen.has(c.id) && seen.add(c.id)).slice(0, CONV_LIST_MAX);
+      convNext = (data && typeof data.next === 'string' && data.next) || '';
+      renderConvList();
+      showError('conv-list-error', null);
+    } catch (err) {
+      if (err.status === 404 || err.status === 405) setConvAvailable(false);
+      else if (err.status !== 401) showError('conv-list-error', err);
+    }
+  }
+
+  function renderConvList() {
+    $('conv-list').replaceChildren(...convItems.map((c) => {
+      const li = el('li', { 'data-conversation': c.id, 'data-agent': c.agent_id || '' },
+        el('button', { type: 'button', class: 'conv-item', onclick: () => openConversation(c.id) },
+          el('span', { class: 'conv-item-title' }, c.title || '(no title)'),
+          el('span', { class: 'muted' }, [c.agent_id || '?', plural(Number(c.messages) || 0, 'message'),
+            when(c.updated), c.source ? 'via ' + c.source : ''].filter(Boolean).join(' · '))));
+      if (open && open.id === c.id) li.setAttribute('aria-current', 'true');
+      return li;
+    }));
+    $('conv-empty').hidden = convItems.length > 0;
+    $('conv-more').hidden = !convNext || convItems.length >= CONV_LIST_MAX;
+  }
+
+  $('conv-agent').addEventListener('change', () => { convItems = []; convNext = ''; loadConversations(false); });
+  $('conv-more').addEventListener('click', () => loadConversations(true));
+
+  function setConvStatus(state, text) {
+    const s = $('conv-status');
+    s.dataset.state = state;
+    s.textContent = text;
+    s.className = state === 'error' || state === 'busy' || state === 'full' ? 'error' : 'muted';
+  }
+
+  function convPath(id, from, limit) {
+    return `/api/conversations/${enc(id)}?from=${from}&limit=${limit}`;
+  }
+
+  // openConversation shows a conversation: its newest MSG_PAGE messages.
+  async function openConversation(id) {
+    const cur = { id, info: null, from: 0, messages: [], pending: null, sending: false, refreshing: null };
+    open = cur;
+    $('conv-none').hidden = true;
+    $('conv-view').hidden = false;
+    $('conv-view').dataset.conversation = id;
+    $('conv-title').textContent = id;
+    $('conv-meta').textContent = 'Loading…';
+    $('conv-messages').replaceChildren();
+    $('conv-earlier').hidden = true;
+    confirmDelete(false);
+    setConvStatus('', '');
+    renderConvList();
+    try {
+      let data = await api('GET', convPath(id, 0, MSG_PAGE));
+      if (cur !== open) return;
+      const total = Number(data && data.conversation && data.conversation.messages) || 0;
+      if (total > MSG_PAGE) {
+        cur.from = total - MSG_PAGE;
+        data = await api('GET', convPath(id, cur.from, MSG_PAGE));
+        if (cur !== open) return;
+      }
+      cur.info = data.conversation || null;
+      cur.messages = listOf(data, 'messages');
+      renderMessages(cur);
+      // Messages added since (a turn that just ended) come with next_from.
+      if (data.next_from != null) await refreshOpen();
+    } catch (err) {
+      if (cur !== open) return;
+      if (err.status === 404) conversationGone(id, `Conversation ${id} no longer exists.`);
+      else { $('conv-meta').textContent = ''; setConvStatus('error', err.message); }
+    }
+  }
+
+  // refreshOpen reads the open conversation's messages after those shown,
+  // one refresh at a time so none is added twice.
+  function refreshOpen() {
+    const cur = open;
+    if (!cur || !cur.info) return Promise.resolve();
+    cur.refreshing = (cur.refreshing || Promise.resolve()).then(async () => {
+      for (let pages = 0; pages < MSG_MAX / MSG_PAGE && cur === open; pages++) {
+        let data;
+        try {
+          data = await api('GET', convPath(cur.id, cur.from + cur.messages.length, MSG_PAGE));
+        } catch (err) {
+          if (cur !== open) return;
+          if (err.status === 404) conversationGone(cur.id, `Conversation ${cur.id} no longer exists.`);
+          else setConvStatus('error', 'Could not read the conversation: ' + err.message);
+          return;
+        }
+        if (cur !== open) return;
+        cur.info = data.conversation || cur.info;
+        cur.messages = cur.messages.concat(listOf(data, 'messages'));
+        if (cur.messages.length > MSG_MAX) {
+          const drop = cur.messages.length - MSG_MAX;
+          cur.messages = cur.messages.slice(drop);
+          cur.from += drop;
+        }
+        renderMessages(cur);
+        if (data.next_from == null) return;
+      }
+    });
+    return cur.refreshing;
+  }
+
+  $('conv-earlier').addEventListener('click', async () => {
+    const cur = open;
+    if (!cur || cur.from === 0 || cur.messages.length >= MSG_MAX) return;
+    const from = Math.max(0, cur.from - Math.min(MSG_PAGE, MSG_MAX - cur.messages.length));
+    try {
+      const data = await api('GET', convPath(cur.id, from, cur.from - from));
+      if (cur !== open) return;
+      cur.messages = listOf(data, 'messages').slice(0, cur.from - from).concat(cur.messages);
+      cur.from = from;
+      renderMessages(cur, true);
+    } catch (err) {
+      if (cur === open) setConvStatus('error', err.message);
+    }
+  });
+
+  const prettyJSON = (v) => {
+    if (typeof v === 'string') { try { v = JSON.parse(v); } catch { return v; } }
+    return JSON.stringify(v ?? null, null, 2);
+  };
+
+  function renderMessages(cur, keepScroll) {
+    const info = cur.info || {};
+    $('conv-title').textContent = info.title || '(no title)';
+    $('conv-meta').textContent = [info.agent_id || '?', plural(Number(info.messages) || 0, 'message'),
+      info.source ? 'via ' + info.source : '', info.created ? 'started ' + when(info.created) : '', 'id ' + cur.id].filter(Boolean).join(' · ');
+    const names = new Map(); // tool call id → tool name, for its result
+    for (const m of cur.messages) {
+      for (const c of Array.isArray(m && m.tool_calls) ? m.tool_calls : []) if (c && c.id) names.set(c.id, c.name);
+    }
+    const items = cur.messages.map((m, i) => messageItem(m || {}, cur.from + i, names));
+    if (cur.pending !== null) {
+      items.push(el('li', { class: 'msg msg-user msg-pending', 'data-role': 'user', 'data-pending': 'true' },
+        el('div', { class: 'msg-head' }, el('span', { class: 'msg-role' }, 'user'), el('span', { class: 'muted' }, 'sending…')),
+        el('pre', { class: 'msg-content' }, cur.pending)));
+    }
+    // Follow the end as turns come, unless the reader has scrolled up.
+    const list = $('conv-messages');
+    const follow = !keepScroll && list.scrollHeight - list.scrollTop - list.clientHeight < 48;
+    list.replaceChildren(...items);
+    if (follow) list.scrollTop = list.scrollHeight;
+    $('conv-earlier').hidden = cur.from === 0;
+    const full = cur.messages.length >= MSG_MAX;
+    $('conv-earlier').disabled = full;
+    $('conv-earlier').textContent = full ? `${cur.from} earlier messages (the view holds ${MSG_MAX})` : `Earlier messages (${cur.from})`;
+  }
+
+  function messageItem(m, index, names) {
+    const role = ['user', 'assistant', 'tool'].includes(m.role) ? m.role : 'other';
+    const content = typeof m.content === 'string' ? m.content : '';
+    const failed = !!m.is_error || (role === 'assistant' && content.startsWith(FAILED_TURN));
+    const tool = role === 'tool' ? names.get(m.tool_call_id) : '';
+    const label = role === 'tool' ? 'tool result' + (tool ? ' of ' + tool : '') : role === 'other' ? String(m.role ?? '?') : role;
+    const li = el('li', { class: 'msg msg-' + role + (failed ? ' msg-error' : ''), 'data-role': role, 'data-index': String(index) },
+      el('div', { class: 'msg-head' },
+        el('span', { class: 'msg-role' }, label),
+        failed ? el('span', { class: 'error msg-flag' }, 'error') : '',
+        m.at ? el('time', { class: 'muted' }, when(m.at)) : '',
+        m.task_id ? el('span', { class: 'muted' }, 'task ' + m.task_id) : ''));
+    if (failed) li.dataset.error = 'true';
+    if (tool) li.dataset.tool = tool;
+    if (content) li.append(el('pre', { class: 'msg-content' }, content));
+    for (const c of Array.isArray(m.tool_calls) ? m.tool_calls.filter((x) => x && typeof x === 'object') : []) {
+      // Arguments can be long: collapsed, one click away.
+      li.append(el('details', { class: 'tool-call', 'data-tool': c.name || '' },
+        el('summary', {}, 'tool call ', el('code', {}, c.name || '?')),
+        el('pre', { class: 'tool-call-args' }, prettyJSON(c.arguments))));
+    }
+    return li;
+  }
+
+  function conversationGone(id, message) {
+    convItems = convItems.filter((c) => c.id !== id);
+    renderConvList();
+    // A list read before it went may still be on its way: read it again.
+    loadConversations(false);
+    if (runConv === id) { runConv = 'new'; renderRunConv(); }
+    if (open && open.id === id) {
+      open = null;
+      $('conv-view').hidden = true;
+      $('conv-none').hidden = false;
+      $('conv-none').textContent = message;
+    }
+  }
+
+  $('conv-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const cur = open;
+    const input = $('conv-input').value;
+    if (!cur || !cur.info || cur.sending || !input.trim()) return;
+    const agent = cur.info.agent_id;
+    cur.sending = true;
+    cur.pending = input;
+    $('conv-send').disabled = true;
+    renderMessages(cur);
+    setConvStatus('running', `Waiting for ${agent}…`);
+    try {
+      const r = await api('POST', `/api/agents/${enc(agent)}/execute`, { input, conversation_id: cur.id });
+      cur.pending = null;
+      if (cur !== open) return;
+      $('conv-input').value = '';
+      setConvStatus('done', `task ${r.task_id || '?'} · ${r.status || 'completed'}`);
+      await refreshOpen();
+    } catch (err) {
+      cur.pending = null;
+      if (cur !== open) return;
+      renderMessages(cur);
+      if (err.status === 409) {
+        // Turns of a conversation never overlap: the daemon refuses a
+        // second one (busy), or the conversation reached its bound (full).
+        const full = /full/i.test(err.code) || /\bfull\b/i.test(err.message);
+        if (full) setConvStatus('full', `Not sent: the conversation is full (${err.message}). Start a new one.`);
+        else setConvStatus('busy', `Busy: another turn of this conversation is running. Not sent; send it again when that turn ends. (${err.message})`);
+      } else if (err.status === 404) {
+        conversationGone(cur.id, `Conversation ${cur.id} no longer exists.`);
+      } else {
+        setConvStatus('error', `Failed (HTTP ${err.status || '?'}${err.code ? ', ' + err.code : ''}): ${err.message}`);
+        // A failed turn is recorded too.
+        refreshOpen();
+      }
+    } finally {
+      cur.sending = false;
+      if (cur === open) $('conv-send').disabled = false;
+      convChangedSoon(cur.id);
+    }
+  });
+  $('conv-input').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) $('conv-form').requestSubmit();
+  });
+
+  function confirmDelete(asking) {
+    $('conv-confirm').hidden = !asking;
+    $('conv-delete').hidden = asking;
+  }
+  $('conv-delete').addEventListener('click', () => confirmDelete(true));
+  $('conv-delete-no').addEventListener('click', () => confirmDelete(false));
+  $('conv-delete-yes').addEventListener('click', async () => {
+    const cur = open;
+    if (!cur) return;
+    $('conv-delete-yes').disabled = true;
+    try {
+      await api('DELETE', `/api/conversations/${enc(cur.id)}`);
+      conversationGone(cur.id, `Conversation ${cur.id} was deleted.`);
+    } catch (err) {
+      if (err.status === 404) conversationGone(cur.id, `Conversation ${cur.id} no longer exists.`);
+      else if (cur === open) setConvStatus('error', 'Not deleted: ' + err.message);
+    } finally {
+      $('conv-delete-yes').disabled = false;
+      if (cur === open) confirmDelete(false);
+    }
+  });
+
+  // A turn that ends anywhere (this page, another tab, A2A, MCP) refreshes
+  // the list and, when it is the open one, the conversation: at most every
+  // 300 ms, whatever the rate of events.
+  let convTimer = 0, openDirty = false;
+  function convChangedSoon(id) {
+    if (open && open.id === id) openDirty = true;
+    if (convTimer) return;
+    convTimer = setTimeout(() => {
+      convTimer = 0;
+      if (!convAvailable) return;
+      loadConversations(false);
+      if (openDirty) { openDirty = false; refreshOpen(); }
+    }, 300);
+  }
+
+  function onConversationEvent(ev) {
+    const p = ev.payload || {};
+    const id = p.conversation_id;
+    if (typeof id !== 'string' || !id) return;
+    const cur = open;
+    if (ev.type === 'AgentActivated') {
+      if (cur && cur.id === id && !cur.sending) setConvStatus('running', `A turn is running: task ${p.task_id || '?'}${p.source ? ' via ' + p.source : ''}…`);
+      return;
+    }
+    if (cur && cur.id === id && !cur.sending && $('conv-status').dataset.state === 'busy') {
+      setConvStatus('done', 'The other turn has ended: yours can be sent now.');
+    }
+    if (cur && cur.id === id && !cur.sending && $('conv-status').dataset.state === 'running') {
+      setConvStatus(ev.type === 'AgentFailed' ? 'error' : 'done', ev.type === 'AgentFailed' ? 'The turn failed: ' + (p.error || '') : `task ${p.task_id || '?'} · completed`);
+    }
+    convChangedSoon(id);
+  }
 
   // ---- approvals ---------------------------------------------------------
 
@@ -505,7 +920,7 @@
     if (fromHistory) return;
     if (ev.type === 'ApprovalRequested' && p.approval_id) { pending.set(String(p.approval_id), p); renderApprovals(); }
     if (ev.type === 'ApprovalResolved' && p.approval_id) { pending.delete(String(p.approval_id)); renderApprovals(); }
-    if (ev.type === 'AgentActivated' || ev.type === 'TaskCompleted' || ev.type === 'AgentFailed') refreshAgentsSoon();
+    if (ev.type === 'AgentActivated' || ev.type === 'TaskCompleted' || ev.type === 'AgentFailed') { refreshAgentsSoon(); onConversationEvent(ev); }
   }
 
   let missedTotal = 0;
@@ -520,6 +935,7 @@
     // What was missed may have changed state: read it afresh.
     refreshAgentsSoon();
     loadApprovals();
+    if (convAvailable) { loadConversations(false); refreshOpen(); }
   }
   $('lagged-dismiss').addEventListener('click', () => { missedTotal = 0; $('lagged').hidden = true; });
 
@@ -579,7 +995,10 @@
       }, delay);
     };
     // After a reconnect the state may have moved on; read it afresh.
-    sock.onopen = () => { loadAgents(); loadTools(); loadServers(); };
+    sock.onopen = () => {
+      loadAgents(); loadTools(); loadServers();
+      if (convAvailable) { loadConversations(false); refreshOpen(); }
+    };
   }
 
   // The agents load once the socket opens (or fails to), so a first visit
@@ -587,6 +1006,7 @@
   function start() {
     loadApprovals();
     loadWebhooks();
+    loadConversations(false);
     setInterval(() => {
       if (document.hidden) return;
       loadWebhooks();
@@ -597,5 +1017,6 @@
   }
 
   renderApprovals();
+  renderRunConv();
   start();
 })();
