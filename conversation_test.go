@@ -139,6 +139,7 @@ func (m gateModel) Generate(ctx context.Context, req *agent.Request) (*agent.Res
 
 // Fifty writers on one conversation: each turn is recorded once, whole and
 // in order, or refused as busy; none interleaves with another.
+// Guards: one turn of a conversation at once.
 func TestConcurrentTurnsAreRefusedNotInterleaved(t *testing.T) {
 	e := newEngine(t)
 	m := gateModel{release: make(chan struct{})}
@@ -231,6 +232,7 @@ func (n bigModel) Generate(context.Context, *agent.Request) (*agent.Response, er
 // A huge answer is the caller's whole, and recorded cut; a turn that does
 // not fit its conversation at all still succeeds, its event saying why it
 // was not recorded.
+// Guards: conversations.max_bytes and max_messages as the Engine records a turn.
 func TestTurnsTooBigForTheRecord(t *testing.T) {
 	store := conversation.NewMemory(conversation.Limits{MaxBytes: 4 << 20})
 	e := axocoatl.New(axocoatl.Options{Conversations: store})
@@ -271,6 +273,7 @@ func TestTurnsTooBigForTheRecord(t *testing.T) {
 
 // A long conversation is windowed from its end without reading it all, and
 // the window is the one the whole conversation gives.
+// Guards: agents[].max_history_bytes on a 1,000-turn conversation.
 func TestLongConversationTailIsTheWindow(t *testing.T) {
 	store := conversation.NewMemory(conversation.Limits{})
 	t.Cleanup(func() { _ = store.Close() })

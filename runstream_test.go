@@ -84,6 +84,7 @@ func TestOnEventGetsTheRunAsItHappens(t *testing.T) {
 
 // The model's goroutine never waits for a listener: a door callback that
 // blocks until the model has written its whole answer sees the run end.
+// Guards: the 256 events queued for one listener and the 64 KiB of merged text.
 func TestSlowOnEventDoesNotSlowTheModel(t *testing.T) {
 	e := newEngine(t)
 	m := &floodModel{n: 100_000, word: "word ", finished: make(chan struct{})}
@@ -120,6 +121,7 @@ func TestSlowOnEventDoesNotSlowTheModel(t *testing.T) {
 	}
 }
 
+// Guards: Options.MaxRunListeners and the 256 events queued for one listener.
 func TestFollowRun(t *testing.T) {
 	e := axocoatl.New(axocoatl.Options{MaxRunListeners: 2})
 	defer e.Close(context.Background())

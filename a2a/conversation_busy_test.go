@@ -149,6 +149,7 @@ func (cf *convFixture) waitStarted(t *testing.T, want string) {
 // running through another door (the Engine's lease) refuses an A2A
 // message the same way: a blocking send gets -32004 and no task is kept, a
 // streamed one ends rejected saying why.
+// Guards: one turn of a contextId at once.
 func TestConversationBusy(t *testing.T) {
 	cf := newConvFixture(t, conversation.Limits{})
 	ctx := context.Background()

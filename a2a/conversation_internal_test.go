@@ -31,6 +31,7 @@ func (s stallingStore) Get(ctx context.Context, id string) (conversation.Info, e
 
 // A message whose conversation look-up hangs is refused with -32603 once
 // the look-up's bound has passed, and the handler goes on serving.
+// Guards: the 10 s conversation look-up of a message.
 func TestConversationLookupBounded(t *testing.T) {
 	store := stallingStore{conversation.NewMemory(conversation.Limits{})}
 	eng := axocoatl.New(axocoatl.Options{Conversations: store})

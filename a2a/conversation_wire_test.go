@@ -189,6 +189,7 @@ func tasksListed(t *testing.T, cf *convFixture) int {
 // Bad input about contexts and tasks, on every wire: each refused with the
 // error A2A gives for it and a message naming what was wrong, and none
 // leaves a task or a conversation behind.
+// Guards: a client's contextId (128 bytes of [A-Za-z0-9._:-]).
 func TestConversationBadInput(t *testing.T) {
 	cf := newConvFixture(t, conversation.Limits{})
 	ctx := context.Background()

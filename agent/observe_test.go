@@ -138,6 +138,7 @@ func TestRunWithoutObserverDoesNotStream(t *testing.T) {
 	}
 }
 
+// Guards: agents[].max_tokens_per_run.
 func TestMaxTokensPerRun(t *testing.T) {
 	for _, tc := range []struct {
 		limit   int64

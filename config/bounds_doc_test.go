@@ -21,6 +21,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/config"
+	"github.com/axocoatl/axocoatl-go/conversation"
 	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/httpapi"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
@@ -60,6 +61,32 @@ type guard struct {
 // code has, and the tests that guard it (issue 24: "Every bound the README
 // lists has a test that fails when the bound is removed").
 var boundGuards = map[string]guard{
+	// Streaming (issue 26): a run's live events.
+	"A run's live events / listeners of one run (`FollowRun`, a door's `OnEvent`; in Go `axocoatl.Options.MaxRunListeners`)": {axocoatl.DefaultMaxRunListeners, []string{".:TestFollowRun"}},
+	"A run's live events / events queued for one listener":                                                                   {axocoatl.RunListenerBuffer, []string{".:TestFollowRun", ".:TestSlowOnEventDoesNotSlowTheModel"}},
+	"A run's live events / merged text pending for one listener":                                                             {axocoatl.RunListenerTextBytes, []string{".:TestSlowOnEventDoesNotSlowTheModel"}},
+	"A run's live events / an SSE execute's client that stops reading":                                                       {nil, []string{"httpapi:TestExecuteSSEStuckClientCut"}},
+	"agents[].max_tokens_per_run":                                                                                            {nil, []string{"agent:TestMaxTokensPerRun", "httpapi:TestExecuteMaxTokensPerRun"}},
+	// Conversations (issue 25): every store runs storetest.
+	"conversations.max_conversations":                   {conversation.DefaultMaxConversations, []string{"conversation:TestMemoryStore", "conversation/boltstore:TestStore", "conversation/boltstore:TestHundredThousandConversations", "conversation/natskv:TestStore"}},
+	"conversations.max_per_agent":                       {conversation.DefaultMaxPerAgent, []string{"conversation:TestMemoryStore", "conversation/boltstore:TestStore", "conversation/natskv:TestStore"}},
+	"conversations.max_messages":                        {conversation.DefaultMaxMessages, []string{"conversation:TestMemoryStore", "conversation/boltstore:TestStore", "conversation/natskv:TestStore", ".:TestTurnsTooBigForTheRecord"}},
+	"conversations.max_bytes":                           {conversation.DefaultMaxBytes, []string{"conversation:TestMemoryStore", "conversation/boltstore:TestStore", "conversation/natskv:TestStore", ".:TestTurnsTooBigForTheRecord"}},
+	"conversations.max_total_bytes":                     {conversation.DefaultMaxTotalBytes, []string{"conversation:TestMemoryStore", "conversation/boltstore:TestStore", "conversation/natskv:TestStore"}},
+	"conversations.idle_ttl":                            {conversation.DefaultIdleTTL, []string{"conversation:TestMemoryStore", "conversation/boltstore:TestStore", "conversation/natskv:TestStore"}},
+	"agents[].max_history_bytes":                        {agent.DefaultMaxHistoryBytes, []string{"conversation:TestWindowKeepsPairsAndFits", ".:TestLongConversationIsWindowed", ".:TestLongConversationTailIsTheWindow"}},
+	"Conversations / turns of one conversation at once": {nil, []string{".:TestConcurrentTurnsAreRefusedNotInterleaved", "httpapi:TestConversationConcurrentTurns"}},
+	"Conversations / a page of conversations":           {conversation.MaxPage, []string{"conversation:TestMemoryStore", "httpapi:TestConversationRoutes"}},
+	// Streamed provider answers (issue 26).
+	"Providers / one streamed answer: its whole time, its bytes (`providers.<kind>.timeout`)": {nil, []string{"agent/provider/internal/wire:TestStreamTimeout", "agent/provider/builtin:TestHostileStreams"}},
+	"Providers / one event of a stream":                          {nil, []string{"agent/provider/internal/wire:TestSSEBounds"}},
+	"Providers / events of one streamed answer; deltas it emits": {nil, []string{"agent/provider/internal/wire:TestSSEBounds", "agent/provider/internal/wire:TestAssemblerDeltaBound"}},
+	"Providers / tool calls started in one streamed answer":      {nil, []string{"agent/provider/internal/wire:TestAssemblerBounds"}},
+	"Providers / arguments of one streamed tool call":            {nil, []string{"agent/provider/internal/wire:TestAssemblerBounds"}},
+	// A2A conversations (issue 25).
+	"A2A server / turns of one `contextId` at once":      {nil, []string{"a2a:TestConversationBusy"}},
+	"A2A server / a client's `contextId`":                {conversation.MaxIDLength, []string{"a2a:TestConversationBadInput"}},
+	"A2A server / the conversation look-up of a message": {nil, []string{"a2a:TestConversationLookupBounded"}},
 	// Every door (HTTP)
 	"server.max_concurrent_runs":                     {axocoatl.DefaultMaxRuns, []string{".:TestMaxRunsRefusesBeyond", "examples/daemon:TestMaxConcurrentRunsAtEveryDoor"}},
 	"server.max_auth_failures":                       {httpguard.DefaultFailureLimit.Max, []string{"internal/httpguard:TestWrongTokensSlowed", "internal/httpguard:TestWrongTokensWindowEnds", "examples/daemon:TestMaxAuthFailuresKey"}},
@@ -308,7 +335,7 @@ func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
 }
 
 // firstValue is the first number of a default cell, with its unit.
-var firstValue = regexp.MustCompile(`([0-9][0-9,]*)\s?(MiB|KiB|ms|s|m|h)?\b`)
+var firstValue = regexp.MustCompile(`([0-9][0-9,]*)\s?(GiB|MiB|KiB|ms|s|m|h)?\b`)
 
 // sameDefault compares the first value of a default cell ("`1000`",
 // "4 MiB", "`30m`", "65,536", "`server.write_timeout` (30 s)") with the
@@ -334,6 +361,8 @@ func sameDefault(cell string, def any) error {
 	}
 	want := reflect.ValueOf(def).Int()
 	switch m[2] {
+	case "GiB":
+		n <<= 30
 	case "MiB":
 		n <<= 20
 	case "KiB":

@@ -189,6 +189,7 @@ func TestConversationContinuedOverHTTP(t *testing.T) {
 // Listing: by agent, newest first, paged by cursor across pages, with the
 // default page and ?limit= bounded; one conversation's messages paged by
 // ?from=; delete, then 404.
+// Guards: the 200-conversation page.
 func TestConversationRoutes(t *testing.T) {
 	a := newConvAPI(t)
 	var mine []string // assistant's, oldest first
@@ -438,6 +439,7 @@ func TestConversationBusy(t *testing.T) {
 // 50 turns sent at once to one conversation: each is answered 200 or 409
 // (busy, with Retry-After), and every accepted turn is recorded once,
 // whole and in the order it ran: nothing interleaved.
+// Guards: one turn of a conversation at once, at the HTTP door.
 func TestConversationConcurrentTurns(t *testing.T) {
 	a := newConvAPI(t)
 	id := a.execute(t, "chat", "turn zero", conversation.New).ConversationID

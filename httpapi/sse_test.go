@@ -235,6 +235,7 @@ func grepLines(s, substr string) string {
 	return strings.Join(out, "\n")
 }
 
+// Guards: agents[].max_tokens_per_run at the HTTP door.
 func TestExecuteMaxTokensPerRun(t *testing.T) {
 	chat := testutil.NewStreamingChat(t, 20, 0)
 	srv, _ := serveStreaming(t, chat, agent.Spec{MaxTokensPerRun: 100}, axocoatl.Options{})
@@ -392,6 +393,7 @@ func TestExecuteSSEStuckClientsBounded(t *testing.T) {
 // A client that stops reading is cut after the write timeout: its
 // connection ends without the result event, and the run ends (canceled,
 // as for a client that hangs up, unless it had finished).
+// Guards: server.write_timeout for an SSE execute client that stops reading.
 func TestExecuteSSEStuckClientCut(t *testing.T) {
 	chat := testutil.NewStreamingChat(t, 10_000, 0)
 	closed := make(chan struct{}, 8)

@@ -27,6 +27,7 @@ func open(t *testing.T, l conversation.Limits) conversation.Store {
 	return s
 }
 
+// Guards: every conversations.* bound (storetest) on the bbolt store.
 func TestStore(t *testing.T) { storetest.Run(t, open) }
 
 var ctx = context.Background()

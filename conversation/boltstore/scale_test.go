@@ -57,6 +57,7 @@ func newEngine(t testing.TB, s conversation.Store) *axocoatl.Engine {
 // memory. The file skips its fsyncs (Options.NoSync) to keep the run
 // short: the durability of each commit is TestKillMidWrite's matter, not
 // this test's.
+// Guards: conversations.max_conversations at 100,000 conversations.
 func TestHundredThousandConversations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 turns; skipped with -short")

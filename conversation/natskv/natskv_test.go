@@ -58,6 +58,7 @@ func open(t testing.TB, nc *natsgo.Conn, cfg natskv.Config) *natskv.Store {
 	return s
 }
 
+// Guards: every conversations.* bound (storetest) on the JetStream KV store.
 func TestStore(t *testing.T) {
 	ns := jsServer(t)
 	n := 0

@@ -72,6 +72,7 @@ var sseWires = []sseWire{
 // Hostile streams end with a clear error within their bounds: the client
 // lets go at the bound, not at the end of a stream that has none, and the
 // deltas emitted before stay within it.
+// Guards: the bounds of one streamed answer (time, bytes, events, tool calls).
 func TestHostileStreams(t *testing.T) {
 	const bodyLimit = 16 << 20
 	chunk := strings.Repeat("x", 1<<10)

@@ -70,6 +70,7 @@ func TestSSEFormat(t *testing.T) {
 
 // One event is bounded (a line that never ends fails at the bound, not at
 // the body limit), and so is the number of events of one answer.
+// Guards: the 4 MiB event and the 262,144 events of a stream.
 func TestSSEBounds(t *testing.T) {
 	for name, body := range map[string]string{
 		"one line":   "data: " + strings.Repeat("x", MaxEventBytes+1) + "\n\n",
@@ -146,6 +147,7 @@ func TestIndex(t *testing.T) {
 
 // The Assembler bounds the tool calls of an answer and the arguments of
 // each.
+// Guards: the 1,024 tool calls and 4 MiB of arguments of one streamed answer.
 func TestAssemblerBounds(t *testing.T) {
 	var n int
 	a := NewAssembler(func(agent.Delta) { n++ })
@@ -214,6 +216,7 @@ func TestStreamRetriesOnlyBeforeTheAnswer(t *testing.T) {
 // A stream that stops moving ends at the call's Timeout, which bounds the
 // whole stream, with an error saying so; a caller that gives up gets its
 // own reason.
+// Guards: providers.<kind>.timeout over a whole streamed answer.
 func TestStreamTimeout(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -276,6 +279,7 @@ func TestStreamContentType(t *testing.T) {
 }
 
 // The deltas of one answer are bounded, whatever their kind.
+// Guards: the 262,144 deltas of one streamed answer.
 func TestAssemblerDeltaBound(t *testing.T) {
 	var n int
 	a := NewAssembler(func(agent.Delta) { n++ })
