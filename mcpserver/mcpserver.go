@@ -86,6 +86,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -720,8 +721,13 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 			return errorResult(err.Error(), nil), nil
 		}
 		taskID := lattice.NewID(time.Now())
+		// Only a call that asked for progress listens to the run: a call
+		// without a token has its model asked for a plain answer.
+		var onEvent func(agent.RunEvent)
 		if token := req.Params.GetProgressToken(); token != nil {
-			stop := s.reportProgress(ctx, req.Session, token, agentID, taskID)
+			text := newAnswerTail()
+			onEvent = text.observe
+			stop := s.reportProgress(ctx, req.Session, token, agentID, taskID, text)
 			defer stop()
 		}
 		// A client that can show forms is asked to approve gated tool
@@ -736,7 +742,7 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 		// The conversation ids of this door are the server's handles: an
 		// unknown one is an error (CreateConversation false), never a
 		// conversation started under a name the client made up.
-		res, err := s.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: agentID, Input: input, Source: axocoatl.SourceMCP, TaskID: taskID, ConversationID: convID})
+		res, err := s.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: agentID, Input: input, Source: axocoatl.SourceMCP, TaskID: taskID, ConversationID: convID, OnEvent: onEvent})
 		meta := mcp.Meta{MetaTaskID: taskID}
 		var result *mcp.CallToolResult
 		if err != nil {
