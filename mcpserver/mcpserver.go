@@ -21,8 +21,9 @@
 // [axocoatl.Engine.ExecuteRequest] with [axocoatl.SourceMCP]; the tool list
 // follows [axocoatl.Engine.Agents] and is refreshed by
 // [axocoatl.Engine.WatchAgents] (a client with a GET stream gets
-// tools/list_changed); progress comes from the tool-call events on the
-// Engine's lattice ([axocoatl.Engine.Bus], a [lattice.Bus]); every HTTP
+// tools/list_changed); progress comes from the run's text deltas
+// ([axocoatl.Request].OnEvent) and the tool-call events on the Engine's
+// lattice ([axocoatl.Engine.Bus], a [lattice.Bus]); every HTTP
 // request passes the Engine's guard ([axocoatl.Engine.GuardHTTP]); and a gate
 // that asks the caller (approval) reaches the calling client through the
 // [axocoatl.UserPrompter] put on the run's context
@@ -52,9 +53,12 @@
 // # Cancellation, progress and elicitation in each era
 //
 // Progress is the same in both: a tools/call with a progressToken gets
-// notifications/progress when the run starts, for each tool it calls and
-// every [Config].ProgressInterval, on the call's own stream (stdio, or the
-// POST's SSE response). Cancellation ends the run in both: in the handshake
+// notifications/progress when the run starts, for each tool it calls,
+// every [Config].ProgressInterval, and with the answer's text so far (its
+// last [ProgressTextBytes], at most every [ProgressTextInterval]), on the
+// call's own stream (stdio, or the POST's SSE response). Only such a call
+// listens to the run: one without a token has its model asked for a plain
+// answer. Cancellation ends the run in both: in the handshake
 // era by notifications/cancelled (stdio and HTTP); in the stateless era by
 // notifications/cancelled on stdio, and over HTTP by the client closing the
 // call's POST (go-sdk's client does both; the POST's end is what counts, as

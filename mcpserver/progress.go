@@ -92,6 +92,13 @@ func (a *answerTail) take(last *uint64) (string, bool) {
 	return lastRunes(a.buf, ProgressTextBytes), true
 }
 
+// held is how many bytes of text the tail holds (for the bound's test).
+func (a *answerTail) held() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.buf)
+}
+
 // lastRunes is the end of b, at most max bytes, starting on a rune: a cut
 // inside a multi-byte character drops its leading continuation bytes.
 func lastRunes(b []byte, max int) string {

@@ -52,6 +52,7 @@ type textLog struct {
 	msgs     []string
 	vals     []float64
 	finished []int64
+	at       []time.Time
 	seen     chan struct{}
 }
 
@@ -61,6 +62,7 @@ func (l *textLog) handler(_ context.Context, req *mcp.ProgressNotificationClient
 	l.msgs = append(l.msgs, req.Params.Message)
 	l.vals = append(l.vals, req.Params.Progress)
 	l.finished = append(l.finished, fin)
+	l.at = append(l.at, time.Now())
 	l.mu.Unlock()
 	select {
 	case l.seen <- struct{}{}:
@@ -149,7 +151,9 @@ func TestProgressCarriesTheTextSoFar(t *testing.T) {
 
 			params := &mcp.CallToolParams{Name: "agent_writer", Arguments: map[string]any{"input": "write"}}
 			params.SetProgressToken("tok-text")
+			start := time.Now()
 			res, err := cs.CallTool(ctxT(t), params)
+			took := time.Since(start)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,6 +189,10 @@ func TestProgressCarriesTheTextSoFar(t *testing.T) {
 			if finished[first] != 0 {
 				t.Errorf("the first text (%q) reached the client after the model had finished", msgs[first])
 			}
+			log.mu.Lock()
+			firstAt := log.at[first].Sub(start)
+			log.mu.Unlock()
+			t.Logf("%d deltas in %v: first text after %v, %d text notifications of %d", chat.Deltas, took, firstAt, texts, len(msgs))
 			if m := msgs[last]; m == "" || !strings.HasSuffix(final, m) {
 				t.Errorf("last text %q is not a suffix of the answer %q", m, final)
 			}
