@@ -156,8 +156,9 @@ type Config struct {
 	Instructions string `yaml:"instructions"`
 	// ProgressInterval is how often a running call reports that it is still
 	// running, when the client asked for progress (a progressToken); tool
-	// calls of the run are reported as they happen. Zero: 5s. Negative: no
-	// periodic reports, tool calls only.
+	// calls of the run are reported as they happen, the answer's text at
+	// most every [ProgressTextInterval]. Zero: 5s. Negative: no periodic
+	// reports, tool calls and text only.
 	ProgressInterval time.Duration `yaml:"progress_interval"`
 	// SessionTimeout closes HTTP sessions that see no request for this long.
 	// Zero: 30m. Negative: never.
