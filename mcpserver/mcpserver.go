@@ -21,8 +21,9 @@
 // [axocoatl.Engine.ExecuteRequest] with [axocoatl.SourceMCP]; the tool list
 // follows [axocoatl.Engine.Agents] and is refreshed by
 // [axocoatl.Engine.WatchAgents] (a client with a GET stream gets
-// tools/list_changed); progress comes from the tool-call events on the
-// Engine's lattice ([axocoatl.Engine.Bus], a [lattice.Bus]); every HTTP
+// tools/list_changed); progress comes from the run's text deltas
+// ([axocoatl.Request].OnEvent) and the tool-call events on the Engine's
+// lattice ([axocoatl.Engine.Bus], a [lattice.Bus]); every HTTP
 // request passes the Engine's guard ([axocoatl.Engine.GuardHTTP]); and a gate
 // that asks the caller (approval) reaches the calling client through the
 // [axocoatl.UserPrompter] put on the run's context
@@ -52,9 +53,12 @@
 // # Cancellation, progress and elicitation in each era
 //
 // Progress is the same in both: a tools/call with a progressToken gets
-// notifications/progress when the run starts, for each tool it calls and
-// every [Config].ProgressInterval, on the call's own stream (stdio, or the
-// POST's SSE response). Cancellation ends the run in both: in the handshake
+// notifications/progress when the run starts, for each tool it calls,
+// every [Config].ProgressInterval, and with the answer's text so far (its
+// last [ProgressTextBytes], at most every [ProgressTextInterval]), on the
+// call's own stream (stdio, or the POST's SSE response). Only such a call
+// listens to the run: one without a token has its model asked for a plain
+// answer. Cancellation ends the run in both: in the handshake
 // era by notifications/cancelled (stdio and HTTP); in the stateless era by
 // notifications/cancelled on stdio, and over HTTP by the client closing the
 // call's POST (go-sdk's client does both; the POST's end is what counts, as
@@ -86,6 +90,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -151,8 +156,9 @@ type Config struct {
 	Instructions string `yaml:"instructions"`
 	// ProgressInterval is how often a running call reports that it is still
 	// running, when the client asked for progress (a progressToken); tool
-	// calls of the run are reported as they happen. Zero: 5s. Negative: no
-	// periodic reports, tool calls only.
+	// calls of the run are reported as they happen, the answer's text at
+	// most every [ProgressTextInterval]. Zero: 5s. Negative: no periodic
+	// reports, tool calls and text only.
 	ProgressInterval time.Duration `yaml:"progress_interval"`
 	// SessionTimeout closes HTTP sessions that see no request for this long.
 	// Zero: 30m. Negative: never.
@@ -720,8 +726,13 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 			return errorResult(err.Error(), nil), nil
 		}
 		taskID := lattice.NewID(time.Now())
+		// Only a call that asked for progress listens to the run: a call
+		// without a token has its model asked for a plain answer.
+		var onEvent func(agent.RunEvent)
 		if token := req.Params.GetProgressToken(); token != nil {
-			stop := s.reportProgress(ctx, req.Session, token, agentID, taskID)
+			text := newAnswerTail()
+			onEvent = text.observe
+			stop := s.reportProgress(ctx, req.Session, token, agentID, taskID, text)
 			defer stop()
 		}
 		// A client that can show forms is asked to approve gated tool
@@ -736,7 +747,7 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 		// The conversation ids of this door are the server's handles: an
 		// unknown one is an error (CreateConversation false), never a
 		// conversation started under a name the client made up.
-		res, err := s.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: agentID, Input: input, Source: axocoatl.SourceMCP, TaskID: taskID, ConversationID: convID})
+		res, err := s.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: agentID, Input: input, Source: axocoatl.SourceMCP, TaskID: taskID, ConversationID: convID, OnEvent: onEvent})
 		meta := mcp.Meta{MetaTaskID: taskID}
 		var result *mcp.CallToolResult
 		if err != nil {

@@ -244,19 +244,37 @@ func checkProgress(t *testing.T, cs *mcp.ClientSession, log *progressLog) {
 	}
 	want := []string{"agent worker started", "calling tool clock", "tool clock done"}
 	// The client handles notifications on its own goroutine: they may land
-	// just after the result.
-	for range want {
+	// just after the result. The last is the answer's text (the model
+	// does not stream: one delta, sent before the result).
+	for range len(want) + 1 {
 		if _, err := recv(log.seen, 5*time.Second); err != nil {
 			break
 		}
 	}
 	msgs, vals := log.snapshot()
-	if len(msgs) < len(want) {
-		t.Fatalf("progress messages %q, want at least %q", msgs, want)
+	if len(msgs) < len(want)+1 {
+		t.Fatalf("progress messages %q, want at least %q and the answer", msgs, want)
+	}
+	// The text and the tool events reach the reporter on two channels:
+	// the status messages are in order among themselves.
+	var status []string
+	text := 0
+	for _, m := range msgs {
+		if isText(m) {
+			text++
+			if m != "the clock says noon" {
+				t.Errorf("progress text %q, want the answer", m)
+			}
+			continue
+		}
+		status = append(status, m)
+	}
+	if text != 1 || len(status) < len(want) {
+		t.Fatalf("progress messages %q: want %q and the answer once", msgs, want)
 	}
 	for i, w := range want {
-		if !strings.Contains(msgs[i], w) {
-			t.Errorf("progress[%d] = %q, want %q", i, msgs[i], w)
+		if !strings.Contains(status[i], w) {
+			t.Errorf("progress status[%d] = %q, want %q", i, status[i], w)
 		}
 	}
 	for i := 1; i < len(vals); i++ {

@@ -4,23 +4,121 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/lattice"
+)
+
+// Bounds of the text a call's progress carries (a tools/call with a
+// progressToken: the agent's answer as the model writes it).
+const (
+	// ProgressTextBytes bounds the message of a text progress notification:
+	// the last 4 KiB of the answer so far, cut on a UTF-8 boundary (so
+	// possibly a few bytes less). It is also what the reporter keeps of the
+	// answer, whatever its length.
+	ProgressTextBytes = 4 << 10
+	// ProgressTextInterval is the shortest time between two text progress
+	// notifications: the deltas in between are coalesced into the next
+	// one, never one notification per token.
+	ProgressTextInterval = 200 * time.Millisecond
 )
 
 // progressBuffer is the lattice buffer of one call's progress reporter. A
 // burst of tool events beyond it costs progress messages, never the run.
 const progressBuffer = 64
 
+// answerTail is the end of the answer a run's model is writing, as its
+// text deltas arrive ([axocoatl.Request].OnEvent); the progress reporter
+// reads it at most every [ProgressTextInterval]. The lock is held for an
+// append or a copy, never across I/O.
+type answerTail struct {
+	mu  sync.Mutex
+	buf []byte
+	// fresh: a model call ended, so the next text starts a new answer.
+	fresh bool
+	// seq counts the text deltas; sent is seq as of the last notification.
+	seq  uint64
+	wake chan struct{}
+}
+
+func newAnswerTail() *answerTail { return &answerTail{wake: make(chan struct{}, 1)} }
+
+// observe is the run's OnEvent: called from one goroutine, it must not
+// block (it does not: a short lock and a non-blocking send).
+func (a *answerTail) observe(ev agent.RunEvent) {
+	switch {
+	case ev.Kind == agent.RunModelUsage:
+		a.mu.Lock()
+		a.fresh = true
+		a.mu.Unlock()
+		return
+	case ev.Kind != agent.RunDelta || ev.Delta.Kind != agent.DeltaText || ev.Delta.Text == "":
+		return
+	}
+	a.mu.Lock()
+	if a.fresh {
+		a.buf, a.fresh = a.buf[:0], false
+	}
+	a.buf = append(a.buf, ev.Delta.Text...)
+	// Keep at most twice the bound, so a long answer costs
+	// 2*ProgressTextBytes of memory and an amortised copy.
+	if len(a.buf) > 2*ProgressTextBytes {
+		n := copy(a.buf, a.buf[len(a.buf)-ProgressTextBytes:])
+		a.buf = a.buf[:n]
+	}
+	a.seq++
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the text so far (its last ProgressTextBytes, from a rune
+// start) and whether it grew since the last take.
+func (a *answerTail) take(last *uint64) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seq == *last {
+		return "", false
+	}
+	*last = a.seq
+	return lastRunes(a.buf, ProgressTextBytes), true
+}
+
+// held is how many bytes of text the tail holds (for the bound's test).
+func (a *answerTail) held() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.buf)
+}
+
+// lastRunes is the end of b, at most max bytes, starting on a rune: a cut
+// inside a multi-byte character drops its leading continuation bytes.
+func lastRunes(b []byte, max int) string {
+	if len(b) > max {
+		b = b[len(b)-max:]
+		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+			b = b[1:]
+		}
+	}
+	return string(b)
+}
+
 // reportProgress sends notifications/progress for the call with this token
 // while the run goes: once when it starts, for each tool the run calls and
-// finishes, and every ProgressInterval. stop ends the reporter and returns
-// after its last notification, so none can follow the call's result.
-func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any, agentID, taskID string) (stop func()) {
+// finishes, every ProgressInterval, and the text of the answer so far
+// (text, fed by the run's OnEvent) at most every [ProgressTextInterval].
+// All come from one goroutine, so the progress value increases. stop ends
+// the reporter and returns after its last notification (the answer's last
+// text among them), so none can follow the call's result.
+func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any, agentID, taskID string, text *answerTail) (stop func()) {
 	sub, err := s.engine.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventToolCalled, axocoatl.EventToolResult}}, progressBuffer)
 	if err != nil {
 		// A closed bus means a closing Engine: the run will fail on its own;
@@ -55,6 +153,30 @@ func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, toke
 		if sub != nil {
 			events = sub.Events()
 		}
+		// Text: a wake starts the coalescing timer unless one runs; when
+		// it fires the text so far goes out (one notification for all the
+		// deltas of the interval), and the next wake re-arms it.
+		var (
+			sentSeq  uint64
+			textWake <-chan struct{}
+			textDue  <-chan time.Time
+			textT    *time.Timer
+			lastText time.Time
+		)
+		if text != nil {
+			textWake = text.wake
+			defer func() {
+				if textT != nil {
+					textT.Stop()
+				}
+			}()
+		}
+		sendText := func() {
+			if msg, grew := text.take(&sentSeq); grew {
+				notify(msg)
+				lastText = time.Now()
+			}
+		}
 		start := time.Now()
 		for {
 			select {
@@ -62,21 +184,40 @@ func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, toke
 				return
 			case <-finish:
 				// The run's events were published before it returned: they
-				// are in the buffer already.
+				// are in the buffer already. The run's OnEvent calls are
+				// over too (ExecuteRequest returned), so the text is whole.
 				for events != nil {
 					select {
 					case ev, ok := <-events:
 						if !ok {
-							return
+							events = nil
+							continue
 						}
 						if msg, mine := describeToolEvent(ev, taskID); mine {
 							notify(msg)
 						}
 					default:
-						return
+						events = nil
 					}
 				}
+				if text != nil {
+					sendText()
+				}
 				return
+			case <-textWake:
+				if textDue == nil {
+					wait := ProgressTextInterval - time.Since(lastText)
+					wait = max(wait, 0)
+					if textT == nil {
+						textT = time.NewTimer(wait)
+					} else {
+						textT.Reset(wait)
+					}
+					textDue = textT.C
+				}
+			case <-textDue:
+				textDue = nil
+				sendText()
 			case <-tick:
 				notify(fmt.Sprintf("agent %s running for %s", agentID, time.Since(start).Round(time.Second)))
 			case ev, ok := <-events:
