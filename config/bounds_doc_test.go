@@ -83,6 +83,9 @@ var boundGuards = map[string]guard{
 	"Providers / events of one streamed answer; deltas it emits": {nil, []string{"agent/provider/internal/wire:TestSSEBounds", "agent/provider/internal/wire:TestAssemblerDeltaBound"}},
 	"Providers / tool calls started in one streamed answer":      {nil, []string{"agent/provider/internal/wire:TestAssemblerBounds"}},
 	"Providers / arguments of one streamed tool call":            {nil, []string{"agent/provider/internal/wire:TestAssemblerBounds"}},
+	// MCP progress carrying the text so far (issue 26).
+	"MCP server / the answer's text in one progress notification (a call with a `progressToken`)": {mcpserver.ProgressTextBytes, []string{"mcpserver:TestProgressTextIsBounded", "mcpserver:TestAnswerTailBound"}},
+	"MCP server / text progress notifications of one call":                                        {nil, []string{"mcpserver:TestProgressTextIsBounded", "mcpserver:TestProgressCarriesTheTextSoFar"}},
 	// A2A conversations (issue 25).
 	"A2A server / turns of one `contextId` at once":      {nil, []string{"a2a:TestConversationBusy"}},
 	"A2A server / a client's `contextId`":                {conversation.MaxIDLength, []string{"a2a:TestConversationBadInput"}},

@@ -12,6 +12,7 @@ import (
 // rune, the text taken is valid UTF-8, at most ProgressTextBytes, the
 // answer's end, and at most a rune short of the bound. A model call's end
 // makes the next text a new answer.
+// Guards: the 4 KiB of text in one progress notification (8 KiB held at most).
 func TestAnswerTailBound(t *testing.T) {
 	words := []string{"a", "é", "ж€", "𝄞", "xyz "}
 	var seq uint64

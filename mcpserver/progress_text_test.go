@@ -140,6 +140,7 @@ func progressDoors() []progressDoor {
 // first text arrives before the model finished, the last is the answer's
 // end, the progress values increase. A call without a token is not
 // streamed at all (the model is asked for a plain answer).
+// Guards: one text progress notification per 200 ms.
 func TestProgressCarriesTheTextSoFar(t *testing.T) {
 	for _, door := range progressDoors() {
 		t.Run(door.name, func(t *testing.T) {
@@ -229,6 +230,7 @@ func TestProgressCarriesTheTextSoFar(t *testing.T) {
 // the start and the last text), not by the number of deltas, and each
 // message is at most ProgressTextBytes of valid UTF-8, the end of the
 // answer.
+// Guards: the 4 KiB of text in one progress notification and one text notification per 200 ms.
 func TestProgressTextIsBounded(t *testing.T) {
 	chat := testutil.NewStreamingChat(t, 10_000, 0)
 	// Multi-byte words, so a cut at the byte bound falls inside a rune.
