@@ -220,3 +220,72 @@ func TestStreamStuckClientRunCompletes(t *testing.T) {
 		}
 	}
 }
+
+// tasks/resubscribe on a running task follows its run from where it
+// joins: artifact updates before the model finished, then the output
+// afresh (append false: the client had only the part after it joined),
+// the last chunk marked, and the final status with the usage.
+func TestResubscribeFollowsRun(t *testing.T) {
+	chat := testutil.NewStreamingChat(t, 400, 5*time.Millisecond)
+	f := streamingFixture(t, chat)
+	c, _ := f.a2aClient(t, f.srv.URL, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ids := make(chan a2a03.TaskID, 1)
+	streamed := make(chan error, 1)
+	go func() {
+		var first error
+		sent := false
+		for ev, err := range c.SendStreamingMessage(ctx, userMessage("go", map[string]any{"receiver_id": "streamer"})) {
+			if err != nil {
+				first = err
+				break
+			}
+			if a, ok := ev.(*a2a03.TaskArtifactUpdateEvent); ok && !sent {
+				ids <- a.TaskID
+				sent = true
+			}
+		}
+		streamed <- first
+	}()
+	var id a2a03.TaskID
+	select {
+	case id = <-ids:
+	case err := <-streamed:
+		t.Fatalf("the stream ended before its first artifact update: %v", err)
+	}
+	var text strings.Builder
+	live, lastChunks := 0, 0
+	var final *a2a03.TaskStatusUpdateEvent
+	for ev, err := range c.ResubscribeToTask(ctx, &a2a03.TaskIDParams{ID: id}) {
+		must(t, err)
+		switch e := ev.(type) {
+		case *a2a03.TaskArtifactUpdateEvent:
+			if chat.Finished() == 0 {
+				live++
+			}
+			if !e.Append {
+				text.Reset()
+			}
+			if e.LastChunk {
+				lastChunks++
+			}
+			text.WriteString(e.Artifact.Parts[0].(a2a03.TextPart).Text)
+		case *a2a03.TaskStatusUpdateEvent:
+			if e.Final {
+				final = e
+			}
+		}
+	}
+	if live == 0 {
+		t.Fatal("no artifact update reached the resubscribed client while the model was writing")
+	}
+	if text.String() != chat.Text() || lastChunks != 1 {
+		t.Fatalf("assembled %d of %d bytes, %d last chunks", text.Len(), len(chat.Text()), lastChunks)
+	}
+	if final == nil || final.Status.State != a2a03.TaskStateCompleted {
+		t.Fatalf("final status %+v", final)
+	}
+	wantUsage(t, final.Metadata, chat)
+	must(t, <-streamed)
+}
