@@ -2,6 +2,7 @@ package a2a_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 
+	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
@@ -288,4 +290,69 @@ func TestResubscribeFollowsRun(t *testing.T) {
 	}
 	wantUsage(t, final.Metadata, chat)
 	must(t, <-streamed)
+}
+
+// toolStreamModel streams a sentence, calls tool lookup, then streams its
+// answer with the tool's result: a run of two model calls.
+type toolStreamModel struct{}
+
+func (m toolStreamModel) Generate(ctx context.Context, req *agent.Request) (*agent.Response, error) {
+	return m.GenerateStream(ctx, req, func(agent.Delta) {})
+}
+
+func (toolStreamModel) GenerateStream(_ context.Context, req *agent.Request, emit func(agent.Delta)) (*agent.Response, error) {
+	if last := req.Messages[len(req.Messages)-1]; last.Role == agent.RoleTool {
+		text := "answer: " + last.Content
+		emit(agent.Delta{Kind: agent.DeltaText, Text: "answer: "})
+		emit(agent.Delta{Kind: agent.DeltaText, Text: last.Content})
+		return &agent.Response{Content: text, Usage: agent.Usage{InputTokens: 5, OutputTokens: 2}}, nil
+	}
+	emit(agent.Delta{Kind: agent.DeltaText, Text: "let me look"})
+	return &agent.Response{Content: "let me look", Usage: agent.Usage{InputTokens: 3, OutputTokens: 1, CachedInputTokens: 1},
+		ToolCalls: []agent.ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"q":"go"}`)}}}, nil
+}
+
+// Around a tool call the stream says so: the first call's text, a working
+// status naming the tool, then the answer starting the artifact over, the
+// last chunk marked, and the usage of both calls summed.
+func TestStreamToolStatus(t *testing.T) {
+	f := newFixture(t, a2a.Config{})
+	must(t, f.eng.RegisterTool(axocoatl.Tool{Name: "lookup", Description: "Looks q up.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
+		Call: func(context.Context, axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+			return axocoatl.ToolResult{Content: "found"}, nil
+		}}))
+	must(t, f.eng.AddAgent(agent.Spec{ID: "tooler", Tools: []string{"lookup"}}, toolStreamModel{}))
+	c, _ := f.a2aClient(t, f.srv.URL, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var got []string
+	var final *a2a03.TaskStatusUpdateEvent
+	for ev, err := range c.SendStreamingMessage(ctx, userMessage("go", map[string]any{"receiver_id": "tooler"})) {
+		must(t, err)
+		switch e := ev.(type) {
+		case *a2a03.Task:
+			got = append(got, "task")
+		case *a2a03.TaskStatusUpdateEvent:
+			s := "status:" + string(e.Status.State)
+			if e.Status.Message != nil {
+				s += ":" + e.Status.Message.Parts[0].(a2a03.TextPart).Text
+			}
+			got = append(got, s)
+			if e.Final {
+				final = e
+			}
+		case *a2a03.TaskArtifactUpdateEvent:
+			got = append(got, fmt.Sprintf("artifact:%q:append=%v:last=%v", e.Artifact.Parts[0].(a2a03.TextPart).Text, e.Append, e.LastChunk))
+		}
+	}
+	want := []string{"task", "status:working", `artifact:"let me look":append=false:last=false`, "status:working:calling tool lookup",
+		`artifact:"answer: found":append=false:last=true`, "status:completed"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	u := final.Metadata["usage"].(map[string]any)
+	if u["input_tokens"] != 8.0 || u["output_tokens"] != 3.0 || u["cached_input_tokens"] != 1.0 {
+		t.Fatalf("usage %v", u)
+	}
 }
