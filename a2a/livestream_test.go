@@ -61,8 +61,15 @@ func TestStreamDeltasV03(t *testing.T) {
 	var text strings.Builder
 	artifacts := 0
 	var final *a2a03.TaskStatusUpdateEvent
+	start := time.Now()
+	var firstAt time.Duration
 	for ev, err := range c.SendStreamingMessage(ctx, userMessage("go", map[string]any{"receiver_id": "streamer"})) {
 		must(t, err)
+		if firstAt == 0 && artifacts == 0 {
+			if _, ok := ev.(*a2a03.TaskArtifactUpdateEvent); ok {
+				firstAt = time.Since(start)
+			}
+		}
 		switch e := ev.(type) {
 		case *a2a03.Task:
 			kinds = append(kinds, "task")
@@ -94,6 +101,8 @@ func TestStreamDeltasV03(t *testing.T) {
 		t.Fatalf("final status %+v", final)
 	}
 	wantUsage(t, final.Metadata, chat)
+	t.Logf("%d deltas %s apart: first artifact update after %s, %d updates, stream over after %s",
+		chat.Deltas, chat.Gap, firstAt.Round(time.Millisecond), artifacts, time.Since(start).Round(time.Millisecond))
 	if chat.Plain.Load() != 0 {
 		t.Fatalf("%d plain model requests: the stream did not stream", chat.Plain.Load())
 	}
