@@ -365,3 +365,73 @@ func TestStreamToolStatus(t *testing.T) {
 		t.Fatalf("usage %v", u)
 	}
 }
+
+// The same with 1.0 SubscribeToTask, an a2a-go/v2 client on both bindings.
+func TestSubscribeToTaskFollowsRunV1(t *testing.T) {
+	for _, binding := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
+		t.Run(string(binding), func(t *testing.T) {
+			chat := testutil.NewStreamingChat(t, 400, 5*time.Millisecond)
+			f := streamingFixture(t, chat)
+			c, _, _ := f.v1Client(t, f.srv.URL, binding)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			ids := make(chan a2a1.TaskID, 1)
+			streamed := make(chan error, 1)
+			go func() {
+				var first error
+				sent := false
+				for ev, err := range c.SendStreamingMessage(ctx, v1Message("go", map[string]any{"receiver_id": "streamer"})) {
+					if err != nil {
+						first = err
+						break
+					}
+					if a, ok := ev.(*a2a1.TaskArtifactUpdateEvent); ok && !sent {
+						ids <- a.TaskID
+						sent = true
+					}
+				}
+				streamed <- first
+			}()
+			var id a2a1.TaskID
+			select {
+			case id = <-ids:
+			case err := <-streamed:
+				t.Fatalf("the stream ended before its first artifact update: %v", err)
+			}
+			var text strings.Builder
+			live, lastChunks := 0, 0
+			var final *a2a1.TaskStatusUpdateEvent
+			for ev, err := range c.SubscribeToTask(ctx, &a2a1.SubscribeToTaskRequest{ID: id}) {
+				must(t, err)
+				switch e := ev.(type) {
+				case *a2a1.TaskArtifactUpdateEvent:
+					if chat.Finished() == 0 {
+						live++
+					}
+					if !e.Append {
+						text.Reset()
+					}
+					if e.LastChunk {
+						lastChunks++
+					}
+					text.WriteString(e.Artifact.Parts[0].Text())
+				case *a2a1.TaskStatusUpdateEvent:
+					if e.Status.State.Terminal() {
+						final = e
+					}
+				}
+			}
+			if live == 0 {
+				t.Fatal("no artifact update reached the subscribed client while the model was writing")
+			}
+			if text.String() != chat.Text() || lastChunks != 1 {
+				t.Fatalf("assembled %d of %d bytes, %d last chunks", text.Len(), len(chat.Text()), lastChunks)
+			}
+			if final == nil || final.Status.State != a2a1.TaskStateCompleted {
+				t.Fatalf("final status %+v", final)
+			}
+			wantUsage(t, final.Metadata, chat)
+			must(t, <-streamed)
+		})
+	}
+}
