@@ -88,7 +88,7 @@ func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
 		return nil, rerr
 	}
 	if sr.blocking {
-		if rerr := h.execute(ctx, t); rerr != nil {
+		if rerr := h.execute(ctx, t, nil); rerr != nil {
 			// Answered as the error: the task that never ran is not kept.
 			h.store.remove(t)
 			return nil, rerr
@@ -105,7 +105,7 @@ func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
 	go func() {
 		defer h.runs.Done()
 		defer func() { <-h.background }()
-		_ = h.execute(ctx, t) // a refused turn ends rejected, saying why
+		_ = h.execute(ctx, t, nil) // a refused turn ends rejected, saying why
 	}()
 	return t, nil
 }
@@ -329,7 +329,8 @@ func orUnknown(s string) string {
 // conversation busy through another door or daemon, full, another agent's)
 // ends rejected, and execute returns the error a blocking send answers
 // with instead of the task.
-func (h *Handler) execute(ctx context.Context, t *task) *rpcError {
+// onEvent, when set, is the run's [axocoatl.Request].OnEvent (a stream's).
+func (h *Handler) execute(ctx context.Context, t *task, onEvent func(agent.RunEvent)) *rpcError {
 	defer h.store.endTurn(t)
 	defer t.cancelRun()
 	t.setWorking()
@@ -343,7 +344,9 @@ func (h *Handler) execute(ctx context.Context, t *task) *rpcError {
 		// that id: the one minted for a message without contextId, or a
 		// client's own (A2A 1.0 §3.4.1: agents MAY accept and preserve it).
 		CreateConversation: true,
+		OnEvent:            onEvent,
 	})
+	t.setUsage(res.Usage)
 	switch {
 	case err == nil:
 		if t.finish(a2a03.TaskStateCompleted, res.Output, "") {

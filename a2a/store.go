@@ -9,6 +9,7 @@ import (
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
@@ -39,6 +40,9 @@ type task struct {
 	output  string
 	errText string
 	updated time.Time
+	// usage is what the run's model calls cost, set once the run returned
+	// (before finish): the final task and status carry it as metadata.
+	usage *agent.Usage
 }
 
 // storedMessage is the user message in the generation it came in; the other
@@ -107,12 +111,34 @@ type view struct {
 	output  string
 	errText string
 	updated time.Time
+	usage   *agent.Usage
 }
 
 func (t *task) view() view {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return view{t.state, t.output, t.errText, t.updated}
+	return view{t.state, t.output, t.errText, t.updated, t.usage}
+}
+
+// setUsage records the run's usage (before finish, so that whoever sees
+// the task terminal sees it too).
+func (t *task) setUsage(u agent.Usage) {
+	t.mu.Lock()
+	t.usage = &u
+	t.mu.Unlock()
+}
+
+// metadata is the task's metadata on the wire: "usage" once the run
+// returned (docs/a2a.md), nil before.
+func (v view) metadata() map[string]any {
+	if v.usage == nil || !v.state.Terminal() {
+		return nil
+	}
+	return map[string]any{"usage": map[string]any{
+		"input_tokens":        v.usage.InputTokens,
+		"output_tokens":       v.usage.OutputTokens,
+		"cached_input_tokens": v.usage.CachedInputTokens,
+	}}
 }
 
 // snapshot renders the task on the wire. history < 0 keeps the whole
@@ -124,6 +150,7 @@ func (t *task) snapshot(history int, artifacts bool) *a2a03.Task {
 		ID:        t.id,
 		ContextID: t.contextID,
 		Status:    t.status(v),
+		Metadata:  v.metadata(),
 	}
 	if history != 0 {
 		out.History = []*a2a03.Message{t.msg.asV03()}

@@ -182,12 +182,14 @@ func (o *out) statusEvent(t *task, final bool) any {
 	return t.statusEvent(final)
 }
 
-func (o *out) artifactEvent(t *task, i int, last bool, text string) any {
+// artifactEvent is a chunk of the output: appended to what the client has
+// of it (appendTo), or starting it over.
+func (o *out) artifactEvent(t *task, appendTo, last bool, text string) any {
 	if o.g == gen10 {
 		return a2a1.StreamResponse{Event: &a2a1.TaskArtifactUpdateEvent{
 			TaskID:    a2a1.TaskID(t.id),
 			ContextID: t.contextID,
-			Append:    i > 0,
+			Append:    appendTo,
 			LastChunk: last,
 			Artifact: &a2a1.Artifact{
 				ID:    a2a1.ArtifactID(outputArtifactID),
@@ -199,7 +201,7 @@ func (o *out) artifactEvent(t *task, i int, last bool, text string) any {
 	return &a2a03.TaskArtifactUpdateEvent{
 		TaskID:    t.id,
 		ContextID: t.contextID,
-		Append:    i > 0,
+		Append:    appendTo,
 		LastChunk: last,
 		Artifact: &a2a03.Artifact{
 			ID:    outputArtifactID,
@@ -249,9 +251,12 @@ func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rp
 	t.setWorking()
 	o.hold(o.statusEvent(t, false))
 	stop := o.s.keepAlive(h.cfg.StreamKeepAlive)
-	_ = h.execute(ctx, t) // a refused turn ends rejected: the stream says why
+	l := startLive(o, t)
+	_ = h.execute(ctx, t, l.onEvent) // a refused turn ends rejected: the stream says why
+	v := t.view()
+	whole := l.finish(v.output, v.state == a2a03.TaskStateCompleted)
 	stop()
-	h.sendEnd(o, t)
+	h.sendEnd(o, t, whole)
 }
 
 // tasksResubscribe answers tasks/resubscribe: the task as it is now, then,
@@ -274,26 +279,52 @@ func (h *Handler) tasksResubscribe(w http.ResponseWriter, r *http.Request, req r
 // its output and the final status update.
 func (h *Handler) follow(r *http.Request, t *task, o *out) {
 	defer o.s.endOnClose(h.ctx)()
+	// Joined before the task event goes out, so that the client misses
+	// nothing after it; a task that ended or runs elsewhere has no run
+	// to follow here (the end is sent from the store).
+	sub, err := h.eng.FollowRun(string(t.id))
 	o.event(o.taskEvent(t))
 	stop := o.s.keepAlive(h.cfg.StreamKeepAlive)
+	whole := false
+	if err == nil {
+		l := startLive(o, t)
+		for {
+			ev, err := sub.Next(r.Context())
+			if err != nil {
+				break // io.EOF: the run ended; or the client left
+			}
+			l.onEvent(ev)
+		}
+		sub.Close()
+		select { // the run ended; the task's state follows at once
+		case <-t.done:
+		case <-r.Context().Done():
+		}
+		v := t.view()
+		whole = l.finish(v.output, v.state == a2a03.TaskStateCompleted)
+	}
 	select {
 	case <-t.done:
 	case <-r.Context().Done():
 	}
 	stop()
 	if r.Context().Err() == nil {
-		h.sendEnd(o, t)
+		h.sendEnd(o, t, whole)
 	}
 }
 
-// sendEnd sends a finished task's output in chunks that keep each SSE line
-// small, then the final status update.
-func (h *Handler) sendEnd(o *out, t *task) {
+// sendEnd ends a finished task's stream: when it completed and the client
+// does not have the whole output streamed already (whole), the output
+// afresh in chunks that keep each SSE line small; then the final status
+// update.
+func (h *Handler) sendEnd(o *out, t *task, whole bool) {
 	v := t.view()
 	if v.state == a2a03.TaskStateCompleted {
-		chunks := chunk(v.output, maxChunk)
-		for i, c := range chunks {
-			o.hold(o.artifactEvent(t, i, i == len(chunks)-1, c))
+		if !whole {
+			chunks := chunk(v.output, maxChunk)
+			for i, c := range chunks {
+				o.hold(o.artifactEvent(t, i > 0, i == len(chunks)-1, c))
+			}
 		}
 	}
 	o.event(o.statusEvent(t, true))
@@ -301,11 +332,13 @@ func (h *Handler) sendEnd(o *out, t *task) {
 
 // statusEvent is the task's current status as a status-update event.
 func (t *task) statusEvent(final bool) *a2a03.TaskStatusUpdateEvent {
+	v := t.view()
 	return &a2a03.TaskStatusUpdateEvent{
 		TaskID:    t.id,
 		ContextID: t.contextID,
-		Status:    t.status(t.view()),
+		Status:    t.status(v),
 		Final:     final,
+		Metadata:  v.metadata(),
 	}
 }
 

@@ -259,6 +259,7 @@ func (t *task) snapshotV1(history int, artifacts bool) *a2a1.Task {
 		ID:        a2a1.TaskID(t.id),
 		ContextID: t.contextID,
 		Status:    t.statusV1(v),
+		Metadata:  v.metadata(),
 	}
 	if history != 0 {
 		out.History = []*a2a1.Message{t.msg.asV10()}
@@ -289,10 +290,12 @@ func (t *task) statusV1(v view) a2a1.TaskStatus {
 }
 
 func (t *task) statusEventV1() *a2a1.TaskStatusUpdateEvent {
+	v := t.view()
 	return &a2a1.TaskStatusUpdateEvent{
 		TaskID:    a2a1.TaskID(t.id),
 		ContextID: t.contextID,
-		Status:    t.statusV1(t.view()),
+		Status:    t.statusV1(v),
+		Metadata:  v.metadata(),
 	}
 }
 

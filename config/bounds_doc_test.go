@@ -86,6 +86,8 @@ var boundGuards = map[string]guard{
 	// MCP progress carrying the text so far (issue 26).
 	"MCP server / the answer's text in one progress notification (a call with a `progressToken`)": {mcpserver.ProgressTextBytes, []string{"mcpserver:TestProgressTextIsBounded", "mcpserver:TestAnswerTailBound"}},
 	"MCP server / text progress notifications of one call":                                        {nil, []string{"mcpserver:TestProgressTextIsBounded", "mcpserver:TestProgressCarriesTheTextSoFar"}},
+	// A2A streaming (issue 26).
+	"A2A server / stream updates queued for one streaming client": {nil, []string{"a2a:TestLiveBoundedForStuckClient", "a2a:TestStreamStuckClientRunCompletes"}},
 	// A2A conversations (issue 25).
 	"A2A server / turns of one `contextId` at once":      {nil, []string{"a2a:TestConversationBusy"}},
 	"A2A server / a client's `contextId`":                {conversation.MaxIDLength, []string{"a2a:TestConversationBadInput"}},

@@ -1,0 +1,101 @@
+package a2a
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/axocoatl/axocoatl-go/agent"
+)
+
+// stuckWriter is a ResponseWriter whose writes block until release is
+// closed: a client that stopped reading.
+type stuckWriter struct {
+	hd      http.Header
+	release chan struct{}
+	mu      sync.Mutex
+	buf     bytes.Buffer
+}
+
+func (w *stuckWriter) Header() http.Header { return w.hd }
+func (w *stuckWriter) WriteHeader(int)     {}
+func (w *stuckWriter) Flush()              {}
+func (w *stuckWriter) Write(b []byte) (int, error) {
+	<-w.release
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(b)
+}
+
+// A stream whose client reads nothing queues at most maxLiveText of text
+// however much the model writes, never blocks the run's events, and once
+// the client reads again it still gets the exact output, its last chunk
+// marked.
+// Guards: the 64 updates and 64 KiB of text queued for one streaming client.
+func TestLiveBoundedForStuckClient(t *testing.T) {
+	w := &stuckWriter{hd: http.Header{}, release: make(chan struct{})}
+	o := &out{s: newSSE(w), g: gen03, id: json.RawMessage("1")}
+	tk := &task{id: "t1", contextID: "c1", done: make(chan struct{})}
+	l := startLive(o, tk)
+	var want strings.Builder
+	pushed := make(chan struct{})
+	go func() {
+		defer close(pushed)
+		for i := range 10_000 {
+			word := fmt.Sprintf("%-9d|", i)
+			want.WriteString(word)
+			l.onEvent(agent.RunEvent{Kind: agent.RunDelta, Delta: agent.Delta{Kind: agent.DeltaText, Text: word}})
+		}
+	}()
+	select {
+	case <-pushed:
+	case <-time.After(time.Minute):
+		t.Fatal("onEvent blocked on a client that reads nothing")
+	}
+	l.mu.Lock()
+	peak, lost := l.peak, l.lost
+	l.mu.Unlock()
+	if peak > maxLiveText || !lost {
+		t.Fatalf("queued up to %d bytes of text (bound %d), lost %v, for a 100 kB answer", peak, maxLiveText, lost)
+	}
+	close(w.release)
+	if !l.finish(want.String(), true) {
+		t.Fatal("the output's rest was not sent")
+	}
+	o.s.flush()
+
+	// What the client reads assembles to the output; only the last chunk is marked.
+	var text strings.Builder
+	sc := bufio.NewScanner(&w.buf)
+	sc.Buffer(nil, 1<<20)
+	n, lastAt := 0, -1
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var resp struct{ Result a2a03.TaskArtifactUpdateEvent }
+		if err := json.Unmarshal([]byte(line), &resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp.Result.Append != (n > 0) {
+			t.Fatalf("chunk %d: append %v", n, resp.Result.Append)
+		}
+		if resp.Result.LastChunk {
+			lastAt = n
+		}
+		text.WriteString(resp.Result.Artifact.Parts[0].(a2a03.TextPart).Text)
+		n++
+	}
+	if text.String() != want.String() || lastAt != n-1 {
+		t.Fatalf("assembled %d of %d bytes in %d chunks, lastChunk on %d", text.Len(), want.Len(), n, lastAt)
+	}
+}
