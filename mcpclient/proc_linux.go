@@ -40,8 +40,9 @@ wait $p
 s=$?
 while kill -0 $p 2>/dev/null; do wait $p; s=$?; done
 if read -r st </proc/$PPID/stat; then
+	IFS=' '
 	set -- ${st##*) }
-	[ $(($7 & 4)) -eq 0 ] || kill -KILL 0
+	[ $((${7:-0} & 4)) -eq 0 ] || kill -KILL 0
 elif [ -r /proc/$$/stat ]; then
 	kill -KILL 0
 fi
