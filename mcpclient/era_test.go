@@ -136,8 +136,7 @@ func testKeepAliveReplacesHung2026Server(t *testing.T, mode string) {
 // initialize only on an error) is still connected: after a handshake that
 // timed out, the next attempt starts with initialize.
 func TestLegacyServerIgnoringDiscover(t *testing.T) {
-	sc := helperServer("old", "legacy-ignores-unknown")
-	sc.Timeout = 500 * time.Millisecond
+	sc := legacyServer("old", time.Second)
 	e, m := startModule(t, Config{Servers: []ServerConfig{sc}, MinBackoff: 50 * time.Millisecond}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -176,8 +175,7 @@ func TestNextLegacy(t *testing.T) {
 // doctor's Check reaches such a server too: when the probe times out, it
 // tries initialize once.
 func TestCheckLegacyServerIgnoringDiscover(t *testing.T) {
-	sc := helperServer("old", "legacy-ignores-unknown")
-	sc.Timeout = 500 * time.Millisecond
+	sc := legacyServer("old", time.Second)
 	names, err := Check(context.Background(), sc, nil, nil)
 	if err != nil || !slices.Equal(names, []string{"mcp__old__echo"}) {
 		t.Fatalf("Check = %v, %v; want [mcp__old__echo]", names, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,8 +18,13 @@ import (
 
 // An HTTP server whose answer to a call never ends (a JSON body, or one SSE
 // event, without end) is cut at 16 MiB, as the SDK cuts a stdio frame: the
-// call fails at once instead of buffering the stream until the timeout, and
-// the server's other tools keep working after the reconnect.
+// call fails at the cut instead of buffering the stream until the timeout,
+// and the server's other tools keep working after the reconnect.
+//
+// "At the cut" is told by bytes, not by the clock: the server wrote under
+// 32 MiB before the client let go, and the call did not end by its
+// timeout, which is long (2 min) so that a loaded machine's slow reading
+// of 16 MiB under -race (10 to 20 s seen) still ends at the cut.
 //
 // Guards: bound "one message (stdio line, HTTP body, SSE event)" (mcp client) (docs/bounds.md).
 func TestHTTPEndlessAnswerIsCut(t *testing.T) {
@@ -57,7 +63,7 @@ func TestHTTPEndlessAnswerIsCut(t *testing.T) {
 					ss.Close()
 				}
 			})
-			cfg := Config{Servers: []ServerConfig{{Name: "web", URL: hs.URL, Timeout: 20 * time.Second}}, MinBackoff: 50 * time.Millisecond}
+			cfg := Config{Servers: []ServerConfig{{Name: "web", URL: hs.URL, Timeout: 2 * time.Minute}}, MinBackoff: 50 * time.Millisecond}
 			log, logs := debugLogger()
 			e, m := startModule(t, cfg, log)
 			if err := m.Ready(context.Background()); err != nil {
@@ -78,8 +84,8 @@ func TestHTTPEndlessAnswerIsCut(t *testing.T) {
 			if n := <-written; n >= 2*limit {
 				t.Fatalf("the server wrote %d MiB before the client let go", n>>20)
 			}
-			if took > 10*time.Second {
-				t.Fatalf("the call took %s", took)
+			if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timed out") {
+				t.Fatalf("the call ended by its timeout after %s, not at the cut: %v", took, err)
 			}
 			if !strings.Contains(logs.String(), "mcp server answer cut") {
 				t.Fatalf("no warning about the cut:\n%s", logs.String())
@@ -112,3 +118,22 @@ func TestFrameLimitIsPerEvent(t *testing.T) {
 		t.Fatalf("one event over the cap: %v", err)
 	}
 }
+
+// The cost of counting a flood: the bytes of one SSE event without end,
+// read in 32 KiB chunks as net/http hands them out.
+func BenchmarkFrameLimitSSE(b *testing.B) {
+	buf := make([]byte, 32<<10)
+	f := &frameLimit{ReadCloser: io.NopCloser(repeatReader(bytes.Repeat([]byte("a"), len(buf)))), sse: true, over: func() {}}
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		f.n = 0 // never cut
+		if _, err := f.Read(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// repeatReader fills every read with its bytes, without end.
+type repeatReader []byte
+
+func (r repeatReader) Read(p []byte) (int, error) { return copy(p, r), nil }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"slices"
@@ -85,8 +86,6 @@ func runHelper(mode string) {
 		hangAfterDiscover(`,"ttlMs":3600000`)
 	case "server-2026":
 		serveStdio2026()
-	case "legacy-ignores-unknown":
-		legacyIgnoresUnknown()
 	case "ignore-stdin":
 		// Never reads, never exits on EOF or SIGTERM: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM)
@@ -179,9 +178,9 @@ func hangAfterDiscover(ttl string) {
 // legacyIgnoresUnknown is a 2025-11-25 server written by hand that never
 // answers a request it does not know (server/discover included), as some
 // older servers do: initialize, tools/list, an echo tools/call and ping
-// only.
-func legacyIgnoresUnknown() {
-	r := bufio.NewReader(os.Stdin)
+// only. It serves newline-delimited JSON-RPC from in to out until in ends.
+func legacyIgnoresUnknown(in io.Reader, out io.Writer) {
+	r := bufio.NewReader(in)
 	for {
 		line, err := r.ReadBytes('\n')
 		if err != nil {
@@ -213,8 +212,25 @@ func legacyIgnoresUnknown() {
 		default:
 			continue // never answered
 		}
-		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
+		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
 	}
+}
+
+// legacyServer is legacyIgnoresUnknown served in this process over two
+// pipes, the bytes a stdio child would exchange: the handshake's timeout,
+// which the tests keep short because the unanswered probe waits all of it,
+// then times the exchange only, not a child's start (over 500 ms on a
+// loaded machine under -race). Its goroutine ends when the client closes.
+func legacyServer(name string, timeout time.Duration) ServerConfig {
+	return ServerConfig{Name: name, Timeout: timeout, Dial: func(context.Context) (mcp.Transport, error) {
+		c2sR, c2sW := io.Pipe()
+		s2cR, s2cW := io.Pipe()
+		go func() {
+			legacyIgnoresUnknown(c2sR, s2cW)
+			_ = s2cW.Close()
+		}()
+		return &mcp.IOTransport{Reader: s2cR, Writer: c2sW}, nil
+	}}
 }
 
 // only2026Server is a go-sdk server that speaks MCP 2026-07-28 and no

@@ -2,7 +2,6 @@ package mcpclient
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Hostile stdio servers, run as the re-executed test binary (see runHelper).
@@ -115,17 +112,20 @@ func runHostileHelper(mode string) bool {
 		page := toolsJSON("d", 0, 1, 60) + `,"tools":` + toolsJSON("t", 0, 100_000, 60)
 		handServer(func(string) (string, string) { return page, "" }, 0)
 	case "many-tools":
-		// A go-sdk server listing 100,000 tools (in pages of its default
-		// size, 1,000).
-		srv := mcp.NewServer(&mcp.Implementation{Name: "many", Version: "1"}, nil)
-		schema := json.RawMessage(`{"type":"object"}`)
-		h := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
-		}
-		for i := range 100_000 {
-			srv.AddTool(&mcp.Tool{Name: "tool" + strconv.Itoa(i), Description: "A tool of many.", InputSchema: schema}, h)
-		}
-		_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+		// 100,000 tools in pages of 1,000 with a nextCursor, as the go-sdk
+		// server pages them, each page made when asked for. A go-sdk
+		// server would first spend 6 s of CPU on its 100,000 AddTool
+		// calls (each decodes the tool's schema twice): over 5 minutes of
+		// a loaded machine's wall clock under -race, which ended the test
+		// by its handshake timeout before the client read a page.
+		handServer(func(cursor string) (string, string) {
+			from, _ := strconv.Atoi(cursor)
+			next := ""
+			if from+1000 < 100_000 {
+				next = strconv.Itoa(from + 1000)
+			}
+			return toolsJSON("tool", from, 1000, 15), next
+		}, 0)
 	case "notify-flood":
 		// list_changed 1,000 times a second; 200 tools listed each time.
 		page := toolsJSON("t", 0, 200, 100)
@@ -154,6 +154,8 @@ func runHostileHelper(mode string) bool {
 		time.Sleep(time.Hour)
 	case "daemon":
 		runDaemon()
+	case "daemon-nosignal":
+		runDaemonNoSignal()
 	default:
 		return false
 	}

@@ -19,6 +19,17 @@ import (
 // is /dev/null otherwise). A SIGTERM (the go-sdk's graceful stop) is passed
 // on to the server, and the shell waits again until it has exited, then
 // exits with its status.
+//
+// The signal alone loses a race: a dying process's files are closed before
+// it signals its children (exit_files comes before exit_notify in the
+// kernel's do_exit), so the server reads EOF on stdin and may exit, and the
+// shell after it, before the SIGHUP is sent; the server's children then
+// outlive the daemon. So once the server has exited, the shell asks
+// whether the daemon is dying: its leader thread's PF_EXITING flag (0x4,
+// field 9 of /proc/PID/stat), set at the start of its exit and so before
+// its files close, answers exactly. A daemon that is dying or gone gets
+// the group killed; a live one gets the server's exit status, and ends
+// the rest of the group itself.
 const shimScript = `trap 'kill -KILL 0' HUP
 trap 'kill -TERM $p 2>/dev/null' TERM
 exec 3<&0
@@ -28,6 +39,13 @@ exec 3<&-
 wait $p
 s=$?
 while kill -0 $p 2>/dev/null; do wait $p; s=$?; done
+if read -r st </proc/$PPID/stat; then
+	IFS=' '
+	set -- ${st##*) }
+	[ $((${7:-0} & 4)) -eq 0 ] || kill -KILL 0
+elif [ -r /proc/$$/stat ]; then
+	kill -KILL 0
+fi
 exit $s`
 
 const shell = "/bin/sh"

@@ -385,33 +385,55 @@ func (f *frameLimit) Read(p []byte) (int, error) {
 	if !f.sse {
 		f.n += n
 	} else {
-		for _, b := range p[:n] {
-			switch {
-			case b == '\r':
-				f.eols++
-				f.cr = true
-			case b == '\n' && f.cr:
-				f.cr = false
-			case b == '\n':
-				f.eols++
-			default:
-				f.cr = false
-				f.eols = 0
-				f.n++
-			}
-			if f.n > maxFrame {
-				break // even if the event ends later in p
-			}
-			if f.eols >= 2 {
-				f.n = 0
-			}
-		}
+		f.scan(p[:n])
 	}
 	if f.n > maxFrame {
 		f.over()
 		return n, errFrameTooLarge
 	}
 	return n, err
+}
+
+// scan counts the bytes of the current SSE event in b, which ends at an
+// empty line. The bytes between line ends are skipped a run at a time
+// (bytes.IndexByte, not a branch per byte): counted one by one, a 16 MiB
+// flood cost 0.16 s of CPU, and 3 to 8 s under the race detector, which
+// made the cut slower than the flood it guards against on a loaded
+// machine (BenchmarkFrameLimitSSE).
+func (f *frameLimit) scan(b []byte) {
+	n, eols, cr := f.n, f.eols, f.cr
+	for len(b) > 0 && n <= maxFrame { // past the cap: cut, even if the event ends later in b
+		i := bytes.IndexByte(b, '\n')
+		run := b
+		if i >= 0 {
+			run = b[:i]
+		}
+		if j := bytes.IndexByte(run, '\r'); j >= 0 {
+			i = j
+		}
+		if i < 0 {
+			i = len(b)
+		}
+		if i > 0 { // a run of the event's bytes
+			n += i
+			eols, cr = 0, false
+			b = b[i:]
+			continue
+		}
+		if b[0] == '\r' {
+			eols++
+			cr = true
+		} else if cr { // the '\n' of a "\r\n", counted once
+			cr = false
+		} else {
+			eols++
+		}
+		b = b[1:]
+		if eols >= 2 {
+			n = 0
+		}
+	}
+	f.n, f.eols, f.cr = n, eols, cr
 }
 
 func (t *headerTransport) CloseIdleConnections() {

@@ -104,6 +104,11 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		return nil
 	case pumpErr != nil:
 		return fmt.Errorf("mcpserver: reading stdio: %w", pumpErr)
+	case w.failed() != nil:
+		// The client stopped reading (EPIPE): that is the cause, whatever
+		// the go-sdk's session saw as it closed (often its reader's
+		// io.ErrClosedPipe, the order depending on the scheduler).
+		return fmt.Errorf("mcpserver: writing stdio: %w", w.failed())
 	case err != nil:
 		return fmt.Errorf("mcpserver: stdio session: %w", err)
 	}
@@ -117,6 +122,23 @@ type frameWriter struct {
 	mu      sync.Mutex
 	w       io.Writer
 	pending *inflight
+	err     error // the first failed write's
+}
+
+// write writes p whole and keeps the first error; f.mu is held.
+func (f *frameWriter) write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil && f.err == nil {
+		f.err = err
+	}
+	return n, err
+}
+
+// failed is the first write's error, nil while every write succeeded.
+func (f *frameWriter) failed() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
 func (f *frameWriter) Write(p []byte) (int, error) {
@@ -130,7 +152,7 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.w.Write(p)
+	return f.write(p)
 }
 
 // reply writes an error reply of pumpFrames. It is not noted as an answer:
@@ -139,7 +161,7 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 func (f *frameWriter) reply(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.w.Write(p)
+	return f.write(p)
 }
 
 // Close is a no-op: out belongs to the caller (it is often [os.Stdout]).

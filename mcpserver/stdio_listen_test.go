@@ -36,21 +36,42 @@ func TestStdioEOFWithOpenListen(t *testing.T) {
 // subscriptions/listen open on stdio in the 2026-07-28 era: an agent added
 // later is announced on it, and when the client closes, ServeStdio
 // returns (the go-sdk cancels its listen before it closes).
+//
+// "Later" is after the server acknowledged the listen: Connect returns
+// once the listen is sent, not handled, and a change made before the
+// server has taken it is announced to nobody (11 of 200 runs under load
+// added the agent first and waited in vain).
 func TestStdioGoSDKListenThenClose(t *testing.T) {
 	f := newFixture(t, mcpserver.Config{})
 	tr, done := stdioPair(t, f, context.Background())
 	changed := make(chan struct{}, 4)
-	cs, err := testClient(&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+	client := testClient(&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 		select {
 		case changed <- struct{}{}:
 		default:
 		}
-	}}).Connect(ctxT(t), tr, nil)
+	}})
+	acked := make(chan struct{}, 1)
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "notifications/subscriptions/acknowledged" {
+				select {
+				case acked <- struct{}{}:
+				default:
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	cs, err := client.Connect(ctxT(t), tr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v := cs.InitializeResult().ProtocolVersion; v != mcpserver.ProtocolVersion2026 {
 		t.Fatalf("negotiated %s", v)
+	}
+	if _, err := recv(acked, 10*time.Second); err != nil {
+		t.Fatal("the server did not acknowledge the client's subscriptions/listen")
 	}
 	if err := f.eng.AddAgent(agent.Spec{ID: "late", Provider: provider.Echo}, provider.EchoModel{}); err != nil {
 		t.Fatal(err)
