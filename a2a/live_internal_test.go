@@ -49,7 +49,10 @@ func TestLiveBoundedForStuckClient(t *testing.T) {
 	pushed := make(chan struct{})
 	go func() {
 		defer close(pushed)
-		for i := range 10_000 {
+		// 1 MB: more than the writer's batch, the queue and the batch
+		// held back can take, however much the writer took before it
+		// blocked (a loaded machine lets it take more).
+		for i := range 100_000 {
 			word := fmt.Sprintf("%-9d|", i)
 			want.WriteString(word)
 			l.onEvent(agent.RunEvent{Kind: agent.RunDelta, Delta: agent.Delta{Kind: agent.DeltaText, Text: word}})
@@ -64,7 +67,7 @@ func TestLiveBoundedForStuckClient(t *testing.T) {
 	peak, lost := l.peak, l.lost
 	l.mu.Unlock()
 	if peak > maxLiveText || !lost {
-		t.Fatalf("queued up to %d bytes of text (bound %d), lost %v, for a 100 kB answer", peak, maxLiveText, lost)
+		t.Fatalf("queued up to %d bytes of text (bound %d), lost %v, for a 1 MB answer", peak, maxLiveText, lost)
 	}
 	close(w.release)
 	if !l.finish(want.String(), true) {

@@ -171,7 +171,29 @@ func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, toke
 				}
 			}()
 		}
+		// drainEvents reports the tool events already buffered. The bus
+		// delivers a run's tool events as they are published, so those of
+		// the calls before a text are in the buffer by then: draining
+		// first keeps "calling tool" ahead of the answer it led to (a
+		// select among ready cases picks at random).
+		drainEvents := func() {
+			for events != nil {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						events = nil
+						continue
+					}
+					if msg, mine := describeToolEvent(ev, taskID); mine {
+						notify(msg)
+					}
+				default:
+					return
+				}
+			}
+		}
 		sendText := func() {
+			drainEvents()
 			if msg, grew := text.take(&sentSeq); grew {
 				notify(msg)
 				lastText = time.Now()
@@ -186,20 +208,7 @@ func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, toke
 				// The run's events were published before it returned: they
 				// are in the buffer already. The run's OnEvent calls are
 				// over too (ExecuteRequest returned), so the text is whole.
-				for events != nil {
-					select {
-					case ev, ok := <-events:
-						if !ok {
-							events = nil
-							continue
-						}
-						if msg, mine := describeToolEvent(ev, taskID); mine {
-							notify(msg)
-						}
-					default:
-						events = nil
-					}
-				}
+				drainEvents()
 				if text != nil {
 					sendText()
 				}
