@@ -283,7 +283,9 @@ func TestHTTPMaxSessions(t *testing.T) {
 	listChanged := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}}
 	waitSessions := func(want int, what string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		// 30 s: the listen stream opens on the client's own time, which a
+		// loaded machine stretches (5 s was missed beside two busy loops).
+		deadline := time.Now().Add(30 * time.Second)
 		for n := -1; n != want; {
 			n = 0
 			for range f.srv.MCP().Sessions() { // listen streams and sessions, and calls in flight

@@ -254,7 +254,7 @@ func TestConversationsView(t *testing.T) {
 			chromedp.Click(chromedp.ID("run-submit")))
 		return b.waitFor(t, "the output of "+input, `(o => (o.dataset.state === 'done' || o.dataset.state === 'error') && o.dataset.state + ':' + o.textContent)(document.getElementById('run-output'))`)
 	}
-	b.do(t, "new conversation", chromedp.Click(chromedp.ID("run-conv-new")))
+	convNew(t, b, "new conversation")
 	if got := b.eval(t, `document.getElementById('run-conv').dataset.state`); got != "new" {
 		t.Fatalf("after New conversation the run form is %q", got)
 	}
@@ -524,19 +524,19 @@ func TestConversationFailedTurn(t *testing.T) {
 		output = b.waitFor(t, "the output of "+input, `(o => o.dataset.state === 'done' && o.textContent)(document.getElementById('run-output'))`)
 		return output, b.waitFor(t, "the conversation of "+input, `document.getElementById('run-conv').dataset.state === 'continuing' && document.getElementById('run-conv-id').textContent`)
 	}
-	b.do(t, "new conversation", chromedp.Click(chromedp.ID("run-conv-new")))
+	convNew(t, b, "new conversation")
 	_, first := runInForm("fresh")
 	if got := b.eval(t, `document.getElementById('run-conv-new').textContent`); got != "Start over" {
 		t.Errorf("while continuing, the control says %q", got)
 	}
-	b.do(t, "start over", chromedp.Click(chromedp.ID("run-conv-new")))
+	convNew(t, b, "start over")
 	out3, second := runInForm("fresh again")
 	if second == first || out3 != "answer to fresh again: saw 0 earlier user turns" {
 		t.Errorf("after Start over: conversation %s (before %s), output %q", second, first, out3)
 	}
 	// A first turn that fails still starts the conversation (the turn is
 	// recorded): the next input continues it.
-	b.do(t, "start over", chromedp.Click(chromedp.ID("run-conv-new")))
+	convNew(t, b, "start over")
 	b.eval(t, `(document.getElementById('run-output').dataset.state = '', document.getElementById('run-input').value = '', '')`)
 	b.do(t, "run a failing first turn", chromedp.SendKeys(chromedp.ID("run-input"), "fail first"), chromedp.Click(chromedp.ID("run-submit")))
 	b.waitFor(t, "the failure", `document.getElementById('run-output').dataset.state === 'error'`)
@@ -660,4 +660,14 @@ func TestConversationsWithToken(t *testing.T) {
 	b.do(t, "send a turn", chromedp.SendKeys(chromedp.ID("conv-input"), "again"), chromedp.Click(chromedp.ID("conv-send")))
 	b.waitFor(t, "both turns", msgsJS+` === `+jsValue("user||hello\nassistant||answer to hello: saw 0 earlier user turns\nuser||again\nassistant||answer to again: saw 1 earlier user turns"))
 	b.checkConsole(t)
+}
+
+// convNew presses the run form's New conversation (Start over) button and
+// waits until the form will start one. The click is the element's own
+// (not at coordinates: under load a panel re-rendered between finding the
+// button and clicking it moved it, and the click landed elsewhere).
+func convNew(t *testing.T, b *browser, what string) {
+	t.Helper()
+	b.eval(t, `(document.getElementById('run-conv-new').click(), '')`)
+	b.waitFor(t, what+": the next run starts a conversation", `document.getElementById('run-conv').dataset.state === 'new'`)
 }
