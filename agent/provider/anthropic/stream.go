@@ -35,28 +35,9 @@ func (m *Model) GenerateStream(ctx context.Context, req *agent.Request, emit fun
 		return nil, &provider.Error{Provider: provider.Anthropic, Message: err.Error()}
 	}
 	body.Stream = true
-	var out *agent.Response
-	err = m.call.Stream(ctx, "/v1/messages", body,
-		func(s *wire.SSE) (err error) {
-			out, err = m.readStream(s, emit)
-			return err
-		},
-		func(raw []byte) error {
-			var res messagesResponse
-			if err := m.call.Unmarshal(raw, &res); err != nil {
-				return err
-			}
-			r, err := m.response(raw, &res)
-			if err != nil {
-				return err
-			}
-			out = wire.EmitWhole(r, emit)
-			return nil
-		})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return wire.StreamAnswer(ctx, m.call, "/v1/messages", body, emit,
+		func(s *wire.SSE) (*agent.Response, error) { return m.readStream(s, emit) },
+		func(raw []byte, res *messagesResponse) (*agent.Response, error) { return m.response(raw, res) })
 }
 
 // tag is the type of an event or of a delta, decoded without allocating.

@@ -35,28 +35,9 @@ func (m *Model) GenerateStream(ctx context.Context, req *agent.Request, emit fun
 	body.StreamOptions = &struct {
 		IncludeUsage bool `json:"include_usage"`
 	}{IncludeUsage: true}
-	var out *agent.Response
-	err = m.call.Stream(ctx, "/chat/completions", body,
-		func(s *wire.SSE) (err error) {
-			out, err = m.readStream(s, emit)
-			return err
-		},
-		func(raw []byte) error {
-			var res chatResponse
-			if err := m.call.Unmarshal(raw, &res); err != nil {
-				return err
-			}
-			r, err := m.response(raw, &res)
-			if err != nil {
-				return err
-			}
-			out = wire.EmitWhole(r, emit)
-			return nil
-		})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return wire.StreamAnswer(ctx, m.call, "/chat/completions", body, emit,
+		func(s *wire.SSE) (*agent.Response, error) { return m.readStream(s, emit) },
+		func(raw []byte, res *chatResponse) (*agent.Response, error) { return m.response(raw, res) })
 }
 
 // Chat Completions chunks on the wire: only the fields this runtime uses.

@@ -455,3 +455,33 @@ func frameProblem(err error) error {
 	}
 	return err
 }
+
+// StreamAnswer is the streamed call both providers make: the answer read
+// from the event stream with read, or, from a server that answered one
+// JSON document instead, decoded into an R, turned into a Response by
+// whole, and emitted at once (EmitWhole).
+func StreamAnswer[R any](ctx context.Context, c *Client, path string, body any, emit func(agent.Delta),
+	read func(*SSE) (*agent.Response, error), whole func(raw []byte, res *R) (*agent.Response, error)) (*agent.Response, error) {
+	var out *agent.Response
+	err := c.Stream(ctx, path, body,
+		func(s *SSE) (err error) {
+			out, err = read(s)
+			return err
+		},
+		func(raw []byte) error {
+			var res R
+			if err := c.Unmarshal(raw, &res); err != nil {
+				return err
+			}
+			r, err := whole(raw, &res)
+			if err != nil {
+				return err
+			}
+			out = EmitWhole(r, emit)
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
