@@ -2,6 +2,7 @@ package axocoatl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -115,17 +116,46 @@ func PauseRunClock(ctx context.Context) (resume func()) {
 	return c.pause()
 }
 
-// UserPrompt is a question a gate puts to the user behind a door.
+// UserPrompt is a question a gate puts to the user behind a door: a yes/no
+// on a tool call (Approval set) or a form an MCP server asks our user to
+// fill (Schema set).
 type UserPrompt struct {
 	// Message says what is asked, in plain words.
 	Message string
+	// Approval describes the tool call waiting for a verdict when the
+	// prompt is an approval; nil otherwise. A door that speaks a protocol
+	// with its own shape for this (A2A input-required) renders it from here.
+	Approval *PromptedApproval
+	// Schema is a question's requested schema: a JSON object schema whose
+	// properties are flat primitives (string, number, integer, boolean,
+	// enum), as MCP form elicitation allows. Nil for a yes/no approval.
+	Schema json.RawMessage
+}
+
+// PromptedApproval is the tool call a [UserPrompt] asks about.
+type PromptedApproval struct {
+	ID      string // the approval's id, as the approvals API names it
+	AgentID string
+	TaskID  string
+	Tool    string
+	Server  string // the MCP server or remote agent behind the tool, if any
+	// Arguments is the call's arguments as JSON, cut to the approval
+	// module's preview bound (ArgumentsTruncated says so).
+	Arguments          string
+	ArgumentsTruncated bool
+	ExpiresAt          time.Time
 }
 
 // UserAnswer is the user's answer to a [UserPrompt].
 type UserAnswer struct {
-	// Accepted is true when the user said yes; declining and cancelling
-	// are both false.
+	// Accepted is true when the user said yes (for a question: submitted
+	// the form); declining and cancelling are both false.
 	Accepted bool
+	// Remember is "always" when the user asked the gate to remember an
+	// approval's verdict for this agent and tool; "" or "once" otherwise.
+	Remember string
+	// Content holds a question's answers by property name when Accepted.
+	Content map[string]any
 	// By names who answered and how, for the audit trail
 	// (e.g. "mcp_elicitation").
 	By string

@@ -16,7 +16,10 @@ func (m *Module) promptUser(ctx context.Context, pr axocoatl.UserPrompter, info 
 		msg += " (server " + info.Server + ")"
 	}
 	msg += " with arguments " + info.Arguments + ". Accept to allow this call once; decline to deny it."
-	ans, err := pr.PromptUser(ctx, axocoatl.UserPrompt{Message: msg})
+	ans, err := pr.PromptUser(ctx, axocoatl.UserPrompt{Message: msg, Approval: &axocoatl.PromptedApproval{
+		ID: info.ApprovalID, AgentID: info.AgentID, TaskID: info.TaskID, Tool: info.Tool, Server: info.Server,
+		Arguments: info.Arguments, ArgumentsTruncated: info.ArgumentsTruncated, ExpiresAt: info.ExpiresAt,
+	}})
 	if err != nil {
 		if ctx.Err() == nil {
 			m.log.Info("could not ask the user through the door; waiting for another verdict", "approval", info.ApprovalID, "error", err)
@@ -31,7 +34,11 @@ func (m *Module) promptUser(ctx context.Context, pr axocoatl.UserPrompter, info 
 	if by == "" {
 		by = "user_prompt"
 	}
-	if _, err := m.resolveLocal(info.ApprovalID, decision, Once, by, ""); err != nil && !errors.Is(err, ErrAlreadyResolved) && !errors.Is(err, ErrNotFound) {
+	remember := Once
+	if ans.Remember == Always {
+		remember = Always
+	}
+	if _, err := m.resolveLocal(info.ApprovalID, decision, remember, by, ""); err != nil && !errors.Is(err, ErrAlreadyResolved) && !errors.Is(err, ErrNotFound) {
 		m.log.Warn("user's answer not applied", "approval", info.ApprovalID, "error", err)
 	}
 }
