@@ -106,6 +106,8 @@ var boundGuards = map[string]guard{
 	"Event stream / streams open at once":            {nil, []string{"httpapi:TestEventStreamMaxStreams"}},
 	"Event stream / history in the ready frame":      {httpapi.DefaultHistoryEvents, []string{"httpapi:TestReadyFrameHistoryBounded", "lattice:TestHistoryKeepsTheLatestInOrder"}},
 
+	"Config file / the config file `--config` or `AXOCOATL_CONFIG` names": {config.MaxFileBytes, []string{"config:TestConfigFileBound"}},
+
 	// Agent runs
 	"agents[].max_iterations":                            {agent.DefaultMaxIterations, []string{".:TestMaxIterations"}},
 	"agents[].timeout":                                   {agent.DefaultTimeout, []string{".:TestTimeoutAndCloseCancelRuns"}},

@@ -409,13 +409,13 @@ func Load(ctx context.Context, opts LoadOptions) (*Config, error) {
 	data, source := opts.Default, BuiltinSource
 	switch {
 	case path != "":
-		b, err := os.ReadFile(path)
+		b, err := readFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		data, source = b, path
 	default:
-		if b, err := os.ReadFile("axocoatl.yaml"); err == nil {
+		if b, err := readFile("axocoatl.yaml"); err == nil {
 			data, source = b, "axocoatl.yaml"
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("config: %w", err)
@@ -429,6 +429,31 @@ func Load(ctx context.Context, opts LoadOptions) (*Config, error) {
 	}
 	cfg.resolveDataDir()
 	return cfg, nil
+}
+
+// MaxFileBytes bounds the config file [Load] reads: a path that names a
+// device or a runaway file (--config /dev/zero) is refused instead of read
+// until memory runs out.
+const MaxFileBytes = 4 << 20
+
+// ErrFileTooLarge is returned by [Load] for a file over [MaxFileBytes].
+var ErrFileTooLarge = errors.New("config file is larger than 4 MiB")
+
+// readFile reads the config file at path, at most MaxFileBytes of it.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: %w", path, ErrFileTooLarge)
+	}
+	return b, nil
 }
 
 // Parse reads a config from YAML text with the process's environment
