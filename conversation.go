@@ -59,6 +59,15 @@ func (e *Engine) beginTurn(ctx context.Context, spec *agent.Spec, req *Request, 
 	case !conversation.ValidID(id):
 		return nil, fmt.Errorf("%w: %q: 1 to %d of [A-Za-z0-9._:-], or %q to start one", conversation.ErrInvalidID, truncateID(id), conversation.MaxIDLength, conversation.New)
 	}
+	// Another agent's conversation is refused before it is locked: a turn
+	// sent to the wrong agent must not hold it (its own turns would meet
+	// ErrBusy meanwhile). The check under the lock below stays: the
+	// conversation may be deleted and made anew between the two.
+	if !created {
+		if info, err := e.convs.Get(ctx, id); err == nil && info.AgentID != req.AgentID {
+			return nil, otherAgent(id, req.AgentID)
+		}
+	}
 	ttl := spec.Timeout + leaseSlack
 	release, err := e.convs.Lock(ctx, id, ttl)
 	if errors.Is(err, conversation.ErrNotFound) && req.CreateConversation {
@@ -78,9 +87,7 @@ func (e *Engine) beginTurn(ctx context.Context, spec *agent.Spec, req *Request, 
 		return fail(err)
 	}
 	if t.info.AgentID != req.AgentID {
-		// Said as not found to the caller's door would leak nothing more,
-		// but the agent's own id is what the caller sent: naming it helps.
-		return fail(fmt.Errorf("%w: conversation %s is not agent %s's", conversation.ErrOtherAgent, id, req.AgentID))
+		return fail(otherAgent(id, req.AgentID))
 	}
 	userSize := conversation.Size(conversation.Message{Role: agent.RoleUser, Content: req.Input})
 	if err := conversation.CheckAppend(e.convs.Limits(), t.info, 2, int64(userSize)); err != nil {
@@ -95,6 +102,14 @@ func (e *Engine) beginTurn(ctx context.Context, spec *agent.Spec, req *Request, 
 		t.omitted += before
 	}
 	return t, nil
+}
+
+// otherAgent is the error for a turn sent to agent agentID in another
+// agent's conversation. Said as not found to the caller's door would leak
+// nothing more, but the agent's own id is what the caller sent: naming it
+// helps.
+func otherAgent(id, agentID string) error {
+	return fmt.Errorf("%w: conversation %s is not agent %s's", conversation.ErrOtherAgent, id, agentID)
 }
 
 // historyTail reads the end of conversation c that the window can take

@@ -185,6 +185,41 @@ func TestConcurrentTurnsAreRefusedNotInterleaved(t *testing.T) {
 	}
 }
 
+// startedModel signals each call it begins, then answers as gateModel.
+type startedModel struct {
+	gateModel
+	started chan struct{}
+}
+
+func (m startedModel) Generate(ctx context.Context, req *agent.Request) (*agent.Response, error) {
+	m.started <- struct{}{}
+	return m.gateModel.Generate(ctx, req)
+}
+
+// A turn sent to agent b in agent a's conversation is refused as another
+// agent's before the conversation is locked: while a's own turn holds it,
+// b's request says ErrOtherAgent, not ErrBusy, and holds nothing.
+func TestOtherAgentsConversationRefusedBeforeTheLock(t *testing.T) {
+	e := newEngine(t)
+	m := startedModel{gateModel{release: make(chan struct{})}, make(chan struct{}, 2)}
+	must(t, e.AddAgent(agent.Spec{ID: "a"}, m))
+	must(t, e.AddAgent(agent.Spec{ID: "b"}, gateModel{release: m.release}))
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "a", Input: "hold", ConversationID: "c1", CreateConversation: true})
+		done <- err
+	}()
+	<-m.started // a's turn holds c1's lease
+	if _, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "b", Input: "x", ConversationID: "c1"}); !errors.Is(err, conversation.ErrOtherAgent) {
+		t.Fatalf("b's turn in a's held conversation: %v, want ErrOtherAgent (checked before the lock)", err)
+	}
+	close(m.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // windowModel records the system prompt and message count of each request.
 type windowModel struct {
 	mu     sync.Mutex
