@@ -205,6 +205,8 @@ func TestOtherAgentsConversationRefusedBeforeTheLock(t *testing.T) {
 	must(t, e.AddAgent(agent.Spec{ID: "a"}, m))
 	must(t, e.AddAgent(agent.Spec{ID: "b"}, gateModel{release: m.release}))
 	ctx := context.Background()
+	var release sync.Once
+	defer release.Do(func() { close(m.release) }) // a failure must not leave a's turn held
 	done := make(chan error, 1)
 	go func() {
 		_, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "a", Input: "hold", ConversationID: "c1", CreateConversation: true})
@@ -214,7 +216,7 @@ func TestOtherAgentsConversationRefusedBeforeTheLock(t *testing.T) {
 	if _, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "b", Input: "x", ConversationID: "c1"}); !errors.Is(err, conversation.ErrOtherAgent) {
 		t.Fatalf("b's turn in a's held conversation: %v, want ErrOtherAgent (checked before the lock)", err)
 	}
-	close(m.release)
+	release.Do(func() { close(m.release) })
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
