@@ -25,6 +25,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/approval"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
 // toolModel calls tool with the user's message as arguments, then answers
@@ -440,3 +441,73 @@ func TestInputRequiredAnonymous(t *testing.T) {
 }
 
 
+
+// The ts-proto TaskState number @a2a-js/sdk reports for input-required.
+const jsInputRequired = 6
+
+// @a2a-js/sdk 1.3.0 (A2A 1.0 JSON-RPC, HTTP+JSON, and the 0.3 wire): a
+// send comes back input-required naming the tool and its arguments,
+// GetTask shows it, an answer with other credentials is refused, allow
+// runs the tool once; a stream ends input-required and deny never runs the
+// tool, the model told.
+func TestA2AJSInputRequired(t *testing.T) {
+	modules := testutil.NodeModules(t, a2aJSPackage)
+	for _, mode := range []string{"default", "rest", "legacy03"} {
+		t.Run(mode, func(t *testing.T) {
+			f := newInputFixture(t)
+			raw := testutil.RunNode(t, modules, "testdata/a2ajs_input.mjs", 2*time.Minute, f.srv.URL, mode, "alice-token-0123456789", "mallory-token-0123456789")
+			var r struct {
+				ProtocolVersion string
+				Asked, Get      struct {
+					State int
+					Text  string
+					Data  map[string]any
+				}
+				StreamEnd struct {
+					State int
+					Text  string
+					Data  map[string]any
+				}
+				Intruder        string
+				Allowed, Denied struct {
+					State  int
+					Output string
+				}
+			}
+			if err := json.Unmarshal([]byte(strings.TrimSpace(raw)), &r); err != nil {
+				t.Fatalf("node output is not the report: %v\n%s", err, raw)
+			}
+			for name, s := range map[string]struct {
+				State int
+				Text  string
+				Data  map[string]any
+			}{"send": r.Asked, "getTask": r.Get} {
+				if s.State != jsInputRequired {
+					t.Errorf("%s: state %d, want input-required", name, s.State)
+				}
+				checkAsked(t, s.Text, s.Data)
+			}
+			if r.StreamEnd.State != jsInputRequired || !strings.Contains(r.StreamEnd.Text, `{"path":"b.txt"}`) {
+				t.Errorf("stream end %+v", r.StreamEnd)
+			}
+			// The 0.3 wire keeps the standard message (-32004) and puts
+			// the detail in error.data, which the JS client's 0.3 path drops.
+			want := "other credentials"
+			if mode == "legacy03" {
+				want = "this operation is not supported"
+			}
+			if !strings.Contains(r.Intruder, want) {
+				t.Errorf("answer from other credentials: %q", r.Intruder)
+			}
+			if r.Allowed.State != jsCompleted || r.Allowed.Output != `done: wrote {"path":"a.txt"}` {
+				t.Errorf("after allow: %+v", r.Allowed)
+			}
+			if r.Denied.State != jsCompleted || !strings.Contains(r.Denied.Output, "A human denied this call of tool write") {
+				t.Errorf("after deny: %+v", r.Denied)
+			}
+			if n := f.calls.Load(); n != 1 {
+				t.Errorf("the tool ran %d times, want once (allowed) and not for the denied call", n)
+			}
+		})
+	}
+}
