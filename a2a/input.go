@@ -57,15 +57,21 @@ type inputPrompt struct {
 
 // callerOf is who sent r, for "only the caller that sent a task answers
 // it": a digest of the credential the request carried (the API token, or
-// any bearer token or X-API-Key a fronting proxy checked), never the
-// credential itself; "" for a request without one. It is the one place
-// that says who a caller is, to be replaced by the Engine's own caller
-// identity once it has one.
+// any bearer token, X-API-Key or other Authorization a fronting proxy
+// checked), never the credential itself; "" for a request without one.
+// It is the one place that says who a caller is, to be replaced by the
+// Engine's own caller identity (scoped tokens) once the request carries
+// one.
 func callerOf(r *http.Request) string {
 	if r == nil {
 		return ""
 	}
 	tok := httpguard.TokenFrom(r)
+	if tok == "" {
+		if a := r.Header.Get("Authorization"); a != "" {
+			tok = "authorization\x00" + a // not a bearer token: the header as a whole
+		}
+	}
 	if tok == "" {
 		return ""
 	}

@@ -440,8 +440,6 @@ func TestInputRequiredAnonymous(t *testing.T) {
 	}
 }
 
-
-
 // The ts-proto TaskState number @a2a-js/sdk reports for input-required.
 const jsInputRequired = 6
 
