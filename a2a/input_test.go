@@ -20,12 +20,14 @@ import (
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	v1client "github.com/a2aproject/a2a-go/v2/a2aclient"
 	v1card "github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
+	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
 
 // toolModel calls tool with the user's message as arguments, then answers
@@ -59,6 +61,7 @@ func (m toolModel) Generate(ctx context.Context, req *agent.Request) (*agent.Res
 type inputFixture struct {
 	eng     *axocoatl.Engine
 	appr    *approval.Module
+	h       *a2a.Handler
 	srv     *httptest.Server // the A2A handler
 	apprSrv *httptest.Server // the approvals API
 	calls   atomic.Int64     // runs of write
@@ -103,6 +106,7 @@ func newInputFixture(t testing.TB) *inputFixture {
 	h, err := a2a.New(a2a.Config{})
 	must(t, err)
 	must(t, f.eng.Use(context.Background(), h))
+	f.h = h
 	f.srv = httptest.NewServer(h)
 	f.apprSrv = httptest.NewServer(m)
 	t.Cleanup(func() {
@@ -110,6 +114,7 @@ func newInputFixture(t testing.TB) *inputFixture {
 		f.apprSrv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
+		must(t, h.Close(ctx))
 		must(t, f.eng.Close(ctx))
 	})
 	return f
@@ -507,5 +512,102 @@ func TestA2AJSInputRequired(t *testing.T) {
 				t.Errorf("the tool ran %d times, want once (allowed) and not for the denied call", n)
 			}
 		})
+	}
+}
+
+// The gated tool is a go-sdk MCP server's, reached through mcpclient: the
+// question names the tool and its server; allow calls the server once.
+func TestInputRequiredMCPTool(t *testing.T) {
+	eng := axocoatl.New(axocoatl.Options{Logger: slog.New(slog.DiscardHandler)})
+	gate, err := approval.New(approval.Config{Default: approval.Allow, Timeout: time.Minute,
+		Rules: []approval.Rule{{Tool: "mcp__files__write", Decision: approval.Prompt}}})
+	must(t, err)
+	must(t, eng.Use(context.Background(), gate))
+	var calls atomic.Int64
+	srv := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "write", Description: "Writes a file."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Path string `json:"path"`
+		}) (*mcp.CallToolResult, any, error) {
+			calls.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wrote " + in.Path}}}, nil, nil
+		})
+	mc, err := mcpclient.New(mcpclient.Config{Servers: []mcpclient.ServerConfig{{Name: "files", Dial: func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}}}})
+	must(t, err)
+	must(t, eng.Use(context.Background(), mc))
+	ready, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	must(t, mc.Ready(ready))
+	told := make(chan string, 4)
+	must(t, eng.AddAgent(agent.Spec{ID: "gated"}, toolModel{"mcp__files__write", told}))
+	h, err := a2a.New(a2a.Config{})
+	must(t, err)
+	must(t, eng.Use(context.Background(), h))
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		hs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		must(t, eng.Close(ctx))
+	})
+
+	f := &inputFixture{srv: hs}
+	c := f.v1(t, "alice-token-0123456789", a2a1.TransportProtocolJSONRPC)
+	task := v1Send(t, c, v1Message(`{"path":"a.txt"}`, map[string]any{"receiver_id": "gated"}))
+	st := task.Status
+	if st.State != a2a1.TaskStateInputRequired || st.Message == nil || len(st.Message.Parts) != 2 {
+		t.Fatalf("status %+v", st)
+	}
+	text := st.Message.Parts[0].Text()
+	data, _ := st.Message.Parts[1].Data().(map[string]any)
+	for _, want := range []string{"mcp__files__write", "(server files)", `{"path":"a.txt"}`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("status message %q does not say %q", text, want)
+		}
+	}
+	if data["tool"] != "mcp__files__write" || data["server"] != "files" {
+		t.Errorf("data part %v", data)
+	}
+	if calls.Load() != 0 {
+		t.Fatal("the MCP tool ran before an answer")
+	}
+	done := v1Send(t, c, v1Answer(task, a2a1.NewTextPart("allow")))
+	if done.Status.State != a2a1.TaskStateCompleted || done.Artifacts[0].Parts[0].Text() != "done: wrote a.txt" {
+		t.Fatalf("after allow: %s %v", done.Status.State, done.Artifacts)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the MCP tool ran %d times, want once", n)
+	}
+}
+
+// The Handler's Close while a task waits for input: the question is
+// withdrawn, the task ends canceled, and Close does not wait for the
+// approval's timeout. (Engine.Close alone lets in-flight runs finish until
+// its ctx ends, a run waiting for a human included, as for every door.)
+func TestInputRequiredClose(t *testing.T) {
+	f := newInputFixture(t)
+	c := f.v1(t, "alice-token-0123456789", a2a1.TransportProtocolJSONRPC)
+	task := v1Send(t, c, v1Message(`{"path":"a.txt"}`, map[string]any{"receiver_id": "gated"}))
+	v1Asked(t, task.Status)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	must(t, f.h.Close(ctx))
+	if d := time.Since(start); d > 15*time.Second {
+		t.Fatalf("close took %s", d)
+	}
+	got, err := c.GetTask(ctx, &a2a1.GetTaskRequest{ID: task.ID})
+	must(t, err)
+	if got.Status.State != a2a1.TaskStateCanceled {
+		t.Fatalf("after Close: %s", got.Status.State)
+	}
+	if f.calls.Load() != 0 {
+		t.Fatal("the tool ran")
 	}
 }
