@@ -406,6 +406,15 @@ func parseQuestionAnswer(q *inputPrompt, ap answerParts) (axocoatl.UserAnswer, e
 	a := axocoatl.UserAnswer{By: InputBy}
 	switch {
 	case len(ap.data) == 1 && len(ap.texts) == 0:
+		props := q.schema.Schema().Properties
+		for k, v := range ap.data[0] {
+			if _, ok := props[k]; !ok {
+				return a, fmt.Errorf("%q is not a property of the question's schema; %s", cut(k, 64), how)
+			}
+			if !flat(v) {
+				return a, fmt.Errorf("the value of %q is not a string, number, boolean or list of strings; %s", cut(k, 64), how)
+			}
+		}
 		if err := q.schema.Validate(ap.data[0]); err != nil {
 			return a, fmt.Errorf("the values do not match the question's schema: %v; %s", err, how)
 		}
@@ -419,6 +428,22 @@ func parseQuestionAnswer(q *inputPrompt, ap answerParts) (axocoatl.UserAnswer, e
 		return a, fmt.Errorf("the text %q is no answer to a question: %s", cut(ap.texts[0], 64), how)
 	}
 	return a, fmt.Errorf("an answer is one part: %s", how)
+}
+
+// flat reports whether v is a value a form field holds.
+func flat(v any) bool {
+	switch v := v.(type) {
+	case string, float64, bool, json.Number, int, int64:
+		return true
+	case []any:
+		for _, e := range v {
+			if _, ok := e.(string); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func describe(v any) string {

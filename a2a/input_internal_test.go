@@ -110,3 +110,62 @@ func (t *task) prompts2() []*inputPrompt {
 	defer t.mu.Unlock()
 	return append([]*inputPrompt(nil), t.prompts...)
 }
+
+// Hostile or malformed answers are refused saying how to answer; none is
+// taken for a verdict it is not.
+func TestParseAnswer(t *testing.T) {
+	tk := newTask("t1", "c1", "a", storedMessage{v03: &a2a03.Message{}}, "", func() {})
+	approvalQ, err := newPrompt(tk, axocoatl.UserPrompt{Message: "m", Approval: &axocoatl.PromptedApproval{Tool: "w"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	question, err := newPrompt(tk, axocoatl.UserPrompt{Message: "q", Schema: []byte(`{"type":"object","properties":{"city":{"type":"string"},"n":{"type":"integer"}},"required":["city"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := func(parts ...a2a03.Part) *sendRequest {
+		return &sendRequest{msg03: &a2a03.Message{Parts: parts}}
+	}
+	data := func(d map[string]any) a2a03.Part { return a2a03.DataPart{Data: d} }
+	text := func(s string) a2a03.Part { return a2a03.TextPart{Text: s} }
+	for _, tc := range []struct {
+		name     string
+		q        *inputPrompt
+		sr       *sendRequest
+		accepted bool
+		remember string
+		err      string
+	}{
+		{"allow text", approvalQ, msg(text(" ALLOW\n")), true, "once", ""},
+		{"deny text", approvalQ, msg(text("deny")), false, "once", ""},
+		{"allow always", approvalQ, msg(data(map[string]any{"approval": "allow", "remember": "always"})), true, "always", ""},
+		{"deny data", approvalQ, msg(data(map[string]any{"approval": "deny"})), false, "once", ""},
+		{"yes", approvalQ, msg(text("yes please")), false, "", "no answer to an approval"},
+		{"number", approvalQ, msg(data(map[string]any{"approval": 1})), false, "", "approval is 1"},
+		{"missing", approvalQ, msg(data(map[string]any{"remember": "always"})), false, "", "approval is missing"},
+		{"bad remember", approvalQ, msg(data(map[string]any{"approval": "allow", "remember": "forever"})), false, "", "remember is"},
+		{"unknown key", approvalQ, msg(data(map[string]any{"approval": "allow", "sudo": true})), false, "", "unknown key"},
+		{"two parts", approvalQ, msg(text("allow"), text("deny")), false, "", "one part"},
+		{"file", approvalQ, msg(a2a03.FilePart{File: a2a03.FileURI{URI: "x"}}), false, "", "text or a data part"},
+		{"values", question, msg(data(map[string]any{"city": "Oaxaca", "n": 2.0})), true, "", ""},
+		{"decline", question, msg(text("decline")), false, "", ""},
+		{"required", question, msg(data(map[string]any{"n": 2.0})), false, "", "schema"},
+		{"wrong type", question, msg(data(map[string]any{"city": 3.0})), false, "", "schema"},
+		{"extra", question, msg(data(map[string]any{"city": "x", "admin": true})), false, "", "not a property"},
+		{"nested", question, msg(data(map[string]any{"city": map[string]any{"a": 1.0}})), false, "", "not a string, number"},
+		{"question text", question, msg(text("Oaxaca")), false, "", "no answer to a question"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := parseAnswer(tc.q, tc.sr)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || a.Accepted != tc.accepted || a.Remember != tc.remember || a.By != InputBy {
+				t.Fatalf("%+v, %v", a, err)
+			}
+		})
+	}
+}
