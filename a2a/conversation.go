@@ -118,6 +118,10 @@ func conversationError(err error) *rpcError {
 // busyError refuses a message to a context whose turn, task running, has
 // not ended.
 func busyError(contextID string, running *task) *rpcError {
+	if st := running.view().state; st == a2a03.TaskStateInputRequired {
+		return rpcErr(a2awire.CodeUnsupportedOperation, "%v: context %s has a turn waiting for input (task %s, %s): answer it with a message carrying taskId %s, or send again when it has ended",
+			conversation.ErrBusy, contextID, running.id, st, running.id)
+	}
 	return rpcErr(a2awire.CodeUnsupportedOperation, "%v: context %s has a turn running (task %s, %s); turns of a context never overlap: send again when it has ended",
 		conversation.ErrBusy, contextID, running.id, running.view().state)
 }

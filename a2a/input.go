@@ -82,6 +82,9 @@ func callerOf(r *http.Request) string {
 // prompter is the door's [axocoatl.UserPrompter] for t's run.
 func (h *Handler) prompter(t *task) axocoatl.UserPrompter {
 	return axocoatl.UserPrompterFunc(func(ctx context.Context, p axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
+		if err := ctx.Err(); err != nil { // answered elsewhere already
+			return axocoatl.UserAnswer{}, err
+		}
 		q, err := newPrompt(t, p)
 		if err != nil {
 			return axocoatl.UserAnswer{}, err

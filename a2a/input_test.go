@@ -611,3 +611,21 @@ func TestInputRequiredClose(t *testing.T) {
 		t.Fatal("the tool ran")
 	}
 }
+
+// A new turn of a context whose task waits for input is refused, saying
+// how to answer the waiting task.
+func TestInputRequiredBusyContext(t *testing.T) {
+	f := newInputFixture(t)
+	c := f.v1(t, "alice-token-0123456789", a2a1.TransportProtocolJSONRPC)
+	task := v1Send(t, c, v1Message(`{"path":"a.txt"}`, map[string]any{"receiver_id": "gated"}))
+	v1Asked(t, task.Status)
+	next := v1Message(`{"path":"b.txt"}`, nil)
+	next.Message.ContextID = task.ContextID
+	_, err := c.SendMessage(context.Background(), next)
+	if !errors.Is(err, a2a1.ErrUnsupportedOperation) || !strings.Contains(err.Error(), "answer it with a message carrying taskId "+string(task.ID)) {
+		t.Fatalf("new turn of a waiting context: %v", err)
+	}
+	if done := v1Send(t, c, v1Answer(task, a2a1.NewTextPart("allow"))); done.Status.State != a2a1.TaskStateCompleted {
+		t.Fatalf("after allow: %s", done.Status.State)
+	}
+}
