@@ -79,27 +79,28 @@ func callerOf(r *http.Request) string {
 	return hex.EncodeToString(d[:16])
 }
 
-// prompter is the door's [axocoatl.UserPrompter] for t's run.
-func (h *Handler) prompter(t *task) axocoatl.UserPrompter {
-	return axocoatl.UserPrompterFunc(func(ctx context.Context, p axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
-		if err := ctx.Err(); err != nil { // answered elsewhere already
-			return axocoatl.UserAnswer{}, err
-		}
-		q, err := newPrompt(t, p)
-		if err != nil {
-			return axocoatl.UserAnswer{}, err
-		}
-		if !t.ask(q) {
-			return axocoatl.UserAnswer{}, ErrTaskEnded
-		}
-		defer t.unask(q)
-		select {
-		case a := <-q.answer:
-			return a, nil
-		case <-ctx.Done():
-			return axocoatl.UserAnswer{}, ctx.Err()
-		}
-	})
+// PromptUser makes a task the door's [axocoatl.UserPrompter] for its own
+// run: the task shows the question (input-required) until its caller
+// answers, ctx ends (answered elsewhere, the gate gave up) or the task
+// ends.
+func (t *task) PromptUser(ctx context.Context, p axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
+	if err := ctx.Err(); err != nil { // answered elsewhere already
+		return axocoatl.UserAnswer{}, err
+	}
+	q, err := newPrompt(t, p)
+	if err != nil {
+		return axocoatl.UserAnswer{}, err
+	}
+	if !t.ask(q) {
+		return axocoatl.UserAnswer{}, ErrTaskEnded
+	}
+	defer t.unask(q)
+	select {
+	case a := <-q.answer:
+		return a, nil
+	case <-ctx.Done():
+		return axocoatl.UserAnswer{}, ctx.Err()
+	}
 }
 
 // newPrompt renders p as the status message of t.
@@ -268,23 +269,23 @@ func (h *Handler) runDetached(ctx context.Context, t *task, onEvent func(agent.R
 
 // awaitRun waits for the run of a blocking send or a stream: until it has
 // returned (its error, if the turn was refused) or the task is
-// input-required (interrupted, with the view then).
-func awaitRun(ctx context.Context, t *task, ran <-chan *rpcError) (rerr *rpcError, interrupted *view) {
+// input-required (asked: interrupted, with the view then).
+func awaitRun(ctx context.Context, t *task, ran <-chan *rpcError) (rerr *rpcError, v view, asked bool) {
 	for {
 		t.mu.Lock()
-		v := t.viewLocked()
-		asked := t.asked
+		v = t.viewLocked()
+		ch := t.asked
 		t.mu.Unlock()
 		if v.state == a2a03.TaskStateInputRequired {
-			return nil, &v
+			return nil, v, true
 		}
 		select {
 		case rerr := <-ran:
-			return rerr, nil
-		case <-asked:
+			return rerr, v, false
+		case <-ch:
 		case <-ctx.Done():
 			// The client left; the run goes on, followed by no one.
-			return nil, nil
+			return nil, v, false
 		}
 	}
 }

@@ -47,7 +47,7 @@ func TestCallerOf(t *testing.T) {
 func TestPromptQueue(t *testing.T) {
 	tk := newTask("t1", "c1", "a", storedMessage{v03: &a2a03.Message{}}, "", func() {})
 	tk.setWorking()
-	pr := (&Handler{}).prompter(tk)
+	var pr axocoatl.UserPrompter = tk
 	type result struct {
 		a   axocoatl.UserAnswer
 		err error

@@ -105,7 +105,7 @@ func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
 	if sr.blocking {
 		// The run has its own goroutine: the answer goes back when the
 		// task ends or waits for input, whichever comes first.
-		rerr, _ := awaitRun(reqContext(sr), t, h.runDetached(ctx, t, nil))
+		rerr, _, _ := awaitRun(reqContext(sr), t, h.runDetached(ctx, t, nil))
 		if rerr != nil {
 			// Answered as the error: the task that never ran is not kept.
 			h.store.remove(t)
@@ -357,7 +357,7 @@ func (h *Handler) execute(ctx context.Context, t *task, onEvent func(agent.RunEv
 	t.setWorking()
 	// A gate of the run (approval) asks the caller through the task
 	// (input.go).
-	ctx = axocoatl.WithUserPrompter(ctx, h.prompter(t))
+	ctx = axocoatl.WithUserPrompter(ctx, t)
 	res, err := h.eng.ExecuteRequest(ctx, axocoatl.Request{
 		AgentID:        t.agentID,
 		Input:          t.input,

@@ -259,11 +259,10 @@ func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rp
 	l := startLive(o, t)
 	// A refused turn ends rejected: the stream says why. The run has its
 	// own goroutine: the stream ends when the task waits for input.
-	_, asked := awaitRun(reqContext(sr), t, h.runDetached(ctx, t, l.onEvent))
-	if asked != nil {
+	if _, v, asked := awaitRun(reqContext(sr), t, h.runDetached(ctx, t, l.onEvent)); asked {
 		l.finish("", false)
 		stop()
-		o.event(o.interruptEvent(t, *asked))
+		o.event(o.interruptEvent(t, v))
 		return
 	}
 	v := t.view()
