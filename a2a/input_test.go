@@ -299,7 +299,7 @@ func TestInputRequiredV1StreamDeny(t *testing.T) {
 
 // a2a-go v0.3 (the 0.3 wire, input-required): allow runs the tool once;
 // SubscribeToTask (resubscribe) of a waiting task shows the question and
-// ends.
+// ends; remember: always is remembered, by a2a_input.
 func TestInputRequiredV03(t *testing.T) {
 	f := newInputFixture(t)
 	ctx := context.Background()
@@ -330,13 +330,22 @@ func TestInputRequiredV03(t *testing.T) {
 	if _, err := answer(other, a2a03.TextPart{Text: "allow"}); !errors.Is(err, a2a03.ErrUnsupportedOperation) {
 		t.Fatalf("answer from other credentials: %v", err)
 	}
-	res, err = answer(c, a2a03.DataPart{Data: map[string]any{"approval": "allow"}})
+	res, err = answer(c, a2a03.DataPart{Data: map[string]any{"approval": "allow", "remember": "always"}})
 	must(t, err)
 	if done, ok := res.(*a2a03.Task); !ok || done.Status.State != a2a03.TaskStateCompleted {
 		t.Fatalf("after allow: %#v", res)
 	}
 	if n := f.calls.Load(); n != 1 {
 		t.Fatalf("the tool ran %d times, want once", n)
+	}
+	// remember: always: the next call of the tool by the agent asks no one.
+	res, err = c.SendMessage(ctx, userMessage(`{"path":"a.txt"}`, map[string]any{"receiver_id": "gated"}))
+	must(t, err)
+	if next, ok := res.(*a2a03.Task); !ok || next.Status.State != a2a03.TaskStateCompleted || f.calls.Load() != 2 {
+		t.Fatalf("after remember always: %#v, %d calls", res, f.calls.Load())
+	}
+	if d := f.appr.Decisions(); len(d) != 1 || d[0].ResolvedBy != a2a.InputBy || d[0].Decision != approval.Allow {
+		t.Fatalf("remembered %+v", d)
 	}
 }
 
