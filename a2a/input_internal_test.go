@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -168,4 +169,34 @@ func TestParseAnswer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An answer of any shape never panics, and an approval is only allowed by
+// the text allow or a data part whose approval is "allow".
+func FuzzParseAnswer(f *testing.F) {
+	f.Add(`{"approval":"allow","remember":"always"}`, "allow")
+	f.Add(`{"approval":["allow"]}`, "ALLOW")
+	f.Add(`{"city":{"x":1}}`, "decline")
+	tk := newTask("t1", "c1", "a", storedMessage{v03: &a2a03.Message{}}, "", func() {})
+	approvalQ, _ := newPrompt(tk, axocoatl.UserPrompt{Message: "m", Approval: &axocoatl.PromptedApproval{Tool: "w"}})
+	question, _ := newPrompt(tk, axocoatl.UserPrompt{Message: "q", Schema: []byte(`{"type":"object","properties":{"city":{"type":"string"}}}`)})
+	f.Fuzz(func(t *testing.T, data, text string) {
+		var d map[string]any
+		parts := a2a03.ContentParts{a2a03.TextPart{Text: text}}
+		if json.Unmarshal([]byte(data), &d) == nil && d != nil {
+			parts = append(parts, a2a03.DataPart{Data: d})
+		}
+		for _, ps := range []a2a03.ContentParts{parts, parts[:1], parts[1:]} {
+			sr := &sendRequest{msg03: &a2a03.Message{Parts: ps}}
+			if a, err := parseAnswer(approvalQ, sr); err == nil && a.Accepted {
+				_, isText := ps[0].(a2a03.TextPart)
+				allowText := len(ps) == 1 && isText && strings.EqualFold(strings.TrimSpace(text), "allow")
+				allowData := d != nil && d["approval"] == "allow"
+				if !allowText && !allowData {
+					t.Fatalf("accepted %v from %q / %q", a, data, text)
+				}
+			}
+			_, _ = parseAnswer(question, sr)
+		}
+	})
 }
