@@ -51,7 +51,15 @@
 // its first event); a known one continues it; an unknown well-formed one
 // starts a conversation of that id. Turns of a context never overlap: a
 // message while one runs is refused with -32004, as is a message to a task
-// (finished or running: these agents never ask for more input).
+// that has finished or is working.
+//
+// A run that waits for a human (a gated tool call, a question an MCP
+// server asks) puts its task in input-required through the door's
+// [axocoatl.UserPrompter] (every task's run carries one): the status
+// message says what is asked and how to answer, a blocking send, a stream
+// and a subscription end there, and the next message with the task's id,
+// from the caller that sent the task, answers it (docs/a2a.md, "Human
+// input").
 //
 // Standard A2A tasks of both generations are kept in one bounded store
 // ([Config].MaxTasks, TaskTTL, MaxStoreBytes), so GetTask and tasks/get work

@@ -29,9 +29,9 @@ import (
 //   - a known contextId continues that conversation with its agent; another
 //     agent named for it (receiver_id, the per-agent URL) is -32602;
 //   - a taskId: the task must exist (-32001), belong to the contextId if
-//     one is given (§3.4.3: reject a mismatch; -32602), and, since our
-//     agents never ask for more input, it takes no message: -32004 when it
-//     has finished (§3.1.1) or is still running;
+//     one is given (§3.4.3: reject a mismatch; -32602), and be
+//     input-required: the message answers what its run asks (input.go);
+//     -32004 when it has finished (§3.1.1) or is working;
 //   - a message while a turn of the context runs: -32004, the A2A error of
 //     the FAILED_PRECONDITION class (the state of the context forbids it
 //     now), which the REST binding answers with HTTP 400. Turns are refused,
@@ -43,25 +43,29 @@ import (
 // message is refused with -32603.
 const defaultLookupTimeout = 10 * time.Second
 
-// continueTask answers a message naming taskId: the task's context is
-// taken from the task when contextID is empty (§3.4.3), and the message is
-// refused in every case, with the error A2A gives for the reason.
-func (h *Handler) continueTask(taskID, contextID, pathAgent string) *rpcError {
+// continueTask checks a message naming taskId: the task's context is
+// taken from the task when contextID is empty (§3.4.3). It returns the
+// task when it is input-required (the message answers it); otherwise the
+// message is refused, with the error A2A gives for the reason.
+func (h *Handler) continueTask(taskID, contextID, pathAgent string) (*task, *rpcError) {
 	prev := h.store.get(a2a03.TaskID(taskID))
 	if prev == nil || (pathAgent != "" && prev.agentID != pathAgent) {
 		if contextID != "" {
-			return rpcErr(a2awire.CodeTaskNotFound, "task %q in context %q", cut(taskID, 64), cut(contextID, 64))
+			return nil, rpcErr(a2awire.CodeTaskNotFound, "task %q in context %q", cut(taskID, 64), cut(contextID, 64))
 		}
-		return rpcErr(a2awire.CodeTaskNotFound, "task %q", cut(taskID, 64))
+		return nil, rpcErr(a2awire.CodeTaskNotFound, "task %q", cut(taskID, 64))
 	}
 	if contextID != "" && contextID != prev.contextID {
-		return rpcErr(a2awire.CodeInvalidParams, "taskId %s belongs to context %s, not %q: send the task's contextId, or omit taskId to add a turn to context %q",
+		return nil, rpcErr(a2awire.CodeInvalidParams, "taskId %s belongs to context %s, not %q: send the task's contextId, or omit taskId to add a turn to context %q",
 			prev.id, prev.contextID, cut(contextID, 64), cut(contextID, 64))
 	}
-	if st := prev.view().state; st.Terminal() {
-		return rpcErr(a2awire.CodeUnsupportedOperation, "task %s is %s and takes no more messages: omit taskId and send contextId %s to continue the conversation", prev.id, st, prev.contextID)
+	switch st := prev.view().state; {
+	case st.Terminal():
+		return nil, rpcErr(a2awire.CodeUnsupportedOperation, "task %s is %s and takes no more messages: omit taskId and send contextId %s to continue the conversation", prev.id, st, prev.contextID)
+	case st == a2a03.TaskStateInputRequired:
+		return prev, nil
 	}
-	return rpcErr(a2awire.CodeUnsupportedOperation, "task %s is still working; its agent does not take further input (send the next turn to contextId %s once it has ended)", prev.id, prev.contextID)
+	return nil, rpcErr(a2awire.CodeUnsupportedOperation, "task %s is working and asks for no input now (send the next turn to contextId %s once it has ended)", prev.id, prev.contextID)
 }
 
 // conversationOf checks a message's contextId and returns its conversation,
@@ -114,6 +118,10 @@ func conversationError(err error) *rpcError {
 // busyError refuses a message to a context whose turn, task running, has
 // not ended.
 func busyError(contextID string, running *task) *rpcError {
+	if st := running.view().state; st == a2a03.TaskStateInputRequired {
+		return rpcErr(a2awire.CodeUnsupportedOperation, "%v: context %s has a turn waiting for input (task %s, %s): answer it with a message carrying taskId %s, or send again when it has ended",
+			conversation.ErrBusy, contextID, running.id, st, running.id)
+	}
 	return rpcErr(a2awire.CodeUnsupportedOperation, "%v: context %s has a turn running (task %s, %s); turns of a context never overlap: send again when it has ended",
 		conversation.ErrBusy, contextID, running.id, running.view().state)
 }

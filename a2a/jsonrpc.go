@@ -169,7 +169,7 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 	var result any
 	switch req.Method {
 	case a2awire.Method03Send:
-		result, rerr = h.messageSend(req.Params, pathAgent)
+		result, rerr = h.messageSend(r, req.Params, pathAgent)
 	case a2awire.Method03Stream:
 		h.messageStream(w, r, req, pathAgent)
 		return

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"net/http"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type sendRequest struct {
 	modes    []string
 	push     bool  // a push config was given
 	size     int64 // bytes of the request, for the store's bound
+	// req is the HTTP request: who sent it (callerOf) and, for a stream
+	// answering an input-required task, when its client left.
+	req *http.Request
 }
 
 func sendFromV03(p *a2a03.MessageSendParams, size int64) *sendRequest {
@@ -53,12 +57,13 @@ func sendFromV03(p *a2a03.MessageSendParams, size int64) *sendRequest {
 
 // messageSend answers message/send: the task runs to its end in this
 // goroutine unless the client asked for configuration.blocking false.
-func (h *Handler) messageSend(raw json.RawMessage, pathAgent string) (any, *rpcError) {
+func (h *Handler) messageSend(r *http.Request, raw json.RawMessage, pathAgent string) (any, *rpcError) {
 	var p a2a03.MessageSendParams
 	if rerr := decodeParams(raw, &p); rerr != nil {
 		return nil, rerr
 	}
 	sr := sendFromV03(&p, int64(len(raw)))
+	sr.req = r
 	t, rerr := h.send(sr, pathAgent)
 	if rerr != nil {
 		return nil, rerr
@@ -66,8 +71,10 @@ func (h *Handler) messageSend(raw json.RawMessage, pathAgent string) (any, *rpcE
 	return t.snapshot(sr.history, true), nil
 }
 
-// send starts the task of sr; a blocking one has ended when send returns,
-// a non-blocking one runs on, detached and bounded.
+// send starts the task of sr; a blocking one has ended or is
+// input-required when send returns, a non-blocking one runs on, detached
+// and bounded. A message answering an input-required task returns it once
+// it has ended or asks again.
 func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
 	if err := h.join(); err != nil {
 		return nil, rpcErr(a2awire.CodeInternalError, "%v", err)
@@ -87,8 +94,19 @@ func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
 		}
 		return nil, rerr
 	}
+	if ctx == nil { // an answer: the task's run goes on
+		if !sr.blocking {
+			<-h.background
+			return t, nil
+		}
+		t.settled(reqContext(sr))
+		return t, nil
+	}
 	if sr.blocking {
-		if rerr := h.execute(ctx, t, nil); rerr != nil {
+		// The run has its own goroutine: the answer goes back when the
+		// task ends or waits for input, whichever comes first.
+		rerr, _, _ := awaitRun(reqContext(sr), t, h.runDetached(ctx, t, nil))
+		if rerr != nil {
 			// Answered as the error: the task that never ran is not kept.
 			h.store.remove(t)
 			return nil, rerr
@@ -141,7 +159,9 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 		return nil, nil, rpcErr(a2awire.CodeUnsupportedContentType, "agents answer text/plain; acceptedOutputModes %v excludes it", sr.modes)
 	}
 	if taskID != "" {
-		return nil, nil, h.continueTask(taskID, contextID, pathAgent)
+		// A nil ctx: the message answered the task's question.
+		t, rerr := h.resume(sr, taskID, contextID, pathAgent)
+		return t, nil, rerr
 	}
 	conv, rerr := h.conversationOf(contextID)
 	if rerr != nil {
@@ -198,6 +218,7 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	t := newTask(id, contextID, agentID, stored, input, cancel)
+	t.caller = callerOf(sr.req)
 	if running := h.store.addTurn(t, sr.size+int64(len(input))); running != nil {
 		cancel()
 		return nil, nil, busyError(contextID, running)
@@ -334,6 +355,9 @@ func (h *Handler) execute(ctx context.Context, t *task, onEvent func(agent.RunEv
 	defer h.store.endTurn(t)
 	defer t.cancelRun()
 	t.setWorking()
+	// A gate of the run (approval) asks the caller through the task
+	// (input.go).
+	ctx = axocoatl.WithUserPrompter(ctx, t)
 	res, err := h.eng.ExecuteRequest(ctx, axocoatl.Request{
 		AgentID:        t.agentID,
 		Input:          t.input,
@@ -443,4 +467,12 @@ func (h *Handler) lookup(id a2a03.TaskID, pathAgent string) (*task, *rpcError) {
 		return nil, rpcErr(a2awire.CodeTaskNotFound, "task %q", id)
 	}
 	return t, nil
+}
+
+// reqContext is the context of sr's HTTP request (Background without one).
+func reqContext(sr *sendRequest) context.Context {
+	if sr.req == nil {
+		return context.Background()
+	}
+	return sr.req.Context()
 }

@@ -78,6 +78,7 @@ func (h *Handler) restSend(w http.ResponseWriter, r *http.Request, pathAgent str
 		return
 	}
 	sr := sendFromV1(p, size)
+	sr.req = r
 	t, rerr := h.send(sr, pathAgent)
 	if rerr != nil {
 		writeRESTError(w, rerr)
@@ -94,7 +95,9 @@ func (h *Handler) restStream(w http.ResponseWriter, r *http.Request, pathAgent s
 		writeRESTError(w, rerr)
 		return
 	}
-	h.stream(sendFromV1(p, size), pathAgent, func(t *task, rerr *rpcError) *out {
+	sr := sendFromV1(p, size)
+	sr.req = r
+	h.stream(sr, pathAgent, func(t *task, rerr *rpcError) *out {
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return nil

@@ -43,6 +43,15 @@ type task struct {
 	// usage is what the run's model calls cost, set once the run returned
 	// (before finish): the final task and status carry it as metadata.
 	usage *agent.Usage
+
+	// Human input (input.go): caller is who sent the task (callerOf), the
+	// only one who may answer it; prompts queue the questions its run
+	// waits on (the task shows the first while input-required); asked is
+	// closed and replaced each time the task shows a prompt.
+	caller   string
+	prompts  []*inputPrompt
+	nPrompts int
+	asked    chan struct{}
 }
 
 // storedMessage is the user message in the generation it came in; the other
@@ -69,6 +78,7 @@ func (m storedMessage) asV10() *a2a1.Message {
 
 func newTask(id a2a03.TaskID, contextID, agentID string, msg storedMessage, input string, cancel context.CancelFunc) *task {
 	return &task{
+		asked:     make(chan struct{}),
 		id:        id,
 		contextID: contextID,
 		agentID:   agentID,
@@ -112,12 +122,21 @@ type view struct {
 	errText string
 	updated time.Time
 	usage   *agent.Usage
+	prompt  *inputPrompt // what an input-required task asks
 }
 
 func (t *task) view() view {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return view{t.state, t.output, t.errText, t.updated, t.usage}
+	return t.viewLocked()
+}
+
+func (t *task) viewLocked() view {
+	v := view{state: t.state, output: t.output, errText: t.errText, updated: t.updated, usage: t.usage}
+	if t.state == a2a03.TaskStateInputRequired && len(t.prompts) > 0 {
+		v.prompt = t.prompts[0]
+	}
+	return v
 }
 
 // setUsage records the run's usage (before finish, so that whoever sees
@@ -170,6 +189,9 @@ func (t *task) snapshot(history int, artifacts bool) *a2a03.Task {
 func (t *task) status(v view) a2a03.TaskStatus {
 	ts := v.updated
 	st := a2a03.TaskStatus{State: v.state, Timestamp: &ts}
+	if v.prompt != nil {
+		st.Message = t.promptMessage03(v.prompt)
+	}
 	if v.errText != "" {
 		st.Message = &a2a03.Message{
 			ID:        string(t.id) + "-status",

@@ -222,6 +222,7 @@ func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcR
 		return
 	}
 	sr := sendFromV03(&p, int64(len(req.Params)))
+	sr.req = r
 	h.stream(sr, pathAgent, func(t *task, rerr *rpcError) *out {
 		if rerr != nil {
 			h.answer(w, req, nil, rerr)
@@ -246,16 +247,30 @@ func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rp
 		return
 	}
 	o := open(t, nil)
+	if ctx == nil { // the message answered the task: follow it from here
+		h.follow(sr.req, t, o)
+		return
+	}
 	defer o.s.endOnClose(h.ctx)()
 	o.event(o.taskEvent(t)) // at once: the client learns the task's id
 	t.setWorking()
 	o.hold(o.statusEvent(t, false))
 	stop := o.s.keepAlive(h.cfg.StreamKeepAlive)
 	l := startLive(o, t)
-	_ = h.execute(ctx, t, l.onEvent) // a refused turn ends rejected: the stream says why
+	// A refused turn ends rejected: the stream says why. The run has its
+	// own goroutine: the stream ends when the task waits for input.
+	if _, v, asked := awaitRun(reqContext(sr), t, h.runDetached(ctx, t, l.onEvent)); asked {
+		l.finish("", false)
+		stop()
+		o.event(o.interruptEvent(t, v))
+		return
+	}
 	v := t.view()
 	whole := l.finish(v.output, v.state == a2a03.TaskStateCompleted)
 	stop()
+	if !v.state.Terminal() {
+		return // the client left
+	}
 	h.sendEnd(o, t, whole)
 }
 
@@ -284,18 +299,36 @@ func (h *Handler) follow(r *http.Request, t *task, o *out) {
 	// to follow here (the end is sent from the store).
 	sub, err := h.eng.FollowRun(string(t.id))
 	o.event(o.taskEvent(t))
+	// The stream ends when the task waits for input, as when it ends.
+	ctx, interrupt := context.WithCancel(r.Context())
+	defer interrupt()
+	var asked *view
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		if v, ok := t.settled(ctx); ok && v.state == a2a03.TaskStateInputRequired {
+			asked = &v
+			interrupt()
+		}
+	})
 	stop := o.s.keepAlive(h.cfg.StreamKeepAlive)
 	whole := false
 	if err == nil {
 		l := startLive(o, t)
 		for {
-			ev, err := sub.Next(r.Context())
+			ev, err := sub.Next(ctx)
 			if err != nil {
-				break // io.EOF: the run ended; or the client left
+				break // io.EOF: the run ended; or the client left, or input is required
 			}
 			l.onEvent(ev)
 		}
 		sub.Close()
+		if ctx.Err() != nil && r.Context().Err() == nil {
+			watch.Wait() // the input it asks for ended the loop
+			l.finish("", false)
+			stop()
+			o.event(o.interruptEvent(t, *asked))
+			return
+		}
 		select { // the run ended; the task's state follows at once
 		case <-t.done:
 		case <-r.Context().Done():
@@ -305,10 +338,15 @@ func (h *Handler) follow(r *http.Request, t *task, o *out) {
 	}
 	select {
 	case <-t.done:
-	case <-r.Context().Done():
+	case <-ctx.Done():
 	}
+	interrupt()
+	watch.Wait()
 	stop()
-	if r.Context().Err() == nil {
+	switch {
+	case asked != nil && !t.view().state.Terminal():
+		o.event(o.interruptEvent(t, *asked))
+	case r.Context().Err() == nil:
 		h.sendEnd(o, t, whole)
 	}
 }

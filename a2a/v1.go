@@ -30,14 +30,16 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 	var rerr *rpcError
 	switch req.Method {
 	case a2awire.Method1Send:
-		result, rerr = h.sendMessageV1(req.Params, pathAgent)
+		result, rerr = h.sendMessageV1(r, req.Params, pathAgent)
 	case a2awire.Method1Stream:
 		var p a2a1.SendMessageRequest
 		if rerr := decodeParams(req.Params, &p); rerr != nil {
 			h.answer(w, req, nil, rerr)
 			return
 		}
-		h.stream(sendFromV1(&p, int64(len(req.Params))), pathAgent, func(t *task, rerr *rpcError) *out {
+		sr := sendFromV1(&p, int64(len(req.Params)))
+		sr.req = r
+		h.stream(sr, pathAgent, func(t *task, rerr *rpcError) *out {
 			if rerr != nil {
 				h.answer(w, req, nil, rerr)
 				return nil
@@ -140,12 +142,13 @@ func sendFromV1(p *a2a1.SendMessageRequest, size int64) *sendRequest {
 }
 
 // sendMessageV1 answers SendMessage: a SendMessageResponse with the task.
-func (h *Handler) sendMessageV1(raw json.RawMessage, pathAgent string) (any, *rpcError) {
+func (h *Handler) sendMessageV1(r *http.Request, raw json.RawMessage, pathAgent string) (any, *rpcError) {
 	var p a2a1.SendMessageRequest
 	if rerr := decodeParams(raw, &p); rerr != nil {
 		return nil, rerr
 	}
 	sr := sendFromV1(&p, int64(len(raw)))
+	sr.req = r
 	t, rerr := h.send(sr, pathAgent)
 	if rerr != nil {
 		return nil, rerr
@@ -277,6 +280,9 @@ func (t *task) snapshotV1(history int, artifacts bool) *a2a1.Task {
 func (t *task) statusV1(v view) a2a1.TaskStatus {
 	ts := v.updated
 	st := a2a1.TaskStatus{State: a2awire.State1(v.state), Timestamp: &ts}
+	if v.prompt != nil {
+		st.Message = t.promptMessageV1(v.prompt)
+	}
 	if v.errText != "" {
 		st.Message = &a2a1.Message{
 			ID:        string(t.id) + "-status",
