@@ -57,8 +57,8 @@ const (
 	answerDone       = 'D'
 	answerDoneConv   = 'C'
 
-	answerEvents     = 'E'
-	answerUsage      = 'U'
+	answerEvents = 'E'
+	answerUsage  = 'U'
 
 	flagCreate = 0x01
 	flagEvents = 0x02
