@@ -1,10 +1,12 @@
 package cluster_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -473,5 +475,85 @@ func TestEventFrameRoundTrip(t *testing.T) {
 		if _, evs, ok := cluster.EventFrame(b[:n]); ok && len(evs) >= len(events) {
 			t.Fatalf("truncated to %d bytes: read whole", n)
 		}
+	}
+}
+
+// BenchmarkRemoteFirstDelta is the time to the first delta across the
+// cluster: alternately, a caller on daemon A runs B's streaming agent
+// (openai provider, testutil.StreamingChat on loopback, 20 deltas) with a
+// Request.OnEvent until its first text delta; the same run on B itself
+// (a local caller); and the same streamed chat request straight to the
+// model server until its first content chunk. Medians; it fails when the
+// remote first delta comes more than 2 ms after the model's.
+func BenchmarkRemoteFirstDelta(b *testing.B) {
+	chat := testutil.NewStreamingChat(b, 20, 0)
+	ns := startNATS(b, -1)
+	model, err := openai.New(provider.Config{BaseURL: chat.URL, APIKey: "sk-test", Timeout: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	nb := newNode(b, ns.ClientURL(), "node-b", fast, map[string]agent.Model{"streamer": model})
+	na := newNode(b, ns.ClientURL(), "node-a", fast, nil)
+	for deadline := time.Now().Add(10 * time.Second); !lists(na.e, "streamer", "node-b"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("A does not list streamer on B")
+		}
+	}
+	ctx := context.Background()
+	run := func(e *axocoatl.Engine) time.Duration {
+		var first time.Duration
+		start := time.Now()
+		if _, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "streamer", Input: "go", OnEvent: func(ev agent.RunEvent) {
+			if first == 0 && ev.Kind == agent.RunDelta {
+				first = time.Since(start)
+			}
+		}}); err != nil {
+			b.Fatal(err)
+		}
+		if first == 0 {
+			b.Fatal("no delta")
+		}
+		return first
+	}
+	client := &http.Client{}
+	direct := func() time.Duration {
+		start := time.Now()
+		resp, err := client.Post(chat.URL+"/chat/completions", "application/json", strings.NewReader(`{"model":"m1","stream":true,"messages":[{"role":"user","content":"go"}]}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		var d time.Duration
+		for sc.Scan() {
+			if d == 0 && strings.Contains(sc.Text(), `"delta":{"content":`) {
+				d = time.Since(start)
+			}
+		}
+		if d == 0 {
+			b.Fatal("no content chunk")
+		}
+		return d
+	}
+	var remote, local, models []time.Duration
+	n := 0
+	for b.Loop() {
+		steps := []func(){
+			func() { remote = append(remote, run(na.e)) },
+			func() { local = append(local, run(nb.e)) },
+			func() { models = append(models, direct()) },
+		}
+		for i := range steps {
+			steps[(i+n)%len(steps)]()
+		}
+		n++
+	}
+	r, l, m := testutil.Median(remote), testutil.Median(local), testutil.Median(models)
+	b.ReportMetric(float64(m.Microseconds()), "model-first-delta-µs")
+	b.ReportMetric(float64(l.Microseconds()), "local-first-delta-µs")
+	b.ReportMetric(float64(r.Microseconds()), "remote-first-delta-µs")
+	b.ReportMetric(float64((r - m).Microseconds()), "added-µs")
+	if n >= 20 && r-m > 2*time.Millisecond {
+		b.Fatalf("the first delta across the cluster came %s after the model's (medians %s and %s over %d runs); the bar is 2ms", r-m, r, m, n)
 	}
 }
