@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,8 +23,23 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
 	"github.com/axocoatl/axocoatl-go/cluster"
+	"github.com/axocoatl/axocoatl-go/httpapi"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
+
+// patient is a heartbeat that still lists daemons quickly but forgives a
+// run's silence of seconds: a 10,000-delta run under the race detector on
+// a loaded machine stalls for longer than fast's 600 ms.
+var patient = cluster.Config{HeartbeatInterval: 100 * time.Millisecond, ExpireAfter: 10 * time.Second}
+
+// manyDeltas is the length of the tests' long answers: the race detector
+// makes each delta ~10 times slower.
+func manyDeltas() int {
+	if testutil.RaceEnabled {
+		return 2_000
+	}
+	return 10_000
+}
 
 // streamingPair is daemon A (no agents) and daemon B hosting "streamer",
 // an openai provider streaming from chat, on one embedded nats-server.
@@ -33,8 +50,8 @@ func streamingPair(t *testing.T, chat *testutil.StreamingChat) (a, b *node, url 
 	if err != nil {
 		t.Fatal(err)
 	}
-	b = newNode(t, ns.ClientURL(), "node-b", fast, map[string]agent.Model{"streamer": model})
-	a = newNode(t, ns.ClientURL(), "node-a", fast, nil)
+	b = newNode(t, ns.ClientURL(), "node-b", patient, map[string]agent.Model{"streamer": model})
+	a = newNode(t, ns.ClientURL(), "node-a", patient, nil)
 	eventually(t, "A lists streamer on B", 10*time.Second, func() bool { return lists(a.e, "streamer", "node-b") })
 	return a, b, ns.ClientURL()
 }
@@ -244,7 +261,7 @@ func TestEventFrameBytesBounded(t *testing.T) {
 // deltas go to the caller batched: far fewer frames than deltas, and the
 // caller still assembles the whole answer.
 func TestEventFramesCoalesced(t *testing.T) {
-	chat := testutil.NewStreamingChat(t, 10_000, 0)
+	chat := testutil.NewStreamingChat(t, manyDeltas(), 0)
 	a, _, url := streamingPair(t, chat)
 	frames := watchFrames(t, url)
 	var mu sync.Mutex
@@ -281,7 +298,7 @@ func TestEventFramesCoalesced(t *testing.T) {
 // holds up no goroutine of A's cluster module), and once the caller reads
 // again A's run ends with the answer.
 func TestStuckCallerDoesNotBlockRemoteRun(t *testing.T) {
-	chat := testutil.NewStreamingChat(t, 10_000, 0)
+	chat := testutil.NewStreamingChat(t, manyDeltas(), 0)
 	a, b, _ := streamingPair(t, chat)
 	release := make(chan struct{})
 	var releaseOnce sync.Once
@@ -299,9 +316,13 @@ func TestStuckCallerDoesNotBlockRemoteRun(t *testing.T) {
 			}
 		}})
 	}()
-	ev, _ := b.nextRun(t)
-	if ev.Type != axocoatl.EventTaskCompleted {
-		t.Fatalf("B's run: %s", ev.Type)
+	select {
+	case ev := <-b.local.Events():
+		if ev.Type != axocoatl.EventTaskCompleted {
+			t.Fatalf("B's run: %s", ev.Type)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("B's run did not end while A's caller was stuck")
 	}
 	if calls.Load() != 1 {
 		t.Fatalf("%d OnEvent calls while the first was blocked", calls.Load())
@@ -556,4 +577,77 @@ func BenchmarkRemoteFirstDelta(b *testing.B) {
 	if n >= 20 && r-m > 2*time.Millisecond {
 		b.Fatalf("the first delta across the cluster came %s after the model's (medians %s and %s over %d runs); the bar is 2ms", r-m, r, m, n)
 	}
+}
+
+// The same across the cluster through a door: an HTTP client of A's API
+// (execute with Accept: text/event-stream) of the agent that lives only
+// on B gets the deltas as B's model writes them, and the result event
+// carries the whole answer and its usage.
+func TestSSEExecuteAcrossDaemons(t *testing.T) {
+	chat := testutil.NewStreamingChat(t, 200, 5*time.Millisecond)
+	a, _, _ := streamingPair(t, chat)
+	api, err := httpapi.New(httpapi.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.e.Use(context.Background(), api); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(func() { api.Shutdown(context.Background()); srv.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/api/agents/streamer/execute", strings.NewReader(`{"input":"go"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	start := time.Now()
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var text strings.Builder
+	var result httpapi.ExecuteResponse
+	var firstAt time.Duration
+	deltas, name := 0, ""
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: ") && name == "delta":
+			if deltas == 0 {
+				firstAt = time.Since(start)
+				if chat.Finished() != 0 {
+					t.Error("the first delta reached the HTTP client after the model had written its whole answer")
+				}
+			}
+			deltas++
+			var d struct{ Text string }
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &d); err != nil {
+				t.Fatal(err)
+			}
+			text.WriteString(d.Text)
+		case strings.HasPrefix(line, "data: ") && name == "result":
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &result); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if text.String() != chat.Text() || result.Output != chat.Text() {
+		t.Fatalf("assembled %d bytes, output %d bytes, the model wrote %d", text.Len(), len(result.Output), len(chat.Text()))
+	}
+	if deltas < 2 {
+		t.Fatalf("%d delta events: the answer came whole", deltas)
+	}
+	want := agent.Usage{InputTokens: chat.Prompt, OutputTokens: chat.Completion, CachedInputTokens: chat.Cached}
+	if result.Usage != want {
+		t.Fatalf("usage %+v, want %+v", result.Usage, want)
+	}
+	t.Logf("HTTP SSE on A: the first delta after %s, %d delta events", firstAt.Round(time.Millisecond), deltas)
 }
