@@ -3,9 +3,9 @@ package cluster_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
