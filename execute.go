@@ -47,7 +47,9 @@ type Request struct {
 	// past the bounds of [Engine.FollowRun]'s listeners, loses events).
 	// Every call has returned when ExecuteRequest returns, which waits for
 	// it: it must return promptly (a door bounds its writes). A task of
-	// an agent on another daemon calls it never. Zero: none.
+	// an agent on another daemon gets the events its RemoteRun reports
+	// (the cluster module's: that daemon's run's events, over NATS).
+	// Zero: none.
 	OnEvent func(agent.RunEvent)
 }
 

@@ -20,6 +20,13 @@ import (
 // too, on its store: the calling Engine does not touch its own, and run
 // returns the conversation in Result.ConversationID, its errors checkable
 // as the conversation package's (ErrBusy, ErrNotFound, …).
+//
+// req.OnEvent, when set, is the run's fan-out on the calling Engine (the
+// caller's [Request].OnEvent listens there, and [Engine.FollowRun] can
+// join it): run may report the remote run's events to it as they come,
+// in order. It never blocks and is safe for concurrent use; run must not
+// call it after it returns. Nil: nobody listened when the task started,
+// and run need not ask the hosting daemon for events.
 type RemoteRun func(ctx context.Context, req Request) (Result, error)
 
 type remoteAgent struct {
@@ -183,7 +190,25 @@ func (e *Engine) executeRemote(ctx context.Context, r *remoteAgent, req Request)
 		stop := context.AfterFunc(e.runCtx, cancel)
 		defer stop()
 	}
-	res, err := r.run(ctx, req)
+	// The run's fan-out, as for a local run: the caller's OnEvent and
+	// FollowRun listen to it, and run reports the remote run's events to
+	// it (asked for only when someone listens as the task starts).
+	cast, registered := e.startCast(req.TaskID)
+	var delivered chan struct{}
+	sent := req
+	sent.OnEvent = nil
+	if req.OnEvent != nil {
+		if sub, err := cast.subscribe(); err == nil {
+			delivered = make(chan struct{})
+			go e.deliver(sub, req.OnEvent, &req, delivered)
+			sent.OnEvent = cast.observe
+		}
+	}
+	res, err := r.run(ctx, sent)
+	e.endCast(req.TaskID, cast, registered)
+	if delivered != nil {
+		<-delivered
+	}
 	res.TaskID, res.AgentID = req.TaskID, req.AgentID
 	if err != nil && e.runCtx.Err() != nil && errors.Is(err, context.Canceled) {
 		err = fmt.Errorf("agent %s: %w", req.AgentID, ErrClosed)

@@ -202,3 +202,71 @@ func TestRemoteRunDerivedContextNoGoroutine(t *testing.T) {
 		t.Fatalf("%d contexts derived from a remote run's ctx started %d goroutines", n, d)
 	}
 }
+
+// A remote run gets the run's fan-out as its Request.OnEvent when the
+// caller listens (nil when nobody does): what it reports reaches the
+// caller's OnEvent in order, and FollowRun on the calling Engine joins
+// it while it runs.
+func TestRemoteRunEventsReachTheCaller(t *testing.T) {
+	e := axocoatl.New(axocoatl.Options{})
+	defer e.Close(context.Background())
+	joined := make(chan struct{})
+	var sawNil bool
+	run := func(ctx context.Context, req axocoatl.Request) (axocoatl.Result, error) {
+		if req.OnEvent == nil {
+			sawNil = true
+			return axocoatl.Result{Output: "plain"}, nil
+		}
+		req.OnEvent(agent.RunEvent{Kind: agent.RunDelta, Delta: agent.Delta{Kind: agent.DeltaText, Text: "he"}})
+		<-joined // a follower is on
+		req.OnEvent(agent.RunEvent{Kind: agent.RunDelta, Delta: agent.Delta{Kind: agent.DeltaText, Text: "llo"}})
+		req.OnEvent(agent.RunEvent{Kind: agent.RunModelUsage, Usage: agent.Usage{InputTokens: 1, OutputTokens: 2}})
+		return axocoatl.Result{Output: "hello", Usage: agent.Usage{InputTokens: 1, OutputTokens: 2}}, nil
+	}
+	if _, err := e.AddRemoteAgent(axocoatl.AgentInfo{Spec: agent.Spec{ID: "far"}, Node: "node-x"}, run); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.Execute(context.Background(), "far", "x"); err != nil || res.Output != "plain" || !sawNil {
+		t.Fatalf("a run nobody listens to: %+v, %v (OnEvent nil: %v)", res, err, sawNil)
+	}
+	var text string
+	var usage agent.Usage
+	followed := make(chan string, 1)
+	res, err := e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "far", TaskID: "t-far", OnEvent: func(ev agent.RunEvent) {
+		if ev.Kind == agent.RunModelUsage {
+			usage = ev.Usage
+			return
+		}
+		if text == "" {
+			sub, err := e.FollowRun("t-far")
+			if err != nil {
+				t.Errorf("FollowRun of a remote run: %v", err)
+				close(joined)
+				return
+			}
+			go func() {
+				defer sub.Close()
+				var b string
+				for {
+					ev, err := sub.Next(context.Background())
+					if err != nil {
+						followed <- b
+						return
+					}
+					b += ev.Delta.Text
+				}
+			}()
+			close(joined)
+		}
+		text += ev.Delta.Text
+	}})
+	if err != nil || res.Output != "hello" || text != "hello" || usage.OutputTokens != 2 {
+		t.Fatalf("%+v, %v: events gave %q, usage %+v", res, err, text, usage)
+	}
+	if got := <-followed; got != "llo" {
+		t.Fatalf("the follower got %q", got)
+	}
+	if _, err := e.FollowRun("t-far"); !errors.Is(err, axocoatl.ErrTaskNotRunning) {
+		t.Fatalf("FollowRun after the end: %v", err)
+	}
+}

@@ -26,7 +26,9 @@ const (
 )
 
 // ErrTaskNotRunning: [Engine.FollowRun] was given a task that is not
-// running here (unknown, finished, or run by another daemon).
+// running here (unknown, finished, or run by another daemon for a caller
+// of another: a remote run this Engine's caller started is followable
+// here).
 var ErrTaskNotRunning = errors.New("task not running")
 
 // ErrTooManyListeners: the run has Options.MaxRunListeners listeners
@@ -240,7 +242,9 @@ func (s *RunSubscription) Close() {
 // streamed only when the run has a listener as it starts (a run nobody
 // follows asks its provider for a plain answer, as before streaming): a
 // listener that joins during a call gets the deltas of the calls after it,
-// the tool events and usage at once.
+// the tool events and usage at once. A task of an agent on another daemon
+// (a RemoteRun) is followable here too; it gets that daemon's run's
+// events only when it had a listener (OnEvent) as it started.
 func (e *Engine) FollowRun(taskID string) (*RunSubscription, error) {
 	e.liveMu.Lock()
 	c := e.live[taskID]

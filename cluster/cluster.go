@@ -247,6 +247,15 @@ type served struct {
 type call struct {
 	ch   chan *execReply // pointers: a call's buffer is 8 words, not 8 answers
 	node string          // the daemon that took it, once accepted
+
+	// observe is the caller's run fan-out (Request.OnEvent as the Engine
+	// hands it to a RemoteRun), told the events of 'E' frames; nil: the
+	// caller does not listen. Guarded by evMu with frames and over (the
+	// call returned: no event after it).
+	observe func(agent.RunEvent)
+	evMu    sync.Mutex
+	frames  uint64
+	over    bool
 }
 
 // New returns a Module; pass it to [axocoatl.Engine.Use].

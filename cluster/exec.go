@@ -12,6 +12,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
 )
 
 // execReply is one answer to a caller, as read from the wire (see
@@ -26,6 +27,11 @@ type execReply struct {
 	// ConversationID: the conversation the task was a turn of (a 'C'
 	// answer).
 	ConversationID string
+	// withUsage: a 'U' answer (to a caller that announced flagEvents):
+	// the run's Usage, and the 'E' frames sent before it.
+	withUsage bool
+	Usage     agent.Usage
+	Frames    uint64
 
 	noResponders bool
 	lost         string
@@ -74,7 +80,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 	// its store (shared through JetStream KV in a cluster): this Engine
 	// does not touch its own.
 	t := task{taskID: req.TaskID, from: m.node, source: string(req.Source), input: req.Input,
-		conversationID: req.ConversationID, create: req.CreateConversation}
+		conversationID: req.ConversationID, create: req.CreateConversation, events: req.OnEvent != nil}
 	if d, ok := ctx.Deadline(); ok {
 		t.timeoutMS = max(time.Until(d).Milliseconds(), 1)
 	}
@@ -83,7 +89,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 		return res, fmt.Errorf("agent %s runs on another daemon: the task is %d bytes, over NATS max_payload (%d bytes)", req.AgentID, len(data), limit)
 	}
 	token := itoa(m.seq.Add(1))
-	c := &call{ch: make(chan *execReply, maxPendingCall)}
+	c := &call{ch: make(chan *execReply, maxPendingCall), observe: req.OnEvent}
 	m.mu.Lock()
 	switch {
 	case m.stopping:
@@ -99,6 +105,9 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 		m.mu.Lock()
 		delete(m.calls, token)
 		m.mu.Unlock()
+		c.evMu.Lock()
+		c.over = true
+		c.evMu.Unlock()
 	}()
 	if err := m.nc.PublishRequest(m.subj+".exec."+req.AgentID, m.inbox+"."+token, data); err != nil {
 		return res, unavailable("agent %s: sending the task over NATS: %v", req.AgentID, err)
@@ -129,8 +138,23 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 				m.mu.Unlock()
 				accepted = true
 				accept.Reset(silence)
+			case r.Done && r.Kind == kindFailed && r.Error == errMalformedTask && t.events:
+				// A daemon of a version before events: the task again,
+				// as that daemon reads it (not streamed).
+				t.events = false
+				if err := m.nc.PublishRequest(m.subj+".exec."+req.AgentID, m.inbox+"."+token, t.encode()); err != nil {
+					return res, unavailable("agent %s: sending the task over NATS: %v", req.AgentID, err)
+				}
 			case r.Done:
 				res.Duration = time.Duration(r.DurationMS) * time.Millisecond
+				if r.withUsage {
+					res.Usage = r.Usage
+					c.evMu.Lock()
+					if lost := r.Frames - min(c.frames, r.Frames); lost > 0 {
+						m.log.Debug("event frames of a remote run lost on the way", "agent", req.AgentID, "task", req.TaskID, "lost", lost, "sent", r.Frames)
+					}
+					c.evMu.Unlock()
+				}
 				res.ConversationID = r.ConversationID
 				if r.Error == "" {
 					res.Output = r.Output
@@ -175,6 +199,20 @@ func (m *Module) onReply(msg *natsgo.Msg) {
 	}
 	if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
 		send(c, execReply{noResponders: true})
+		return
+	}
+	if len(msg.Data) > 0 && msg.Data[0] == answerEvents {
+		// Events: straight to the caller's fan-out (which never blocks),
+		// not through c.ch, whose few slots are for the answers.
+		c.evMu.Lock()
+		defer c.evMu.Unlock()
+		if c.observe == nil || c.over {
+			return // not asked for, or too late
+		}
+		c.frames++
+		if _, ok := readEvents(msg.Data[1:], c.observe); !ok {
+			m.log.Debug("malformed event frame from a remote run dropped", "bytes", len(msg.Data))
+		}
 		return
 	}
 	if r, ok := decodeReply(msg.Data); ok {
@@ -426,9 +464,21 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		default:
 			source = "remote"
 		}
-		res, err := m.eng.ExecuteRequest(runCtx, axocoatl.Request{AgentID: agentID, Input: req.input, Source: source, TaskID: req.taskID,
-			ConversationID: req.conversationID, CreateConversation: req.create})
+		run := axocoatl.Request{AgentID: agentID, Input: req.input, Source: source, TaskID: req.taskID,
+			ConversationID: req.conversationID, CreateConversation: req.create}
+		var fwd *forwarder
+		if req.events {
+			// The caller listens: the run's events go to its inbox as
+			// they come (ExecuteRequest has made its last OnEvent call
+			// when it returns).
+			fwd = m.newForwarder(msg.Reply)
+			run.OnEvent = fwd.onEvent
+		}
+		res, err := m.eng.ExecuteRequest(runCtx, run)
 		r := execReply{Done: true, Output: res.Output, DurationMS: res.Duration.Milliseconds(), ConversationID: res.ConversationID}
+		if fwd != nil {
+			r.withUsage, r.Usage, r.Frames = true, res.Usage, fwd.close()
+		}
 		if err != nil {
 			r.Output, r.Error, r.Kind = "", err.Error(), errorKind(err)
 			if r.Kind == kindClosed { // "engine closed" would read as the caller's
@@ -438,6 +488,7 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		data := r.encode()
 		if limit := m.nc.MaxPayload(); int64(len(data)) > limit {
 			data = execReply{Done: true, Kind: kindFailed, DurationMS: r.DurationMS, ConversationID: r.ConversationID,
+				withUsage: r.withUsage, Usage: r.Usage, Frames: r.Frames,
 				Error: fmt.Sprintf("agent %s: its answer of %d bytes is over NATS max_payload (%d bytes) and cannot be sent back", agentID, len(data), limit)}.encode()
 		}
 		if err := m.nc.Publish(msg.Reply, data); err != nil {

@@ -1,5 +1,7 @@
 package cluster
 
+import "github.com/axocoatl/axocoatl-go/agent"
+
 // TaskBody is a task's wire form, for tests that play a peer.
 func TaskBody(id, from, source string, timeoutMS int64, input string) []byte {
 	return task{taskID: id, from: from, source: source, timeoutMS: timeoutMS, input: input}.encode()
@@ -45,4 +47,34 @@ func (m *Module) Tombstones(from, taskID string) (n int, has bool) {
 	defer m.mu.Unlock()
 	_, has = m.tombs[tombKey(from, taskID)]
 	return len(m.tombs), has
+}
+
+// TaskWantsEvents reports whether a task's wire form announces that its
+// caller listens (flagEvents); ok false: not a task.
+func TaskWantsEvents(b []byte) (events, ok bool) {
+	t, ok := decodeTask(b)
+	return t.events, ok
+}
+
+// MaxFrameBytes bounds an event frame.
+const MaxFrameBytes = maxFrameBytes
+
+// EventFrame reads an event frame: its seq and events; ok false: not one
+// or malformed.
+func EventFrame(b []byte) (seq uint64, events []agent.RunEvent, ok bool) {
+	if len(b) == 0 || b[0] != answerEvents {
+		return 0, nil, false
+	}
+	seq, ok = readEvents(b[1:], func(ev agent.RunEvent) { events = append(events, ev) })
+	return seq, events, ok
+}
+
+// EncodeEvents is the event frame seq of events, as a forwarder with an
+// unbounded frame writes it.
+func EncodeEvents(seq uint64, events ...agent.RunEvent) []byte {
+	f := &forwarder{limit: 1 << 30, seq: seq - 1, closed: false}
+	for _, ev := range events {
+		f.encode(ev)
+	}
+	return f.buf
 }

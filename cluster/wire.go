@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"time"
+
+	"github.com/axocoatl/axocoatl-go/agent"
 )
 
 // The wire form of a task (the body of a message on exec.<agent id>) and of
@@ -17,6 +19,9 @@ import (
 //	answer: 'A' | node                                          (accepted)
 //	        'D' | uvarint(duration ms) | str(kind) | output or error text
 //	        'C' | str(conversation id) | uvarint(duration ms) | str(kind) | text
+//	        'E' | uvarint(frame seq) | event...                 (events, see stream.go)
+//	        'U' | uvarint(frames) | uvarint(input tokens) | uvarint(output tokens) |
+//	              uvarint(cached input tokens) | a 'D' or 'C' answer
 //
 // str(s) is uvarint(len(s)), then s. from is the calling daemon. timeout
 // is what was left of the caller's deadline when it sent the task (a
@@ -34,6 +39,17 @@ import (
 // across daemons of versions before and after; a daemon before 0x02
 // answers a turn as malformed, which the caller reports as the version
 // mismatch it is (errOlderTurns).
+//
+// A caller that listens to the run (Request.OnEvent, set when the task
+// starts) announces it with flagEvents, in a 0x02 frame (a one-shot task's
+// conversation id is then ""): the daemon running it streams the run's
+// events to the caller's inbox in 'E' frames as it goes, and ends with a
+// 'U' answer, its Done with the run's usage and the number of 'E' frames
+// sent before it. A daemon of a version before events answers such a task
+// as malformed without running it; the caller then sends it again without
+// the flag (as the frame that daemon reads), and the run, not streamed,
+// answers as before. Only a caller that announced the capability is sent
+// 'E' and 'U' answers.
 const (
 	taskV1           = 0x01
 	taskConversation = 0x02
@@ -41,7 +57,12 @@ const (
 	answerDone       = 'D'
 	answerDoneConv   = 'C'
 
+	answerEvents = 'E'
+	answerUsage  = 'U'
+
 	flagCreate = 0x01
+	flagEvents = 0x02
+	knownFlags = flagCreate | flagEvents
 )
 
 // task is a task as read from the wire.
@@ -50,11 +71,13 @@ type task struct {
 	timeoutMS                   int64 // 0: none
 	conversationID              string
 	create                      bool
+	// events: the caller listens (flagEvents).
+	events bool
 }
 
 func (t task) encode() []byte {
 	b := make([]byte, 0, 2+4*binary.MaxVarintLen64+len(t.taskID)+len(t.from)+len(t.source)+binary.MaxVarintLen64+len(t.conversationID)+len(t.input))
-	turn := t.conversationID != "" || t.create
+	turn := t.conversationID != "" || t.create || t.events
 	if turn {
 		b = append(b, taskConversation)
 	} else {
@@ -69,6 +92,9 @@ func (t task) encode() []byte {
 		flags := byte(0)
 		if t.create {
 			flags |= flagCreate
+		}
+		if t.events {
+			flags |= flagEvents
 		}
 		b = append(b, flags)
 	}
@@ -98,10 +124,11 @@ func decodeTask(b []byte) (t task, ok bool) {
 	t.timeoutMS = int64(min(ms, math.MaxInt64))
 	s = s[n:]
 	if b[0] == taskConversation {
-		if t.conversationID, s, ok = readStr(s); !ok || s == "" || s[0]&^flagCreate != 0 {
+		if t.conversationID, s, ok = readStr(s); !ok || s == "" || s[0]&^knownFlags != 0 {
 			return t, false // truncated, or flags this version does not know
 		}
 		t.create = s[0]&flagCreate != 0
+		t.events = s[0]&flagEvents != 0
 		s = s[1:]
 	}
 	t.input = s
@@ -120,7 +147,14 @@ func (r execReply) encode() []byte {
 			kind = kindFailed
 		}
 	}
-	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(r.ConversationID)+len(kind)+len(text))
+	b := make([]byte, 0, 1+7*binary.MaxVarintLen64+len(r.ConversationID)+len(kind)+len(text))
+	if r.withUsage {
+		b = append(b, answerUsage)
+		b = binary.AppendUvarint(b, r.Frames)
+		b = binary.AppendUvarint(b, uint64(max(r.Usage.InputTokens, 0)))
+		b = binary.AppendUvarint(b, uint64(max(r.Usage.OutputTokens, 0)))
+		b = binary.AppendUvarint(b, uint64(max(r.Usage.CachedInputTokens, 0)))
+	}
 	if r.ConversationID != "" {
 		b = append(b, answerDoneConv)
 		b = appendStr(b, r.ConversationID)
@@ -138,6 +172,25 @@ func decodeReply(b []byte) (r execReply, ok bool) {
 		return r, false
 	}
 	switch b[0] {
+	case answerUsage:
+		s := string(b[1:])
+		var v [4]uint64
+		for i := range v {
+			x, n := uvarint(s)
+			if n <= 0 {
+				return r, false
+			}
+			v[i], s = x, s[n:]
+		}
+		if s == "" || s[0] != answerDone && s[0] != answerDoneConv {
+			return r, false
+		}
+		if r, ok = decodeReply([]byte(s)); !ok {
+			return r, false
+		}
+		r.withUsage, r.Frames = true, v[0]
+		r.Usage = agent.Usage{InputTokens: tokens(v[1]), OutputTokens: tokens(v[2]), CachedInputTokens: tokens(v[3])}
+		return r, true
 	case answerAccepted:
 		if len(b) == 1 {
 			return r, false
@@ -174,6 +227,9 @@ func decodeReply(b []byte) (r execReply, ok bool) {
 	}
 	return r, false
 }
+
+// tokens is a count read from a peer, kept within an int64.
+func tokens(x uint64) int64 { return int64(min(x, math.MaxInt64)) }
 
 func appendStr(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))

@@ -176,16 +176,19 @@ var boundGuards = map[string]guard{
 	"Webhooks / one delivery on NATS":                               {int64(egress.DefaultMaxMsgSize), []string{"egress:TestJetStreamDeliveryOverMaxMsgSizeDropped"}},
 
 	// Lattice and cluster
-	"Lattice and cluster / events buffered per subscriber":           {lattice.DefaultBuffer, []string{"lattice:TestSlowSubscriberMissesWithoutBlockingOthers"}},
-	"lattice.reconnect_buffer_bytes":                                 {int64(config.DefaultReconnectBuffer), []string{"lattice/nats:TestOutageIsCountedAsMissed", "config:TestReconnectBufferBytesReachesTheClient"}},
-	"cluster.max_concurrent_runs":                                    {cluster.DefaultMaxConcurrentRuns, []string{"cluster:TestConcurrentRunsBound", "cluster:TestTaskFlood"}},
-	"cluster.accept_timeout":                                         {cluster.DefaultAcceptTimeout, []string{"cluster:TestAcceptTimeout"}},
-	"cluster.max_announce_bytes":                                     {int64(cluster.DefaultMaxAnnounceBytes), []string{"cluster:TestAnnouncementWithinMaxAnnounceBytes"}},
-	"cluster.max_nodes":                                              {cluster.DefaultMaxNodes, []string{"cluster:TestUntrackedExecutorDiesCallerFails"}},
-	"Lattice and cluster / a task and its answer":                    {nil, []string{"cluster:TestTaskAndAnswerWithinMaxPayload"}},
-	"Lattice and cluster / cancels of not-yet-seen tasks remembered": {nil, []string{"cluster:TestCancelsOfUnseenTasksBounded"}},
-	"Lattice and cluster / tasks waiting for a worker":               {nil, []string{"cluster:TestTaskQueueBounded"}},
-	"Lattice and cluster / other cluster subscriptions":              {nil, []string{"cluster:TestClusterSubscriptionsPendingLimits"}},
+	"Lattice and cluster / events buffered per subscriber":              {lattice.DefaultBuffer, []string{"lattice:TestSlowSubscriberMissesWithoutBlockingOthers"}},
+	"lattice.reconnect_buffer_bytes":                                    {int64(config.DefaultReconnectBuffer), []string{"lattice/nats:TestOutageIsCountedAsMissed", "config:TestReconnectBufferBytesReachesTheClient"}},
+	"cluster.max_concurrent_runs":                                       {cluster.DefaultMaxConcurrentRuns, []string{"cluster:TestConcurrentRunsBound", "cluster:TestTaskFlood"}},
+	"cluster.accept_timeout":                                            {cluster.DefaultAcceptTimeout, []string{"cluster:TestAcceptTimeout"}},
+	"cluster.max_announce_bytes":                                        {int64(cluster.DefaultMaxAnnounceBytes), []string{"cluster:TestAnnouncementWithinMaxAnnounceBytes"}},
+	"cluster.max_nodes":                                                 {cluster.DefaultMaxNodes, []string{"cluster:TestUntrackedExecutorDiesCallerFails"}},
+	"Lattice and cluster / a task and its answer":                       {nil, []string{"cluster:TestTaskAndAnswerWithinMaxPayload"}},
+	"Lattice and cluster / cancels of not-yet-seen tasks remembered":    {nil, []string{"cluster:TestCancelsOfUnseenTasksBounded"}},
+	"Lattice and cluster / tasks waiting for a worker":                  {nil, []string{"cluster:TestTaskQueueBounded"}},
+	"Lattice and cluster / other cluster subscriptions":                 {nil, []string{"cluster:TestClusterSubscriptionsPendingLimits"}},
+	"Lattice and cluster / one event frame of a remote run":             {nil, []string{"cluster:TestEventFrameBytesBounded"}},
+	"Lattice and cluster / event frames of a remote run":                {nil, []string{"cluster:TestEventFramesCoalesced"}},
+	"Lattice and cluster / a caller of a remote run that stops reading": {nil, []string{"cluster:TestStuckCallerDoesNotBlockRemoteRun"}},
 }
 
 // readBounds parses the tables of docs/bounds.md. The area of a row is its
