@@ -102,6 +102,8 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		KeepAliveFailureThreshold: 2,
 		// Runs on the session's reader: only signal the supervisor.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.signalRefresh() },
+		// Declares form elicitation; see elicit.go.
+		ElicitationHandler: s.elicit,
 	})
 	s.client.AddSendingMiddleware(noListCache)
 	return s
@@ -518,14 +520,15 @@ func (s *server) engineTool(q, bare, desc string, lt *listedTool) axocoatl.Tool 
 		InputSchema: lt.schema,
 		Annotations: lt.annotations,
 		Call: func(ctx context.Context, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
-			return s.call(ctx, bare, call.Arguments)
+			return s.call(ctx, bare, call)
 		},
 	}
 }
 
 // call runs one tool call on the live session. No lock is held while the
 // request is in flight.
-func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (axocoatl.ToolResult, error) {
+func (s *server) call(ctx context.Context, bare string, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+	args := call.Arguments
 	s.mu.Lock()
 	cs, why := s.session, s.lastErr
 	s.mu.Unlock()
@@ -537,9 +540,13 @@ func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (a
 		params.Arguments = args
 	}
 	timeout := s.cfg.timeout()
-	cctx, id := s.calls.start(ctx, timeout)
+	info := &callInfo{call: call}
+	cctx, id := s.calls.startCall(ctx, timeout, info)
 	defer s.calls.end(id)
-	res, err := cs.CallTool(cctx, params)
+	info.ctx = cctx
+	// The go-sdk answers a 2026-07-28 InputRequiredResult inside this
+	// call, so its elicitation handler sees this ctx and finds the call.
+	res, err := cs.CallTool(context.WithValue(cctx, callKey{}, info), params)
 	if err != nil {
 		switch cause := context.Cause(cctx); {
 		case ctx.Err() != nil && cause != errStopping:
