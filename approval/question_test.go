@@ -1,0 +1,323 @@
+package approval_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/approval"
+	"github.com/axocoatl/axocoatl-go/mcpclient"
+)
+
+// bookSchema is the form the asker server requests: every primitive the
+// spec allows, with defaults.
+const bookSchema = `{"type":"object","properties":{
+ "name":{"type":"string","title":"Traveller","minLength":2,"maxLength":40},
+ "seats":{"type":"integer","title":"Seats","minimum":1,"maximum":9,"default":1},
+ "class":{"type":"string","title":"Class","enum":["economy","business"],"default":"economy"},
+ "meal":{"type":"string","oneOf":[{"const":"veg","title":"Vegetarian"},{"const":"any","title":"Anything"}]},
+ "insured":{"type":"boolean","default":false}},
+ "required":["name"]}`
+
+// askerServer is a go-sdk MCP server whose tool book asks the user who
+// travels, the 2026-07-28 way (an InputRequiredResult with a form
+// elicitation and a requestState; for a 2025-11-25 client the go-sdk's
+// server turns that into an elicitation/create request during the call).
+type askerServer struct {
+	srv *mcp.Server
+	mu  sync.Mutex
+	got []*mcp.ElicitResult // the answers the tool received
+}
+
+func newAskerServer(versions ...string) *askerServer {
+	a := &askerServer{srv: mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: versions})}
+	mcp.AddTool(a.srv, &mcp.Tool{Name: "book", Description: "Books a trip."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			resp, ok := req.Params.InputResponses["who"]
+			if !ok {
+				return &mcp.CallToolResult{
+					InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "Who travels?", RequestedSchema: json.RawMessage(bookSchema)}},
+					RequestState:  "trip-1",
+				}, nil, nil
+			}
+			er, _ := resp.(*mcp.ElicitResult)
+			if er == nil || (!strings.HasPrefix(req.Params.RequestState, "trip-1") && req.Params.RequestState != "") {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad retry"}}}, nil, nil
+			}
+			a.mu.Lock()
+			a.got = append(a.got, er)
+			a.mu.Unlock()
+			if er.Action != "accept" {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "not booked: " + er.Action}}}, nil, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("booked for %v: %v seats, %v", er.Content["name"], er.Content["seats"], er.Content["class"])}}}, nil, nil
+		})
+	return a
+}
+
+func (a *askerServer) answers() []*mcp.ElicitResult {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]*mcp.ElicitResult(nil), a.got...)
+}
+
+func (a *askerServer) dial(ctx context.Context) (mcp.Transport, error) {
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := a.srv.Connect(ctx, st, nil); err != nil {
+		return nil, err
+	}
+	return ct, nil
+}
+
+func (a *askerServer) attach(t testing.TB, e *axocoatl.Engine) *mcpclient.Module {
+	t.Helper()
+	mc, err := mcpclient.New(mcpclient.Config{Servers: []mcpclient.ServerConfig{{Name: "asker", Dial: a.dial}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Use(context.Background(), mc); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := mc.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return mc
+}
+
+// eras are the two ways a server asks: the server's protocol versions.
+var eras = []struct {
+	name     string
+	versions []string
+	want     string
+}{
+	{"2026-07-28", nil, "2026-07-28"},
+	{"2025-11-25", []string{"2025-11-25"}, "2025-11-25"},
+}
+
+// A go-sdk server asks during a tool call, in both eras: the question is
+// pending in the approvals table (kind question, the schema, the server,
+// the tool, the agent); an answer that does not match the schema is
+// refused and loses nothing; a valid one reaches the server with the
+// schema's defaults filled in, and the run completes.
+func TestQuestionFromMCPServer(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			v := newEnv(t, approval.Config{Default: approval.Allow}, axocoatl.Options{})
+			peer := newOpenAIPeer(t)
+			if err := v.e.AddAgent(agent.Spec{ID: "travel", Provider: "openai"}, peer.model(t)); err != nil {
+				t.Fatal(err)
+			}
+			a := newAskerServer(era.versions...)
+			mc := a.attach(t, v.e)
+			if got := mc.Status()[0].ProtocolVersion; got != era.want {
+				t.Fatalf("negotiated %s, want %s", got, era.want)
+			}
+			done := make(chan string, 1)
+			go func() {
+				res, err := v.e.Execute(context.Background(), "travel", ask("mcp__asker__book", `{}`))
+				if err != nil {
+					done <- "error: " + err.Error()
+					return
+				}
+				done <- res.Output
+			}()
+			q := v.next(t, approval.EventRequested)
+			if q["kind"] != "question" || q["server"] != "asker" || q["tool"] != "mcp__asker__book" || q["agent_id"] != "travel" || q["message"] != "Who travels?" {
+				t.Fatalf("requested %v: want a question from asker during mcp__asker__book of travel", q)
+			}
+			schema, _ := json.Marshal(q["schema"])
+			if !strings.Contains(string(schema), `"minLength":2`) {
+				t.Fatalf("schema %s, want the requested one", schema)
+			}
+			id := q["approval_id"].(string)
+			list := v.do(t, "GET", "/api/approvals", "")
+			if !strings.Contains(list.raw, `"kind":"question"`) || !strings.Contains(list.raw, id) {
+				t.Fatalf("GET /api/approvals: %s", list.raw)
+			}
+
+			for _, bad := range []struct{ body, want string }{
+				{`{"decision":"allow","content":{"name":"A"}}`, "at least 2"},
+				{`{"decision":"allow","content":{}}`, `"name" is required`},
+				{`{"decision":"allow","content":{"name":"Ada","seats":2.5}}`, "integer"},
+				{`{"decision":"allow","content":{"name":"Ada","seats":10}}`, "at most 9"},
+				{`{"decision":"allow","content":{"name":"Ada","class":"first"}}`, "allowed values"},
+				{`{"decision":"allow","content":{"name":"Ada","meal":"fish"}}`, "allowed values"},
+				{`{"decision":"allow","content":{"name":"Ada","insured":"yes"}}`, "true or false"},
+				{`{"decision":"allow","content":{"name":"Ada","extra":1}}`, `unknown property "extra"`},
+				{`{"decision":"allow","content":"Ada"}`, `"content" must be an object`},
+				{`{"decision":"allow","remember":"always","content":{"name":"Ada"}}`, "answered once"},
+			} {
+				r := v.do(t, "POST", "/api/approvals/"+id, bad.body)
+				msg, _ := r.body["error"].(map[string]any)["message"].(string)
+				if r.status != 400 || !strings.Contains(msg, bad.want) {
+					t.Errorf("POST %s: %d %s, want 400 saying %q", bad.body, r.status, r.raw, bad.want)
+				}
+			}
+			if n := len(a.answers()); n != 0 {
+				t.Fatalf("the server got %d answers before a valid one", n)
+			}
+			r := v.do(t, "POST", "/api/approvals/"+id, `{"decision":"allow","content":{"name":"Ada","seats":2,"meal":"veg"}}`)
+			if r.status != 200 || r.body["kind"] != "question" || r.body["status"] != "approved" || strings.Contains(r.raw, "Ada") {
+				t.Fatalf("answer: %d %s (want approved, the answer not echoed)", r.status, r.raw)
+			}
+			select {
+			case out := <-done:
+				if !strings.Contains(out, "booked for Ada: 2 seats, economy") {
+					t.Fatalf("run: %s", out)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("run not done 30s after the answer")
+			}
+			got := a.answers()
+			if len(got) != 1 || got[0].Action != "accept" || got[0].Content["insured"] != false || got[0].Content["meal"] != "veg" {
+				t.Fatalf("server got %+v", got)
+			}
+		})
+	}
+}
+
+// No answer within approval.timeout: the server is told decline, the run
+// goes on.
+func TestQuestionTimeoutDeclines(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			v := newEnv(t, approval.Config{Default: approval.Allow, Timeout: 300 * time.Millisecond}, axocoatl.Options{})
+			peer := newOpenAIPeer(t)
+			if err := v.e.AddAgent(agent.Spec{ID: "travel", Provider: "openai"}, peer.model(t)); err != nil {
+				t.Fatal(err)
+			}
+			a := newAskerServer(era.versions...)
+			a.attach(t, v.e)
+			res, err := v.e.Execute(context.Background(), "travel", ask("mcp__asker__book", `{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(res.Output, "not booked: decline") {
+				t.Fatalf("run: %s", res.Output)
+			}
+			r := v.next(t, approval.EventResolved)
+			if r["kind"] != "question" || r["status"] != "expired" || r["resolved_by"] != "timeout" {
+				t.Fatalf("resolved %v", r)
+			}
+		})
+	}
+}
+
+// The run's door is asked too (its UserPrompter gets the schema, no
+// approval); its answer is checked like any other and reaches the server.
+func TestQuestionThroughDoor(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			v := newEnv(t, approval.Config{Default: approval.Allow}, axocoatl.Options{})
+			peer := newOpenAIPeer(t)
+			if err := v.e.AddAgent(agent.Spec{ID: "travel", Provider: "openai"}, peer.model(t)); err != nil {
+				t.Fatal(err)
+			}
+			a := newAskerServer(era.versions...)
+			a.attach(t, v.e)
+			var mu sync.Mutex
+			var prompts []axocoatl.UserPrompt
+			door := axocoatl.UserPrompterFunc(func(_ context.Context, p axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
+				mu.Lock()
+				prompts = append(prompts, p)
+				n := len(prompts)
+				mu.Unlock()
+				if n == 1 { // a first answer that does not match: not taken
+					return axocoatl.UserAnswer{Accepted: true, Content: map[string]any{"seats": 3.0}, By: "door"}, nil
+				}
+				return axocoatl.UserAnswer{Accepted: true, Content: map[string]any{"name": "Grace", "seats": 3.0}, By: "door"}, nil
+			})
+			ctx := axocoatl.WithUserPrompter(context.Background(), door)
+			done := make(chan string, 1)
+			go func() {
+				res, err := v.e.Execute(ctx, "travel", ask("mcp__asker__book", `{}`))
+				if err != nil {
+					done <- err.Error()
+					return
+				}
+				done <- res.Output
+			}()
+			// The first (invalid) answer leaves the question pending: answer it
+			// here, as the dashboard would.
+			q := v.next(t, approval.EventRequested)
+			eventually(t, "the door asked", func() bool { mu.Lock(); defer mu.Unlock(); return len(prompts) == 1 })
+			if r := v.do(t, "POST", "/api/approvals/"+q["approval_id"].(string), `{"decision":"allow","content":{"name":"Grace","seats":3}}`); r.status != 200 {
+				t.Fatalf("answer: %d %s", r.status, r.raw)
+			}
+			out := <-done
+			if !strings.Contains(out, "booked for Grace: 3 seats") {
+				t.Fatalf("run: %s", out)
+			}
+			mu.Lock()
+			p := prompts[0]
+			mu.Unlock()
+			if p.Approval != nil || !strings.Contains(string(p.Schema), `"seats"`) || !strings.Contains(p.Message, "asker") || !strings.Contains(p.Message, "Who travels?") {
+				t.Fatalf("prompt %+v", p)
+			}
+		})
+	}
+}
+
+// Guards: bound "pending questions per server" (approval) (docs/bounds.md).
+// Guards: bound "a question's requested schema" (approval) (docs/bounds.md).
+// Guards: bound "a question's answer" (approval) (docs/bounds.md).
+func TestQuestionBounds(t *testing.T) {
+	v := newEnv(t, approval.Config{}, axocoatl.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q := axocoatl.Question{Server: "s", Message: "m", Schema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for range approval.MaxQuestionsPerServer {
+		wg.Go(func() { _, _ = v.m.AskQuestion(ctx, q) })
+	}
+	eventually(t, "the questions pending", func() bool { return len(v.m.Pending()) == approval.MaxQuestionsPerServer })
+	if _, err := v.m.AskQuestion(ctx, q); !errors.Is(err, approval.ErrTooManyQuestions) {
+		t.Fatalf("one question over the bound: %v, want ErrTooManyQuestions", err)
+	}
+	other := q
+	other.Server = "t"
+	wg.Go(func() { _, _ = v.m.AskQuestion(ctx, other) })
+	eventually(t, "another server's question", func() bool { return len(v.m.Pending()) == approval.MaxQuestionsPerServer+1 })
+
+	big := axocoatl.Question{Server: "u", Schema: json.RawMessage(`{"type":"object","description":"` + strings.Repeat("x", approval.MaxQuestionSchemaBytes) + `"}`)}
+	if _, err := v.m.AskQuestion(ctx, big); !errors.Is(err, approval.ErrBadSchema) {
+		t.Fatalf("schema over the bound: %v, want ErrBadSchema", err)
+	}
+	for _, s := range []string{
+		`{"type":"object","properties":{"a":{"type":"object"}}}`,
+		`{"type":"object","properties":{"a":{"type":"array","items":{"type":"string"}}}}`,
+		`{"type":"array"}`,
+		`{"type":"object","required":["nope"]}`,
+		`[1]`,
+	} {
+		if _, err := v.m.AskQuestion(ctx, axocoatl.Question{Server: "u", Schema: json.RawMessage(s)}); !errors.Is(err, approval.ErrBadSchema) {
+			t.Errorf("schema %s: %v, want ErrBadSchema", s, err)
+		}
+	}
+
+	id := v.m.Pending()[0].ApprovalID
+	huge := map[string]any{"x": strings.Repeat("y", approval.MaxAnswerBytes)}
+	if _, err := v.m.Answer(ctx, id, approval.Allow, huge, "test"); !errors.Is(err, approval.ErrBadAnswer) {
+		t.Fatalf("answer over the bound: %v, want ErrBadAnswer", err)
+	}
+	body, _ := json.Marshal(map[string]any{"decision": "allow", "content": huge})
+	if r := v.do(t, "POST", "/api/approvals/"+id, string(body)); r.status != 400 {
+		t.Fatalf("HTTP answer over the bound: %d %s", r.status, r.raw)
+	}
+	if _, err := v.m.Answer(ctx, id, approval.Allow, map[string]any{"x": "ok"}, "test"); err != nil {
+		t.Fatalf("the question was lost after the refused answers: %v", err)
+	}
+}
