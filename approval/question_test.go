@@ -321,3 +321,129 @@ func TestQuestionBounds(t *testing.T) {
 		t.Fatalf("the question was lost after the refused answers: %v", err)
 	}
 }
+
+// Which call asks: a 2025-11-25 elicitation/create names no call, so with
+// two calls of the server in flight the question is the server's alone (no
+// tool); with one it is that call's. A server that floods questions gets
+// MaxQuestionsPerServer pending and the rest declined at once.
+func TestQuestionAttributionAndFlood(t *testing.T) {
+	v := newEnv(t, approval.Config{Default: approval.Allow}, axocoatl.Options{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "old", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "waited"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+		N int `json:"n"`
+	}) (*mcp.CallToolResult, any, error) {
+		var mu sync.Mutex
+		counts := map[string]int{}
+		var wg sync.WaitGroup
+		for range max(in.N, 1) {
+			wg.Go(func() {
+				res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "ok?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean","default":true}}}`)})
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					counts["error"]++
+					return
+				}
+				counts[res.Action]++
+			})
+		}
+		wg.Wait()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("accept=%d decline=%d error=%d", counts["accept"], counts["decline"], counts["error"])}}}, nil, nil
+	})
+	dial := func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+	mc, err := mcpclient.New(mcpclient.Config{Servers: []mcpclient.ServerConfig{{Name: "old", Dial: dial}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.e.Use(context.Background(), mc); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := mc.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	call := func(tool, args string) chan string {
+		out := make(chan string, 1)
+		go func() {
+			res, err := v.e.CallTool(ctx, axocoatl.ToolCall{Tool: tool, Arguments: json.RawMessage(args)})
+			if err != nil {
+				out <- err.Error()
+				return
+			}
+			out <- res.Content
+		}()
+		return out
+	}
+
+	// One call in flight: the question is that call's.
+	one := call("mcp__old__ask", `{"n":1}`)
+	q := v.next(t, approval.EventRequested)
+	if q["tool"] != "mcp__old__ask" {
+		t.Fatalf("with one call in flight, question %v: want tool mcp__old__ask", q)
+	}
+	if _, err := v.m.Answer(ctx, q["approval_id"].(string), approval.Allow, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-one; got != "accept=1 decline=0 error=0" {
+		t.Fatalf("one: %s", got)
+	}
+
+	// Two in flight: the server's alone.
+	waiting := call("mcp__old__wait", `{}`)
+	<-entered
+	two := call("mcp__old__ask", `{"n":1}`)
+	q = v.next(t, approval.EventRequested)
+	if q["tool"] != "" || q["server"] != "old" {
+		t.Fatalf("with two calls in flight, question %v: want the server alone", q)
+	}
+	if _, err := v.m.Answer(ctx, q["approval_id"].(string), approval.Deny, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-two; got != "accept=0 decline=1 error=0" {
+		t.Fatalf("two: %s", got)
+	}
+	close(release)
+	<-waiting
+
+	// A flood: never more than the bound pending, the rest declined at
+	// once (however the questions arrive over time).
+	flood := call("mcp__old__ask", `{"n":10}`)
+	eventually(t, "the bound's worth pending", func() bool { return len(v.m.Pending()) == approval.MaxQuestionsPerServer })
+	var got string
+	accepted := 0
+	for got == "" {
+		ps := v.m.Pending()
+		if len(ps) > approval.MaxQuestionsPerServer {
+			t.Fatalf("%d questions pending from one server, over %d", len(ps), approval.MaxQuestionsPerServer)
+		}
+		for _, p := range ps {
+			if _, err := v.m.Answer(ctx, p.ApprovalID, approval.Allow, map[string]any{"ok": false}, "test"); err == nil {
+				accepted++
+			}
+		}
+		select {
+		case got = <-flood:
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	want := fmt.Sprintf("accept=%d decline=%d error=0", accepted, 10-accepted)
+	if got != want || accepted == 10 {
+		t.Fatalf("flood: %s, want %s with some declined", got, want)
+	}
+}
