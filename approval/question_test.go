@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -297,7 +298,12 @@ func TestQuestionBounds(t *testing.T) {
 	if _, err := v.m.AskQuestion(ctx, big); !errors.Is(err, approval.ErrBadSchema) {
 		t.Fatalf("schema over the bound: %v, want ErrBadSchema", err)
 	}
+	var many strings.Builder
+	for i := range approval.MaxQuestionProperties + 1 {
+		fmt.Fprintf(&many, `,"p%d":{"type":"string"}`, i)
+	}
 	for _, s := range []string{
+		`{"type":"object","properties":{` + many.String()[1:] + `}}`,
 		`{"type":"object","properties":{"a":{"type":"object"}}}`,
 		`{"type":"object","properties":{"a":{"type":"array","items":{"type":"string"}}}}`,
 		`{"type":"array"}`,
@@ -323,6 +329,8 @@ func TestQuestionBounds(t *testing.T) {
 	}
 }
 
+// Guards: bound "pending questions per server" (approval) (docs/bounds.md).
+//
 // Which call asks: a 2025-11-25 elicitation/create names no call, so with
 // two calls of the server in flight the question is the server's alone (no
 // tool); with one it is that call's. A server that floods questions gets
@@ -441,5 +449,20 @@ func TestQuestionAttributionAndFlood(t *testing.T) {
 	want := fmt.Sprintf("accept=%d decline=%d error=0", approval.MaxQuestionsPerServer, 10-approval.MaxQuestionsPerServer)
 	if got := <-flood; got != want {
 		t.Fatalf("flood: %s, want %s", got, want)
+	}
+}
+
+// Guards: bound "a question's message" (approval) (docs/bounds.md).
+func TestQuestionMessageCut(t *testing.T) {
+	v := newEnv(t, approval.Config{Timeout: 50 * time.Millisecond}, axocoatl.Options{})
+	msg := strings.Repeat("é", approval.MaxQuestionMessage) // 2 bytes each
+	ans, err := v.m.AskQuestion(context.Background(), axocoatl.Question{Server: "s", Message: msg})
+	if err != nil || ans.Accepted {
+		t.Fatalf("unanswered question: %+v, %v; want declined", ans, err)
+	}
+	q := v.next(t, approval.EventRequested)
+	got, _ := q["message"].(string)
+	if len(got) > approval.MaxQuestionMessage || !utf8.ValidString(got) || !strings.HasPrefix(msg, got) || len(got) < approval.MaxQuestionMessage-1 {
+		t.Fatalf("message of %d bytes kept as %d bytes (valid UTF-8 %v)", len(msg), len(got), utf8.ValidString(got))
 	}
 }
