@@ -83,7 +83,6 @@ func (m *Module) AskQuestion(ctx context.Context, q axocoatl.Question) (axocoatl
 			ApprovalID: lattice.NewID(now), Kind: KindQuestion, AgentID: clip(q.AgentID), TaskID: clip(q.TaskID),
 			Tool: clip(q.Tool), Server: clip(q.Server), Message: clipTo(q.Message, MaxQuestionMessage),
 			Schema: schema.Bytes(), RequestedAt: now.UTC(), ExpiresAt: now.Add(m.cfg.Timeout).UTC(), Holder: m.node,
-			Arguments: "{}",
 		},
 		verdict: make(chan Resolution, 1),
 		form:    form,

@@ -160,6 +160,10 @@ approval: { default: allow }
 			if n != 1 {
 				t.Errorf("the server got %d answers, want 1", n)
 			}
+			call := b.waitFor(t, "the run's tool call", `(li => li && li.innerText)(document.querySelector('#runs > li[data-status="completed"] .run-tools li[data-tool="mcp__travel__book"][data-state="ok"]'))`)
+			if !strings.Contains(call, "answered") {
+				t.Errorf("the run's tool call shows %q, want the question answered", call)
+			}
 			b.waitFor(t, "the approvals panel to empty", `!document.getElementById('approvals-empty').hidden && document.querySelectorAll('#approvals li').length === 0 && 'empty'`)
 			b.checkConsole(t)
 		})

@@ -890,6 +890,11 @@
       // The approval gate runs between ToolCalled and ToolResult, and its
       // events are the only ones that carry a call's arguments.
       case 'ApprovalRequested': {
+        if (p.kind === 'question') { // a server's question during the call: its arguments are not known here
+          const q = [...r.tools].reverse().find((x) => x.tool === p.tool && x.state === 'called');
+          if (q) { q.approvalID = p.approval_id; q.question = true; q.approval = 'asking the user'; }
+          break;
+        }
         let t = [...r.tools].reverse().find((x) => x.tool === p.tool && x.state === 'called' && x.args === undefined);
         if (!t) { t = { tool: p.tool || '?', state: 'called', error: '', duration: null }; r.tools.push(t); }
         t.args = p.arguments ?? '';
@@ -900,7 +905,7 @@
       }
       case 'ApprovalResolved': {
         const t = r.tools.find((x) => x.approvalID && x.approvalID === p.approval_id);
-        if (t) t.approval = p.status || p.decision || 'resolved';
+        if (t) t.approval = t.question ? ({ approved: 'answered', denied: 'declined', expired: 'unanswered: declined' }[p.status] || p.status || 'resolved') : (p.status || p.decision || 'resolved');
         break;
       }
       case 'TaskCompleted':
