@@ -393,6 +393,10 @@ func (m *Module) resolve(ctx context.Context, id, decision, remember string, con
 		return m.answerLocal(id, decision, remember, content, resolvedBy, "")
 	}
 	m.mu.Unlock()
+	content, err := m.checkRemote(id, decision, remember, content)
+	if err != nil {
+		return Resolution{}, err
+	}
 	if r, ok, err := m.repl.resolve(ctx, id, decision, remember, content, resolvedBy); ok {
 		return r, err
 	}

@@ -194,6 +194,27 @@ func (m *Module) answerLocal(id, decision, remember string, content map[string]a
 	return r, nil
 }
 
+// checkRemote checks an answer to a question another Engine holds against
+// the schema its event carried, so that a mismatch is told at once (the
+// holder checks again). Anything else passes unchanged.
+func (m *Module) checkRemote(id, decision, remember string, content map[string]any) (map[string]any, error) {
+	p, ok := m.repl.get(id)
+	if !ok || p.Kind != KindQuestion {
+		return content, nil
+	}
+	if remember == Always {
+		return nil, fmt.Errorf("%w: a question is answered once", ErrBadRemember)
+	}
+	if decision != Allow {
+		return nil, nil
+	}
+	form, err := parseForm(p.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadAnswer, err)
+	}
+	return form.check(content)
+}
+
 // promptQuestion puts the question to the door's user; an answer from
 // anywhere else that comes first cancels ctx.
 func (m *Module) promptQuestion(ctx context.Context, pr axocoatl.UserPrompter, info PendingApproval) {

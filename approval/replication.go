@@ -148,6 +148,14 @@ func (r *replication) pending(now time.Time) []PendingApproval {
 	return out
 }
 
+// get returns the approval another Engine holds under id.
+func (r *replication) get(id string) (PendingApproval, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.remote[id]
+	return p, ok
+}
+
 // resolve sends a verdict on an approval another Engine holds and waits
 // for its holder's outcome. ok is false when no other Engine is known to
 // hold id.
