@@ -199,6 +199,9 @@ func (m *Module) answerLocal(id, decision, remember string, content map[string]a
 // holder checks again). Anything else passes unchanged.
 func (m *Module) checkRemote(id, decision, remember string, content map[string]any) (map[string]any, error) {
 	p, ok := m.repl.get(id)
+	if ok && p.Kind != KindQuestion && content != nil {
+		return nil, fmt.Errorf("%w: an approval takes no content", ErrBadAnswer)
+	}
 	if !ok || p.Kind != KindQuestion {
 		return content, nil
 	}

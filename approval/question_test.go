@@ -466,3 +466,64 @@ func TestQuestionMessageCut(t *testing.T) {
 		t.Fatalf("message of %d bytes kept as %d bytes (valid UTF-8 %v)", len(msg), len(got), utf8.ValidString(got))
 	}
 }
+
+// A question no call can be tied to (a 2025-11-25 server asks between
+// calls) is withdrawn when the MCP client stops: Stop does not wait for
+// the human.
+func TestQuestionWithdrawnWhenClientStops(t *testing.T) {
+	v := newEnv(t, approval.Config{Default: approval.Allow}, axocoatl.Options{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "late", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
+	kick, asked := make(chan struct{}), make(chan error, 1)
+	mcp.AddTool(srv, &mcp.Tool{Name: "kick"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		ss := req.Session
+		go func() {
+			<-kick
+			_, err := ss.Elicit(context.Background(), &mcp.ElicitParams{Message: "still there?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)})
+			asked <- err
+		}()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "kicked"}}}, nil, nil
+	})
+	dial := func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+	mc, err := mcpclient.New(mcpclient.Config{Servers: []mcpclient.ServerConfig{{Name: "late", Dial: dial}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.e.Use(context.Background(), mc); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := mc.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__late__kick", Arguments: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	close(kick)
+	q := v.next(t, approval.EventRequested)
+	if q["tool"] != "" || q["server"] != "late" {
+		t.Fatalf("question %v: want the server's alone", q)
+	}
+	start := time.Now()
+	if err := mc.Stop(ctx); err != nil {
+		t.Fatalf("stop with a question pending: %v", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("stop took %s", took)
+	}
+	r := v.next(t, approval.EventResolved)
+	if r["status"] != "withdrawn" {
+		t.Fatalf("resolved %v, want withdrawn", r)
+	}
+	select {
+	case <-asked:
+	case <-ctx.Done():
+		t.Fatal("the server's elicitation never ended")
+	}
+}

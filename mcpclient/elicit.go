@@ -55,20 +55,27 @@ func (s *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 		schema = s.redact.Bytes(b)
 	}
 	q := axocoatl.Question{Server: s.cfg.Name, Message: s.redact.String(p.Message), Schema: schema}
-	qctx := ctx
+	sctx := s.sessionCtx(req.Session)
+	if sctx == nil {
+		return &mcp.ElicitResult{Action: "decline"}, nil // the session is closing
+	}
+	base := ctx
 	info, _ := ctx.Value(callKey{}).(*callInfo)
 	if info == nil {
 		var n int
 		if info, n = s.calls.only(); info != nil {
-			// The call's ctx (its door, its run's clock), withdrawn when
-			// the server cancels its request too.
-			var cancel context.CancelFunc
-			qctx, cancel = context.WithCancel(info.ctx)
-			defer cancel()
-			defer context.AfterFunc(ctx, cancel)()
+			base = info.ctx // the call's: its door, its run's clock
 		} else {
 			s.log.Info("mcp server asks a question that cannot be tied to one tool call; asked for the server alone", "server", s.cfg.Name, "calls_in_flight", n)
 		}
+	}
+	// Withdrawn when the call ends, the server cancels its request, or the
+	// session ends (a session's Close waits for this handler).
+	qctx, cancel := context.WithCancel(base)
+	defer cancel()
+	defer context.AfterFunc(sctx, cancel)()
+	if base != ctx {
+		defer context.AfterFunc(ctx, cancel)()
 	}
 	if info != nil {
 		q.Tool, q.AgentID, q.TaskID = info.call.Tool, info.call.AgentID, info.call.TaskID
@@ -90,4 +97,41 @@ func (s *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 		content = map[string]any{}
 	}
 	return &mcp.ElicitResult{Action: "accept", Content: content}, nil
+}
+
+// sessionLife is the ctx of one live session (see server.sessions).
+type sessionLife struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (s *server) openSession(cs *mcp.ClientSession) {
+	ctx, cancel := context.WithCancel(s.stopped)
+	s.sessionsMu.Lock()
+	s.sessions[cs] = sessionLife{ctx, cancel}
+	s.sessionsMu.Unlock()
+}
+
+// endSession withdraws the questions asked on cs; it may be called more
+// than once.
+func (s *server) endSession(cs *mcp.ClientSession) {
+	s.sessionsMu.Lock()
+	l, ok := s.sessions[cs]
+	delete(s.sessions, cs)
+	s.sessionsMu.Unlock()
+	if ok {
+		l.cancel()
+	}
+}
+
+// sessionCtx is the ctx of a live session, nil for one that has ended (or
+// a request that names none).
+func (s *server) sessionCtx(sess mcp.Session) context.Context {
+	cs, _ := sess.(*mcp.ClientSession)
+	s.sessionsMu.Lock()
+	defer s.sessionsMu.Unlock()
+	if l, ok := s.sessions[cs]; ok {
+		return l.ctx
+	}
+	return nil
 }

@@ -62,6 +62,13 @@ type server struct {
 	// remote call).
 	names *sync.Mutex
 
+	// stopped ends with the module; sessions holds a ctx per live session
+	// that ends with it: a question the server asked on it is withdrawn
+	// then (see elicit), so that closing a session never waits for a human.
+	stopped    context.Context
+	sessionsMu sync.Mutex
+	sessions   map[*mcp.ClientSession]sessionLife
+
 	mu      sync.Mutex // guards the fields below; never held across a remote call
 	session *mcp.ClientSession
 	tools   map[string]*regTool // registered, by qualified name
@@ -85,6 +92,8 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		broken:       make(chan struct{}, 1),
 		firstAttempt: make(chan struct{}),
 		lastErr:      "not connected yet",
+		stopped:      stopped,
+		sessions:     map[*mcp.ClientSession]sessionLife{},
 	}
 	s.pendingDone = e.AddPendingTools(axocoatl.PendingTools{Source: cfg.Name, Prefix: toolPrefix(cfg.Name), Wait: cfg.timeout()})
 	s.dial.onListChanged = s.signalRefresh
@@ -220,6 +229,7 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		s.legacy = nextLegacy(s.legacy, err)
 		return nil, err
 	}
+	s.openSession(cs)
 	tools, err := listTools(ctx, cs, s.cfg)
 	if err != nil {
 		s.closeSession(cs)
@@ -286,6 +296,7 @@ func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 	missed := 0
 	defer func() {
 		relist.Stop()
+		s.endSession(cs) // its questions first: Close waits for their handlers
 		_ = cs.Close()
 		<-ended
 	}()
@@ -382,6 +393,7 @@ const legacyVersion = "2025-11-25"
 func statelessEra(v string) bool { return v >= "2026-07-28" }
 
 func (s *server) closeSession(cs *mcp.ClientSession) {
+	s.endSession(cs)
 	_ = cs.Close()
 	s.dial.reap()
 }
