@@ -46,6 +46,15 @@
 // resolved exactly once; [EventResolved] (payload: [Resolution])
 // and a log line record every outcome with who resolved it.
 //
+// # Questions
+//
+// The Module is also the Engine's [axocoatl.Questioner]: a tool source's
+// question (an MCP server's form elicitation, through mcpclient) is a
+// pending item of kind "question" with its requested schema, answered with
+// content ([Module.Answer], the HTTP routes, the WebSocket, the door's
+// prompter), checked against the schema; unanswered it is declined. See
+// [Module.AskQuestion].
+//
 // # Several engines
 //
 // On a shared lattice (lattice/nats), every Module tracks the approvals the
