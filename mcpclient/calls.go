@@ -48,7 +48,7 @@ func (c *calls) start(ctx context.Context, timeout time.Duration) (context.Conte
 }
 
 // startCall is start for a call a server's question can be told to belong
-// to: info is kept with it (see only).
+// to: info is kept with it (see only), its id and ctx set here.
 func (c *calls) startCall(ctx context.Context, timeout time.Duration, info *callInfo) (context.Context, uint64) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	deadline := time.Now().Add(timeout)
@@ -60,7 +60,7 @@ func (c *calls) startCall(ctx context.Context, timeout time.Duration, info *call
 	}
 	c.next++
 	if info != nil {
-		info.id = c.next
+		info.id, info.ctx = c.next, cctx // before only can hand it out
 	}
 	c.pending[c.next] = pendingCall{deadline: deadline, cancel: cancel, info: info}
 	// A server's calls share one timeout, so a later call's deadline is

@@ -555,7 +555,6 @@ func (s *server) call(ctx context.Context, bare string, call axocoatl.ToolCall) 
 	info := &callInfo{call: call}
 	cctx, id := s.calls.startCall(ctx, timeout, info)
 	defer s.calls.end(id)
-	info.ctx = cctx
 	// The go-sdk answers a 2026-07-28 InputRequiredResult inside this
 	// call, so its elicitation handler sees this ctx and finds the call.
 	res, err := cs.CallTool(context.WithValue(cctx, callKey{}, info), params)
