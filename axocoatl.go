@@ -123,6 +123,9 @@ type Engine struct {
 	liveMu       sync.Mutex
 	live         map[string]*runCast
 	maxListeners int
+
+	// questioner answers tool sources' questions (SetQuestioner).
+	questioner atomic.Pointer[questionerEntry]
 }
 
 type registeredAgent struct {

@@ -46,6 +46,15 @@
 // resolved exactly once; [EventResolved] (payload: [Resolution])
 // and a log line record every outcome with who resolved it.
 //
+// # Questions
+//
+// The Module is also the Engine's [axocoatl.Questioner]: a tool source's
+// question (an MCP server's form elicitation, through mcpclient) is a
+// pending item of kind "question" with its requested schema, answered with
+// content ([Module.Answer], the HTTP routes, the WebSocket, the door's
+// prompter), checked against the schema; unanswered it is declined. See
+// [Module.AskQuestion].
+//
 // # Several engines
 //
 // On a shared lattice (lattice/nats), every Module tracks the approvals the
@@ -69,6 +78,7 @@ package approval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -120,10 +130,14 @@ const maxRecent = 4096
 // payload, and an item of [Module.Pending] and GET /api/approvals.
 type PendingApproval struct {
 	ApprovalID string `json:"approval_id"`
-	AgentID    string `json:"agent_id"`
-	TaskID     string `json:"task_id"`
-	Tool       string `json:"tool"`
-	Server     string `json:"server"`
+	// Kind is "approval" (a tool call waiting for allow or deny) or
+	// "question" (a tool's server asks the user to fill a form: see
+	// [Module.AskQuestion]).
+	Kind    string `json:"kind"`
+	AgentID string `json:"agent_id"`
+	TaskID  string `json:"task_id"`
+	Tool    string `json:"tool"`
+	Server  string `json:"server"`
 	// Arguments are the call's arguments as JSON text, cut to at most
 	// MaxArgumentsPreview bytes on a UTF-8 boundary.
 	Arguments string `json:"arguments"`
@@ -137,11 +151,18 @@ type PendingApproval struct {
 	// a NATS lattice the daemon's node name (lattice.node), else a random
 	// id.
 	Holder string `json:"holder"`
+	// Message is a question's text, from the server that asks (at most
+	// MaxQuestionMessage bytes); empty for an approval.
+	Message string `json:"message,omitempty"`
+	// Schema is a question's requested schema (flat primitive properties,
+	// at most MaxQuestionSchemaBytes); absent for an approval.
+	Schema json.RawMessage `json:"schema,omitempty"`
 }
 
 // Resolution is how an approval ended: the [EventResolved] payload.
 type Resolution struct {
 	ApprovalID string `json:"approval_id"`
+	Kind       string `json:"kind"` // approval or question
 	AgentID    string `json:"agent_id"`
 	TaskID     string `json:"task_id"`
 	Tool       string `json:"tool"`
@@ -156,6 +177,10 @@ type Resolution struct {
 	Holder     string    `json:"holder"`
 	// VerdictID names the lattice verdict that resolved it, if one did.
 	VerdictID string `json:"verdict_id,omitempty"`
+	// content is a question's accepted answer, for the waiting call only:
+	// never published (an event, a log or an HTTP answer does not carry
+	// what the user typed).
+	content map[string]any
 }
 
 // Module is the approval gate. Create it with [New], attach it with
@@ -188,6 +213,7 @@ type Module struct {
 type pending struct {
 	info    PendingApproval
 	verdict chan Resolution // receives the one resolution
+	form    *formSchema     // a question's parsed schema; nil for an approval
 }
 
 // New validates cfg ([Config.Validate]) and returns the module.
@@ -242,7 +268,8 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	h := e.GuardHTTP(axocoatl.HTTPRoute{MaxBodyBytes: maxVerdictBytes}, http.HandlerFunc(m.serveMux))
 	m.handlers.Store(&h)
 	m.wg.Go(m.repl.follow)
-	m.remove = e.Intercept(m.intercept)
+	removeGate, removeQuestions := e.Intercept(m.intercept), e.SetQuestioner(m)
+	m.remove = func() { removeGate(); removeQuestions() }
 	m.life.MarkStarted()
 	m.repl.askSync(m.node)
 	if m.cfg.DataDir == "" {
@@ -338,12 +365,16 @@ func (m *Module) Pending() []PendingApproval {
 // another Engine holds is resolved through the lattice; Resolve waits for
 // that Engine's outcome. Errors: ErrBadDecision, ErrBadRemember,
 // ErrNotFound, ErrAlreadyResolved, ErrNoAnswer, ErrNotStarted, ErrStopped.
+//
+// A question ([PendingApproval].Kind "question") resolved this way is
+// declined (deny) or accepted with its schema's defaults (allow); see
+// [Module.Answer] to give its content.
 func (m *Module) Resolve(ctx context.Context, id, decision, remember, resolvedBy string) error {
-	_, err := m.resolve(ctx, id, decision, remember, resolvedBy)
+	_, err := m.resolve(ctx, id, decision, remember, nil, resolvedBy)
 	return err
 }
 
-func (m *Module) resolve(ctx context.Context, id, decision, remember, resolvedBy string) (Resolution, error) {
+func (m *Module) resolve(ctx context.Context, id, decision, remember string, content map[string]any, resolvedBy string) (Resolution, error) {
 	if decision != Allow && decision != Deny {
 		return Resolution{}, ErrBadDecision
 	}
@@ -368,10 +399,14 @@ func (m *Module) resolve(ctx context.Context, id, decision, remember, resolvedBy
 	}
 	if _, ok := m.local[id]; ok {
 		m.mu.Unlock()
-		return m.resolveLocal(id, decision, remember, resolvedBy, "")
+		return m.answerLocal(id, decision, remember, content, resolvedBy, "")
 	}
 	m.mu.Unlock()
-	if r, ok, err := m.repl.resolve(ctx, id, decision, remember, resolvedBy); ok {
+	content, err := m.checkRemote(id, decision, remember, content)
+	if err != nil {
+		return Resolution{}, err
+	}
+	if r, ok, err := m.repl.resolve(ctx, id, decision, remember, content, resolvedBy); ok {
 		return r, err
 	}
 	if m.resolvedRecently(id) {

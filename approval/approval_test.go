@@ -544,7 +544,7 @@ func TestRoutesErrors(t *testing.T) {
 		{"POST", "/api/approvals/nope", `{}`, 400, "bad_request", `"decision" is required ("allow" or "deny")`},
 		{"POST", "/api/approvals/nope", `{"decision":"maybe"}`, 400, "bad_request", `"decision" must be "allow" or "deny", not "maybe"`},
 		{"POST", "/api/approvals/nope", `{"decision":"allow","remember":"forever"}`, 400, "bad_request", `"remember" must be "once" or "always", not "forever"`},
-		{"POST", "/api/approvals/nope", `{"decision":"allow","extra":1}`, 400, "bad_request", `unknown member "extra" (allowed: decision, remember)`},
+		{"POST", "/api/approvals/nope", `{"decision":"allow","extra":1}`, 400, "bad_request", `unknown member "extra" (allowed: decision, remember, content)`},
 		{"POST", "/api/approvals/nope", `{"decision":"allow","remember":"` + strings.Repeat("x", 70000) + `"}`, 413, "payload_too_large", ""},
 		{"GET", "/api/approvals/decisions", "", 200, "", ""},
 		{"PUT", "/api/approvals", "", 405, "method_not_allowed", "method PUT not allowed on /api/approvals (allowed: GET)"},

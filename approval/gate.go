@@ -61,7 +61,7 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 	args, cut := preview(call.Arguments)
 	p := &pending{
 		info: PendingApproval{
-			ApprovalID: lattice.NewID(now), AgentID: call.AgentID, TaskID: call.TaskID,
+			ApprovalID: lattice.NewID(now), Kind: KindApproval, AgentID: call.AgentID, TaskID: call.TaskID,
 			Tool: call.Tool, Server: t.Server, Arguments: args, ArgumentsTruncated: cut,
 			Fingerprint: t.Fingerprint(), RequestedAt: now.UTC(), ExpiresAt: now.Add(m.cfg.Timeout).UTC(),
 			Holder: m.node,
@@ -218,26 +218,17 @@ func (m *Module) settle(p *pending, decision, status, by string) Resolution {
 	return r
 }
 
-// resolveLocal applies a verdict to an approval this Module holds.
+// resolveLocal applies a verdict to an approval this Module holds (a
+// question is accepted with its defaults; see answerLocal).
 func (m *Module) resolveLocal(id, decision, remember, by, verdictID string) (Resolution, error) {
-	p, err := m.claim(id)
-	if err != nil {
-		return Resolution{}, err
-	}
-	status := StatusApproved
-	if decision == Deny {
-		status = StatusDenied
-	}
-	r := m.finish(p, decision, status, remember, by, verdictID)
-	p.verdict <- r
-	return r, nil
+	return m.answerLocal(id, decision, remember, nil, by, verdictID)
 }
 
 // finish records a claimed approval's outcome: the remembered decision,
 // the event, the log line.
 func (m *Module) finish(p *pending, decision, status, remember, by, verdictID string) Resolution {
 	r := Resolution{
-		ApprovalID: p.info.ApprovalID, AgentID: p.info.AgentID, TaskID: p.info.TaskID, Tool: p.info.Tool,
+		ApprovalID: p.info.ApprovalID, Kind: p.info.Kind, AgentID: p.info.AgentID, TaskID: p.info.TaskID, Tool: p.info.Tool,
 		Decision: decision, Status: status, Remember: remember, ResolvedBy: by,
 		ResolvedAt: time.Now().UTC(), Holder: m.node, VerdictID: verdictID,
 	}

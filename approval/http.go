@@ -17,6 +17,7 @@ import (
 //
 //	GET    /api/approvals                            pending approvals {"approvals": [PendingApproval…]}
 //	POST   /api/approvals/{id}                       verdict {"decision": "allow"|"deny", "remember": "once"|"always"} → Resolution
+//	                                                 (a question: {"decision": "allow", "content": {…}} or {"decision": "deny"})
 //	GET    /api/approvals/decisions                  remembered decisions {"decisions": [Remembered…]}
 //	DELETE /api/approvals/decisions?agent_id=&tool=  revoke one → 204
 //
@@ -145,6 +146,7 @@ func (m *Module) serveForget(w http.ResponseWriter, r *http.Request) {
 type verdictBody struct {
 	Decision *string `json:"decision"`
 	Remember *string `json:"remember"`
+	Content  map[string]any
 }
 
 func (m *Module) serveVerdict(w http.ResponseWriter, r *http.Request) {
@@ -164,7 +166,7 @@ func (m *Module) serveVerdict(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", msg)
 		return
 	}
-	res, err := m.resolve(r.Context(), id, *v.Decision, deref(v.Remember), "http")
+	res, err := m.resolve(r.Context(), id, *v.Decision, deref(v.Remember), v.Content, "http")
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, res)
@@ -172,7 +174,7 @@ func (m *Module) serveVerdict(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no pending approval %q", id))
 	case errors.Is(err, ErrAlreadyResolved):
 		writeError(w, http.StatusConflict, "already_resolved", err.Error())
-	case errors.Is(err, ErrBadDecision), errors.Is(err, ErrBadRemember):
+	case errors.Is(err, ErrBadDecision), errors.Is(err, ErrBadRemember), errors.Is(err, ErrBadAnswer):
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 	case errors.Is(err, ErrNoAnswer):
 		writeError(w, http.StatusGatewayTimeout, "timeout", err.Error())
@@ -206,8 +208,8 @@ func decodeVerdict(body []byte) (verdictBody, string) {
 		return v, "the body must be a JSON object, not " + jsonKind(trimmed)
 	}
 	for k := range members {
-		if k != "decision" && k != "remember" {
-			return v, fmt.Sprintf("unknown member %q (allowed: decision, remember)", k)
+		if k != "decision" && k != "remember" && k != "content" {
+			return v, fmt.Sprintf("unknown member %q (allowed: decision, remember, content)", k)
 		}
 	}
 	str := func(name string) (*string, string) {
@@ -236,6 +238,14 @@ func decodeVerdict(body []byte) (verdictBody, string) {
 	}
 	if v.Remember != nil && *v.Remember != Once && *v.Remember != Always {
 		return v, fmt.Sprintf(`"remember" must be "once" or "always", not %q`, *v.Remember)
+	}
+	if raw, ok := members["content"]; ok && string(bytes.TrimSpace(raw)) != "null" {
+		if len(raw) > MaxAnswerBytes {
+			return v, fmt.Sprintf(`"content" is over %d bytes`, MaxAnswerBytes)
+		}
+		if err := json.Unmarshal(raw, &v.Content); err != nil || v.Content == nil {
+			return v, `"content" must be an object of the question's properties, not ` + jsonKind(raw)
+		}
 	}
 	return v, ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,5 +117,45 @@ func TestLateJoinerListsPendingApprovals(t *testing.T) {
 	}
 	if res := <-done; res.IsError || rec.n.Load() != 1 {
 		t.Fatalf("%+v", res)
+	}
+}
+
+// A question held by Engine A (its MCP server asks during a call) is
+// listed by B with its schema; B refuses a mismatching answer at once and
+// carries a valid one to A, whose server gets it.
+func TestQuestionAnsweredOnAnotherEngine(t *testing.T) {
+	ns := embeddedNATS(t)
+	a := newEnv(t, approval.Config{Default: approval.Allow, Timeout: time.Minute}, axocoatl.Options{Bus: natsBus(t, ns)})
+	b := newEnv(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{Bus: natsBus(t, ns)})
+	asker := newAskerServer()
+	asker.attach(t, a.e)
+	done := make(chan string, 1)
+	go func() {
+		res, err := a.e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__asker__book", Arguments: json.RawMessage(`{}`)})
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- res.Content
+	}()
+	q := a.next(t, approval.EventRequested)
+	id := q["approval_id"].(string)
+	eventually(t, "B lists the question", func() bool {
+		for _, p := range b.m.Pending() {
+			if p.ApprovalID == id && p.Kind == approval.KindQuestion && len(p.Schema) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	start := time.Now()
+	if r := b.do(t, "POST", "/api/approvals/"+id, `{"decision":"allow","content":{"name":"A"}}`); r.status != 400 || time.Since(start) > 5*time.Second {
+		t.Fatalf("a mismatching answer on B: %d %s after %s, want 400 at once", r.status, r.raw, time.Since(start))
+	}
+	if r := b.do(t, "POST", "/api/approvals/"+id, `{"decision":"allow","content":{"name":"Lin","seats":4}}`); r.status != 200 || r.body["holder"] == "" {
+		t.Fatalf("a valid answer on B: %d %s", r.status, r.raw)
+	}
+	if got := <-done; !strings.Contains(got, "booked for Lin: 4 seats, economy") {
+		t.Fatalf("call: %s", got)
 	}
 }

@@ -51,6 +51,8 @@ type verdictPayload struct {
 	Remember   string `json:"remember"`
 	ResolvedBy string `json:"resolved_by"`
 	From       string `json:"from"`
+	// Content is a question's answer (at most MaxAnswerBytes as JSON).
+	Content map[string]any `json:"content,omitempty"`
 }
 
 // holder is what replication needs of the gate that holds this Engine's
@@ -61,7 +63,7 @@ type holder interface {
 	// holds reports whether the gate holds approval id.
 	holds(id string) bool
 	// resolveLocal applies a verdict to an approval the gate holds.
-	resolveLocal(id, decision, remember, by, verdictID string) (Resolution, error)
+	answerLocal(id, decision, remember string, content map[string]any, by, verdictID string) (Resolution, error)
 	// markResolved and resolvedRecently keep the ids of approvals resolved
 	// anywhere, so a late request or a second verdict is known as such.
 	markResolved(id string)
@@ -146,10 +148,18 @@ func (r *replication) pending(now time.Time) []PendingApproval {
 	return out
 }
 
+// get returns the approval another Engine holds under id.
+func (r *replication) get(id string) (PendingApproval, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.remote[id]
+	return p, ok
+}
+
 // resolve sends a verdict on an approval another Engine holds and waits
 // for its holder's outcome. ok is false when no other Engine is known to
 // hold id.
-func (r *replication) resolve(ctx context.Context, id, decision, remember, resolvedBy string) (res Resolution, ok bool, err error) {
+func (r *replication) resolve(ctx context.Context, id, decision, remember string, content map[string]any, resolvedBy string) (res Resolution, ok bool, err error) {
 	r.mu.Lock()
 	if _, ok := r.remote[id]; !ok {
 		r.mu.Unlock()
@@ -160,7 +170,7 @@ func (r *replication) resolve(ctx context.Context, id, decision, remember, resol
 	r.mu.Unlock()
 	defer r.dropWaiter(id, answer)
 
-	v := verdictPayload{VerdictID: lattice.NewID(time.Now()), ApprovalID: id, Decision: decision, Remember: remember, ResolvedBy: resolvedBy, From: r.node}
+	v := verdictPayload{VerdictID: lattice.NewID(time.Now()), ApprovalID: id, Decision: decision, Remember: remember, ResolvedBy: resolvedBy, From: r.node, Content: content}
 	r.gate.publish(EventVerdict, v)
 	timer := time.NewTimer(remoteAnswerTimeout)
 	defer timer.Stop()
@@ -284,6 +294,10 @@ func (r *replication) onRequested(payload json.RawMessage) {
 	p.Arguments, _ = preview(json.RawMessage(p.Arguments))
 	p.ApprovalID, p.AgentID, p.TaskID = clip(p.ApprovalID), clip(p.AgentID), clip(p.TaskID)
 	p.Tool, p.Server, p.Fingerprint, p.Holder = clip(p.Tool), clip(p.Server), clip(p.Fingerprint), clip(p.Holder)
+	p.Kind, p.Message = clip(p.Kind), clipTo(p.Message, MaxQuestionMessage)
+	if len(p.Schema) > MaxQuestionSchemaBytes || (len(p.Schema) > 0 && !json.Valid(p.Schema)) {
+		p.Schema = nil
+	}
 	// follow handles this approval's resolution on this goroutine too, so
 	// it cannot be marked between this check and the insert below.
 	if r.gate.resolvedRecently(p.ApprovalID) {
@@ -337,7 +351,7 @@ func (r *replication) onVerdict(ev lattice.Event) {
 	if by == "" {
 		by = "lattice"
 	}
-	if _, err := r.gate.resolveLocal(v.ApprovalID, v.Decision, v.Remember, by, v.VerdictID); err != nil {
+	if _, err := r.gate.answerLocal(v.ApprovalID, v.Decision, v.Remember, v.Content, by, v.VerdictID); err != nil {
 		r.log.Info("verdict from another engine not applied", "approval", v.ApprovalID, "error", err)
 	}
 }

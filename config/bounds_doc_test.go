@@ -164,6 +164,10 @@ var boundGuards = map[string]guard{
 	"Approval / a write of `approvals.json` waiting for another process's (`approvals.json.lock`)": {nil, []string{"approval:TestRememberWaitsForTheLockAtMost10s"}},
 
 	"Approval / approvals pending on other Engines tracked (from the lattice)": {nil, []string{"approval:TestRemoteApprovalsTrackedBounded"}},
+	"Approval / pending questions per server (an MCP server's elicitation)":    {int64(approval.MaxQuestionsPerServer), []string{"approval:TestQuestionBounds", "approval:TestQuestionAttributionAndFlood"}},
+	"Approval / a question's requested schema":                                 {int64(approval.MaxQuestionSchemaBytes), []string{"approval:TestQuestionBounds"}},
+	"Approval / a question's answer (`content`)":                               {int64(approval.MaxAnswerBytes), []string{"approval:TestQuestionBounds"}},
+	"Approval / a question's message":                                          {int64(approval.MaxQuestionMessage), []string{"approval:TestQuestionMessageCut"}},
 
 	// Webhooks, per webhook
 	"webhooks[].queue_size":       {egress.DefaultQueueSize, []string{"egress:TestFloodBoundedAndCounted"}},

@@ -259,6 +259,10 @@ func (c *Config) httpAPIConfig(rt *Runtime, log *slog.Logger) httpapi.Config {
 			Resolve: func(ctx context.Context, id, decision, remember string) error {
 				return gate.Resolve(ctx, id, decision, remember, "websocket")
 			},
+			Answer: func(ctx context.Context, id, decision string, content map[string]any) error {
+				_, err := gate.Answer(ctx, id, decision, content, "websocket")
+				return err
+			},
 		},
 		Collectors: []prometheus.Collector{rt.Egress.Collector()},
 		// The MCP client's and the remote agents' events are the runtime's

@@ -101,6 +101,11 @@ type Approvals struct {
 	// "always") from a WebSocket client. Its error text is sent back to
 	// the client, so it must not contain secrets.
 	Resolve func(ctx context.Context, approvalID, decision, remember string) error
+	// Answer takes a question's answer from a WebSocket client: decision
+	// "allow" with content (checked against the question's schema) or
+	// "deny". Nil: questions are answered with Resolve (allow takes the
+	// schema's defaults). Its error text is sent back to the client.
+	Answer func(ctx context.Context, approvalID, decision string, content map[string]any) error
 }
 
 // Validate checks the config.

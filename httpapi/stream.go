@@ -47,6 +47,8 @@ type clientFrame struct {
 	ApprovalID string `json:"approval_id"`
 	Decision   string `json:"decision"`
 	Remember   string `json:"remember"`
+	// Content is a question's answer (kind "question" in the approvals).
+	Content map[string]any `json:"content"`
 }
 
 // Stream limits. wsBuffer bounds what one client may have queued: beyond
@@ -312,6 +314,15 @@ func (s *stream) approve(ctx context.Context, f clientFrame) (code, msg string) 
 		return "bad_request", `"decision" must be "allow" or "deny"`
 	case f.Remember != "" && f.Remember != "once" && f.Remember != "always":
 		return "bad_request", `"remember" must be "once" or "always"`
+	}
+	if f.Content != nil {
+		if s.m.cfg.Approvals.Answer == nil {
+			return "unavailable", "answers with content are not enabled in this daemon"
+		}
+		if err := s.m.cfg.Approvals.Answer(ctx, f.ApprovalID, f.Decision, f.Content); err != nil {
+			return "approval_failed", err.Error()
+		}
+		return "", ""
 	}
 	if f.Remember == "" {
 		f.Remember = "once"

@@ -66,3 +66,37 @@ func TestEventStreamApprovalHooks(t *testing.T) {
 		t.Fatalf("resolved %q", resolved)
 	}
 }
+
+// A question's answer (content) goes to Approvals.Answer; without one the
+// client is told answers are not enabled.
+func TestEventStreamAnswerHook(t *testing.T) {
+	answered := make(chan string, 1)
+	srv, _, _ := serveAPI(t, Config{Approvals: Approvals{
+		Pending: func(context.Context) []any { return nil },
+		Resolve: func(context.Context, string, string, string) error { return fmt.Errorf("not for questions") },
+		Answer: func(_ context.Context, id, decision string, content map[string]any) error {
+			if content["name"] == "bad" {
+				return fmt.Errorf(`answer does not match the question's schema: "name" must be at least 4 characters`)
+			}
+			answered <- fmt.Sprint(id, " ", decision, " ", content["name"], " ", content["seats"])
+			return nil
+		},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn := dialStream(t, ctx, srv)
+	readFrame(t, ctx, conn) // ready
+	conn.Write(ctx, websocket.MessageText, []byte(`{"cmd":"approve","approval_id":"q1","decision":"allow","content":{"name":"bad"}}`))
+	if f := readFrame(t, ctx, conn); f.Kind != "error" || f.Error.Code != "approval_failed" || !strings.Contains(f.Error.Message, "at least 4") {
+		t.Fatalf("a refused answer: %+v", f)
+	}
+	conn.Write(ctx, websocket.MessageText, []byte(`{"cmd":"approve","approval_id":"q1","decision":"allow","content":{"name":"Ada","seats":2}}`))
+	select {
+	case got := <-answered:
+		if got != "q1 allow Ada 2" {
+			t.Fatalf("answered %q", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("the answer did not reach Answer")
+	}
+}

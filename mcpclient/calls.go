@@ -29,6 +29,9 @@ type calls struct {
 type pendingCall struct {
 	deadline time.Time
 	cancel   context.CancelCauseFunc
+	info     *callInfo     // which call, for a server's questions; nil in tests
+	held     int           // questions waiting: the deadline does not run
+	left     time.Duration // time left when the first hold began
 }
 
 // The causes a call's context ends with, besides its caller's.
@@ -41,6 +44,12 @@ func newCalls() *calls { return &calls{pending: make(map[uint64]pendingCall)} }
 
 // start bounds ctx by timeout and by stop. The call must end with end(id).
 func (c *calls) start(ctx context.Context, timeout time.Duration) (context.Context, uint64) {
+	return c.startCall(ctx, timeout, nil)
+}
+
+// startCall is start for a call a server's question can be told to belong
+// to: info is kept with it (see only), its id and ctx set here.
+func (c *calls) startCall(ctx context.Context, timeout time.Duration, info *callInfo) (context.Context, uint64) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	deadline := time.Now().Add(timeout)
 	c.mu.Lock()
@@ -50,7 +59,10 @@ func (c *calls) start(ctx context.Context, timeout time.Duration) (context.Conte
 		return cctx, 0
 	}
 	c.next++
-	c.pending[c.next] = pendingCall{deadline: deadline, cancel: cancel}
+	if info != nil {
+		info.id, info.ctx = c.next, cctx // before only can hand it out
+	}
+	c.pending[c.next] = pendingCall{deadline: deadline, cancel: cancel, info: info}
 	// A server's calls share one timeout, so a later call's deadline is
 	// never earlier than an armed one: only an idle timer needs setting.
 	if !c.armed {
@@ -89,6 +101,7 @@ func (c *calls) expire() {
 	var earliest time.Time
 	for id, p := range c.pending {
 		switch {
+		case p.held > 0: // a question waits for a human: not due
 		case !p.deadline.After(now):
 			due = append(due, p.cancel)
 			delete(c.pending, id)
@@ -118,4 +131,79 @@ func (c *calls) stop() {
 	for _, p := range pending {
 		p.cancel(errStopping)
 	}
+}
+
+// hold stops call id's deadline while one of its server's questions waits
+// for a human (the server's timeout bounds the server, not the user: the
+// question has its own, approval's timeout); release starts it again with
+// the time that was left. Holds nest; release may be called more than once.
+func (c *calls) hold(id uint64) (release func()) {
+	c.mu.Lock()
+	p, ok := c.pending[id]
+	if !ok {
+		c.mu.Unlock()
+		return func() {}
+	}
+	if p.held == 0 {
+		p.left = time.Until(p.deadline)
+	}
+	p.held++
+	c.pending[id] = p
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			p, ok := c.pending[id]
+			if !ok {
+				return
+			}
+			p.held--
+			if p.held == 0 {
+				now := time.Now()
+				p.deadline = now.Add(max(p.left, 0))
+				c.pending[id] = p
+				c.rearmLocked(now)
+				return
+			}
+			c.pending[id] = p
+		})
+	}
+}
+
+// rearmLocked sets the timer for the earliest deadline not held.
+func (c *calls) rearmLocked(now time.Time) {
+	if c.stopped {
+		return
+	}
+	var earliest time.Time
+	for _, p := range c.pending {
+		if p.held == 0 && (earliest.IsZero() || p.deadline.Before(earliest)) {
+			earliest = p.deadline
+		}
+	}
+	if !earliest.IsZero() {
+		c.arm(max(earliest.Sub(now), 0))
+	}
+}
+
+// only returns the one call in flight, or nil and how many there are
+// (a 2025-11-25 server's elicitation/create names no call: see
+// server.elicit).
+func (c *calls) only() (*callInfo, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var one *callInfo
+	n := 0
+	for _, p := range c.pending {
+		if p.info != nil {
+			one = p.info
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, n
+	}
+	return one, 1
 }

@@ -177,3 +177,41 @@ func TestBrokenPipeIsSessionDead(t *testing.T) {
 		t.Error("a tool's own error taken for a dead session")
 	}
 }
+
+// A call whose server asks a question is not cut by the server's timeout
+// while the question waits (held); once answered, the time that was left
+// runs again, and the other calls keep their deadlines meanwhile.
+func TestCallHeldWhileAsking(t *testing.T) {
+	c := newCalls()
+	defer c.stop()
+	const timeout = 100 * time.Millisecond
+	held, heldID := c.startCall(context.Background(), timeout, &callInfo{})
+	defer c.end(heldID)
+	other, otherID := c.start(context.Background(), timeout)
+	defer c.end(otherID)
+	release := c.hold(heldID)
+	select {
+	case <-other.Done(): // the other call's deadline still runs
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call not held was not cut at its deadline")
+	}
+	select {
+	case <-held.Done():
+		t.Fatalf("a held call was cut: %v", context.Cause(held))
+	case <-time.After(3 * timeout):
+	}
+	start := time.Now()
+	release()
+	release() // more than once is harmless
+	select {
+	case <-held.Done():
+		if cause := context.Cause(held); cause != errDeadline {
+			t.Fatalf("cause %v, want the deadline", cause)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("cut %s after release", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the released call's deadline never came")
+	}
+}

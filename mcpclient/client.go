@@ -41,6 +41,17 @@
 // server, bounded by [ServerConfig].Timeout ([ErrTimeout]); while a server is
 // down its tools stay registered and fail at once with [ErrServerDown].
 //
+// # Questions
+//
+// The client declares form elicitation: a server that asks for input during
+// a tool call (a 2025-11-25 elicitation/create, a 2026-07-28
+// InputRequiredResult) has its question put with
+// [axocoatl.Engine.AskQuestion] (the approval module answers it: the
+// dashboard, the approvals API, the WebSocket, the run's door), tied to the
+// call it arose in where the protocol allows (see docs/mcp.md, "Servers
+// that ask"); the call's timeout is held while it waits. No answer, or
+// nobody to ask, is a decline.
+//
 // # Bounds and secrets
 //
 // A server's listing is bounded by [ServerConfig].MaxTools,

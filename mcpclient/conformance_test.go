@@ -11,6 +11,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
@@ -40,12 +41,15 @@ func TestMCPConformanceClient(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("conformance client: exit %d, want 0 (a failure not in %s, or an entry there that now passes):\n%s", code, conformanceClientBaseline, out)
 	}
-	testutil.RequireUnexpectedFailureFails(t, node, cli, "client", "--scenario", "elicitation-sep1034-client-defaults", "--command", command)
+	testutil.RequireUnexpectedFailureFails(t, node, cli, "client", "--scenario", "auth/metadata-default", "--command", command)
 }
 
 // conformanceClient is the client the suite runs: its last argument is the
 // scenario server's URL. It connects the server, lists its tools and runs
-// one agent that calls each of them once, then exits.
+// one agent that calls each of them once, then exits. The approval module
+// (policy allow: no call is gated) takes the servers' questions, and the
+// run's door is a user who submits every form as it is shown, with the
+// schema's defaults (elicitation-sep1034-client-defaults).
 func conformanceClient() {
 	url := os.Args[len(os.Args)-1]
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
@@ -55,6 +59,16 @@ func conformanceClient() {
 	if err := e.AddAgent(agent.Spec{ID: "conformance"}, &callEveryTool{}); err != nil {
 		fail(err)
 	}
+	gate, err := approval.New(approval.Config{Default: approval.Allow})
+	if err != nil {
+		fail(err)
+	}
+	if err := e.Use(ctx, gate); err != nil {
+		fail(err)
+	}
+	ctx = axocoatl.WithUserPrompter(ctx, axocoatl.UserPrompterFunc(func(context.Context, axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
+		return axocoatl.UserAnswer{Accepted: true, By: "conformance_user"}, nil
+	}))
 	m, err := New(Config{Servers: []ServerConfig{{Name: "suite", URL: url, Timeout: 10 * time.Second}}, MinBackoff: 100 * time.Millisecond})
 	if err != nil {
 		fail(err)

@@ -62,6 +62,13 @@ type server struct {
 	// remote call).
 	names *sync.Mutex
 
+	// stopped ends with the module; sessions holds a ctx per live session
+	// that ends with it: a question the server asked on it is withdrawn
+	// then (see elicit), so that closing a session never waits for a human.
+	stopped    context.Context
+	sessionsMu sync.Mutex
+	sessions   map[*mcp.ClientSession]sessionLife
+
 	mu      sync.Mutex // guards the fields below; never held across a remote call
 	session *mcp.ClientSession
 	tools   map[string]*regTool // registered, by qualified name
@@ -85,6 +92,8 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		broken:       make(chan struct{}, 1),
 		firstAttempt: make(chan struct{}),
 		lastErr:      "not connected yet",
+		stopped:      stopped,
+		sessions:     map[*mcp.ClientSession]sessionLife{},
 	}
 	s.pendingDone = e.AddPendingTools(axocoatl.PendingTools{Source: cfg.Name, Prefix: toolPrefix(cfg.Name), Wait: cfg.timeout()})
 	s.dial.onListChanged = s.signalRefresh
@@ -102,6 +111,8 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		KeepAliveFailureThreshold: 2,
 		// Runs on the session's reader: only signal the supervisor.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.signalRefresh() },
+		// Declares form elicitation; see elicit.go.
+		ElicitationHandler: s.elicit,
 	})
 	s.client.AddSendingMiddleware(noListCache)
 	return s
@@ -218,6 +229,7 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		s.legacy = nextLegacy(s.legacy, err)
 		return nil, err
 	}
+	s.openSession(cs)
 	tools, err := listTools(ctx, cs, s.cfg)
 	if err != nil {
 		s.closeSession(cs)
@@ -284,6 +296,7 @@ func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 	missed := 0
 	defer func() {
 		relist.Stop()
+		s.endSession(cs) // its questions first: Close waits for their handlers
 		_ = cs.Close()
 		<-ended
 	}()
@@ -380,6 +393,7 @@ const legacyVersion = "2025-11-25"
 func statelessEra(v string) bool { return v >= "2026-07-28" }
 
 func (s *server) closeSession(cs *mcp.ClientSession) {
+	s.endSession(cs)
 	_ = cs.Close()
 	s.dial.reap()
 }
@@ -518,14 +532,15 @@ func (s *server) engineTool(q, bare, desc string, lt *listedTool) axocoatl.Tool 
 		InputSchema: lt.schema,
 		Annotations: lt.annotations,
 		Call: func(ctx context.Context, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
-			return s.call(ctx, bare, call.Arguments)
+			return s.call(ctx, bare, call)
 		},
 	}
 }
 
 // call runs one tool call on the live session. No lock is held while the
 // request is in flight.
-func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (axocoatl.ToolResult, error) {
+func (s *server) call(ctx context.Context, bare string, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+	args := call.Arguments
 	s.mu.Lock()
 	cs, why := s.session, s.lastErr
 	s.mu.Unlock()
@@ -537,9 +552,12 @@ func (s *server) call(ctx context.Context, bare string, args json.RawMessage) (a
 		params.Arguments = args
 	}
 	timeout := s.cfg.timeout()
-	cctx, id := s.calls.start(ctx, timeout)
+	info := &callInfo{call: call}
+	cctx, id := s.calls.startCall(ctx, timeout, info)
 	defer s.calls.end(id)
-	res, err := cs.CallTool(cctx, params)
+	// The go-sdk answers a 2026-07-28 InputRequiredResult inside this
+	// call, so its elicitation handler sees this ctx and finds the call.
+	res, err := cs.CallTool(context.WithValue(cctx, callKey{}, info), params)
 	if err != nil {
 		switch cause := context.Cause(cctx); {
 		case ctx.Err() != nil && cause != errStopping:

@@ -659,6 +659,7 @@
           for (const b of li.querySelectorAll('button')) b.disabled = false;
         }
       };
+      if (a.kind === 'question') return questionItem(id, a);
       const args = typeof a.arguments === 'string' ? a.arguments : JSON.stringify(a.arguments ?? {});
       const li = el('li', { 'data-approval': id },
         el('div', {}, el('strong', {}, a.tool || '?'), ` from ${a.server || 'a native tool'} for agent ${a.agent_id || '?'}`),
@@ -671,6 +672,90 @@
       return li;
     }));
     $('approvals-empty').hidden = pending.size > 0;
+  }
+
+  // A question from an MCP server (kind "question"): its requested schema,
+  // flat primitive properties as MCP form elicitation allows, as a form.
+  // Submit sends {decision: "allow", content}; Decline {decision: "deny"}.
+  // The server checks the answer against the schema too (400 says why).
+  function questionItem(id, a) {
+    const schema = a.schema && typeof a.schema === 'object' ? a.schema : {};
+    const props = schema.properties && typeof schema.properties === 'object' ? schema.properties : {};
+    const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+    const result = el('span', { class: 'error' });
+    const fields = [];
+    const form = el('form', { class: 'question-form' });
+    for (const [name, p0] of Object.entries(props)) {
+      const p = p0 && typeof p0 === 'object' ? p0 : {};
+      const label = String(p.title || name);
+      const req = required.has(name);
+      let input;
+      const choices = Array.isArray(p.oneOf) ? p.oneOf.map((o) => [o && o.const, String((o && (o.title ?? o.const)) ?? '')])
+        : Array.isArray(p.enum) ? p.enum.map((v, i) => [v, String((Array.isArray(p.enumNames) && p.enumNames[i]) || v)]) : null;
+      if (p.type === 'boolean') {
+        input = el('input', { type: 'checkbox', name });
+        input.checked = p.default === true;
+      } else if (choices) {
+        input = el('select', { name });
+        if (!req || p.default === undefined) input.append(el('option', { value: '' }, req ? 'Choose…' : '—'));
+        choices.forEach(([v, title], i) => {
+          const o = el('option', { value: String(i) }, title);
+          if (p.default !== undefined && p.default === v) o.selected = true;
+          input.append(o);
+        });
+        input.choices = choices;
+      } else if (p.type === 'number' || p.type === 'integer') {
+        input = el('input', { type: 'number', name, step: p.type === 'integer' ? '1' : 'any' });
+        if (typeof p.minimum === 'number') input.min = String(p.minimum);
+        if (typeof p.maximum === 'number') input.max = String(p.maximum);
+        if (typeof p.default === 'number') input.value = String(p.default);
+      } else {
+        const type = { email: 'email', uri: 'url', date: 'date' }[p.format] || 'text';
+        input = el('input', { type, name });
+        if (typeof p.minLength === 'number') input.minLength = p.minLength;
+        if (typeof p.maxLength === 'number') input.maxLength = p.maxLength;
+        if (typeof p.default === 'string') input.value = p.default;
+        if (p.format === 'date-time') input.placeholder = 'YYYY-MM-DDThh:mm:ssZ';
+      }
+      if (req && p.type !== 'boolean') input.required = true;
+      fields.push([name, p, input]);
+      form.append(el('label', {}, label + (req ? ' *' : ''), ' ', input,
+        p.description ? el('span', { class: 'muted' }, ' ' + String(p.description)) : ''));
+    }
+    const content = () => {
+      const out = {};
+      for (const [name, p, input] of fields) {
+        if (p.type === 'boolean') { out[name] = input.checked; continue; }
+        if (input.choices) { if (input.value !== '') out[name] = input.choices[Number(input.value)][0]; continue; }
+        if (input.value === '') continue; // not given: the schema's default, if any
+        out[name] = p.type === 'number' || p.type === 'integer' ? Number(input.value) : input.value;
+      }
+      return out;
+    };
+    const li = el('li', { 'data-approval': id, 'data-question': id });
+    const send = async (body) => {
+      for (const b of li.querySelectorAll('button')) b.disabled = true;
+      try {
+        await api('POST', `/api/approvals/${encodeURIComponent(id)}`, body);
+        pending.delete(id);
+        renderApprovals();
+      } catch (err) {
+        if (err.status === 409 || err.status === 404) { pending.delete(id); renderApprovals(); return; }
+        result.textContent = err.message;
+        for (const b of li.querySelectorAll('button')) b.disabled = false;
+      }
+    };
+    form.addEventListener('submit', (ev) => { ev.preventDefault(); send({ decision: 'allow', content: content() }); });
+    form.append(el('div', { class: 'actions' },
+      el('button', { type: 'submit', class: 'allow' }, 'Submit'),
+      el('button', { type: 'button', class: 'deny', onclick: () => send({ decision: 'deny' }) }, 'Decline'), result));
+    const during = a.tool ? ` during ${a.tool} for agent ${a.agent_id || '?'}` : '';
+    li.append(
+      el('div', {}, el('strong', {}, 'Question'), ` from MCP server ${a.server || '?'}${during}`),
+      el('p', { class: 'question-message' }, String(a.message || '')),
+      form,
+      a.expires_at ? el('span', { class: 'muted' }, 'declined if unanswered by ' + new Date(a.expires_at).toLocaleTimeString()) : '');
+    return li;
   }
 
   // ---- webhooks ----------------------------------------------------------
@@ -805,6 +890,11 @@
       // The approval gate runs between ToolCalled and ToolResult, and its
       // events are the only ones that carry a call's arguments.
       case 'ApprovalRequested': {
+        if (p.kind === 'question') { // a server's question during the call: its arguments are not known here
+          const q = [...r.tools].reverse().find((x) => x.tool === p.tool && x.state === 'called');
+          if (q) { q.approvalID = p.approval_id; q.question = true; q.approval = 'asking the user'; }
+          break;
+        }
         let t = [...r.tools].reverse().find((x) => x.tool === p.tool && x.state === 'called' && x.args === undefined);
         if (!t) { t = { tool: p.tool || '?', state: 'called', error: '', duration: null }; r.tools.push(t); }
         t.args = p.arguments ?? '';
@@ -815,7 +905,7 @@
       }
       case 'ApprovalResolved': {
         const t = r.tools.find((x) => x.approvalID && x.approvalID === p.approval_id);
-        if (t) t.approval = p.status || p.decision || 'resolved';
+        if (t) t.approval = t.question ? ({ approved: 'answered', denied: 'declined', expired: 'unanswered: declined' }[p.status] || p.status || 'resolved') : (p.status || p.decision || 'resolved');
         break;
       }
       case 'TaskCompleted':
