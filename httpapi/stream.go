@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,13 @@ type clientFrame struct {
 	ApprovalID string `json:"approval_id"`
 	Decision   string `json:"decision"`
 	Remember   string `json:"remember"`
+	// follow, unfollow
+	TaskID string `json:"task_id"`
+	// execute
+	Ref            string  `json:"ref"`
+	AgentID        string  `json:"agent_id"`
+	Input          *string `json:"input"`
+	ConversationID string  `json:"conversation_id"`
 }
 
 // Stream limits. wsBuffer bounds what one client may have queued: beyond
@@ -182,13 +190,17 @@ func (s *stream) serve(w http.ResponseWriter, r *http.Request) {
 	// itself ends the Read once the peer answers (or after its timeout).
 	replies := make(chan any, 8)
 	readDone := make(chan struct{})
+	lv := newLive()
 	go func() {
 		defer close(readDone)
 		defer cancel()
-		s.readLoop(r.Context(), ctx, conn, replies)
+		s.readLoop(r.Context(), ctx, conn, replies, lv)
 	}()
-	err = s.writeLoop(ctx, conn, sub, replies)
+	err = s.writeLoop(ctx, conn, sub, replies, lv)
 	cancel()
+	// The runs started here end (cancelled with ctx), the follows leave
+	// their runs, before the connection closes.
+	lv.wg.Wait()
 	switch {
 	case s.ctx.Err() != nil:
 		conn.Close(websocket.StatusGoingAway, "server shutting down")
@@ -200,12 +212,8 @@ func (s *stream) serve(w http.ResponseWriter, r *http.Request) {
 	<-readDone
 }
 
-func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattice.Subscription, replies <-chan any) error {
-	write := func(v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
+func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattice.Subscription, replies <-chan any, lv *live) error {
+	writeBytes := func(b []byte) error {
 		if !utf8.Valid(b) {
 			// A raw payload from another producer (a lattice peer) may
 			// carry invalid bytes, only ever inside JSON strings; a
@@ -222,6 +230,15 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 		defer cancel()
 		return conn.Write(wctx, websocket.MessageText, b)
 	}
+	write := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		return writeBytes(b)
+	}
+	var lw liveWriter
+	var batches []liveBatch
 	pending := []any{}
 	if s.m.cfg.Approvals.Pending != nil {
 		// Taken after subscribing: an approval requested meanwhile shows
@@ -257,6 +274,16 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 			if err := write(eventFrame{Kind: "event", Event: ev}); err != nil {
 				return err
 			}
+		case <-lv.wake:
+			// Everything pending of the live runs, at once: what came
+			// while the last frames were written is coalesced.
+			batches = lv.take(batches[:0])
+			for i := range batches {
+				if err := lw.frames(batches[i], writeBytes, write); err != nil {
+					return err
+				}
+				batches[i] = liveBatch{}
+			}
 		}
 	}
 }
@@ -264,13 +291,14 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 // readLoop answers client commands. Bad frames get an error frame; the
 // stream goes on. It reads until the connection closes (readCtx is the
 // request's); ctx ends with the stream and bounds replies and commands.
-func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, replies chan<- any) {
-	reply := func(code, msg string) {
+func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, replies chan<- any, lv *live) {
+	send := func(v any) {
 		select {
-		case replies <- errorFrame{Kind: "error", Error: ErrorDetail{Code: code, Message: msg}}:
+		case replies <- v:
 		case <-ctx.Done():
 		}
 	}
+	reply := func(code, msg string) { send(errorFrame{Kind: "error", Error: ErrorDetail{Code: code, Message: msg}}) }
 	for {
 		typ, data, err := conn.Read(readCtx)
 		if err != nil {
@@ -289,6 +317,20 @@ func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, re
 		case "approve":
 			if code, msg := s.approve(ctx, f); code != "" {
 				reply(code, msg)
+			}
+		case "follow":
+			if fail := s.follow(ctx, lv, f.TaskID); fail != nil {
+				send(errorFrame{Kind: "error", Error: *fail})
+			}
+		case "unfollow":
+			if f.TaskID == "" || len(f.TaskID) > wsTaskIDBytes {
+				reply("bad_request", `"task_id" is required, at most `+strconv.Itoa(wsTaskIDBytes)+" bytes")
+			} else if !lv.unfollow(f.TaskID) {
+				send(errorFrame{Kind: "error", Error: ErrorDetail{Code: "not_following", Message: "this socket does not follow task " + jsonio.Quote(f.TaskID) + " (a run started on it ends with its result)", TaskID: f.TaskID}})
+			}
+		case "execute":
+			if fail := s.execute(ctx, lv, f); fail != nil {
+				send(*fail)
 			}
 		case "":
 			reply("bad_request", `missing "cmd"`)
