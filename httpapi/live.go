@@ -147,6 +147,7 @@ func (l *live) register(task string, first any) (*liveRun, *ErrorDetail) {
 	r := &liveRun{task: task, room: make(chan struct{}, 1)}
 	l.runs[task] = r
 	l.queueLocked(r, liveItem{frame: first})
+	l.signal()
 	return r, nil
 }
 

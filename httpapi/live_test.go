@@ -1,8 +1,12 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +59,8 @@ func readLive(t *testing.T, ctx context.Context, conn *websocket.Conn) liveFrame
 	return f
 }
 
-// readUntil reads frames, skipping lattice events, until one of kind.
+// readUntil reads frames, skipping lattice events and the deltas, tool
+// calls and usage of runs, until one of kind.
 func readUntil(t *testing.T, ctx context.Context, conn *websocket.Conn, kind string) liveFrame {
 	t.Helper()
 	for {
@@ -63,7 +68,9 @@ func readUntil(t *testing.T, ctx context.Context, conn *websocket.Conn, kind str
 		if f.Kind == kind {
 			return f
 		}
-		if f.Kind != "event" && f.Kind != "ready" {
+		switch f.Kind {
+		case "event", "ready", "delta", "usage", "tool_call_started", "tool_call_finished":
+		default:
 			t.Fatalf("frame %s before %s", f.raw, kind)
 		}
 	}
@@ -250,5 +257,341 @@ func TestWebSocketFollow(t *testing.T) {
 	}
 	if !refused {
 		t.Fatal("a second follow of the same task was not refused")
+	}
+}
+
+// A run's tool calls and each model call's usage reach the socket in the
+// run's order, between run_started and result.
+func TestWebSocketToolCalls(t *testing.T) {
+	srv, _, e := serveAPI(t, Config{})
+	if err := e.RegisterTool(axocoatl.Tool{Name: "probe", Call: func(context.Context, axocoatl.ToolCall) (agent.ToolResult, error) {
+		return agent.ToolResult{Content: "fine"}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.AddAgent(agent.Spec{ID: "streamer"}, toolStreamer{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := dialStream(t, ctx, srv)
+	conn.SetReadLimit(4 << 20)
+	readUntil(t, ctx, conn, "ready")
+	send(t, ctx, conn, map[string]any{"cmd": "execute", "agent_id": "streamer", "input": "go"})
+	task := readUntil(t, ctx, conn, "run_started").TaskID
+	run := readRun(t, ctx, conn, task, nil)
+	var kinds []string
+	for _, f := range run.frames {
+		s := f.Kind
+		switch f.Kind {
+		case "tool_call_started":
+			s += " " + f.ID + " " + f.Name
+		case "tool_call_finished":
+			s += fmt.Sprintf(" %s %s %v %v", f.ID, f.Name, f.IsError, f.DurationMS != nil)
+		case "delta":
+			s += " " + f.Text
+		case "result":
+			s += " " + f.Result.Output
+		}
+		kinds = append(kinds, s)
+	}
+	want := []string{"usage", "tool_call_started call-1 probe", "tool_call_finished call-1 probe false true", "delta probed: fine", "usage", "result probed: fine"}
+	if strings.Join(kinds, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("frames:\n%s\nwant:\n%s", strings.Join(kinds, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// holdModel answers "done" once released, or fails with its context.
+type holdModel struct{ release chan struct{} }
+
+func (g holdModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Response, error) {
+	select {
+	case <-g.release:
+		return &agent.Response{Content: "done"}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Guards: bound "runs one socket follows or has started at once" (16,
+// docs/bounds.md, event stream). 16 runs started on one socket are served;
+// the 17th execute is refused with too_many_runs (429) and a follow with
+// an error frame, without taking a listener of the run; once the runs end
+// (their results delivered) the socket takes runs again. A socket that
+// closes cancels the runs it started.
+func TestWebSocketMaxLiveRuns(t *testing.T) {
+	srv, _, e := serveAPI(t, Config{})
+	gate := holdModel{release: make(chan struct{})}
+	if err := e.AddAgent(agent.Spec{ID: "gated"}, gate); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn := dialStream(t, ctx, srv)
+	conn.SetReadLimit(4 << 20)
+	readUntil(t, ctx, conn, "ready")
+	for i := range wsMaxLive {
+		send(t, ctx, conn, map[string]any{"cmd": "execute", "ref": fmt.Sprint(i), "agent_id": "gated", "input": "go"})
+		readUntil(t, ctx, conn, "run_started")
+	}
+	send(t, ctx, conn, map[string]any{"cmd": "execute", "ref": "over", "agent_id": "gated", "input": "go"})
+	if f := readUntil(t, ctx, conn, "run_error"); f.Ref != "over" || f.Status != 429 || f.Error.Code != "too_many_runs" {
+		t.Fatalf("the 17th run: %s", f.raw)
+	}
+	// A run of another socket: this one may not follow it either.
+	other := dialStream(t, ctx, srv)
+	other.SetReadLimit(4 << 20)
+	readUntil(t, ctx, other, "ready")
+	send(t, ctx, other, map[string]any{"cmd": "execute", "agent_id": "gated", "input": "go"})
+	otherTask := readUntil(t, ctx, other, "run_started").TaskID
+	send(t, ctx, conn, map[string]any{"cmd": "follow", "task_id": otherTask})
+	if f := readUntil(t, ctx, conn, "error"); f.Error.Code != "too_many_runs" {
+		t.Fatalf("a follow past the bound: %s", f.raw)
+	}
+	close(gate.release)
+	for range wsMaxLive {
+		if f := readUntil(t, ctx, conn, "result"); f.Result.Output != "done" {
+			t.Fatalf("result %s", f.raw)
+		}
+	}
+	send(t, ctx, conn, map[string]any{"cmd": "execute", "ref": "again", "agent_id": "gated", "input": "go"})
+	if f := readUntil(t, ctx, conn, "run_started"); f.Ref != "again" {
+		t.Fatalf("after the runs ended: %s", f.raw)
+	}
+	readUntil(t, ctx, conn, "result")
+	readUntil(t, ctx, other, "result")
+
+	// Closing a socket cancels its runs.
+	sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventAgentFailed, axocoatl.EventTaskCompleted}}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	blocked := holdModel{release: make(chan struct{})}
+	if err := e.AddAgent(agent.Spec{ID: "blocked"}, blocked); err != nil {
+		t.Fatal(err)
+	}
+	send(t, ctx, other, map[string]any{"cmd": "execute", "agent_id": "blocked", "input": "go"})
+	readUntil(t, ctx, other, "run_started")
+	other.Close(websocket.StatusNormalClosure, "")
+	select {
+	case ev := <-sub.Events():
+		if ev.Type != axocoatl.EventAgentFailed || !strings.Contains(string(ev.Payload), `"canceled":true`) {
+			t.Fatalf("the run of a closed socket: %s %s", ev.Type, ev.Payload)
+		}
+	case <-ctx.Done():
+		t.Fatal("the run of a closed socket did not end")
+	}
+}
+
+// bigDelta emits its whole answer as one delta of n bytes (multi-byte
+// runes, so that a cut must find a boundary).
+type bigDelta struct{ text string }
+
+func (m bigDelta) Generate(context.Context, *agent.Request) (*agent.Response, error) {
+	return &agent.Response{Content: m.text}, nil
+}
+
+func (m bigDelta) GenerateStream(_ context.Context, _ *agent.Request, emit func(agent.Delta)) (*agent.Response, error) {
+	emit(agent.Delta{Kind: agent.DeltaText, Text: m.text})
+	return &agent.Response{Content: m.text}, nil
+}
+
+// Guards: bound "text of one delta frame" (16 KiB, docs/bounds.md, event
+// stream). One 100 KiB delta reaches the socket as delta frames of at most
+// 16 KiB of text each, cut on UTF-8 boundaries, that add up to it.
+func TestWebSocketDeltaFrameBound(t *testing.T) {
+	srv, _, e := serveAPI(t, Config{})
+	text := strings.Repeat("ab€d", 100<<10/6)
+	if err := e.AddAgent(agent.Spec{ID: "big"}, bigDelta{text: text}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := dialStream(t, ctx, srv)
+	conn.SetReadLimit(4 << 20)
+	readUntil(t, ctx, conn, "ready")
+	send(t, ctx, conn, map[string]any{"cmd": "execute", "agent_id": "big", "input": "go"})
+	task := readUntil(t, ctx, conn, "run_started").TaskID
+	run := readRun(t, ctx, conn, task, nil)
+	for _, f := range run.frames {
+		if f.Kind == "delta" && (len(f.Text) > wsDeltaBytes || !utf8.ValidString(f.Text)) {
+			t.Fatalf("a delta frame of %d bytes of text (valid UTF-8: %v)", len(f.Text), utf8.ValidString(f.Text))
+		}
+	}
+	if run.text.String() != text || run.deltas < len(text)/wsDeltaBytes {
+		t.Fatalf("%d frames, %d bytes of %d", run.deltas, run.text.Len(), len(text))
+	}
+}
+
+// Guards: bound "text pending per run of a socket" (16 KiB, docs/bounds.md,
+// event stream). A socket that does not read while the model writes 5,000
+// deltas (50 kB) gets them coalesced: once it reads, far fewer delta
+// frames than deltas, none over 16 KiB of text, adding up to the answer
+// (what waited past the socket's 16 KiB waited in the Engine's listener
+// queue, coalesced too). The model was not slowed: the run completed
+// while the socket read nothing.
+func TestWebSocketSlowReaderCoalesced(t *testing.T) {
+	chat := testutil.NewStreamingChat(t, 5000, 0)
+	chat.Word = func(i int) string { return fmt.Sprintf("%-9d|", i) }
+	srv, e := serveStreaming(t, chat, agent.Spec{}, axocoatl.Options{HTTP: axocoatl.HTTPOptions{WriteTimeout: 5 * time.Minute}})
+	sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventTaskCompleted, axocoatl.EventAgentFailed}}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	conn := dialSmallStream(t, ctx, srv.URL)
+	conn.SetReadLimit(4 << 20)
+	readUntil(t, ctx, conn, "ready")
+	send(t, ctx, conn, map[string]any{"cmd": "execute", "agent_id": "streamer", "input": "go"})
+	waitCompleted(t, sub, 1, 2*time.Minute)
+	task := readUntil(t, ctx, conn, "run_started").TaskID
+	run := readRun(t, ctx, conn, task, nil)
+	for _, f := range run.frames {
+		if f.Kind == "delta" && len(f.Text) > wsDeltaBytes {
+			t.Fatalf("a delta frame of %d bytes of text: pending text unbounded", len(f.Text))
+		}
+	}
+	if run.last.Kind != "result" || run.text.String() != chat.Text() {
+		t.Fatalf("%s; assembled %d bytes of %d", run.last.Kind, run.text.Len(), len(chat.Text()))
+	}
+	if run.deltas > chat.Deltas/4 {
+		t.Fatalf("%d delta frames for %d deltas: not coalesced", run.deltas, chat.Deltas)
+	}
+	t.Logf("%d delta frames for %d deltas", run.deltas, chat.Deltas)
+}
+
+// 40 sockets that start 10,000-delta runs and stop reading: the runs
+// complete and what the sockets hold is bounded.
+func TestWebSocketStuckClientsBounded(t *testing.T) {
+	clients := 40
+	if testutil.RaceEnabled {
+		clients = 10
+	}
+	chat := testutil.NewStreamingChat(t, 10_000, 0)
+	chat.Word = func(i int) string { return fmt.Sprintf("%-9d|", i) }
+	srv, e := serveStreaming(t, chat, agent.Spec{}, axocoatl.Options{HTTP: axocoatl.HTTPOptions{WriteTimeout: 5 * time.Minute}})
+	sub, err := e.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventTaskCompleted, axocoatl.EventAgentFailed}}, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	conns := make([]*websocket.Conn, clients)
+	for i := range conns {
+		conns[i] = dialSmallStream(t, ctx, srv.URL)
+		readUntil(t, ctx, conns[i], "ready")
+		send(t, ctx, conns[i], map[string]any{"cmd": "execute", "agent_id": "streamer", "input": "go"})
+	}
+	waitCompleted(t, sub, clients, 3*time.Minute)
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	// Each socket holds its run's result (the 100 kB output), the
+	// TaskCompleted events of the lattice (shared), its 16 KiB of pending
+	// text and its listener queue in the Engine (256 events, 64 KiB).
+	if limit := int64(clients)*(1<<20) + 8<<20; grown > limit {
+		t.Fatalf("the heap grew %d MiB with %d stuck sockets; the test allows %d MiB", grown>>20, clients, limit>>20)
+	}
+	t.Logf("heap grew %.1f MiB for %d stuck sockets of 10,000-delta answers", float64(grown)/(1<<20), clients)
+	for _, c := range conns {
+		c.CloseNow()
+	}
+}
+
+// BenchmarkWebSocketFirstDelta compares the time to the first delta
+// through the WebSocket door (an execute command on an open socket, to
+// its first delta frame) with the model's own (the same streamed chat
+// request sent straight to the model server, to its first content
+// chunk), alternating the two, over loopback; it fails when the door's
+// median is more than 2 ms above the model's (issue #26's bar).
+func BenchmarkWebSocketFirstDelta(b *testing.B) {
+	chat := testutil.NewStreamingChat(b, 20, 0)
+	srv, _ := serveStreaming(b, chat, agent.Spec{}, axocoatl.Options{})
+	ctx := context.Background()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/events", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(16 << 20)
+	kind := func() (string, error) {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			return "", err
+		}
+		var f struct{ Kind string }
+		return f.Kind, json.Unmarshal(data, &f)
+	}
+	cmd := []byte(`{"cmd":"execute","agent_id":"streamer","input":"go"}`)
+	door := func() time.Duration {
+		start := time.Now()
+		if err := conn.Write(ctx, websocket.MessageText, cmd); err != nil {
+			b.Fatal(err)
+		}
+		var d time.Duration
+		for {
+			k, err := kind()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if k == "delta" && d == 0 {
+				d = time.Since(start)
+			}
+			if k == "result" || k == "run_error" {
+				break
+			}
+		}
+		if d == 0 {
+			b.Fatal("no delta frame")
+		}
+		return d
+	}
+	model := func() time.Duration {
+		req, _ := http.NewRequest(http.MethodPost, chat.URL+"/chat/completions", strings.NewReader(`{"model":"m1","stream":true,"messages":[{"role":"user","content":"go"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		start := time.Now()
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		var d time.Duration
+		for sc.Scan() {
+			if d == 0 && strings.HasPrefix(sc.Text(), `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":`) {
+				d = time.Since(start)
+			}
+		}
+		return d
+	}
+	if k, err := kind(); err != nil || k != "ready" {
+		b.Fatalf("first frame %q %v", k, err)
+	}
+	var doorTimes, modelTimes []time.Duration
+	n := 0
+	for b.Loop() {
+		if n%2 == 0 {
+			doorTimes = append(doorTimes, door())
+			modelTimes = append(modelTimes, model())
+		} else {
+			modelTimes = append(modelTimes, model())
+			doorTimes = append(doorTimes, door())
+		}
+		n++
+	}
+	d, m := testutil.Median(doorTimes), testutil.Median(modelTimes)
+	b.ReportMetric(float64(d.Microseconds()), "door-first-delta-µs")
+	b.ReportMetric(float64(m.Microseconds()), "model-first-delta-µs")
+	b.ReportMetric(float64((d - m).Microseconds()), "added-µs")
+	if n >= 20 && d-m > 2*time.Millisecond {
+		b.Fatalf("the socket's first delta came %s after the model's (medians %s and %s over %d runs); the bar is 2ms", d-m, d, m, n)
 	}
 }
