@@ -27,6 +27,9 @@ type (
 		// History is the recent events, oldest first (some may come again
 		// as live events: clients key them by id).
 		History []lattice.Event `json:"history"`
+		// Commands are the cmds this stream takes: a client uses execute
+		// or follow only when listed (an older daemon lists none).
+		Commands []string `json:"commands"`
 	}
 	eventFrame struct {
 		Kind  string        `json:"kind"` // event
@@ -67,6 +70,9 @@ const (
 	// stay bounded too; beyond it clients get 503 and retry.
 	wsMaxStreams = 1024
 )
+
+// wsCommands are the cmds a client may send, listed in the ready frame.
+var wsCommands = []string{"approve", "execute", "follow", "unfollow"}
 
 // wsTokenProtocol prefixes the token a browser offers as a subprotocol.
 const wsTokenProtocol = "axocoatl.bearer."
@@ -247,7 +253,7 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 			pending = p
 		}
 	}
-	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: s.history.Snapshot()}); err != nil {
+	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: s.history.Snapshot(), Commands: wsCommands}); err != nil {
 		return err
 	}
 	var reported uint64
