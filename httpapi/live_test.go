@@ -465,6 +465,8 @@ func TestWebSocketSlowReaderCoalesced(t *testing.T) {
 
 // 40 sockets that start 10,000-delta runs and stop reading: the runs
 // complete and what the sockets hold is bounded.
+// Guards: bound "text pending per run of a socket" (with the Engine's
+// listener queue, what a stuck socket holds).
 func TestWebSocketStuckClientsBounded(t *testing.T) {
 	clients := 40
 	if testutil.RaceEnabled {
