@@ -597,3 +597,49 @@ func BenchmarkWebSocketFirstDelta(b *testing.B) {
 		b.Fatalf("the socket's first delta came %s after the model's (medians %s and %s over %d runs); the bar is 2ms", d-m, d, m, n)
 	}
 }
+
+// Guards: bound "text pending per run of a socket" (16 KiB) and the 64
+// other frames pending per run. A run's reader adds text until 16 KiB
+// wait for the writer; the next delta waits (here: its context is done,
+// so it is not added) until the writer takes what is pending, then goes
+// in. The same for tool-call and usage frames past 64.
+func TestLivePendingBounds(t *testing.T) {
+	l := newLive()
+	r, fail := l.register("t1", followingFrame{Kind: "following", TaskID: "t1"})
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	live, done := context.Background(), func() context.Context {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}()
+	text := func(s string) agent.RunEvent {
+		return agent.RunEvent{Kind: agent.RunDelta, Delta: agent.Delta{Kind: agent.DeltaText, Text: s}}
+	}
+	piece := strings.Repeat("x", 1<<10)
+	for range wsDeltaBytes >> 10 {
+		l.add(live, r, text(piece))
+	}
+	l.add(done, r, text(piece))
+	if r.text != wsDeltaBytes {
+		t.Fatalf("%d bytes of text pending, want %d: the bound did not hold the reader", r.text, wsDeltaBytes)
+	}
+	batches := l.take(nil)
+	if len(batches) != 1 || len(batches[0].items) != 2 || len(batches[0].items[1].text) != wsDeltaBytes {
+		t.Fatalf("taken %+v", batches)
+	}
+	l.add(done, r, text(piece)) // room again: added without waiting
+	if r.text != len(piece) {
+		t.Fatalf("after the writer took the text: %d bytes pending", r.text)
+	}
+	l.take(nil)
+	usage := agent.RunEvent{Kind: agent.RunModelUsage}
+	for range wsRunItems {
+		l.add(live, r, usage)
+	}
+	l.add(done, r, usage)
+	if len(r.items) != wsRunItems {
+		t.Fatalf("%d frames pending, want %d", len(r.items), wsRunItems)
+	}
+}
