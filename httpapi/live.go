@@ -43,7 +43,8 @@ const (
 	wsRunItems = 64
 	// wsRefBytes bounds the ref of an execute command (echoed back).
 	wsRefBytes = 128
-	// wsTaskIDBytes bounds the task id of a follow command.
+	// wsTaskIDBytes bounds the task id of a follow command, and the
+	// agent id of an execute (both may be echoed in an error).
 	wsTaskIDBytes = 128
 )
 
@@ -324,6 +325,8 @@ func (s *stream) execute(ctx context.Context, l *live, f clientFrame) *runErrorF
 		return bad(`"ref" longer than ` + strconv.Itoa(wsRefBytes) + " bytes")
 	case f.AgentID == "":
 		return bad(`"agent_id" is required`)
+	case len(f.AgentID) > wsTaskIDBytes:
+		return bad(`"agent_id" longer than ` + strconv.Itoa(wsTaskIDBytes) + " bytes")
 	case f.Input == nil:
 		return bad(`"input" is required`)
 	}

@@ -871,12 +871,16 @@
         break;
       }
       case 'TaskCompleted':
+        // The output replaces the live text (kept for the turn the open
+        // conversation shows until it is read).
+        if (!(open && open.liveTask === r.task)) r.live = '';
         r.status = 'completed';
         r.output = p.output;
         r.duration = p.duration_ms ?? null;
         r.end = ev.timestamp || 0;
         break;
       case 'AgentFailed':
+        if (!(open && open.liveTask === r.task)) r.live = '';
         r.status = p.canceled ? 'canceled' : 'failed';
         r.error = p.error || '';
         r.duration = p.duration_ms ?? null;
@@ -968,12 +972,17 @@
     if (!socketTakes('execute') || new TextEncoder().encode(input).length > SOCKET_INPUT_MAX) {
       return api('POST', `/api/agents/${encodeURIComponent(agent)}/execute`, body);
     }
-    return new Promise((resolve, reject) => {
+    const viaSocket = new Promise((resolve, reject) => {
       const ref = 'r' + (++refSeq);
       const f = { cmd: 'execute', ref, agent_id: agent, input };
       if (body.conversation_id) f.conversation_id = body.conversation_id;
       execs.set(ref, { ref, resolve, reject, hooks: hooks || {}, task: '', sock: ws });
       ws.send(JSON.stringify(f));
+    });
+    // A socket busy with its bound of runs: the run goes as a POST.
+    return viaSocket.catch((err) => {
+      if (err.code === 'too_many_runs') return api('POST', `/api/agents/${encodeURIComponent(agent)}/execute`, body);
+      throw err;
     });
   }
 
