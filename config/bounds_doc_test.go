@@ -105,6 +105,9 @@ var boundGuards = map[string]guard{
 	"Event stream / one frame a client sends":        {nil, []string{"httpapi:TestEventStreamClientFrameBound"}},
 	"Event stream / streams open at once":            {nil, []string{"httpapi:TestEventStreamMaxStreams"}},
 	"Event stream / history in the ready frame":      {httpapi.DefaultHistoryEvents, []string{"httpapi:TestReadyFrameHistoryBounded", "lattice:TestHistoryKeepsTheLatestInOrder"}},
+	"Event stream / runs one socket follows or has started at once (`follow`, `execute`)": {nil, []string{"httpapi:TestWebSocketMaxLiveRuns"}},
+	"Event stream / text pending per run of a socket":                                     {nil, []string{"httpapi:TestLivePendingBounds", "httpapi:TestWebSocketSlowReaderCoalesced", "httpapi:TestWebSocketStuckClientsBounded"}},
+	"Event stream / text of one delta frame":                                              {nil, []string{"httpapi:TestWebSocketDeltaFrameBound"}},
 
 	"Config file / the config file `--config` or `AXOCOATL_CONFIG` names": {config.MaxFileBytes, []string{"config:TestConfigFileBound"}},
 

@@ -150,8 +150,7 @@ type ExecuteResponse struct {
 
 func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	info, err := m.eng.Agent(id)
-	if err != nil {
+	if _, err := m.eng.Agent(id); err != nil {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("agent %q not found", id))
 		return
 	}
@@ -163,7 +162,52 @@ func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `"input" is required: {"input": "…"}`)
 		return
 	}
-	ctx := r.Context()
+	var sse *sseExecute
+	var onEvent func(agent.RunEvent)
+	if wantsSSE(r) {
+		sse = newSSEExecute(w)
+		onEvent = sse.onEvent
+	}
+	out, fail := m.runExecute(r.Context(), id, *req.Input, req.ConversationID, "", onEvent)
+	if fail != nil {
+		if fail.retryAfter {
+			w.Header().Set("Retry-After", "1")
+		}
+		if sse != nil && sse.started {
+			// The stream has begun: its status is sent, so the error is
+			// its last event.
+			sse.final("error", fail.body)
+			return
+		}
+		writeJSON(w, fail.status, fail.body)
+		return
+	}
+	if sse != nil {
+		sse.final("result", out)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// executeFailure is a failed execute: its HTTP status, whether the client
+// should retry after a second (busy), and its error body.
+type executeFailure struct {
+	status     int
+	retryAfter bool
+	body       ErrorBody
+}
+
+// runExecute runs one execute of agent id, for the HTTP door and the
+// event stream's execute command alike: bounded by server.request_timeout
+// (when shorter than the agent's own timeout), its errors mapped to their
+// status and body in one place. taskID "" lets the Engine choose it;
+// onEvent, when not nil, is the run's [axocoatl.Request].OnEvent.
+func (m *Module) runExecute(ctx context.Context, id, input, conversationID, taskID string, onEvent func(agent.RunEvent)) (ExecuteResponse, *executeFailure) {
+	info, err := m.eng.Agent(id)
+	if err != nil {
+		return ExecuteResponse{}, &executeFailure{status: http.StatusNotFound,
+			body: ErrorBody{ErrorDetail{Code: "not_found", Message: fmt.Sprintf("agent %q not found", id)}}}
+	}
 	if m.cfg.RequestTimeout < info.Timeout {
 		// The Engine bounds the run by the agent's timeout already; a
 		// second timer is needed only when the request's bound is shorter.
@@ -174,51 +218,31 @@ func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
 	// An unknown id starts a conversation of that id: the client chose
 	// it, as the API promises ("new" or a fresh id starts one).
 	run := axocoatl.Request{
-		AgentID: id, Input: *req.Input, Source: axocoatl.SourceAPI,
-		ConversationID: req.ConversationID, CreateConversation: req.ConversationID != "",
-	}
-	var sse *sseExecute
-	if wantsSSE(r) {
-		sse = newSSEExecute(w)
-		run.OnEvent = sse.onEvent
+		AgentID: id, Input: input, Source: axocoatl.SourceAPI, TaskID: taskID,
+		ConversationID: conversationID, CreateConversation: conversationID != "",
+		OnEvent: onEvent,
 	}
 	res, err := m.eng.ExecuteRequest(ctx, run)
 	if err != nil {
 		status, code := executeStatus(err)
 		msg := err.Error()
+		retry := errors.Is(err, axocoatl.ErrBusy)
 		if cs, cc, cm, ok := conversationStatus(err); ok {
 			status, code, msg = cs, cc, cm
-			if code == "conversation_busy" {
-				w.Header().Set("Retry-After", "1")
-			}
+			retry = retry || code == "conversation_busy"
 		}
 		if errors.Is(context.Cause(ctx), errRequestTimeout) && errors.Is(err, context.DeadlineExceeded) {
 			// The Engine words it as the agent's own timeout, which did
 			// not fire: name the bound that did.
 			msg = fmt.Sprintf("agent %s: timed out after %s (server.request_timeout): %v", id, m.cfg.RequestTimeout, context.DeadlineExceeded)
 		}
-		if errors.Is(err, axocoatl.ErrBusy) {
-			w.Header().Set("Retry-After", "1")
-		}
 		body := ErrorBody{ErrorDetail{Code: code, Message: msg, TaskID: res.TaskID, ConversationID: res.ConversationID}}
 		if res.Usage != (agent.Usage{}) {
 			body.Error.Usage = &res.Usage
 		}
-		if sse != nil && sse.started {
-			// The stream has begun: its status is sent, so the error is
-			// its last event.
-			sse.final("error", body)
-			return
-		}
-		writeJSON(w, status, body)
-		return
+		return ExecuteResponse{}, &executeFailure{status: status, retryAfter: retry, body: body}
 	}
-	out := ExecuteResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output, ConversationID: res.ConversationID, Usage: res.Usage}
-	if sse != nil {
-		sse.final("result", out)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	return ExecuteResponse{TaskID: res.TaskID, AgentID: res.AgentID, Status: "completed", Output: res.Output, ConversationID: res.ConversationID, Usage: res.Usage}, nil
 }
 
 // errRequestTimeout is the cause of an execute cut by server.request_timeout.

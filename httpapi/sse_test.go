@@ -524,3 +524,79 @@ func TestExecuteSSEEchoAsDocumented(t *testing.T) {
 		t.Fatalf("JSON answer %s", b)
 	}
 }
+
+// cannedChat is an OpenAI-wire model server that writes one prebuilt
+// streamed answer of n text deltas (each word 10 bytes), flushing every
+// 64 chunks: no allocation of its own per delta, so that what a benchmark
+// counts per delta is the path from the model's bytes to the door.
+func cannedChat(tb testing.TB, n int) (url, text string) {
+	tb.Helper()
+	var body, answer strings.Builder
+	for i := range n {
+		w := fmt.Sprintf("%-9d|", i)
+		answer.WriteString(w)
+		fmt.Fprintf(&body, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", w)
+	}
+	body.WriteString("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+	body.WriteString("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"total_tokens\":2}}\n\ndata: [DONE]\n\n")
+	raw := []byte(body.String())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		const step = 64 << 10
+		for off := 0; off < len(raw); off += step {
+			if _, err := w.Write(raw[off:min(off+step, len(raw))]); err != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+	}))
+	tb.Cleanup(srv.Close)
+	return srv.URL + "/v1", answer.String()
+}
+
+// BenchmarkSSEAllocsPerDelta counts the allocations of the whole path from
+// the model's bytes to the HTTP SSE door, per delta: the openai provider
+// reading a 10,000-delta streamed answer, the run's fan-out, the SSE
+// writer, the API's HTTP server; the client reads the stream with one
+// reused buffer. It fails past 4 allocations a delta (issue #26's bar).
+func BenchmarkSSEAllocsPerDelta(b *testing.B) {
+	const deltas = 10_000
+	url, text := cannedChat(b, deltas)
+	srv, _ := serveStreaming(b, &testutil.StreamingChat{URL: url}, agent.Spec{}, axocoatl.Options{})
+	client := srv.Client()
+	buf := make([]byte, 64<<10)
+	run := func() int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/agents/streamer/execute", strings.NewReader(`{"input":"go"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{resp.Body}, buf)
+		if err != nil || resp.StatusCode != http.StatusOK || n < int64(len(text)) {
+			b.Fatalf("status %d, %d bytes, %v", resp.StatusCode, n, err)
+		}
+		return int(n)
+	}
+	run() // connections and the model's first call warmed
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	runs := 0
+	for b.Loop() {
+		run()
+		runs++
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	per := float64(after.Mallocs-before.Mallocs) / float64(runs*deltas)
+	b.ReportMetric(per, "allocs/delta")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs*deltas), "ns/delta")
+	if per > 4 {
+		b.Fatalf("%.2f allocations a delta on the path model → HTTP SSE door; the bar is 4", per)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,9 @@ type (
 		// History is the recent events, oldest first (some may come again
 		// as live events: clients key them by id).
 		History []lattice.Event `json:"history"`
+		// Commands are the cmds this stream takes: a client uses execute
+		// or follow only when listed (an older daemon lists none).
+		Commands []string `json:"commands"`
 	}
 	eventFrame struct {
 		Kind  string        `json:"kind"` // event
@@ -49,6 +53,13 @@ type clientFrame struct {
 	Remember   string `json:"remember"`
 	// Content is a question's answer (kind "question" in the approvals).
 	Content map[string]any `json:"content"`
+	// follow, unfollow
+	TaskID string `json:"task_id"`
+	// execute
+	Ref            string  `json:"ref"`
+	AgentID        string  `json:"agent_id"`
+	Input          *string `json:"input"`
+	ConversationID string  `json:"conversation_id"`
 }
 
 // Stream limits. wsBuffer bounds what one client may have queued: beyond
@@ -61,6 +72,9 @@ const (
 	// stay bounded too; beyond it clients get 503 and retry.
 	wsMaxStreams = 1024
 )
+
+// wsCommands are the cmds a client may send, listed in the ready frame.
+var wsCommands = []string{"approve", "execute", "follow", "unfollow"}
 
 // wsTokenProtocol prefixes the token a browser offers as a subprotocol.
 const wsTokenProtocol = "axocoatl.bearer."
@@ -184,13 +198,17 @@ func (s *stream) serve(w http.ResponseWriter, r *http.Request) {
 	// itself ends the Read once the peer answers (or after its timeout).
 	replies := make(chan any, 8)
 	readDone := make(chan struct{})
+	lv := newLive()
 	go func() {
 		defer close(readDone)
 		defer cancel()
-		s.readLoop(r.Context(), ctx, conn, replies)
+		s.readLoop(r.Context(), ctx, conn, replies, lv)
 	}()
-	err = s.writeLoop(ctx, conn, sub, replies)
+	err = s.writeLoop(ctx, conn, sub, replies, lv)
 	cancel()
+	// The runs started here end (cancelled with ctx), the follows leave
+	// their runs, before the connection closes.
+	lv.wg.Wait()
 	switch {
 	case s.ctx.Err() != nil:
 		conn.Close(websocket.StatusGoingAway, "server shutting down")
@@ -202,12 +220,8 @@ func (s *stream) serve(w http.ResponseWriter, r *http.Request) {
 	<-readDone
 }
 
-func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattice.Subscription, replies <-chan any) error {
-	write := func(v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
+func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattice.Subscription, replies <-chan any, lv *live) error {
+	writeBytes := func(b []byte) error {
 		if !utf8.Valid(b) {
 			// A raw payload from another producer (a lattice peer) may
 			// carry invalid bytes, only ever inside JSON strings; a
@@ -224,6 +238,15 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 		defer cancel()
 		return conn.Write(wctx, websocket.MessageText, b)
 	}
+	write := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		return writeBytes(b)
+	}
+	var lw liveWriter
+	var batches []liveBatch
 	pending := []any{}
 	if s.m.cfg.Approvals.Pending != nil {
 		// Taken after subscribing: an approval requested meanwhile shows
@@ -232,7 +255,7 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 			pending = p
 		}
 	}
-	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: s.history.Snapshot()}); err != nil {
+	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: s.history.Snapshot(), Commands: wsCommands}); err != nil {
 		return err
 	}
 	var reported uint64
@@ -259,6 +282,16 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 			if err := write(eventFrame{Kind: "event", Event: ev}); err != nil {
 				return err
 			}
+		case <-lv.wake:
+			// Everything pending of the live runs, at once: what came
+			// while the last frames were written is coalesced.
+			batches = lv.take(batches[:0])
+			for i := range batches {
+				if err := lw.frames(batches[i], writeBytes, write); err != nil {
+					return err
+				}
+				batches[i] = liveBatch{}
+			}
 		}
 	}
 }
@@ -266,13 +299,14 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 // readLoop answers client commands. Bad frames get an error frame; the
 // stream goes on. It reads until the connection closes (readCtx is the
 // request's); ctx ends with the stream and bounds replies and commands.
-func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, replies chan<- any) {
-	reply := func(code, msg string) {
+func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, replies chan<- any, lv *live) {
+	send := func(v any) {
 		select {
-		case replies <- errorFrame{Kind: "error", Error: ErrorDetail{Code: code, Message: msg}}:
+		case replies <- v:
 		case <-ctx.Done():
 		}
 	}
+	reply := func(code, msg string) { send(errorFrame{Kind: "error", Error: ErrorDetail{Code: code, Message: msg}}) }
 	for {
 		typ, data, err := conn.Read(readCtx)
 		if err != nil {
@@ -291,6 +325,20 @@ func (s *stream) readLoop(readCtx, ctx context.Context, conn *websocket.Conn, re
 		case "approve":
 			if code, msg := s.approve(ctx, f); code != "" {
 				reply(code, msg)
+			}
+		case "follow":
+			if fail := s.follow(ctx, lv, f.TaskID); fail != nil {
+				send(errorFrame{Kind: "error", Error: *fail})
+			}
+		case "unfollow":
+			if f.TaskID == "" || len(f.TaskID) > wsTaskIDBytes {
+				reply("bad_request", `"task_id" is required, at most `+strconv.Itoa(wsTaskIDBytes)+" bytes")
+			} else if !lv.unfollow(f.TaskID) {
+				send(errorFrame{Kind: "error", Error: ErrorDetail{Code: "not_following", Message: "this socket does not follow task " + jsonio.Quote(f.TaskID) + " (a run started on it ends with its result)", TaskID: f.TaskID}})
+			}
+		case "execute":
+			if fail := s.execute(ctx, lv, f); fail != nil {
+				send(*fail)
 			}
 		case "":
 			reply("bad_request", `missing "cmd"`)

@@ -3,7 +3,11 @@
 // their tools, model and last run; the runs grouped by task (built from the
 // recent history and the live events of the WebSocket GET /api/events), with
 // their tool calls, outcome and raw events; the MCP servers and their state;
-// a form to run an agent, one-shot or as the turns of a conversation; the
+// a form to run an agent, one-shot or as the turns of a conversation, its
+// answer growing as the model writes it (the run goes over the
+// WebSocket's execute command; runs of other doors are followed by task id
+// as they start, so their text grows in the runs list and in the open
+// conversation too); the
 // conversations (GET /api/conversations: the list by agent, newest first,
 // paged; one conversation's messages with its tool calls and results; a box
 // for its next turn; delete), refreshed by the TaskCompleted and
@@ -13,7 +17,8 @@
 // conversations (GET /api/conversations answers 404) the page offers none
 // of that and runs one-shot.
 //
-// What the page holds is bounded whatever the daemon sends: 300 runs, 200
+// What the page holds is bounded whatever the daemon sends: 300 runs (the
+// live text of each up to 100,000 characters, 8 followed at once), 200
 // feed lines, 200 conversations in the list, and at most 1,000 messages of
 // the open one: its newest 100, earlier pages on request up to that bound,
 // the oldest shown dropped as new turns come.

@@ -199,7 +199,11 @@
     const body = { input: $('run-input').value };
     if (convAvailable && runConv) body.conversation_id = runConv;
     try {
-      const r = await api('POST', `/api/agents/${encodeURIComponent(id)}/execute`, body);
+      // Over the socket the answer grows as the model writes it.
+      const r = await execute(id, body, {
+        started: (task) => { meta.textContent = `Running ${id} · task ${task}…`; },
+        text: (t) => { if (out.dataset.state === 'running') out.textContent = t; },
+      });
       meta.textContent = `${r.agent_id || id} · task ${r.task_id || '?'} · ${r.status || 'completed'}` +
         (r.conversation_id ? ` · conversation ${r.conversation_id}` : '');
       out.textContent = typeof r.output === 'string' ? r.output : JSON.stringify(r.output, null, 2);
@@ -372,7 +376,7 @@
 
   // openConversation shows a conversation: its newest MSG_PAGE messages.
   async function openConversation(id) {
-    const cur = { id, info: null, from: 0, messages: [], pending: null, sending: false, refreshing: null };
+    const cur = { id, info: null, from: 0, messages: [], pending: null, sending: false, refreshing: null, liveTask: '' };
     open = cur;
     $('conv-none').hidden = true;
     $('conv-view').hidden = false;
@@ -471,6 +475,8 @@
         el('div', { class: 'msg-head' }, el('span', { class: 'msg-role' }, 'user'), el('span', { class: 'muted' }, 'sending…')),
         el('pre', { class: 'msg-content' }, cur.pending)));
     }
+    const lv = liveItem(cur);
+    if (lv) items.push(lv);
     // Follow the end as turns come, unless the reader has scrolled up.
     const list = $('conv-messages');
     const follow = !keepScroll && list.scrollHeight - list.scrollTop - list.clientHeight < 48;
@@ -480,6 +486,29 @@
     const full = cur.messages.length >= MSG_MAX;
     $('conv-earlier').disabled = full;
     $('conv-earlier').textContent = full ? `${cur.from} earlier messages (the view holds ${MSG_MAX})` : `Earlier messages (${cur.from})`;
+  }
+
+  // liveItem is the answer of the turn running in the open conversation,
+  // as the model writes it (none before its first text).
+  function liveItem(cur) {
+    const r = cur.liveTask ? runs.get(cur.liveTask) : null;
+    if (!r || !r.live) return null;
+    return el('li', { class: 'msg msg-assistant msg-live', 'data-role': 'assistant', 'data-live': 'true', 'data-task': r.task },
+      el('div', { class: 'msg-head' }, el('span', { class: 'msg-role' }, 'assistant'), el('span', { class: 'muted' }, 'writing…'),
+        el('span', { class: 'muted' }, 'task ' + r.task)),
+      el('pre', { class: 'msg-content' }, r.live + (r.liveCut ? '…' : '')));
+  }
+
+  // showLiveMessage updates the live answer in place (a full render per
+  // delta would rebuild every message).
+  function showLiveMessage(cur) {
+    const r = cur.liveTask ? runs.get(cur.liveTask) : null;
+    const pre = $('conv-messages').querySelector('li[data-live="true"] pre');
+    if (!pre || !r) { renderMessages(cur); return; }
+    const list = $('conv-messages');
+    const follow = list.scrollHeight - list.scrollTop - list.clientHeight < 48;
+    pre.textContent = r.live + (r.liveCut ? '…' : '');
+    if (follow) list.scrollTop = list.scrollHeight;
   }
 
   function messageItem(m, index, names) {
@@ -532,14 +561,19 @@
     renderMessages(cur);
     setConvStatus('running', `Waiting for ${agent}…`);
     try {
-      const r = await api('POST', `/api/agents/${enc(agent)}/execute`, { input, conversation_id: cur.id });
+      const r = await execute(agent, { input, conversation_id: cur.id }, {
+        started: (task) => { cur.liveTask = task; },
+        text: () => { if (cur === open) showLiveMessage(cur); },
+      });
       cur.pending = null;
+      cur.liveTask = '';
       if (cur !== open) return;
       $('conv-input').value = '';
       setConvStatus('done', `task ${r.task_id || '?'} · ${r.status || 'completed'}`);
       await refreshOpen();
     } catch (err) {
       cur.pending = null;
+      cur.liveTask = '';
       if (cur !== open) return;
       renderMessages(cur);
       if (err.status === 409) {
@@ -608,8 +642,15 @@
     if (typeof id !== 'string' || !id) return;
     const cur = open;
     if (ev.type === 'AgentActivated') {
-      if (cur && cur.id === id && !cur.sending) setConvStatus('running', `A turn is running: task ${p.task_id || '?'}${p.source ? ' via ' + p.source : ''}…`);
+      if (cur && cur.id === id && !cur.sending) {
+        setConvStatus('running', `A turn is running: task ${p.task_id || '?'}${p.source ? ' via ' + p.source : ''}…`);
+        if (p.task_id) cur.liveTask = String(p.task_id);
+      }
       return;
+    }
+    if (cur && cur.liveTask && cur.liveTask === p.task_id && !cur.sending) {
+      // The recorded turn replaces its live answer once read.
+      cur.liveTask = '';
     }
     if (cur && cur.id === id && !cur.sending && $('conv-status').dataset.state === 'busy') {
       setConvStatus('done', 'The other turn has ended: yours can be sent now.');
@@ -855,13 +896,24 @@
     if (!task) return null;
     let r = runs.get(task);
     if (!r) {
-      r = { task, agent: p.agent_id || '', source: '', start: ev.timestamp || 0, end: 0, status: 'running',
-        output: undefined, error: '', duration: null, tools: [], events: [], types: new Set() };
-      runs.set(task, r);
-      if (runs.size > RUNS_MAX) {
-        const oldest = [...runs.values()].sort((a, b) => a.start - b.start)[0];
-        runs.delete(oldest.task);
-      }
+      r = newRun(task, p.agent_id || '', ev.timestamp || 0);
+    }
+    return r;
+  }
+
+  // live is the text of a run as the model writes it (the socket's delta
+  // frames), kept up to LIVE_MAX characters; the run's output replaces it
+  // when it ends.
+  const LIVE_MAX = 100000;
+
+  function newRun(task, agent, start) {
+    const r = { task, agent, source: '', start, end: 0, status: 'running',
+      output: undefined, error: '', duration: null, tools: [], events: [], types: new Set(),
+      live: '', liveCut: false, liveBreak: false };
+    runs.set(task, r);
+    if (runs.size > RUNS_MAX) {
+      const oldest = [...runs.values()].sort((a, b) => a.start - b.start)[0];
+      runs.delete(oldest.task);
     }
     return r;
   }
@@ -909,12 +961,16 @@
         break;
       }
       case 'TaskCompleted':
+        // The output replaces the live text (kept for the turn the open
+        // conversation shows until it is read).
+        if (!(open && open.liveTask === r.task)) r.live = '';
         r.status = 'completed';
         r.output = p.output;
         r.duration = p.duration_ms ?? null;
         r.end = ev.timestamp || 0;
         break;
       case 'AgentFailed':
+        if (!(open && open.liveTask === r.task)) r.live = '';
         r.status = p.canceled ? 'canceled' : 'failed';
         r.error = p.error || '';
         r.duration = p.duration_ms ?? null;
@@ -943,7 +999,8 @@
       const when = r.start ? new Date(r.start * 1000).toLocaleTimeString() : '';
       const out = r.status === 'completed'
         ? el('pre', { class: 'run-output' }, typeof r.output === 'string' ? r.output : JSON.stringify(r.output ?? null, null, 2))
-        : r.error ? el('pre', { class: 'run-error' }, r.error) : '';
+        : r.error ? el('pre', { class: 'run-error' }, r.error)
+          : r.status === 'running' && r.live ? el('pre', { class: 'run-output run-live', 'data-live': 'true' }, r.live + (r.liveCut ? '…' : '')) : '';
       return el('li', { 'data-task': r.task, 'data-agent': r.agent, 'data-status': r.status },
         el('div', { class: 'run-head' },
           el('time', {}, when),
@@ -974,6 +1031,143 @@
     if (!runsTimer) runsTimer = setTimeout(() => { runsTimer = 0; renderRuns(); renderAgents(); }, 100);
   }
   for (const id of ['filter-agent', 'filter-type', 'filter-status']) $(id).addEventListener('change', renderRuns);
+
+  // ---- live runs ---------------------------------------------------------
+
+  // The socket carries the text of runs as the model writes it: of the
+  // runs this page starts over it (execute), and of those it follows by
+  // task id: every run it sees start while it is connected, at most
+  // FOLLOW_MAX at once (the daemon takes 16 a socket). A run started
+  // elsewhere streams from its next model call on: a call already under
+  // way when the page joined gives its text with the run's end.
+  const FOLLOW_MAX = 8;
+  const SOCKET_INPUT_MAX = 48000; // bytes; the daemon reads frames up to 64 KiB
+  const LIVE_KINDS = new Set(['run_started', 'following', 'delta', 'tool_call_started', 'tool_call_finished', 'usage', 'result', 'run_error', 'run_end']);
+  const FOLLOW_ERRORS = new Set(['not_running', 'already_following', 'too_many_runs', 'too_many_listeners']);
+  let wsCommands = new Set(); // the cmds the daemon's socket takes (its ready frame)
+  const execs = new Map(); // ref → a run started over the socket
+  const execByTask = new Map(); // task id → the same
+  const followed = new Set(); // task ids followed
+  let refSeq = 0;
+
+  function socketTakes(cmd) { return !!ws && ws.readyState === WebSocket.OPEN && wsCommands.has(cmd); }
+
+  // execute runs an agent: over the socket when the daemon takes it there
+  // (hooks.started(task) once it runs, hooks.text(text so far) as it
+  // grows), else (an older daemon, the socket down, an input too large
+  // for a frame) as one POST. Either way it resolves to execute's answer
+  // or rejects with an APIError of its status and error.
+  function execute(agent, body, hooks) {
+    const input = String(body.input ?? '');
+    if (!socketTakes('execute') || new TextEncoder().encode(input).length > SOCKET_INPUT_MAX) {
+      return api('POST', `/api/agents/${encodeURIComponent(agent)}/execute`, body);
+    }
+    const viaSocket = new Promise((resolve, reject) => {
+      const ref = 'r' + (++refSeq);
+      const f = { cmd: 'execute', ref, agent_id: agent, input };
+      if (body.conversation_id) f.conversation_id = body.conversation_id;
+      execs.set(ref, { ref, resolve, reject, hooks: hooks || {}, task: '', sock: ws });
+      ws.send(JSON.stringify(f));
+    });
+    // A socket busy with its bound of runs: the run goes as a POST.
+    return viaSocket.catch((err) => {
+      if (err.code === 'too_many_runs') return api('POST', `/api/agents/${encodeURIComponent(agent)}/execute`, body);
+      throw err;
+    });
+  }
+
+  function follow(task) {
+    if (!task || followed.has(task) || execByTask.has(task) || followed.size >= FOLLOW_MAX || !socketTakes('follow')) return;
+    followed.add(task);
+    ws.send(JSON.stringify({ cmd: 'follow', task_id: task }));
+  }
+
+  // socketGone fails the runs started over sock (the daemon cancels them
+  // with it) and forgets the follows.
+  function socketGone(sock) {
+    for (const [ref, x] of execs) {
+      if (x.sock !== sock) continue;
+      execs.delete(ref);
+      execByTask.delete(x.task);
+      x.reject(new APIError(0, 'disconnected', 'The connection to the daemon dropped: the run was cancelled.', ''));
+    }
+    followed.clear();
+    wsCommands = new Set();
+  }
+
+  function onLiveFrame(f) {
+    const task = typeof f.task_id === 'string' ? f.task_id : '';
+    switch (f.kind) {
+      case 'run_started': {
+        const x = execs.get(f.ref);
+        if (!x || !task) return;
+        x.task = task;
+        execByTask.set(task, x);
+        if (!runs.has(task)) newRun(task, String(f.agent_id || ''), Date.now() / 1000);
+        renderRunsSoon();
+        if (x.hooks.started) x.hooks.started(task);
+        return;
+      }
+      case 'delta': {
+        const r = runs.get(task);
+        if (!r || r.status !== 'running') return; // ended: its output is whole
+        let t = String(f.text ?? '');
+        if (r.liveBreak && r.live) t = '\n' + t;
+        r.liveBreak = false;
+        if (r.live.length + t.length > LIVE_MAX) {
+          t = t.slice(0, Math.max(0, LIVE_MAX - r.live.length));
+          r.liveCut = true;
+        }
+        r.live += t;
+        showLive(task);
+        return;
+      }
+      case 'tool_call_started': {
+        const r = runs.get(task);
+        if (r) r.liveBreak = true;
+        return;
+      }
+      case 'result':
+      case 'run_error': {
+        const x = execs.get(f.ref);
+        if (!x) return;
+        execs.delete(f.ref);
+        execByTask.delete(x.task);
+        if (f.kind === 'result') { x.resolve(f.result || {}); return; }
+        const e = f.error || {};
+        x.reject(new APIError(Number(f.status) || 0, e.code || '', e.message || 'the run failed',
+          typeof e.conversation_id === 'string' ? e.conversation_id : ''));
+        return;
+      }
+      case 'run_end':
+        followed.delete(task);
+    }
+  }
+
+  // The live text shows at most every 50 ms, in place: in the runs list,
+  // the run form's output, the open conversation.
+  let liveTimer = 0;
+  const liveDirty = new Set();
+  function showLive(task) {
+    liveDirty.add(task);
+    if (!liveTimer) liveTimer = setTimeout(flushLive, 50);
+  }
+  function flushLive() {
+    liveTimer = 0;
+    for (const task of liveDirty) {
+      const r = runs.get(task);
+      if (!r) continue;
+      const text = r.live + (r.liveCut ? '…' : '');
+      const li = [...$('runs').children].find((x) => x.dataset.task === task);
+      const pre = li && li.querySelector('pre[data-live="true"]');
+      if (pre) pre.textContent = text;
+      else renderRunsSoon();
+      const x = execByTask.get(task);
+      if (x && x.hooks.text) x.hooks.text(text);
+      if (open && open.liveTask === task) showLiveMessage(open);
+    }
+    liveDirty.clear();
+  }
 
   // ---- live events -------------------------------------------------------
 
@@ -1010,6 +1204,7 @@
     if (fromHistory) return;
     if (ev.type === 'ApprovalRequested' && p.approval_id) { pending.set(String(p.approval_id), p); renderApprovals(); }
     if (ev.type === 'ApprovalResolved' && p.approval_id) { pending.delete(String(p.approval_id)); renderApprovals(); }
+    if (ev.type === 'AgentActivated' && p.task_id) follow(String(p.task_id));
     if (ev.type === 'AgentActivated' || ev.type === 'TaskCompleted' || ev.type === 'AgentFailed') { refreshAgentsSoon(); onConversationEvent(ev); }
   }
 
@@ -1040,7 +1235,7 @@
 
   function connect() {
     clearTimeout(retryTimer);
-    if (ws) { ws.onclose = null; ws.close(); ws = null; }
+    if (ws) { socketGone(ws); ws.onclose = null; ws.close(); ws = null; }
     const url = new URL('/api/events', location.href);
     url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
     setConn('connecting', 'Connecting…');
@@ -1060,8 +1255,15 @@
         // The events before this connection, oldest first (absent from an
         // older daemon).
         if (Array.isArray(f.history)) for (const ev of f.history) if (ev) onEvent(ev, true);
+        wsCommands = new Set(Array.isArray(f.commands) ? f.commands.map(String) : []);
+        // Runs still going when the page (re)connected: followed from here.
+        for (const r of runs.values()) if (r.status === 'running') follow(r.task);
       } else if (f.kind === 'event' && f.event) {
         onEvent(f.event);
+      } else if (LIVE_KINDS.has(f.kind)) {
+        onLiveFrame(f);
+      } else if (f.kind === 'error' && f.error && FOLLOW_ERRORS.has(f.error.code) && followed.has(f.error.task_id)) {
+        followed.delete(f.error.task_id); // a run that ended meanwhile, or this socket is full
       } else if (f.kind === 'lagged') {
         onLagged(f.missed);
       } else if (f.kind === 'error' && f.error) {
@@ -1071,6 +1273,7 @@
       }
     };
     sock.onclose = () => {
+      socketGone(sock);
       if (ws !== sock) return;
       ws = null;
       // A handshake the daemon refused looks like any other drop to a
