@@ -155,15 +155,24 @@ func (o *out) event(ev any) { o.write(ev, true) }
 func (o *out) hold(ev any) { o.write(ev, false) }
 
 func (o *out) write(ev any, flush bool) {
+	o.s.data(o.encode(ev), flush)
+}
+
+// encode is ev as the data of one SSE event: a JSON-RPC response of the
+// stream's generation, or for REST the bare object.
+func (o *out) encode(ev any) []byte {
 	if !o.rest {
-		o.s.send(o.id, ev, nil, o.g, flush)
-		return
+		b, err := encodeResponse(o.id, ev, nil, o.g)
+		if err != nil {
+			b, _ = encodeResponse(o.id, nil, rpcErr(a2awire.CodeInternalError, "encoding the event failed"), o.g)
+		}
+		return b
 	}
 	b, err := json.Marshal(ev)
 	if err != nil {
 		b = restErrorJSON(rpcErr(a2awire.CodeInternalError, "encoding the event failed"))
 	}
-	o.s.data(b, flush)
+	return b
 }
 
 // taskEvent is the task as the first event of a stream: no history, no
