@@ -24,7 +24,7 @@ import (
 
 // streamingFixture is newFixture plus agent "streamer", an openai
 // provider on chat (a real OpenAI-wire streaming server).
-func streamingFixture(t *testing.T, chat *testutil.StreamingChat) *fixture {
+func streamingFixture(t testing.TB, chat *testutil.StreamingChat) *fixture {
 	t.Helper()
 	f := newFixture(t, a2a.Config{})
 	model, err := openai.New(provider.Config{BaseURL: chat.URL, APIKey: "sk-test", Timeout: 2 * time.Minute})
