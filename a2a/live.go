@@ -254,6 +254,9 @@ func (l *live) artifact(text []byte, appendTo, last bool) {
 		l.tmpl[k] = l.template(appendTo, last)
 	}
 	tp := l.tmpl[k]
+	if l.o.s.gone() {
+		return
+	}
 	if tp.pre == nil || len(text) == 0 {
 		// No template (the task's ids hold the placeholder), or the empty
 		// closing chunk: encoded whole.

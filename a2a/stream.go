@@ -70,6 +70,14 @@ func (s *sse) write(b []byte, flush bool) {
 	}
 }
 
+// gone reports whether a write failed (the client left, or Close ended
+// the stream): nothing more is written.
+func (s *sse) gone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
 // flush sends what was held.
 func (s *sse) flush() {
 	s.mu.Lock()
@@ -155,6 +163,9 @@ func (o *out) event(ev any) { o.write(ev, true) }
 func (o *out) hold(ev any) { o.write(ev, false) }
 
 func (o *out) write(ev any, flush bool) {
+	if o.s.gone() {
+		return // the client left: nothing to encode for (a large output is thousands of chunks)
+	}
 	o.s.data(o.encode(ev), flush)
 }
 
