@@ -102,3 +102,56 @@ func TestLiveBoundedForStuckClient(t *testing.T) {
 		t.Fatalf("assembled %d of %d bytes in %d chunks, lastChunk on %d", text.Len(), want.Len(), n, lastAt)
 	}
 }
+
+// bufWriter is a ResponseWriter that keeps what is written.
+type bufWriter struct {
+	hd  http.Header
+	buf bytes.Buffer
+}
+
+func (w *bufWriter) Header() http.Header         { return w.hd }
+func (w *bufWriter) WriteHeader(int)             {}
+func (w *bufWriter) Flush()                      {}
+func (w *bufWriter) Write(b []byte) (int, error) { return w.buf.Write(b) }
+
+// A text artifact update written around the stream's template is byte for
+// byte the event encoded whole, in each generation and binding, for text
+// encoding/json escapes (quotes, control characters, HTML, invalid UTF-8,
+// U+2028) and for a task whose context id is the placeholder (then each
+// update is encoded whole).
+func TestArtifactTemplateEncodesAsWhole(t *testing.T) {
+	texts := []string{"plain", `say "hi" \ there`, "tab\tnl\ncr\r\x01\x1f", "<b>&amp;</b>", "bad \xff\xfe utf8", "ls\u2028ps\u2029", "ünïcødé 🦎", strings.Repeat("x", maxChunk+10)}
+	for _, tc := range []struct {
+		name string
+		o    func(*bufWriter) *out
+	}{
+		{"0.3", func(w *bufWriter) *out { return &out{s: newSSE(w), g: gen03, id: json.RawMessage(`"r1"`)} }},
+		{"1.0", func(w *bufWriter) *out { return &out{s: newSSE(w), g: gen10, id: json.RawMessage(`7`)} }},
+		{"1.0-rest", func(w *bufWriter) *out { return &out{s: newSSE(w), g: gen10, rest: true} }},
+	} {
+		for _, ctxID := range []string{"c1", "evil\x00ctx", "\x00"} {
+			t.Run(tc.name+"/"+fmt.Sprintf("%q", ctxID), func(t *testing.T) {
+				tk := &task{id: "t1", contextID: ctxID, done: make(chan struct{})}
+				fast, whole := &bufWriter{hd: http.Header{}}, &bufWriter{hd: http.Header{}}
+				l := &live{o: tc.o(fast), t: tk}
+				ow := tc.o(whole)
+				for _, text := range texts {
+					for _, appendTo := range []bool{false, true} {
+						for _, last := range []bool{false, true} {
+							fast.buf.Reset()
+							whole.buf.Reset()
+							l.artifact([]byte(text), appendTo, last)
+							ow.hold(ow.artifactEvent(tk, appendTo, last, text))
+							if fast.buf.String() != whole.buf.String() {
+								t.Fatalf("text %q append %v last %v:\ntemplate %s\nwhole    %s", text, appendTo, last, fast.buf.String(), whole.buf.String())
+							}
+						}
+					}
+				}
+				if tp := l.tmpl[0]; (tp.pre == nil) != (ctxID == placeholder) {
+					t.Fatalf("template %+v for context id %q", tp, ctxID)
+				}
+			})
+		}
+	}
+}

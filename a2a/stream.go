@@ -70,6 +70,14 @@ func (s *sse) write(b []byte, flush bool) {
 	}
 }
 
+// gone reports whether a write failed (the client left, or Close ended
+// the stream): nothing more is written.
+func (s *sse) gone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
 // flush sends what was held.
 func (s *sse) flush() {
 	s.mu.Lock()
@@ -155,15 +163,27 @@ func (o *out) event(ev any) { o.write(ev, true) }
 func (o *out) hold(ev any) { o.write(ev, false) }
 
 func (o *out) write(ev any, flush bool) {
+	if o.s.gone() {
+		return // the client left: nothing to encode for (a large output is thousands of chunks)
+	}
+	o.s.data(o.encode(ev), flush)
+}
+
+// encode is ev as the data of one SSE event: a JSON-RPC response of the
+// stream's generation, or for REST the bare object.
+func (o *out) encode(ev any) []byte {
 	if !o.rest {
-		o.s.send(o.id, ev, nil, o.g, flush)
-		return
+		b, err := encodeResponse(o.id, ev, nil, o.g)
+		if err != nil {
+			b, _ = encodeResponse(o.id, nil, rpcErr(a2awire.CodeInternalError, "encoding the event failed"), o.g)
+		}
+		return b
 	}
 	b, err := json.Marshal(ev)
 	if err != nil {
 		b = restErrorJSON(rpcErr(a2awire.CodeInternalError, "encoding the event failed"))
 	}
-	o.s.data(b, flush)
+	return b
 }
 
 // taskEvent is the task as the first event of a stream: no history, no

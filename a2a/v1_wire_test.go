@@ -181,6 +181,9 @@ func TestV1StreamShape(t *testing.T) {
 					Status struct{ State string }
 				}
 				_ = json.Unmarshal(v, &st)
+				if k == "artifactUpdate" && len(got) > 0 && got[len(got)-1] == "artifactUpdate:" {
+					continue // the output's chunks (its text and a closing chunk) as one
+				}
 				got = append(got, k+":"+st.Status.State)
 			}
 		}

@@ -216,7 +216,12 @@ func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, toke
 			case <-textWake:
 				if textDue == nil {
 					wait := ProgressTextInterval - time.Since(lastText)
-					wait = max(wait, 0)
+					if wait <= 0 {
+						// The first text, or the first after a quiet
+						// interval: at once, not through a timer.
+						sendText()
+						continue
+					}
 					if textT == nil {
 						textT = time.NewTimer(wait)
 					} else {

@@ -22,7 +22,7 @@ import (
 
 // streamFixture is a Server whose agent "writer" is the real openai
 // provider against chat, a model server that streams its answer.
-func streamFixture(t *testing.T, chat *testutil.StreamingChat) *fixture {
+func streamFixture(t testing.TB, chat *testutil.StreamingChat) *fixture {
 	t.Helper()
 	m, err := openai.New(provider.Config{BaseURL: chat.URL, APIKey: "sk-test", MaxRetries: -1})
 	if err != nil {

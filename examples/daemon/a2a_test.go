@@ -114,7 +114,12 @@ a2a:
 		case *a2a03.TaskStatusUpdateEvent:
 			kinds = append(kinds, string(e.Status.State))
 		case *a2a03.TaskArtifactUpdateEvent:
-			kinds = append(kinds, "artifact:"+e.Artifact.Parts[0].(a2a03.TextPart).Text)
+			text := e.Artifact.Parts[0].(a2a03.TextPart).Text
+			if n := len(kinds); n > 0 && e.Append && strings.HasPrefix(kinds[n-1], "artifact:") {
+				kinds[n-1] += text // the text and the closing lastChunk update, as one
+				continue
+			}
+			kinds = append(kinds, "artifact:"+text)
 		}
 	}
 	if strings.Join(kinds, " ") != "task working artifact:stream completed" {

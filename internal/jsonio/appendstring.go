@@ -7,7 +7,8 @@ const hexDigits = "0123456789abcdef"
 // AppendString appends s as encoding/json writes a string: quoted,
 // with <, > and & escaped for HTML safety, invalid UTF-8 replaced by
 // U+FFFD, and U+2028/U+2029 escaped for JavaScript.
-func AppendString(dst []byte, s string) []byte {
+// s is a string or a byte slice (text held as bytes is not copied first).
+func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -37,7 +38,8 @@ func AppendString(dst []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		// At most UTFMax bytes: converted on the stack, not allocated.
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
