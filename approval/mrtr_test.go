@@ -453,3 +453,68 @@ func TestInputRequiredQuestion(t *testing.T) {
 		t.Fatalf("key file: %v %v", fi, err)
 	}
 }
+
+// BenchmarkMCPHumanInput times one gated tools/call from a go-sdk client
+// over HTTP (loopback, in process): the agent's one native tool call is
+// allowed by policy (no human: the baseline), put to the user of a
+// 2026-07-28 client as an InputRequiredResult (the client's form accepts;
+// its retry resumes the run), or put to a 2025-11-25 client as an
+// elicitation mid-call. tools/call/op counts the POSTs of tools/call: the
+// 2026-07-28 round trip costs one more than the others, no more.
+func BenchmarkMCPHumanInput(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		policy string
+		so     *mcp.ClientSessionOptions
+	}{
+		{"allow", approval.Allow, nil},
+		{"2026-07-28_InputRequiredResult", approval.Prompt, nil},
+		{"2025-11-25_elicitation", approval.Prompt, legacy},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			v := newEnv(b, approval.Config{Default: c.policy, Timeout: time.Minute}, axocoatl.Options{})
+			var rec recorder
+			if err := v.e.RegisterTool(rec.tool("t", "", "")); err != nil {
+				b.Fatal(err)
+			}
+			if err := v.e.AddAgent(agent.Spec{ID: "a"}, &oneCall{tool: "t"}); err != nil {
+				b.Fatal(err)
+			}
+			srv, err := mcpserver.New(mcpserver.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := v.e.Use(context.Background(), srv); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { srv.Close() })
+			cc := &callCounter{h: srv}
+			hs := httptest.NewServer(cc)
+			b.Cleanup(hs.Close)
+			client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{
+				Capabilities: &mcp.ClientCapabilities{},
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return &mcp.ElicitResult{Action: "accept"}, nil
+				},
+			})
+			ctx := context.Background()
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1}, c.so)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { cs.Close() })
+			params := &mcp.CallToolParams{Name: "agent_a", Arguments: map[string]any{"input": "x"}}
+			start := cc.calls.Load()
+			for b.Loop() {
+				res, err := cs.CallTool(ctx, params)
+				if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "wrote") {
+					b.Fatalf("%+v %v", res, err)
+				}
+			}
+			b.ReportMetric(float64(cc.calls.Load()-start)/float64(b.N), "tools/call/op")
+			if rec.n.Load() != int64(b.N) {
+				b.Fatalf("the tool ran %d times for %d calls", rec.n.Load(), b.N)
+			}
+		})
+	}
+}
