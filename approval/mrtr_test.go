@@ -161,6 +161,8 @@ func accept(res *mcp.CallToolResult) mcp.InputResponseMap {
 // another client) and replayed states are refused with -32602 naming
 // which, the run is not resumed by them, and the genuine state still works
 // once.
+//
+// Guards: a retry's requestState (1 KiB: the oversized case)
 func TestInputRequiredStateRefused(t *testing.T) {
 	for _, overHTTP := range []bool{false, true} {
 		name := map[bool]string{false: "stdio", true: "http"}[overHTTP]

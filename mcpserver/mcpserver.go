@@ -63,14 +63,16 @@
 // notifications/cancelled on stdio, and over HTTP by the client closing the
 // call's POST (go-sdk's client does both; the POST's end is what counts, as
 // a notification on another POST reaches no session). Elicitation (the
-// approval gate asking the calling client's user) works in the handshake era
-// only: the stateless era forbids requests from server to client mid-call
-// (a client answers them by retrying the whole call, which a run of an
-// agent cannot survive), so a gated tool call of a run started by a
-// 2026-07-28 client is not put to that client: the gate's other channels
-// (dashboard, approvals API) decide, and without a verdict the call is
-// denied when the approval times out. The reason is logged
-// ([ErrNoElicitation]).
+// approval gate, or a question, asking the calling client's user) takes
+// each era's shape: in the handshake era an elicitation request mid-call;
+// in the stateless era, which forbids requests from server to client
+// mid-call, an InputRequiredResult (SEP-2322) with a form elicitation and
+// an integrity-protected requestState, answered by the client's retry of
+// the call with its inputResponses, while the run waits, owned by the
+// Server ([Config].InputTimeout, [Config].MaxInputCalls; see mrtr.go). A
+// client that declares no form elicitation cannot be asked: the gate is
+// told at once ([ErrNoElicitation]) and decides through its other
+// channels, or denies the call at once when it has none.
 package mcpserver
 
 import (
