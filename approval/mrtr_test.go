@@ -520,3 +520,33 @@ func BenchmarkMCPHumanInput(b *testing.B) {
 		})
 	}
 }
+
+// The first verdict wins across the rounds too: the approval is allowed on
+// the approvals API while the client's user has the form; the tool runs;
+// the client's retry (here answering nothing) gets the run's result, not
+// the stale question again.
+func TestInputRequiredAnsweredElsewhere(t *testing.T) {
+	v, fs, srv := elicitEnv(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{})
+	client := mcp.NewClient(&mcp.Implementation{Name: "slow-user", Version: "1"}, &mcp.ClientOptions{
+		Capabilities:       &mcp.ClientCapabilities{},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
+		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, _ := connect2026(t, ctx, client, srv, true)
+	input := ask("mcp__files__write", `{"path":"w.txt","text":"x"}`)
+	res := firstRound(t, ctx, cs, "agent_writer", input)
+	req := v.next(t, approval.EventRequested)
+	if r := v.do(t, "POST", "/api/approvals/"+req["approval_id"].(string), `{"decision":"allow"}`); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	eventually(t, "the tool ran", func() bool { return fs.calls.Load() == 1 })
+	done, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_writer", Arguments: map[string]any{"input": input}, RequestState: res.RequestState})
+	if err != nil || done.NeedsInput() || !strings.Contains(done.Content[0].(*mcp.TextContent).Text, "wrote w.txt") {
+		t.Fatalf("the retry: %+v %v", done, err)
+	}
+	if fs.calls.Load() != 1 {
+		t.Fatalf("the tool ran %d times", fs.calls.Load())
+	}
+}

@@ -104,13 +104,20 @@ type inputRun struct {
 	expires time.Time
 	timer   *time.Timer
 	nextKey int
+	rounds  int // requests that waited on it: at most maxInputRounds ask
 }
+
+// maxInputRounds bounds the requests of one call that may put questions to
+// the client (a retry that answers nothing is asked again, up to this);
+// beyond, its questions fail and the run goes on without them.
+const maxInputRounds = 32
 
 // inputAsk is one question of the run.
 type inputAsk struct {
 	key     string
 	prompt  axocoatl.UserPrompt
 	answer  chan askResult // 1-buffered: one answer or one failure
+	gone    chan struct{}  // closed when the asker stopped waiting
 	expires time.Time
 }
 
@@ -123,7 +130,8 @@ type askResult struct {
 // request that waits on the run (now, or the client's next retry), and the
 // answer comes with a retry.
 func (r *inputRun) PromptUser(ctx context.Context, p axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
-	a := &inputAsk{prompt: p, answer: make(chan askResult, 1)}
+	a := &inputAsk{prompt: p, answer: make(chan askResult, 1), gone: make(chan struct{})}
+	defer close(a.gone)
 	if p.Approval != nil {
 		a.expires = p.Approval.ExpiresAt
 	}
@@ -331,10 +339,28 @@ func (s *Server) await(ctx context.Context, r *inputRun) (*mcp.CallToolResult, e
 	in := &s.inputs
 	in.mu.Lock()
 	pending := make([]*inputAsk, 0, len(r.open))
-	for _, a := range r.open { // asked before and not answered: ask again
-		pending = append(pending, a)
+	for k, a := range r.open { // asked before and not answered: ask again
+		select {
+		case <-a.gone: // answered elsewhere (a verdict on the dashboard), or withdrawn
+			delete(r.open, k)
+		default:
+			pending = append(pending, a)
+		}
 	}
+	r.rounds++
+	tooMany := r.rounds > maxInputRounds
 	in.mu.Unlock()
+	if tooMany {
+		in.mu.Lock()
+		for _, a := range pending {
+			delete(r.open, a.key)
+		}
+		in.mu.Unlock()
+		for _, a := range pending {
+			failAsk(a, fmt.Errorf("mcpserver: the client made %d rounds without answering", maxInputRounds))
+		}
+		pending = pending[:0]
+	}
 	for {
 		for len(pending) == 0 {
 			select {
