@@ -550,3 +550,59 @@ func TestInputRequiredAnsweredElsewhere(t *testing.T) {
 		t.Fatalf("the tool ran %d times", fs.calls.Load())
 	}
 }
+
+// On a shared lattice the other engines are a channel: an `mcp serve`-like
+// engine that declares no channel of its own, called by a client that
+// cannot show forms, does not deny at once; another engine's approvals
+// API (a running daemon's dashboard) resolves the approval and the call
+// completes.
+func TestSharedLatticeAnswersForMCPServe(t *testing.T) {
+	ns := embeddedNATS(t)
+	a := newEnv(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{Bus: natsBus(t, ns)})
+	b := newEnv(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{Bus: natsBus(t, ns)})
+	a.m.DeclareChannels()
+	if ch, declared := a.m.Channels(); !declared || len(ch) != 1 || !strings.Contains(ch[0], "shared lattice") {
+		t.Fatalf("channels %q, declared %v", ch, declared)
+	}
+	var rec recorder
+	if err := a.e.RegisterTool(rec.tool("t", "", "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.e.AddAgent(agent.Spec{ID: "a"}, &oneCall{tool: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mcpserver.New(mcpserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.e.Use(context.Background(), srv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := connectEra(t, ctx, mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}), srv, false, nil)
+	done := make(chan string, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_a", Arguments: map[string]any{"input": "x"}})
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- res.Content[0].(*mcp.TextContent).Text
+	}()
+	var id string
+	eventually(t, "the approval listed on the other engine", func() bool {
+		p := b.m.Pending()
+		if len(p) == 1 {
+			id = p[0].ApprovalID
+		}
+		return len(p) == 1
+	})
+	if r := b.do(t, "POST", "/api/approvals/"+id, `{"decision":"allow"}`); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if text := <-done; !strings.Contains(text, "wrote") || rec.n.Load() != 1 {
+		t.Fatalf("%q, %d runs", text, rec.n.Load())
+	}
+}
