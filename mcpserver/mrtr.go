@@ -190,16 +190,18 @@ func (s *Server) stateKey() ([]byte, error) {
 	return in.key, in.keyErr
 }
 
-// loadOrCreateKey reads a 32-byte key, or creates it 0600 (O_EXCL: of two
-// processes on one data dir, one creates and the other reads).
+// loadOrCreateKey reads a 32-byte key, or creates it 0600: written whole
+// to a temporary file, then linked into place (no-clobber), so that of two
+// processes on one data dir one creates it and the other reads it, never
+// half written.
 func loadOrCreateKey(path string) ([]byte, error) {
 	for range 3 {
 		b, err := os.ReadFile(path)
 		if err == nil {
-			if len(b) < 32 {
+			if len(b) != 32 {
 				return nil, fmt.Errorf("mcpserver: %s holds %d bytes, want 32: remove it to make a new key", path, len(b))
 			}
-			return b[:32], nil
+			return b, nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("mcpserver: reading the requestState key: %w", err)
@@ -211,10 +213,7 @@ func loadOrCreateKey(path string) ([]byte, error) {
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			continue // another process made it: read it
-		}
+		f, err := os.CreateTemp(filepath.Dir(path), StateKeyFile+".*.tmp") // 0600
 		if err != nil {
 			return nil, fmt.Errorf("mcpserver: creating the requestState key: %w", err)
 		}
@@ -222,8 +221,14 @@ func loadOrCreateKey(path string) ([]byte, error) {
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
 		}
+		if werr == nil {
+			werr = os.Link(f.Name(), path)
+		}
+		os.Remove(f.Name())
+		if errors.Is(werr, fs.ErrExist) {
+			continue // another process made it: read it
+		}
 		if werr != nil {
-			os.Remove(path)
 			return nil, fmt.Errorf("mcpserver: writing the requestState key: %w", werr)
 		}
 		return key, nil
