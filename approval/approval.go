@@ -181,6 +181,9 @@ type Resolution struct {
 	// never published (an event, a log or an HTTP answer does not carry
 	// what the user typed).
 	content map[string]any
+	// Reason says why an unanswerable approval could not be asked
+	// (status "unanswerable").
+	Reason string `json:"reason,omitempty"`
 }
 
 // Module is the approval gate. Create it with [New], attach it with
@@ -208,6 +211,12 @@ type Module struct {
 	local  map[string]*pending
 	recent map[string]struct{}
 	ring   []string // recent ids, oldest first
+	// channels are the ways the host declared that can answer approvals
+	// besides a door's prompter (DeclareChannels); declared false: the
+	// host said nothing, and some way is assumed.
+	channels []string
+	declared bool
+	shared   bool // the lattice is shared with other processes (NATS)
 }
 
 type pending struct {
@@ -255,10 +264,13 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 		m.log = e.Logger()
 	}
 	m.log = m.log.With("module", "approval")
-	if b, ok := e.Bus().(interface{ Node() string }); ok && b.Node() != "" {
-		// On a shared lattice the holder is the daemon's node name, so a
-		// listing says where each approval waits.
-		m.node = b.Node()
+	if b, ok := e.Bus().(interface{ Node() string }); ok {
+		m.shared = true // other engines on it can answer
+		if b.Node() != "" {
+			// On a shared lattice the holder is the daemon's node name,
+			// so a listing says where each approval waits.
+			m.node = b.Node()
+		}
 	}
 	m.repl.node, m.repl.log = m.node, m.log
 	if err := m.repl.subscribe(e.Bus()); err != nil {
@@ -413,6 +425,43 @@ func (m *Module) resolve(ctx context.Context, id, decision, remember string, con
 		return Resolution{}, fmt.Errorf("%w: %s", ErrAlreadyResolved, id)
 	}
 	return Resolution{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+}
+
+// DeclareChannels tells the Module every way besides a door's own
+// [axocoatl.UserPrompter] that can answer its approvals: each a phrase for
+// the log and the model ("the dashboard and approvals API at
+// http://127.0.0.1:8080/"). Once declared, an approval that no channel can
+// answer (no door's prompter could ask, none declared, and no shared
+// lattice, whose other engines' dashboards answer) is denied at once with
+// status [StatusUnanswerable], saying why, instead of waiting out the
+// timeout. A host that never calls it keeps the old behaviour: the
+// approval waits for [Module.Resolve] from anywhere. Calling it again
+// replaces the list.
+func (m *Module) DeclareChannels(channels ...string) {
+	m.mu.Lock()
+	m.channels, m.declared = slices.Clone(channels), true
+	m.mu.Unlock()
+}
+
+// Channels lists the ways that can answer approvals besides a door's
+// prompter: the declared ones ([Module.DeclareChannels]) and, on a shared
+// lattice, the other engines on it. declared is false when the host
+// declared none (some way is then assumed).
+func (m *Module) Channels() (channels []string, declared bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := slices.Clone(m.channels)
+	if m.shared {
+		out = append(out, "the other engines on the shared lattice (their dashboards and approvals APIs)")
+	}
+	return out, m.declared
+}
+
+// answerable reports whether an approval can be answered without a door's
+// prompter.
+func (m *Module) answerable() bool {
+	ch, declared := m.Channels()
+	return !declared || len(ch) > 0
 }
 
 // Decisions lists the remembered decisions, by agent and tool.

@@ -29,6 +29,9 @@ const (
 	StatusDenied    = "denied"    // a human denied it
 	StatusExpired   = "expired"   // nobody answered within the timeout: denied
 	StatusWithdrawn = "withdrawn" // the run ended (cancelled, its door's deadline, shutdown): not run
+	// StatusUnanswerable: no channel could answer it (no door's prompter
+	// could ask, and the host declared no other channel): denied at once.
+	StatusUnanswerable = "unanswerable"
 )
 
 // DefaultTimeout is how long a call waits for a verdict when

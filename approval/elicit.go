@@ -9,8 +9,9 @@ import (
 )
 
 // promptUser puts the approval to the door's user; a verdict from anywhere
-// else that comes first cancels ctx.
-func (m *Module) promptUser(ctx context.Context, pr axocoatl.UserPrompter, info PendingApproval) {
+// else that comes first cancels ctx. It returns why the user could not be
+// asked (nil once answered, or withdrawn).
+func (m *Module) promptUser(ctx context.Context, pr axocoatl.UserPrompter, info PendingApproval) error {
 	msg := fmt.Sprintf("Agent %s wants to call tool %s", info.AgentID, info.Tool)
 	if info.Server != "" {
 		msg += " (server " + info.Server + ")"
@@ -21,10 +22,13 @@ func (m *Module) promptUser(ctx context.Context, pr axocoatl.UserPrompter, info 
 		Arguments: info.Arguments, ArgumentsTruncated: info.ArgumentsTruncated, ExpiresAt: info.ExpiresAt,
 	}})
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() != nil {
+			return nil // withdrawn: the gate is done
+		}
+		if m.answerable() {
 			m.log.Info("could not ask the user through the door; waiting for another verdict", "approval", info.ApprovalID, "error", err)
 		}
-		return
+		return err
 	}
 	decision := Deny
 	if ans.Accepted {
@@ -41,4 +45,5 @@ func (m *Module) promptUser(ctx context.Context, pr axocoatl.UserPrompter, info 
 	if _, err := m.resolveLocal(info.ApprovalID, decision, remember, by, ""); err != nil && !errors.Is(err, ErrAlreadyResolved) && !errors.Is(err, ErrNotFound) {
 		m.log.Warn("user's answer not applied", "approval", info.ApprovalID, "error", err)
 	}
+	return nil
 }

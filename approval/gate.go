@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -89,26 +90,38 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 	m.log.Info("approval requested", "approval", p.info.ApprovalID, "agent", call.AgentID, "task", call.TaskID,
 		"tool", call.Tool, "server", t.Server, "expires_at", p.info.ExpiresAt)
 
+	// failed receives why the door's prompter could not ask (nil when it
+	// got an answer or was withdrawn); with no other channel that is the
+	// end of it.
+	failed := make(chan error, 1)
 	if prompter != nil {
 		pctx, cancel := context.WithCancel(ctx)
 		defer cancel() // the gate is done: withdraw the question
 		go func() {
 			defer m.wg.Done()
-			m.promptUser(pctx, prompter, p.info)
+			failed <- m.promptUser(pctx, prompter, p.info)
 		}()
+	} else {
+		failed <- errors.New("the caller's door has no way to ask its user")
 	}
 
 	timer := time.NewTimer(m.cfg.Timeout)
 	defer timer.Stop()
 	var r Resolution
-	select {
-	case r = <-p.verdict:
-	case <-timer.C:
-		r = m.settle(p, Deny, StatusExpired, "timeout")
-	case <-ctx.Done():
-		r = m.settle(p, Deny, StatusWithdrawn, "run_ended")
-	case <-m.stopping:
-		r = m.settle(p, Deny, StatusWithdrawn, "shutdown")
+	for r.ApprovalID == "" {
+		select {
+		case r = <-p.verdict:
+		case err := <-failed:
+			if err != nil && !m.answerable() {
+				r = m.unanswerable(p, err)
+			}
+		case <-timer.C:
+			r = m.settle(p, Deny, StatusExpired, "timeout")
+		case <-ctx.Done():
+			r = m.settle(p, Deny, StatusWithdrawn, "run_ended")
+		case <-m.stopping:
+			r = m.settle(p, Deny, StatusWithdrawn, "shutdown")
+		}
 	}
 	resume() // the tool's own run counts against the agent's timeout again
 	switch r.Status {
@@ -124,6 +137,8 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 			Content: fmt.Sprintf("The call of tool %s was not run: no human answered its approval request within %s, so it was denied (approval %s, expired).", call.Tool, m.cfg.Timeout, r.ApprovalID),
 			IsError: true,
 		}, nil
+	case StatusUnanswerable:
+		return axocoatl.ToolResult{Content: unanswerableText(call.Tool, r), IsError: true}, nil
 	}
 	return withdrawnResult(call.Tool), nil
 }
@@ -208,6 +223,22 @@ func (m *Module) held() []PendingApproval {
 	return out
 }
 
+// unanswerable denies p at once: no channel can answer it (why: err).
+func (m *Module) unanswerable(p *pending, err error) Resolution {
+	if _, cerr := m.claim(p.info.ApprovalID); cerr != nil {
+		return <-p.verdict // the claimer sends it
+	}
+	return m.finishWhy(p, Deny, StatusUnanswerable, Once, "no_channel", "", clip(err.Error()))
+}
+
+// unanswerableText is what the model is told of an unanswerable approval:
+// why, and the ways an approval can be answered.
+func unanswerableText(tool string, r Resolution) string {
+	return fmt.Sprintf("The call of tool %s was not run: its approval request (approval %s) could not be put to anyone, so it was denied at once. Why: %s. "+
+		"An approval is answered by the caller's client when it can show forms (MCP form elicitation or a 2026-07-28 InputRequiredResult, A2A input-required), "+
+		"on the dashboard or the approvals API where the host serves them, or by another engine on a shared lattice.", tool, r.ApprovalID, r.Reason)
+}
+
 // settle resolves p from the waiting call itself (timeout, ctx, stop); if
 // a verdict claimed it first, that verdict is the outcome.
 func (m *Module) settle(p *pending, decision, status, by string) Resolution {
@@ -227,10 +258,15 @@ func (m *Module) resolveLocal(id, decision, remember, by, verdictID string) (Res
 // finish records a claimed approval's outcome: the remembered decision,
 // the event, the log line.
 func (m *Module) finish(p *pending, decision, status, remember, by, verdictID string) Resolution {
+	return m.finishWhy(p, decision, status, remember, by, verdictID, "")
+}
+
+// finishWhy is finish with a reason for the record.
+func (m *Module) finishWhy(p *pending, decision, status, remember, by, verdictID, reason string) Resolution {
 	r := Resolution{
 		ApprovalID: p.info.ApprovalID, Kind: p.info.Kind, AgentID: p.info.AgentID, TaskID: p.info.TaskID, Tool: p.info.Tool,
 		Decision: decision, Status: status, Remember: remember, ResolvedBy: by,
-		ResolvedAt: time.Now().UTC(), Holder: m.node, VerdictID: verdictID,
+		ResolvedAt: time.Now().UTC(), Holder: m.node, VerdictID: verdictID, Reason: reason,
 	}
 	if remember == Always {
 		err := m.store.put(Remembered{
@@ -245,6 +281,6 @@ func (m *Module) finish(p *pending, decision, status, remember, by, verdictID st
 	m.publish(EventResolved, r)
 	m.log.Info("approval resolved", "approval", r.ApprovalID, "agent", r.AgentID, "task", r.TaskID, "tool", r.Tool,
 		"decision", r.Decision, "status", r.Status, "remember", r.Remember, "resolved_by", r.ResolvedBy,
-		"waited", r.ResolvedAt.Sub(p.info.RequestedAt).Round(time.Millisecond))
+		"waited", r.ResolvedAt.Sub(p.info.RequestedAt).Round(time.Millisecond), "reason", r.Reason)
 	return r
 }

@@ -125,13 +125,16 @@ var boundGuards = map[string]guard{
 	"providers.<kind>.max_tokens":  {anthropic.DefaultMaxTokens, []string{"agent/provider/builtin:TestAnthropicToolUseRoundTrip"}},
 
 	// MCP server
-	"mcp_server.max_sessions":        {mcpserver.DefaultMaxSessions, []string{"mcpserver:TestHTTPMaxSessions", "mcpserver:TestHTTPMaxSessionsConcurrentListens"}},
-	"mcp_server.session_timeout":     {mcpserver.DefaultSessionTimeout, []string{"mcpserver:TestHTTPIdleSessionClosed"}},
-	"mcp_server.max_message_bytes":   {int64(mcpserver.DefaultMaxMessageBytes), []string{"mcpserver:TestHTTPBodyLimit"}},
-	"mcp_server.max_message_values":  {mcpserver.DefaultMaxMessageValues, []string{"mcpserver:TestMessageValuesAndDepthBounds", "mcpserver:TestHTTPWideMetaCostsItsBytes"}},
-	"mcp_server.max_message_depth":   {mcpserver.DefaultMaxMessageDepth, []string{"mcpserver:TestMessageValuesAndDepthBounds"}},
-	"mcp_server.max_bytes_in_flight": {int64(mcpserver.DefaultMaxBytesInFlight), []string{"mcpserver:TestHTTPBytesInFlightBound", "mcpserver:TestHTTPListenBodiesWithinBytesInFlight"}},
-	"mcp_server.resume_buffer_bytes": {int64(mcpserver.DefaultResumeBufferBytes), []string{"mcpserver:TestResumeStoreBound", "mcpserver:TestHTTPResumeBufferBound"}},
+	"mcp_server.max_sessions":               {mcpserver.DefaultMaxSessions, []string{"mcpserver:TestHTTPMaxSessions", "mcpserver:TestHTTPMaxSessionsConcurrentListens"}},
+	"mcp_server.session_timeout":            {mcpserver.DefaultSessionTimeout, []string{"mcpserver:TestHTTPIdleSessionClosed"}},
+	"mcp_server.input_timeout":              {mcpserver.DefaultInputTimeout, []string{"approval:TestInputRequiredStateExpires"}},
+	"mcp_server.max_input_calls":            {mcpserver.DefaultMaxInputCalls, []string{"approval:TestInputRequiredMaxInputCalls"}},
+	"MCP server / a retry's `requestState`": {nil, []string{"approval:TestInputRequiredStateRefused"}},
+	"mcp_server.max_message_bytes":          {int64(mcpserver.DefaultMaxMessageBytes), []string{"mcpserver:TestHTTPBodyLimit"}},
+	"mcp_server.max_message_values":         {mcpserver.DefaultMaxMessageValues, []string{"mcpserver:TestMessageValuesAndDepthBounds", "mcpserver:TestHTTPWideMetaCostsItsBytes"}},
+	"mcp_server.max_message_depth":          {mcpserver.DefaultMaxMessageDepth, []string{"mcpserver:TestMessageValuesAndDepthBounds"}},
+	"mcp_server.max_bytes_in_flight":        {int64(mcpserver.DefaultMaxBytesInFlight), []string{"mcpserver:TestHTTPBytesInFlightBound", "mcpserver:TestHTTPListenBodiesWithinBytesInFlight"}},
+	"mcp_server.resume_buffer_bytes":        {int64(mcpserver.DefaultResumeBufferBytes), []string{"mcpserver:TestResumeStoreBound", "mcpserver:TestHTTPResumeBufferBound"}},
 
 	"MCP server / `subscriptions/listen` requests open at once on one stdio session": {mcpserver.MaxStdioListens, []string{"mcpserver:TestStdioListensBounded"}},
 

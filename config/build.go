@@ -196,6 +196,7 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 		rt.A2ARemote = m
 	}
 	mcpCfg := c.MCPServer
+	mcpCfg.DataDir = c.Server.DataDir // the requestState key
 	if mcpCfg.Version == "" {
 		mcpCfg.Version = opts.Version
 	}

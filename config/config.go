@@ -179,6 +179,11 @@ type ServerConfig struct {
 	// webhook deliveries); Load makes a relative one relative to the config
 	// file's directory. Zero: ./data.
 	DataDir string `yaml:"data_dir"`
+	// MCPServeHTTP is the address `axocoatl mcp serve` also serves the
+	// dashboard and the HTTP API (approvals among them) on, beside stdio,
+	// under the same guard and token rules as Addr (loopback unless
+	// APIToken is set); its --http flag overrides it. Zero: stdio only.
+	MCPServeHTTP string `yaml:"mcp_serve_http"`
 }
 
 // HTTPOptions is how the Engine guards every HTTP door, from the server

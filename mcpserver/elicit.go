@@ -18,46 +18,51 @@ const ElicitationBy = "mcp_elicitation"
 // accept, decline and cancel buttons are the answer.
 var confirmSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// ErrNoElicitation is the error of the prompter a run started by a
-// 2026-07-28 client gets: that era has no server-to-client request
-// mid-call, so the client's user cannot be asked. A gate that gets it
-// decides through its other channels (the approval module logs it and
-// waits for a verdict from the dashboard or its API, else denies the call
-// when the approval times out).
-var ErrNoElicitation = errors.New("mcpserver: the calling MCP client speaks 2026-07-28, where a server cannot ask the client's user mid-call (elicitation needs a retry of the whole call, which a running agent cannot make): approve through the dashboard or the approvals API")
+// ErrNoElicitation is the error of the prompter a run gets when its MCP
+// client declared no form elicitation: its user cannot be asked. A gate
+// that gets it decides through its other channels (the approval module
+// waits for the dashboard or its API when the host serves them, or
+// another engine on a shared lattice), and with none denies the call at
+// once, saying why.
+var ErrNoElicitation = errors.New("mcpserver: the calling MCP client declared no form elicitation, so its user cannot be asked: use a client that supports form elicitation (2025-11-25 elicitation, or 2026-07-28 InputRequiredResult), or answer on the dashboard or the approvals API")
 
-// noElicitation is the prompter of a run started by a 2026-07-28 client.
+// noElicitation is the prompter of a run whose client cannot be asked.
 var noElicitation = axocoatl.UserPrompterFunc(func(context.Context, axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
 	return axocoatl.UserAnswer{}, ErrNoElicitation
 })
 
 // elicitPrompter returns the calling client as an [axocoatl.UserPrompter]
-// when it supports form elicitation (accept = yes; decline or cancel = no),
-// else nil. A gate (approval) asks the user of the calling client through
-// it. A client of the stateless era, elicitation capability or not, gets
-// a prompter that fails at once with [ErrNoElicitation], so the gate logs
-// why its user is not asked (and the call does not decode the client's
-// capabilities from its _meta for nothing).
+// when it supports form elicitation in the handshake era (accept = yes;
+// decline or cancel = no; a question gets its schema and the form's
+// content), else a prompter that fails at once with [ErrNoElicitation], so
+// the gate knows at once that its user is not asked. (A 2026-07-28 client
+// with form elicitation is asked through InputRequiredResults instead: see
+// callWithInput.)
 func elicitPrompter(req *mcp.CallToolRequest) axocoatl.UserPrompter {
 	ss := req.Session
-	if ss == nil {
-		return nil
-	}
-	if statelessEra(req.ProtocolVersion()) {
+	if ss == nil || statelessEra(req.ProtocolVersion()) {
 		return noElicitation
 	}
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
-		return nil
+		return noElicitation
 	}
 	if el := ip.Capabilities.Elicitation; el.Form == nil && el.URL != nil {
-		return nil // URL elicitation only
+		return noElicitation // URL elicitation only
 	}
 	return axocoatl.UserPrompterFunc(func(ctx context.Context, p axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
-		res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: p.Message, RequestedSchema: confirmSchema})
+		schema := confirmSchema
+		if p.Schema != nil {
+			schema = p.Schema
+		}
+		res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: p.Message, RequestedSchema: schema})
 		if err != nil {
 			return axocoatl.UserAnswer{}, err
 		}
-		return axocoatl.UserAnswer{Accepted: res.Action == "accept", By: ElicitationBy}, nil
+		ans := axocoatl.UserAnswer{Accepted: res.Action == "accept", By: ElicitationBy}
+		if ans.Accepted {
+			ans.Content = res.Content
+		}
+		return ans, nil
 	})
 }

@@ -63,14 +63,16 @@
 // notifications/cancelled on stdio, and over HTTP by the client closing the
 // call's POST (go-sdk's client does both; the POST's end is what counts, as
 // a notification on another POST reaches no session). Elicitation (the
-// approval gate asking the calling client's user) works in the handshake era
-// only: the stateless era forbids requests from server to client mid-call
-// (a client answers them by retrying the whole call, which a run of an
-// agent cannot survive), so a gated tool call of a run started by a
-// 2026-07-28 client is not put to that client: the gate's other channels
-// (dashboard, approvals API) decide, and without a verdict the call is
-// denied when the approval times out. The reason is logged
-// ([ErrNoElicitation]).
+// approval gate, or a question, asking the calling client's user) takes
+// each era's shape: in the handshake era an elicitation request mid-call;
+// in the stateless era, which forbids requests from server to client
+// mid-call, an InputRequiredResult (SEP-2322) with a form elicitation and
+// an integrity-protected requestState, answered by the client's retry of
+// the call with its inputResponses, while the run waits, owned by the
+// Server ([Config].InputTimeout, [Config].MaxInputCalls; see mrtr.go). A
+// client that declares no form elicitation cannot be asked: the gate is
+// told at once ([ErrNoElicitation]) and decides through its other
+// channels, or denies the call at once when it has none.
 package mcpserver
 
 import (
@@ -210,6 +212,21 @@ type Config struct {
 	// Negative: no resumption and no priming event. (The 2026-07-28 era
 	// has no resumption.)
 	ResumeBufferBytes int64 `yaml:"resume_buffer_bytes"`
+	// InputTimeout is how long a 2026-07-28 call's run waits between rounds
+	// for its client to come back with its inputResponses, after an
+	// InputRequiredResult; its requestState expires then (or when the
+	// approval it asks about expires, if sooner) and the run ends. Zero:
+	// 5m.
+	InputTimeout time.Duration `yaml:"input_timeout"`
+	// MaxInputCalls bounds the 2026-07-28 calls whose runs wait between
+	// rounds at once; a run's question beyond it is not put to its client
+	// (the gate's other channels answer, or it is denied). Zero: 100.
+	MaxInputCalls int `yaml:"max_input_calls"`
+	// DataDir keeps the key of the 2026-07-28 requestStates
+	// ([StateKeyFile], created 0600 on first use). Set by the host (the
+	// daemon passes its data dir), not read from the config file. Zero: a
+	// key in memory, new at each start.
+	DataDir string `yaml:"-"`
 	// Logger receives the server's logs. Zero: the Engine's logger.
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -220,6 +237,12 @@ type Config struct {
 func (c Config) Validate() error {
 	if c.MaxMessageBytes < 0 {
 		return cfgerr.Errorf("max_message_bytes", "must not be negative")
+	}
+	if c.InputTimeout < 0 {
+		return cfgerr.Errorf("input_timeout", "must not be negative")
+	}
+	if c.MaxInputCalls < 0 {
+		return cfgerr.Errorf("max_input_calls", "must not be negative")
 	}
 	if c.MaxMessageDepth > 999 {
 		return cfgerr.Errorf("max_message_depth", "must be at most 999 (the go-sdk refuses 1,000 levels), not %d", c.MaxMessageDepth)
@@ -268,6 +291,12 @@ func (c Config) withDefaults(e *axocoatl.Engine) Config {
 	}
 	if c.MaxBytesInFlight == 0 {
 		c.MaxBytesInFlight = max(DefaultMaxBytesInFlight, c.MaxMessageBytes) // room for one message at least
+	}
+	if c.InputTimeout == 0 {
+		c.InputTimeout = DefaultInputTimeout
+	}
+	if c.MaxInputCalls == 0 {
+		c.MaxInputCalls = DefaultMaxInputCalls
 	}
 	if c.Logger == nil {
 		c.Logger = e.Logger()
@@ -333,6 +362,9 @@ type Server struct {
 	// wait until they are out of the go-sdk: closing a session that is
 	// still being connected races inside it.
 	openStreams sync.WaitGroup
+	// inputs holds the 2026-07-28 calls' runs between their rounds (see
+	// mrtr.go).
+	inputs inputs
 }
 
 // ErrNotStarted is returned by [Server.ServeStdio] before the [Server] is
@@ -345,7 +377,9 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, tools: map[string]bool{}}, nil
+	s := &Server{cfg: cfg, tools: map[string]bool{}}
+	s.inputs.instance = lattice.NewID(time.Now())
+	return s, nil
 }
 
 // Name, [Server.Start] and [Server.Stop] make the Server an [axocoatl.Module].
@@ -587,6 +621,7 @@ func (s *Server) Close() error {
 	case <-ended:
 	case <-time.After(streamsEndWithin):
 	}
+	s.closeInputs(streamsEndWithin)
 	if !s.life.Started() {
 		return nil
 	}
@@ -735,35 +770,51 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 			stop := s.reportProgress(ctx, req.Session, token, agentID, taskID, text)
 			defer stop()
 		}
-		// A client that can show forms is asked to approve gated tool
-		// calls of the run (see elicitPrompter).
-		if p := elicitPrompter(req); p != nil {
-			ctx = axocoatl.WithUserPrompter(ctx, p)
+		run := func(ctx context.Context, p axocoatl.UserPrompter) *mcp.CallToolResult {
+			if p != nil {
+				ctx = axocoatl.WithUserPrompter(ctx, p)
+			}
+			// ctx is cancelled by the go-sdk when the client sends
+			// notifications/cancelled for this request or the session
+			// ends, and that cancels the run.
+			//
+			// The conversation ids of this door are the server's handles:
+			// an unknown one is an error (CreateConversation false), never
+			// a conversation started under a name the client made up.
+			res, err := s.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: agentID, Input: input, Source: axocoatl.SourceMCP, TaskID: taskID, ConversationID: convID, OnEvent: onEvent})
+			return callResult(taskID, res, err)
 		}
-		// ctx is cancelled by the go-sdk when the client sends
-		// notifications/cancelled for this request or the session ends, and
-		// that cancels the run.
-		//
-		// The conversation ids of this door are the server's handles: an
-		// unknown one is an error (CreateConversation false), never a
-		// conversation started under a name the client made up.
-		res, err := s.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: agentID, Input: input, Source: axocoatl.SourceMCP, TaskID: taskID, ConversationID: convID, OnEvent: onEvent})
-		meta := mcp.Meta{MetaTaskID: taskID}
-		var result *mcp.CallToolResult
-		if err != nil {
-			result = errorResult(err.Error(), meta)
-		} else {
-			result = &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{&mcp.TextContent{Text: res.Output}}}
+		// A 2026-07-28 client that can show forms is asked through
+		// InputRequiredResults (mrtr.go); its run outlives the request.
+		if statelessEra(req.ProtocolVersion()) && inputCapable(req) {
+			return s.callWithInput(ctx, req, run)
 		}
-		if res.ConversationID != "" {
-			// The turn was recorded (a failed one too): say how to go
-			// on, in _meta for programs and in the text for a model
-			// that reads only the content.
-			meta[MetaConversationID] = res.ConversationID
-			result.Content = append(result.Content, &mcp.TextContent{Text: continueLine(res.ConversationID)})
+		if req.Params.RequestState != "" {
+			return nil, stateError(fmt.Errorf("%w: this call carries a requestState but its client declares no form elicitation", ErrStateReplayed))
 		}
-		return result, nil
+		// A client of the handshake era that can show forms is asked to
+		// approve gated tool calls of the run (see elicitPrompter).
+		return run(ctx, elicitPrompter(req)), nil
 	}
+}
+
+// callResult is the tools/call result of a run.
+func callResult(taskID string, res axocoatl.Result, err error) *mcp.CallToolResult {
+	meta := mcp.Meta{MetaTaskID: taskID}
+	var result *mcp.CallToolResult
+	if err != nil {
+		result = errorResult(err.Error(), meta)
+	} else {
+		result = &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{&mcp.TextContent{Text: res.Output}}}
+	}
+	if res.ConversationID != "" {
+		// The turn was recorded (a failed one too): say how to go on, in
+		// _meta for programs and in the text for a model that reads only
+		// the content.
+		meta[MetaConversationID] = res.ConversationID
+		result.Content = append(result.Content, &mcp.TextContent{Text: continueLine(res.ConversationID)})
+	}
+	return result
 }
 
 // continueLine is the line of text a result of a conversation's turn ends

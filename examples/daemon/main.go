@@ -6,7 +6,7 @@
 //	axocoatl [serve] [--config PATH] [--addr HOST:PORT]
 //	axocoatl validate [--config PATH]
 //	axocoatl doctor [--config PATH] [--send-test]
-//	axocoatl mcp serve [--config PATH]
+//	axocoatl mcp serve [--config PATH] [--http ADDR]
 //	axocoatl version
 //
 // Exit codes: 0 ok, 1 failure (bad config, failed check, server error),

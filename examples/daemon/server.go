@@ -88,23 +88,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		ln.Close()
 		return errors.Join(err, closeWithin(d, cfg.Server.ShutdownGrace))
 	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	srv.ConnState = d.rt.Engine.ConnState // a client that stops reading a small answer is cut too
+	srv := d.httpServer(h)
 	if hooks.booted != nil {
 		hooks.booted(d)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
-	if cfg.Server.PublicURL != "" {
-		base = cfg.Server.PublicURL
-	}
+	base := baseURL(cfg, ln.Addr())
+	d.rt.Approval.DeclareChannels(approvalsAt(base))
 	if hooks.listening != nil {
 		hooks.listening(ln.Addr())
 	}
@@ -147,6 +138,34 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 		shutdownErr = fmt.Errorf("requests still running after the %s grace period were cut off", cfg.Server.ShutdownGrace)
 	}
 	return errors.Join(serveErr, shutdownErr, closeErr)
+}
+
+// httpServer is the daemon's HTTP server for h (the Runtime's handler).
+func (d *daemon) httpServer(h http.Handler) *http.Server {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+	}
+	srv.ConnState = d.rt.Engine.ConnState // a client that stops reading a small answer is cut too
+	return srv
+}
+
+// baseURL is where the daemon's pages are reached: the public URL, else
+// the bound address.
+func baseURL(cfg *config.Config, addr net.Addr) string {
+	if cfg.Server.PublicURL != "" {
+		return cfg.Server.PublicURL
+	}
+	return "http://" + addr.String()
+}
+
+// approvalsAt names the HTTP channel that answers approvals, for the
+// approval module and the startup log.
+func approvalsAt(base string) string {
+	return "the dashboard " + base + "/ and the approvals API " + base + "/api/approvals"
 }
 
 func closeWithin(d *daemon, grace time.Duration) error {
