@@ -93,7 +93,7 @@ func (h *Handler) pusher() (axocoatl.Pusher, *rpcError) {
 	if p, ok := h.eng.Pusher(); ok {
 		return p, nil
 	}
-	return nil, rpcErr(a2awire.CodePushNotSupported, "push notifications are not enabled here (push.enabled); poll GetTask or stream")
+	return nil, rpcErr(a2awire.CodePushNotSupported, "this agent sends no push notifications (push delivery is not enabled: push.enabled); poll GetTask or stream")
 }
 
 // pushing reports whether the cards advertise push notifications.
