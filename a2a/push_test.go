@@ -188,8 +188,8 @@ func nextEnd(t testing.TB, rc *receiver, n int) (kinds []string, final *a2a1.Tas
 func TestPushV1(t *testing.T) {
 	for _, binding := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
 		t.Run(string(binding), func(t *testing.T) {
+			rc := newReceiver(t) // closed after the Engine
 			f := newPushFixture(t, a2a.Config{PushAllowedHosts: []string{"127.0.0.1"}}, fastPush)
-			rc := newReceiver(t)
 			c, card, _ := f.v1Client(t, f.srv.URL, binding)
 			if !card.Capabilities.PushNotifications {
 				t.Fatal("card: capabilities.pushNotifications false with push delivery enabled")
@@ -271,8 +271,8 @@ func sameSet(a, b []string) bool {
 func TestPushRetriedUntilReceiverUp(t *testing.T) {
 	push := fastPush
 	push.MaxAttempts = 1000
-	f := newPushFixture(t, a2a.Config{PushAllowedHosts: []string{"127.0.0.1"}}, push)
 	rc := newReceiver(t)
+	f := newPushFixture(t, a2a.Config{PushAllowedHosts: []string{"127.0.0.1"}}, push)
 	rc.down.Store(true)
 	c, _, _ := f.v1Client(t, f.srv.URL, a2a1.TransportProtocolJSONRPC)
 	req := v1Message("again", map[string]any{a2a.ReceiverKey: "gated"})
@@ -305,7 +305,12 @@ func TestPushRetriedUntilReceiverUp(t *testing.T) {
 		t.Fatal("the delivery log shows the client's credential")
 	}
 	rc.down.Store(false)
-	_, final := nextEnd(t, rc, 3)
+	// The status when the send registered it (submitted), then the end.
+	kinds, final := nextEnd(t, rc, 4)
+	if want := []string{"status:" + string(a2a1.TaskStateSubmitted), "artifact:done: again", "status:" + string(a2a1.TaskStateCompleted),
+		"task:" + string(a2a1.TaskStateCompleted)}; !sameSet(kinds, want) {
+		t.Fatalf("notifications %v, want %v", kinds, want)
+	}
 	if final.ID != task.ID || final.Status.State != a2a1.TaskStateCompleted {
 		t.Fatalf("final task %+v", final)
 	}
@@ -313,7 +318,11 @@ func TestPushRetriedUntilReceiverUp(t *testing.T) {
 
 // A config pointing at 127.0.0.1 (or another loopback, private, link-local
 // or metadata address) is refused at once, saying why and how to allow it,
-// when its host is not in a2a.push_allowed_hosts.
+// when its host is not in a2a.push_allowed_hosts. Bad configs (scheme,
+// credentials in the URL, an oversized URL, a header injection) are
+// refused too.
+//
+// Guards: bound "one push notification config" (a2a server) (docs/bounds.md).
 func TestPushRefusesPrivateTargets(t *testing.T) {
 	f := newPushFixture(t, a2a.Config{PushAllowedHosts: []string{"receiver.internal"}}, fastPush)
 	c, _, _ := f.v1Client(t, f.srv.URL, a2a1.TransportProtocolJSONRPC)
@@ -379,8 +388,8 @@ func TestPushConfigBounds(t *testing.T) {
 // the receiver gets the Task object with the Authorization, token and
 // signature.
 func TestPush03(t *testing.T) {
-	f := newPushFixture(t, a2a.Config{PushAllowedHosts: []string{"127.0.0.1"}}, fastPush)
 	rc := newReceiver(t)
+	f := newPushFixture(t, a2a.Config{PushAllowedHosts: []string{"127.0.0.1"}}, fastPush)
 	c, card := f.a2aClient(t, f.srv.URL, nil)
 	if !card.Capabilities.PushNotifications {
 		t.Fatal("0.3 card: capabilities.pushNotifications false")
@@ -446,5 +455,3 @@ func TestPushDisabled(t *testing.T) {
 		t.Fatalf("set without push delivery: %d %s", status, out)
 	}
 }
-
-

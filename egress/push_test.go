@@ -78,12 +78,12 @@ func pushDelivery(t testing.TB, h *harness, id string) Delivery {
 // headers), signed with the push secret; the Engine hands the module out
 // as its Pusher.
 func TestPushDelivers(t *testing.T) {
+	rc := newPushReceiver(t) // closed after the module
 	h := start(t, pushConfig())
 	p, ok := h.eng.Pusher()
 	if !ok || p != axocoatl.Pusher(h.mod) {
 		t.Fatalf("Engine.Pusher() = %v, %v: want the egress module", p, ok)
 	}
-	rc := newPushReceiver(t)
 	body := []byte(`{"task":{"id":"t1"}}`)
 	id, err := p.Push(context.Background(), axocoatl.PushRequest{URL: rc.srv.URL + "/cb", Body: body, EventType: "a2a.PushNotification",
 		Subject: "t1", AllowPrivate: true, Header: map[string]secret.Secret{"authorization": "Bearer tok"}})
@@ -114,8 +114,8 @@ func TestPushDelivers(t *testing.T) {
 // on the address connected to, not on the name). Nothing reaches the
 // receiver, the delivery fails at once (not retried) saying why.
 func TestPushGuardRefusesDialedAddress(t *testing.T) {
-	h := start(t, pushConfig())
 	rc := newPushReceiver(t)
+	h := start(t, pushConfig())
 	u, _ := url.Parse(rc.srv.URL)
 	_, port, _ := net.SplitHostPort(u.Host)
 	targets := []string{rc.srv.URL, "http://localhost:" + port}
@@ -169,8 +169,8 @@ func TestPushRefusesBadRequests(t *testing.T) {
 func TestPushQueueBound(t *testing.T) {
 	cfg := pushConfig()
 	cfg.Push.QueueSize, cfg.Push.Concurrency, cfg.Push.MaxAttempts = 2, 1, 1000
-	h := start(t, cfg)
 	rc := newPushReceiver(t)
+	h := start(t, cfg)
 	rc.down.Store(true)
 	p := axocoatl.PushRequest{URL: rc.srv.URL, Body: []byte(`{}`), AllowPrivate: true}
 	// One in flight (retrying), two waiting; the next is refused.
