@@ -48,8 +48,9 @@ const (
 	maxPushCreds = 8192
 )
 
-// EventPush is the event type of push deliveries in the Pusher's log
-// (egress: X-Axocoatl-Event).
+// EventPush is the event type of push deliveries in the log of the
+// [axocoatl.Pusher] ([axocoatl.PushRequest].EventType; egress's
+// X-Axocoatl-Event).
 const EventPush = "a2a.PushNotification"
 
 // pushConfig is one registered config. cred is the client's credential:
@@ -73,7 +74,8 @@ type pushTask struct {
 	ended    bool // the end was queued to the configs of then
 }
 
-// pushRegistry keeps the configs, bounded per task and in all.
+// pushRegistry keeps the configs, bounded per task and in all
+// ([Config].MaxPushConfigsPerTask, [Config].MaxPushConfigs).
 type pushRegistry struct {
 	mu     sync.Mutex
 	tasks  map[a2a03.TaskID]*pushTask
@@ -88,7 +90,8 @@ func newPushRegistry(c Config) *pushRegistry {
 		max: c.MaxPushConfigs, perTsk: c.MaxPushConfigsPerTask}
 }
 
-// pusher is the Engine's Pusher, or the error a push method answers.
+// pusher is the Engine's [axocoatl.Pusher] ([axocoatl.Engine.Pusher]), or
+// the error a push method answers.
 func (h *Handler) pusher() (axocoatl.Pusher, *rpcError) {
 	if p, ok := h.eng.Pusher(); ok {
 		return p, nil
@@ -96,7 +99,8 @@ func (h *Handler) pusher() (axocoatl.Pusher, *rpcError) {
 	return nil, rpcErr(a2awire.CodePushNotSupported, "this agent sends no push notifications (push delivery is not enabled: push.enabled); poll GetTask or stream")
 }
 
-// pushing reports whether the cards advertise push notifications.
+// pushing reports whether the cards advertise push notifications: the
+// Engine has an [axocoatl.Pusher].
 func (h *Handler) pushing() bool {
 	_, ok := h.eng.Pusher()
 	return ok
@@ -104,7 +108,8 @@ func (h *Handler) pushing() bool {
 
 // newPushConfig checks what a client sent: an absolute http(s) URL of at
 // most 2048 bytes whose host is not a loopback, private or link-local
-// address (unless allowed), an Authorization that is a valid header.
+// address (unless in [Config].PushAllowedHosts), an Authorization that is
+// a valid header.
 func (h *Handler) newPushConfig(g generation, taskID a2a03.TaskID, id, rawURL, token, scheme, cred string) (*pushConfig, *rpcError) {
 	bad := func(format string, args ...any) (*pushConfig, *rpcError) {
 		return nil, rpcErr(a2awire.CodeInvalidParams, format, args...)
@@ -142,19 +147,28 @@ func (h *Handler) newPushConfig(g generation, taskID a2a03.TaskID, id, rawURL, t
 	if scheme != "" && !validToken(scheme) {
 		return bad("push notification config: authentication.scheme must be an HTTP auth scheme token (Bearer, Basic, …)")
 	}
-	if cred != "" {
-		if p := httpheader.Problem("Authorization", scheme+" "+cred); p != "" {
-			return bad("push notification config: authentication.credentials are not a valid header value")
-		}
+	if cred != "" && (httpheader.Problem("Authorization", scheme+" "+cred) != "" || !headerText(cred)) {
+		return bad("push notification config: authentication.credentials are not a valid header value (visible ASCII)")
 	}
-	if token != "" && httpheader.Problem(pushTokenHeader1, token) != "" {
-		return bad("push notification config: token is not a valid header value")
+	if token != "" && (httpheader.Problem(pushTokenHeader1, token) != "" || !headerText(token)) {
+		return bad("push notification config: token is not a valid header value (visible ASCII)")
 	}
 	if id == "" {
 		id = lattice.NewID(time.Now())
 	}
 	return &pushConfig{id: id, taskID: taskID, g: g, url: rawURL, host: host, token: token, scheme: scheme,
 		cred: secret.Secret(cred), allowPrivate: allowed}, nil
+}
+
+// headerText: visible ASCII and spaces, what every HTTP stack sends and
+// takes in a header value.
+func headerText(s string) bool {
+	for _, c := range []byte(s) {
+		if (c < ' ' && c != '\t') || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // validToken: an RFC 9110 token.
@@ -217,7 +231,10 @@ func (h *Handler) register(t *task, c *pushConfig) *rpcError {
 	}
 	if watch {
 		if err := h.join(); err != nil {
-			h.watchEnd(t) // closing: the task is ending now
+			// Closing: the task is canceled without a notification.
+			r.mu.Lock()
+			pt.watching = false
+			r.mu.Unlock()
 			return nil
 		}
 		go func() {
@@ -240,7 +257,8 @@ func (h *Handler) register(t *task, c *pushConfig) *rpcError {
 	return nil
 }
 
-// watchEnd queues the end of t to every config it has.
+// watchEnd queues the end of t to every config it has, through the
+// [axocoatl.Pusher] of then.
 func (h *Handler) watchEnd(t *task) {
 	r := h.push
 	r.mu.Lock()
@@ -249,6 +267,9 @@ func (h *Handler) watchEnd(t *task) {
 	if pt != nil {
 		pt.ended, pt.watching = true, false
 		cs = slices.Clone(pt.configs)
+		if len(cs) == 0 { // all deleted while it ran
+			delete(r.tasks, t.id)
+		}
 	}
 	r.mu.Unlock()
 	if len(cs) == 0 {
@@ -318,7 +339,8 @@ func (h *Handler) statusBody(t *task, g generation) []byte {
 	return b
 }
 
-// deliver queues one notification to c.
+// deliver queues one notification to c: an [axocoatl.PushRequest] whose
+// Header holds the credential as a [secret.Secret].
 func (h *Handler) deliver(p axocoatl.Pusher, t *task, c *pushConfig, body []byte) {
 	if len(body) == 0 {
 		return

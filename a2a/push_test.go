@@ -344,6 +344,11 @@ func TestPushRefusesPrivateTargets(t *testing.T) {
 		{TaskID: task.ID, URL: "https://user:pw@example.com/"},
 		{TaskID: task.ID, URL: "https://example.com/", Auth: &a2a1.PushAuthInfo{Credentials: "x"}},
 		{TaskID: task.ID, URL: "https://example.com/", Auth: &a2a1.PushAuthInfo{Scheme: "Bearer", Credentials: "a\r\nX-Evil: 1"}},
+		{TaskID: task.ID, URL: "https://example.com/", Auth: &a2a1.PushAuthInfo{Scheme: "Bearer", Credentials: "a\x01b"}},
+		{TaskID: task.ID, URL: "https://example.com/", Auth: &a2a1.PushAuthInfo{Scheme: "Bear er", Credentials: "x"}},
+		{TaskID: task.ID, URL: "https://example.com/", Token: "t\nX-Evil: 1"},
+		{TaskID: task.ID, URL: "https://example.com/", ID: strings.Repeat("i", 200)},
+		{TaskID: task.ID, URL: "https://example.com/", Auth: &a2a1.PushAuthInfo{Scheme: "Bearer", Credentials: strings.Repeat("c", 9000)}},
 		{TaskID: task.ID, URL: "https://example.com/" + strings.Repeat("a", 3000)},
 		{TaskID: "no-such-task", URL: "https://example.com/"},
 	} {
