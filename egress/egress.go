@@ -18,8 +18,16 @@
 // one process of the cluster, and one in progress on a process that dies
 // is sent by another ([JetStream]).
 //
-// With no webhooks configured the module starts nothing: no goroutine, no
-// HTTP client, no store, and no request is ever sent.
+// With [Config].Push enabled the module is also the Engine's
+// [axocoatl.Pusher]: requests to URLs chosen at run time (A2A push
+// notifications) wait in the same kind of queue under the name
+// [PushWebhook], are signed, retried and logged as a webhook's, and are
+// refused on loopback, private and link-local addresses, checked on the
+// address dialed, unless the request allows them.
+//
+// With no webhooks configured and push disabled the module starts
+// nothing: no goroutine, no HTTP client, no store, and no request is ever
+// sent.
 //
 // # In Go terms
 //
