@@ -78,6 +78,7 @@ func newPushFixture(t testing.TB, cfg a2a.Config, push egress.Push) *pushFixture
 	pf := &pushFixture{fixture: f, release: make(chan struct{}), logs: logs}
 	must(t, f.eng.AddAgent(agent.Spec{ID: "gated", Timeout: time.Minute}, gatedModel{pf.release}))
 	must(t, f.eng.AddAgent(agent.Spec{ID: "slow", Timeout: time.Minute}, slowModel{f.started}))
+	must(t, f.eng.AddAgent(agent.Spec{ID: "upper"}, prefixModel{"upper"}))
 	eg, err := egress.New(egress.Config{Push: push})
 	must(t, err)
 	must(t, f.eng.Use(context.Background(), eg))

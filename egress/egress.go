@@ -475,16 +475,6 @@ func (m *Module) Status() []WebhookStatus {
 // publishes that failed while NATS was away).
 func (m *Module) Missed() uint64 { return m.missed.Load() }
 
-// backendState is the backend once started, else nil. Start sets it
-// (and each hook's cons before it) under life: a reader that may run while
-// the module starts (Status, Deliveries, a metrics scrape) reads it here,
-// never m.backend or h.cons directly before it.
-func (m *Module) backendState() backend {
-	m.life.RLock()
-	defer m.life.RUnlock()
-	return m.backend
-}
-
 func (h *hook) status() WebhookStatus {
 	var cs clusterState
 	shared := false
@@ -607,7 +597,11 @@ func (m *Module) backendOf(h *hook) backend {
 	return m.backend
 }
 
-// backendStateOf is [Module.backendState] for h.
+// backendStateOf is where h's deliveries wait once started, else nil.
+// Start sets it (and each hook's cons before it) under life: a reader that
+// may run while the module starts (Status, Deliveries, a metrics scrape)
+// reads it here, never m.backend, m.pushBackend or h.cons directly before
+// it.
 func (m *Module) backendStateOf(h *hook) backend {
 	m.life.RLock()
 	defer m.life.RUnlock()
