@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -311,6 +312,74 @@ func TestPushRetriedUntilReceiverUp(t *testing.T) {
 	if want := []string{"status:" + string(a2a1.TaskStateSubmitted), "artifact:done: again", "status:" + string(a2a1.TaskStateCompleted),
 		"task:" + string(a2a1.TaskStateCompleted)}; !sameSet(kinds, want) {
 		t.Fatalf("notifications %v, want %v", kinds, want)
+	}
+	if final.ID != task.ID || final.Status.State != a2a1.TaskStateCompleted {
+		t.Fatalf("final task %+v", final)
+	}
+}
+
+// A receiver that is not listening at all (connection refused) gets the
+// notifications once it listens on its address.
+func TestPushRetriedUntilReceiverListens(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	addr := l.Addr().String()
+	must(t, l.Close())
+	got := make(chan notice, 16)
+	recv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- notice{r.Header.Clone(), b}
+	}))
+	t.Cleanup(recv.Close)
+	push := fastPush
+	push.MaxAttempts = 1000
+	f := newPushFixture(t, a2a.Config{PushAllowedHosts: []string{"127.0.0.1"}}, push)
+	c, _, _ := f.v1Client(t, f.srv.URL, a2a1.TransportProtocolJSONRPC)
+	req := v1Message("later", map[string]any{a2a.ReceiverKey: "upper"})
+	req.Config = &a2a1.SendMessageConfig{PushConfig: &a2a1.PushConfig{URL: "http://" + addr + "/cb",
+		Auth: &a2a1.PushAuthInfo{Scheme: "Bearer", Credentials: pushCred}}}
+	task := v1Send(t, c, req)
+	// Wait until a delivery has failed twice on the closed port.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ds, err := f.eg.Deliveries(egress.PushWebhook, "", 100)
+		must(t, err)
+		failed := 0
+		for _, d := range ds {
+			if len(d.Attempts) >= 2 && strings.Contains(d.LastError, "refused") {
+				failed++
+			}
+		}
+		if failed > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no delivery failed twice with connection refused in 30s: %+v", ds)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	l2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listening again on %s: %v", addr, err)
+	}
+	_ = recv.Listener.Close() // the one NewUnstartedServer made
+	recv.Listener = l2
+	recv.Start()
+	var final *a2a1.Task
+	for final == nil {
+		select {
+		case n := <-got:
+			if n.header.Get("Authorization") != "Bearer "+pushCred || egress.Verify(pushSecret, n.header, n.body, 0) != nil {
+				t.Fatalf("notification without the Authorization or a valid signature: %v", n.header)
+			}
+			var sr a2a1.StreamResponse
+			must(t, json.Unmarshal(n.body, &sr))
+			if tk, ok := sr.Event.(*a2a1.Task); ok {
+				final = tk
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no final task within 30s of the receiver listening")
+		}
 	}
 	if final.ID != task.ID || final.Status.State != a2a1.TaskStateCompleted {
 		t.Fatalf("final task %+v", final)
