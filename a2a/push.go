@@ -3,6 +3,7 @@ package a2a
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -632,7 +633,12 @@ func (h *Handler) restPush(w http.ResponseWriter, r *http.Request, pathAgent str
 	case r.Method == http.MethodPost:
 		body, err := h.readBody(w, r)
 		if err != nil {
-			writeRESTError(w, rpcErr(a2awire.CodeInvalidRequest, "reading body: %v", err))
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				writeRESTError(w, rpcErr(a2awire.CodeInvalidRequest, "request body exceeds %d bytes", tooBig.Limit))
+				return
+			}
+			writeRESTError(w, rpcErr(a2awire.CodeParseError, "reading body: %v", err))
 			return
 		}
 		var pc a2a1.PushConfig
