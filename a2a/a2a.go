@@ -100,8 +100,12 @@ const (
 	DefaultMaxBodyBytes       = 1 << 20
 	DefaultMaxBackgroundTasks = 1000
 	DefaultStreamKeepAlive    = 15 * time.Second
-	DefaultName               = "axocoatl"
-	DefaultVersion            = "0.1.0"
+	// DefaultMaxPushConfigsPerTask and DefaultMaxPushConfigs bound push
+	// notification configs ([Config].MaxPushConfigsPerTask, MaxPushConfigs).
+	DefaultMaxPushConfigsPerTask = 10
+	DefaultMaxPushConfigs        = 10000
+	DefaultName                  = "axocoatl"
+	DefaultVersion               = "0.1.0"
 )
 
 // Routes a [Handler] serves ([Handler.Routes] lists them with their methods).
@@ -155,6 +159,17 @@ type Config struct {
 	// tasks/resubscribe) gets a keep-alive comment, so proxies keep it open.
 	// Zero: 15s; negative: never.
 	StreamKeepAlive time.Duration `yaml:"stream_keep_alive"`
+	// PushAllowedHosts are the push notification hosts (exact names or
+	// IP addresses, no port) that may be loopback, private or link-local
+	// addresses: others are refused there, when registered (an address in
+	// the URL) and on the address each delivery dials. Zero: none.
+	PushAllowedHosts []string `yaml:"push_allowed_hosts"`
+	// MaxPushConfigsPerTask bounds the push notification configs of one
+	// task. Zero: 10.
+	MaxPushConfigsPerTask int `yaml:"max_push_configs_per_task"`
+	// MaxPushConfigs bounds the push notification configs kept in all
+	// (those of tasks no longer kept are forgotten first). Zero: 10000.
+	MaxPushConfigs int `yaml:"max_push_configs"`
 	// Logger receives the handler's logs. Zero: the Engine's logger.
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -164,7 +179,8 @@ type Config struct {
 func (c Config) Validate() error {
 	return cfgerr.NotNegative(cfgerr.N("max_tasks", c.MaxTasks), cfgerr.N("task_ttl", c.TaskTTL),
 		cfgerr.N("max_store_bytes", c.MaxStoreBytes), cfgerr.N("max_body_bytes", c.MaxBodyBytes),
-		cfgerr.N("max_background_tasks", c.MaxBackgroundTasks))
+		cfgerr.N("max_background_tasks", c.MaxBackgroundTasks), cfgerr.N("max_push_configs_per_task", c.MaxPushConfigsPerTask),
+		cfgerr.N("max_push_configs", c.MaxPushConfigs))
 }
 
 func (c Config) withDefaults() Config {
@@ -194,6 +210,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StreamKeepAlive == 0 {
 		c.StreamKeepAlive = DefaultStreamKeepAlive
+	}
+	if c.MaxPushConfigsPerTask == 0 {
+		c.MaxPushConfigsPerTask = DefaultMaxPushConfigsPerTask
+	}
+	if c.MaxPushConfigs == 0 {
+		c.MaxPushConfigs = DefaultMaxPushConfigs
 	}
 	return c
 }
@@ -225,6 +247,8 @@ type Handler struct {
 	runs sync.WaitGroup
 	// background bounds detached runs (non-blocking message/send).
 	background chan struct{}
+	// push keeps the push notification configs (push.go).
+	push *pushRegistry
 	// lookupTimeout bounds a conversation look-up at intake
 	// (defaultLookupTimeout; tests shorten it).
 	lookupTimeout time.Duration
@@ -242,6 +266,7 @@ func New(cfg Config) (*Handler, error) {
 		store:         newTaskStore(cfg.MaxTasks, cfg.TaskTTL, cfg.MaxStoreBytes),
 		background:    make(chan struct{}, cfg.MaxBackgroundTasks),
 		lookupTimeout: defaultLookupTimeout,
+		push:          newPushRegistry(cfg),
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	return h, nil

@@ -88,7 +88,7 @@ func (h *Handler) card(url string, agents []axocoatl.AgentInfo) *a2a03.AgentCard
 		AdditionalInterfaces: []a2a03.AgentInterface{
 			{Transport: a2a03.TransportProtocolJSONRPC, URL: url},
 		},
-		Capabilities:       a2a03.AgentCapabilities{Streaming: true},
+		Capabilities:       a2a03.AgentCapabilities{Streaming: true, PushNotifications: h.pushing()},
 		DefaultInputModes:  []string{"text/plain", "application/json"},
 		DefaultOutputModes: []string{"text/plain"},
 		Skills:             make([]a2a03.AgentSkill, 0, len(agents)),

@@ -183,7 +183,7 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 		h.tasksResubscribe(w, r, req, pathAgent)
 		return
 	case a2awire.Method03PushConfigGet, a2awire.Method03PushConfigSet, a2awire.Method03PushConfigList, a2awire.Method03PushConfigDelete:
-		rerr = rpcErr(a2awire.CodePushNotSupported, "")
+		result, rerr = h.servePush03(req.Method, req.Params, pathAgent)
 	case a2awire.Method03ExtendedCard:
 		rerr = rpcErr(a2awire.CodeExtendedCardNotConfig, "")
 	default:

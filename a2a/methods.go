@@ -35,7 +35,9 @@ type sendRequest struct {
 	blocking bool
 	history  int // < 0: all
 	modes    []string
-	push     bool  // a push config was given
+	push     bool // a push config was given: push03 or push10
+	push03   *a2a03.PushConfig
+	push10   *a2a1.PushConfig
 	size     int64 // bytes of the request, for the store's bound
 	// req is the HTTP request: who sent it (callerOf) and, for a stream
 	// answering an input-required task, when its client left.
@@ -50,7 +52,7 @@ func sendFromV03(p *a2a03.MessageSendParams, size int64) *sendRequest {
 			sr.history = max(*c.HistoryLength, 0)
 		}
 		sr.modes = c.AcceptedOutputModes
-		sr.push = c.PushConfig != nil
+		sr.push, sr.push03 = c.PushConfig != nil, c.PushConfig
 	}
 	return sr
 }
@@ -152,8 +154,12 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 	if nParts == 0 {
 		return nil, nil, rpcErr(a2awire.CodeInvalidParams, "message.parts must not be empty")
 	}
+	var push *pushConfig
 	if sr.push {
-		return nil, nil, rpcErr(a2awire.CodePushNotSupported, "")
+		var rerr *rpcError
+		if push, rerr = h.inlinePush(sr); rerr != nil {
+			return nil, nil, rerr
+		}
 	}
 	if !acceptsText(sr.modes) {
 		return nil, nil, rpcErr(a2awire.CodeUnsupportedContentType, "agents answer text/plain; acceptedOutputModes %v excludes it", sr.modes)
@@ -222,6 +228,15 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 	if running := h.store.addTurn(t, sr.size+int64(len(input))); running != nil {
 		cancel()
 		return nil, nil, busyError(contextID, running)
+	}
+	if push != nil {
+		push.taskID = id
+		if rerr := h.register(t, push); rerr != nil {
+			cancel()
+			h.store.endTurn(t)
+			h.store.remove(t)
+			return nil, nil, rerr
+		}
 	}
 	return t, ctx, nil
 }

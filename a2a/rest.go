@@ -34,9 +34,7 @@ import (
 // per-agent pattern with {id}); route makes each a door.
 func (h *Handler) restDoors(base string, route func(method, pattern string, fn func(http.ResponseWriter, *http.Request, string)) door) []door {
 	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
-	push := func(w http.ResponseWriter, r *http.Request, _ string) {
-		writeRESTError(w, rpcErr(a2awire.CodePushNotSupported, "this agent sends no push notifications; poll GetTask or stream"))
-	}
+	push := h.restPush
 	return []door{
 		route(post, base+"/message:send", h.restSend),
 		route(post, base+"/message:stream", h.restStream),

@@ -78,7 +78,7 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 		h.follow(r, t, &out{s: newSSE(w), g: gen10, id: req.ID})
 		return
 	case a2awire.Method1PushGet, a2awire.Method1PushCreate, a2awire.Method1PushList, a2awire.Method1PushDelete:
-		rerr = rpcErr(a2awire.CodePushNotSupported, "this agent sends no push notifications; poll GetTask or stream")
+		result, rerr = h.servePush1(req.Method, req.Params, pathAgent)
 	case a2awire.Method1ExtendedCard:
 		rerr = rpcErr(a2awire.CodeExtendedCardNotConfig, "this agent has no extended card")
 	default:
@@ -136,7 +136,7 @@ func sendFromV1(p *a2a1.SendMessageRequest, size int64) *sendRequest {
 			sr.history = max(*c.HistoryLength, 0)
 		}
 		sr.modes = c.AcceptedOutputModes
-		sr.push = c.PushConfig != nil
+		sr.push, sr.push10 = c.PushConfig != nil, c.PushConfig
 	}
 	return sr
 }

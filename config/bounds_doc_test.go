@@ -149,12 +149,17 @@ var boundGuards = map[string]guard{
 	"MCP client / a child's stderr":                               {nil, []string{"mcpclient:TestStderrFlood", "mcpclient:TestStderrCutKeepsSecrets"}},
 
 	// A2A server
-	"a2a.max_tasks":                 {a2a.DefaultMaxTasks, []string{"a2a:TestStoreCountBound"}},
-	"a2a.task_ttl":                  {a2a.DefaultTaskTTL, []string{"a2a:TestStoreTTL", "a2a:TestStoreTTLSweepsUnreadTasks"}},
-	"a2a.max_store_bytes":           {int64(a2a.DefaultMaxStoreBytes), []string{"a2a:TestStoreByteBound"}},
-	"a2a.max_body_bytes":            {int64(a2a.DefaultMaxBodyBytes), []string{"a2a:TestJSONRPCBodyLimit"}},
-	"a2a.max_background_tasks":      {a2a.DefaultMaxBackgroundTasks, []string{"a2a:TestMaxBackgroundTasks"}},
-	"A2A server / `ListTasks` page": {nil, []string{"a2a:TestListTasksPageBound", "a2a:TestV1WireErrors"}},
+	"a2a.max_tasks":            {a2a.DefaultMaxTasks, []string{"a2a:TestStoreCountBound"}},
+	"a2a.task_ttl":             {a2a.DefaultTaskTTL, []string{"a2a:TestStoreTTL", "a2a:TestStoreTTLSweepsUnreadTasks"}},
+	"a2a.max_store_bytes":      {int64(a2a.DefaultMaxStoreBytes), []string{"a2a:TestStoreByteBound"}},
+	"a2a.max_body_bytes":       {int64(a2a.DefaultMaxBodyBytes), []string{"a2a:TestJSONRPCBodyLimit"}},
+	"a2a.max_background_tasks": {a2a.DefaultMaxBackgroundTasks, []string{"a2a:TestMaxBackgroundTasks"}},
+	// A2A push notifications (issue 26).
+	"a2a.max_push_configs_per_task":             {a2a.DefaultMaxPushConfigsPerTask, []string{"a2a:TestPushConfigBounds"}},
+	"a2a.max_push_configs":                      {a2a.DefaultMaxPushConfigs, []string{"a2a:TestPushConfigBounds"}},
+	"A2A server / one push notification config": {nil, []string{"a2a:TestPushRefusesPrivateTargets"}},
+	"push.queue_size":                           {egress.DefaultQueueSize, []string{"egress:TestPushQueueBound"}},
+	"A2A server / `ListTasks` page":             {nil, []string{"a2a:TestListTasksPageBound", "a2a:TestV1WireErrors"}},
 
 	// A2A client, per remote agent
 	"a2a_agents[].max_response_bytes": {int64(a2aremote.DefaultMaxResponseBytes), []string{"a2aremote:TestBounds"}},

@@ -145,7 +145,7 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	if err != nil {
 		return fail(fmt.Errorf("approval: %w", err))
 	}
-	egCfg := egress.Config{Webhooks: c.Webhooks, DataDir: c.Server.DataDir}
+	egCfg := egress.Config{Webhooks: c.Webhooks, DataDir: c.Server.DataDir, Push: c.Push}
 	if opts.SharedDataDir {
 		egCfg.DataDir = "" // egress.db is the lock holder's
 	}

@@ -87,6 +87,9 @@ type Config struct {
 	// Webhooks are where lattice events are POSTed, signed, by the
 	// [egress.Module] observer.
 	Webhooks Webhooks `yaml:"webhooks"`
+	// Push is push delivery, the A2A push notifications' way out: signed
+	// and durable as the webhooks ([egress.Push]).
+	Push egress.Push `yaml:"push"`
 	// Cluster tunes how daemons on one NATS lattice share their agents
 	// ([cluster.Module]; used only with lattice.backend nats).
 	Cluster cluster.Config `yaml:"cluster"`
@@ -713,6 +716,7 @@ func (c *Config) validate() error {
 	errs = append(errs, d.ValidateTree("a2a_agents", reflect.ValueOf(&c.A2AAgents).Elem())...)
 	errs = append(errs, d.ValidateTree("approval", reflect.ValueOf(&c.Approval).Elem())...)
 	errs = append(errs, d.ValidateTree("webhooks", reflect.ValueOf(&c.Webhooks).Elem())...)
+	errs = append(errs, d.ValidateTree("push", reflect.ValueOf(&c.Push).Elem())...)
 	errs = append(errs, d.ValidateTree("cluster", reflect.ValueOf(&c.Cluster).Elem())...)
 	errs = append(errs, d.ValidateTree("conversations", reflect.ValueOf(&c.Conversations).Elem())...)
 	if c.Conversations.Store == StoreNATS && c.Lattice.Backend != "nats" && !d.Failed("conversations.store") {

@@ -57,16 +57,34 @@ type clusterState struct {
 // last run left; m.log is set.
 func (m *Module) openBackend() (backend, error) {
 	if m.cfg.JetStream != nil {
-		b, err := openJetStream(context.Background(), *m.cfg.JetStream, m.hooks)
-		if err != nil {
-			return nil, err
+		var b *jsBackend
+		if len(m.hooks) > 0 {
+			var err error
+			if b, err = openJetStream(context.Background(), *m.cfg.JetStream, m.hooks); err != nil {
+				return nil, err
+			}
+			b.warnStranded(m)
 		}
-		b.warnStranded(m)
+		if m.push != nil {
+			// Push deliveries carry their own URL and headers, which the
+			// shared queue's messages do not: they wait in this process.
+			pb, err := openLocal(m, []*hook{m.push})
+			if err != nil {
+				return nil, err
+			}
+			m.pushBackend = pb
+		}
+		if b == nil {
+			return m.pushBackend, nil
+		}
 		return b, nil
 	}
-	b, err := openLocal(m)
+	b, err := openLocal(m, m.allHooks())
 	if err != nil {
 		return nil, err
+	}
+	if m.push != nil {
+		m.pushBackend = b
 	}
 	return b, nil
 }

@@ -59,6 +59,9 @@ type Config struct {
 	// not used. Set by the host (the daemon sets it when lattice.backend is
 	// nats). Zero: the bbolt file of DataDir, or memory.
 	JetStream *JetStream `yaml:"-"`
+	// Push enables push delivery ([Push], [Module.Push]): the file's
+	// `push:` section, set by the host. Zero: disabled.
+	Push Push `yaml:"-"`
 }
 
 // Webhook is one entry of `webhooks:` ([Config].Webhooks).
@@ -211,6 +214,12 @@ func (c Config) Validate() error {
 	}
 	if err := ValidateNames(c.Webhooks); err != nil {
 		return cfgerr.At("webhooks", err)
+	}
+	if err := c.validatePush(); err != nil {
+		return err
+	}
+	if c.Push.Enabled && slices.ContainsFunc(c.Webhooks, func(w Webhook) bool { return w.Name == PushWebhook }) {
+		return cfgerr.Errorf("webhooks", "the name %q is push delivery's (push.enabled)", PushWebhook)
 	}
 	if c.JetStream != nil {
 		return cfgerr.At("jetstream", c.JetStream.Validate())

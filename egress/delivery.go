@@ -85,6 +85,12 @@ type delivery struct {
 	// the API; MaxAttempts counts from it.
 	base      int
 	lastError string
+
+	// A push delivery ([Module.Push]) carries where it goes and its
+	// headers (secret values: never in a view or a log line).
+	url          string
+	header       map[string]string
+	allowPrivate bool
 }
 
 // wireBody is the body of every request, per the contract.
@@ -132,16 +138,23 @@ type record struct {
 	Base      int       `json:"base,omitempty"`
 	LastError string    `json:"last_error,omitempty"`
 	Body      []byte    `json:"body"`
+	// A push delivery's target and headers (plain values: a
+	// secret.Secret would be stored redacted).
+	URL          string            `json:"url,omitempty"`
+	Header       map[string]string `json:"header,omitempty"`
+	AllowPrivate bool              `json:"allow_private,omitempty"`
 }
 
 // record copies what is stored; the hook's mu is held (or the delivery is
 // not shared yet).
 func (d *delivery) record() record {
 	return record{ID: d.id, EventID: d.eventID, EventType: d.eventType, Created: d.created, Status: d.status,
-		Attempts: slices.Clone(d.attempts), Base: d.base, LastError: d.lastError, Body: d.body}
+		Attempts: slices.Clone(d.attempts), Base: d.base, LastError: d.lastError, Body: d.body,
+		URL: d.url, Header: cloneHeader(d.header), AllowPrivate: d.allowPrivate}
 }
 
 func (r record) delivery(key uint64) *delivery {
 	return &delivery{id: r.ID, eventID: r.EventID, eventType: r.EventType, body: r.Body, created: r.Created,
-		key: key, status: r.Status, attempts: r.Attempts, base: r.Base, lastError: r.LastError}
+		key: key, status: r.Status, attempts: r.Attempts, base: r.Base, lastError: r.LastError,
+		url: r.URL, header: r.Header, allowPrivate: r.AllowPrivate}
 }

@@ -18,8 +18,16 @@
 // one process of the cluster, and one in progress on a process that dies
 // is sent by another ([JetStream]).
 //
-// With no webhooks configured the module starts nothing: no goroutine, no
-// HTTP client, no store, and no request is ever sent.
+// With [Config].Push enabled the module is also the Engine's
+// [axocoatl.Pusher]: requests to URLs chosen at run time (A2A push
+// notifications) wait in the same kind of queue under the name
+// [PushWebhook], are signed, retried and logged as a webhook's, and are
+// refused on loopback, private and link-local addresses, checked on the
+// address dialed, unless the request allows them.
+//
+// With no webhooks configured and push disabled the module starts
+// nothing: no goroutine, no HTTP client, no store, and no request is ever
+// sent.
 //
 // # In Go terms
 //
@@ -83,10 +91,16 @@ var ErrStopped = errors.New("egress: module stopped")
 // [axocoatl.Engine.Use], mount it (it is an [http.Handler]) and register
 // [Module.Collector] with Prometheus.
 type Module struct {
-	cfg     Config
-	hooks   []*hook
-	byName  map[string]*hook
-	metrics *metrics
+	cfg    Config
+	hooks  []*hook // the configured webhooks, fed from the lattice
+	byName map[string]*hook
+	// push is the hook of [Config].Push (nil when disabled): fed by
+	// [Module.Push], never from the lattice, kept in pushBackend (the
+	// local backend: with a JetStream backend a queue of its own, in the
+	// data dir's store; else the webhooks' own).
+	push        *hook
+	pushBackend *localBackend
+	metrics     *metrics
 
 	// life guards the start/stop state; request handlers hold it read.
 	life  sync.RWMutex
@@ -118,6 +132,10 @@ func New(cfg Config) (*Module, error) {
 		m.hooks = append(m.hooks, h)
 		m.byName[w.Name] = h
 	}
+	if cfg.Push.Enabled {
+		m.push = newPushHook(m, cfg.Push)
+		m.byName[PushWebhook] = m.push
+	}
 	return m, nil
 }
 
@@ -141,7 +159,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	}
 	m.log = e.Logger().With("module", "egress")
 	var h http.Handler = m.routes(e)
-	if len(m.hooks) == 0 {
+	if len(m.hooks) == 0 && m.push == nil {
 		m.state.MarkStarted()
 		m.handler.Store(&h)
 		return nil
@@ -150,14 +168,27 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	if err != nil {
 		return err
 	}
-	sub, err := e.Bus().Subscribe(b.filter(), SubscribeBuffer)
-	if err != nil {
-		_ = b.close(m)
-		return fmt.Errorf("egress: subscribe: %w", err)
+	var sub lattice.Subscription
+	if len(m.hooks) > 0 {
+		if sub, err = e.Bus().Subscribe(b.filter(), SubscribeBuffer); err != nil {
+			_ = m.closeBackends(b)
+			return fmt.Errorf("egress: subscribe: %w", err)
+		}
 	}
 	m.backend, m.sub = b, sub
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	if p := m.push; p != nil {
+		p.client, p.open = p.pushClients()
+		m.log.Info("push delivery configured", "webhook", PushWebhook, "signed", p.sign != nil, "durable", m.pushBackend.durable,
+			"requeued", len(p.ch), "dead_letters", len(p.dead))
+		m.pushBackend.start(ctx, p)
+	}
+	if sub == nil {
+		m.state.MarkStarted()
+		m.handler.Store(&h)
+		return nil
+	}
 	for _, h := range m.hooks {
 		h.client = h.newClient(m.cfg.Transport)
 		info := h.cfg.info()
@@ -188,18 +219,25 @@ func (m *Module) Stop(ctx context.Context) error {
 	}
 	m.life.Unlock()
 
-	m.backend.drain(ctx, m)
+	if m.sub != nil {
+		m.backend.drain(ctx, m)
+	}
 	m.cancel()
-	_ = m.sub.Close()
+	if m.sub != nil {
+		_ = m.sub.Close()
+	}
 	var errs []error
 	if err := lifecycle.Wait(ctx, "egress", &m.wg); err != nil {
 		errs = append(errs, err)
 	}
-	for _, h := range m.hooks {
+	for _, h := range m.allHooks() {
 		h.logDrops(true)
 		h.client.HTTPClient.CloseIdleConnections()
+		if h.open != nil {
+			h.open.HTTPClient.CloseIdleConnections()
+		}
 	}
-	if err := m.backend.close(m); err != nil {
+	if err := m.closeBackends(m.backend); err != nil {
 		errs = append(errs, fmt.Errorf("egress: closing the store: %w", err))
 	}
 	return errors.Join(errs...)
@@ -266,6 +304,10 @@ type hook struct {
 	cfg    Webhook
 	sign   *signer
 	client *retryablehttp.Client
+	// isPush marks the push hook; open is its client for deliveries that
+	// may reach private addresses (client is the guarded one).
+	isPush bool
+	open   *retryablehttp.Client
 	// ch holds the deliveries waiting for a sender, at most QueueSize
 	// (more only right after a restart that found more stored).
 	ch chan *delivery
@@ -380,7 +422,7 @@ func (m *Module) Retry(webhook, id string) (Delivery, error) {
 	if !m.state.Running() {
 		return Delivery{}, errNotRunning
 	}
-	return m.backend.retry(h, id)
+	return m.backendOf(h).retry(h, id)
 }
 
 var errNotRunning = errors.New("egress: module not running")
@@ -419,8 +461,8 @@ type WebhookStatus struct {
 
 // Status reports every webhook in config order.
 func (m *Module) Status() []WebhookStatus {
-	out := make([]WebhookStatus, 0, len(m.hooks))
-	for _, h := range m.hooks {
+	out := make([]WebhookStatus, 0, len(m.hooks)+1)
+	for _, h := range m.allHooks() {
 		out = append(out, h.status())
 	}
 	return out
@@ -433,20 +475,10 @@ func (m *Module) Status() []WebhookStatus {
 // publishes that failed while NATS was away).
 func (m *Module) Missed() uint64 { return m.missed.Load() }
 
-// backendState is the backend once started, else nil. Start sets it
-// (and each hook's cons before it) under life: a reader that may run while
-// the module starts (Status, Deliveries, a metrics scrape) reads it here,
-// never m.backend or h.cons directly before it.
-func (m *Module) backendState() backend {
-	m.life.RLock()
-	defer m.life.RUnlock()
-	return m.backend
-}
-
 func (h *hook) status() WebhookStatus {
 	var cs clusterState
 	shared := false
-	if b := h.m.backendState(); b != nil {
+	if b := h.m.backendStateOf(h); b != nil {
 		cs, shared = b.shared(h) // outside mu: a network call
 	}
 	h.mu.Lock()
@@ -454,7 +486,7 @@ func (h *hook) status() WebhookStatus {
 	s := WebhookStatus{WebhookInfo: h.cfg.info(), Queued: len(h.ch), InFlight: h.inFlight,
 		Delivered: h.counts.delivered, Failed: h.counts.failed + h.counts.deadLettered,
 		DeadLettered: h.counts.deadLettered, Dropped: h.counts.dropped, DeadLetters: len(h.dead),
-		Evicted: h.counts.evicted, LastError: h.lastError, Store: h.m.storeKind(), Enqueued: h.counts.enqueued}
+		Evicted: h.counts.evicted, LastError: h.lastError, Store: h.m.storeKindOf(h), Enqueued: h.counts.enqueued}
 	if shared {
 		if cs.err != nil {
 			s.ClusterError = cs.err.Error()
@@ -491,7 +523,7 @@ func (m *Module) Deliveries(webhook string, status Status, limit int) ([]Deliver
 		limit = 100
 	}
 	var stored []*delivery
-	if b := m.backendState(); b != nil {
+	if b := m.backendStateOf(h); b != nil {
 		var err error
 		if stored, err = b.stored(h, limit); err != nil {
 			return nil, fmt.Errorf("egress: webhook %s: %w", webhook, err)
@@ -548,3 +580,59 @@ var userAgent = func() string {
 	}
 	return "axocoatl/" + v
 }()
+
+// allHooks are the webhooks and the push hook.
+func (m *Module) allHooks() []*hook {
+	if m.push == nil {
+		return m.hooks
+	}
+	return append(slices.Clip(m.hooks), m.push)
+}
+
+// backendOf is where h's deliveries wait; the module is running.
+func (m *Module) backendOf(h *hook) backend {
+	if h.isPush {
+		return m.pushBackend
+	}
+	return m.backend
+}
+
+// backendStateOf is where h's deliveries wait once started, else nil.
+// Start sets it (and each hook's cons before it) under life: a reader that
+// may run while the module starts (Status, Deliveries, a metrics scrape)
+// reads it here, never m.backend, m.pushBackend or h.cons directly before
+// it.
+func (m *Module) backendStateOf(h *hook) backend {
+	m.life.RLock()
+	defer m.life.RUnlock()
+	if h.isPush {
+		if m.pushBackend == nil {
+			return nil
+		}
+		return m.pushBackend
+	}
+	return m.backend
+}
+
+// storeKindOf is where h's deliveries wait (WebhookStatus.Store).
+func (m *Module) storeKindOf(h *hook) string {
+	if h.isPush {
+		if m.cfg.DataDir != "" {
+			return "bbolt"
+		}
+		return "memory"
+	}
+	return m.storeKind()
+}
+
+// closeBackends closes b and the push backend when it is another.
+func (m *Module) closeBackends(b backend) error {
+	var errs []error
+	if b != nil {
+		errs = append(errs, b.close(m))
+	}
+	if m.pushBackend != nil && backend(m.pushBackend) != b {
+		errs = append(errs, m.pushBackend.close(m))
+	}
+	return errors.Join(errs...)
+}

@@ -15,13 +15,14 @@ import (
 // without a data dir: nothing outlives the process; boltStore with one).
 type localBackend struct {
 	store   store
-	durable bool // a data dir: the store is a bbolt file
+	durable bool    // a data dir: the store is a bbolt file
+	hooks   []*hook // those whose deliveries wait here
 }
 
 // openLocal opens the store (with a data dir) and requeues what the last
 // run left in it.
-func openLocal(m *Module) (*localBackend, error) {
-	b := &localBackend{store: memStore{}}
+func openLocal(m *Module, hooks []*hook) (*localBackend, error) {
+	b := &localBackend{store: memStore{}, hooks: hooks}
 	if m.cfg.DataDir != "" {
 		bs, err := openBolt(m.cfg.DataDir, m.log)
 		if err != nil {
@@ -36,7 +37,7 @@ func openLocal(m *Module) (*localBackend, error) {
 			}
 		}
 	}
-	for _, h := range m.hooks {
+	for _, h := range hooks {
 		if err := b.load(h); err != nil {
 			_ = b.store.close()
 			return nil, fmt.Errorf("egress: webhook %s: loading stored deliveries: %w", h.cfg.Name, err)
@@ -81,7 +82,7 @@ func (b *localBackend) drain(context.Context, *Module) {}
 // close implements backend: the store's last changes are written.
 func (b *localBackend) close(m *Module) error {
 	if !b.durable {
-		for _, h := range m.hooks {
+		for _, h := range b.hooks {
 			if n := h.pending(); n > 0 {
 				m.log.Warn("webhook deliveries not sent are lost (no data dir)", "webhook", h.cfg.Name, "deliveries", n)
 			}
@@ -120,12 +121,7 @@ func (b *localBackend) take(_ context.Context, h *hook, evs []lattice.Event, now
 	room := max(h.cfg.QueueSize-len(h.ch), 0)
 	if dropped := len(evs) - room; dropped > 0 {
 		evs = evs[:room]
-		h.mu.Lock()
-		h.counts.dropped += uint64(dropped)
-		h.dropsUnlogged += uint64(dropped)
-		h.mu.Unlock()
-		h.series.dropped.Add(float64(dropped))
-		h.logDrops(false)
+		h.dropped(dropped)
 	}
 	if len(evs) == 0 {
 		return
@@ -140,6 +136,38 @@ func (b *localBackend) take(_ context.Context, h *hook, evs []lattice.Event, now
 		d.key = h.m.nextKey()
 		ds = append(ds, d)
 	}
+	b.queueLocked(h, ds)
+}
+
+// dropped counts n deliveries that did not fit in h's queue.
+func (h *hook) dropped(n int) {
+	h.mu.Lock()
+	h.counts.dropped += uint64(n)
+	h.dropsUnlogged += uint64(n)
+	h.mu.Unlock()
+	h.series.dropped.Add(float64(n))
+	h.logDrops(false)
+}
+
+// put queues ds, deliveries already made (push), as take queues events';
+// it returns how many did not fit and were dropped (from the end).
+func (b *localBackend) put(h *hook, ds []*delivery) int {
+	h.pushMu.Lock()
+	defer h.pushMu.Unlock()
+	room := max(h.cfg.QueueSize-len(h.ch), 0)
+	dropped := max(len(ds)-room, 0)
+	if dropped > 0 {
+		ds = ds[:room]
+		h.dropped(dropped)
+	}
+	if len(ds) > 0 {
+		b.queueLocked(h, ds)
+	}
+	return dropped
+}
+
+// queueLocked stores and queues ds, which fit; h.pushMu is held.
+func (b *localBackend) queueLocked(h *hook, ds []*delivery) {
 	h.mu.Lock()
 	for _, d := range ds {
 		h.live[d.id] = d

@@ -71,8 +71,8 @@ func (c *metrics) Collect(ch chan<- prometheus.Metric) {
 	c.dropped.Collect(ch)
 	c.missed.Collect(ch)
 	c.latency.Collect(ch)
-	b := c.m.backendState()
-	for _, h := range c.m.hooks {
+	for _, h := range c.m.allHooks() {
+		b := c.m.backendStateOf(h)
 		var cs clusterState
 		shared := false
 		if b != nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/axocoatl/axocoatl-go/internal/netguard"
 )
 
 type outcome int
@@ -72,13 +74,13 @@ func stateOf(ctx context.Context) *attemptState {
 // send makes up to the remaining attempts of d.
 func (h *hook) send(ctx context.Context, d *delivery) outcome {
 	st := &attemptState{d: d}
-	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, stateKey{}, st), http.MethodPost, h.cfg.URL, d.body)
+	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, stateKey{}, st), http.MethodPost, h.urlOf(d), d.body)
 	if err != nil { // the URL was validated; only a broken one gets here
 		h.record(st, 0, fmt.Errorf("building the request: %w", err))
 		return outcomeFailed
 	}
 	h.stamp(req.Header, d, time.Now())
-	resp, err := h.client.Do(req)
+	resp, err := h.clientFor(d).Do(req)
 	if resp != nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
@@ -123,6 +125,9 @@ func (h *hook) checkRetry(ctx context.Context, resp *http.Response, err error) (
 	}
 	var retry bool
 	switch {
+	case errors.Is(err, netguard.ErrRefused):
+		// The guard refused the address dialed: another attempt would
+		// dial the same.
 	case err != nil:
 		retry, _ = retryablehttp.DefaultRetryPolicy(ctx, nil, err)
 	case code == http.StatusTooManyRequests || code >= 500:
@@ -173,7 +178,7 @@ func (h *hook) record(st *attemptState, code int, err error) int {
 	}
 	h.mu.Unlock()
 	if a.Error != "" {
-		h.m.backend.attempted(h, d, rec)
+		h.m.backendOf(h).attempted(h, d, rec)
 	}
 	return used
 }

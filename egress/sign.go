@@ -117,6 +117,9 @@ func (h *hook) stamp(hdr http.Header, d *delivery, now time.Time) {
 	for k, v := range h.cfg.Headers {
 		hdr.Set(k, v.Reveal())
 	}
+	for k, v := range d.header { // a push delivery's: canonical names
+		hdr[k] = []string{v}
+	}
 	ts := strconv.FormatInt(now.Unix(), 10)
 	n := 5
 	if h.sign != nil {
