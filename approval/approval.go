@@ -353,10 +353,24 @@ func (m *Module) resolve(ctx context.Context, id, decision, remember, resolvedBy
 	if remember != Once && remember != Always {
 		return Resolution{}, ErrBadRemember
 	}
-	resolvedBy = clip(resolvedBy)
 	if resolvedBy == "" {
 		resolvedBy = "api"
 	}
+	// The caller's identity (a scoped token, a JWT) must carry the
+	// approve scope and see the agent; it is named in the verdict
+	// ("http:ops-bot"), so events and logs say who gave it.
+	if who := axocoatl.IdentityFrom(ctx); who != nil {
+		if !who.Can(axocoatl.ScopeApprove) {
+			return Resolution{}, fmt.Errorf("%w: %s has no %s scope", axocoatl.ErrForbidden, who.Name, axocoatl.ScopeApprove)
+		}
+		if who.Restricted() && !slices.ContainsFunc(m.Pending(), func(p PendingApproval) bool {
+			return p.ApprovalID == id && who.SeesAgent(p.AgentID)
+		}) {
+			return Resolution{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		resolvedBy += ":" + who.Name
+	}
+	resolvedBy = clip(resolvedBy)
 	m.mu.Lock()
 	switch {
 	case m.life.Stopped():
