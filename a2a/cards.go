@@ -3,6 +3,8 @@ package a2a
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strings"
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
@@ -46,7 +48,7 @@ func (h *Handler) serveAxocoatlCard(w http.ResponseWriter, r *http.Request) {
 		Capabilities: []string{},
 		Agents:       []AxocoatlAgent{},
 	}
-	for _, a := range h.eng.Agents() {
+	for _, a := range h.eng.AgentsFor(r.Context()) {
 		card.Capabilities = append(card.Capabilities, a.ID)
 		card.Agents = append(card.Agents, AxocoatlAgent{ID: a.ID, Name: a.Name, Description: a.Description, Node: a.Node})
 	}
@@ -59,7 +61,7 @@ func (h *Handler) serveAxocoatlCard(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serveAgentCard(w http.ResponseWriter, r *http.Request, agentID string) {
 	base := h.baseURL(r)
 	if id := agentID; id != "" {
-		info, err := h.eng.Agent(id)
+		info, err := h.eng.AgentFor(r.Context(), id)
 		if err != nil {
 			writeHTTPError(w, http.StatusNotFound, "agent_not_found", "no agent "+quote(id))
 			return
@@ -72,7 +74,7 @@ func (h *Handler) serveAgentCard(w http.ResponseWriter, r *http.Request, agentID
 		h.writeDualCard(w, card)
 		return
 	}
-	h.writeDualCard(w, h.card(base+PathJSONRPC, h.eng.Agents()))
+	h.writeDualCard(w, h.card(base+PathJSONRPC, h.eng.AgentsFor(r.Context())))
 }
 
 // card builds the standard A2A 0.3 card whose JSON-RPC endpoint is url;
@@ -129,7 +131,7 @@ func (h *Handler) writeDualCard(w http.ResponseWriter, card *a2a03.AgentCard) {
 		{URL: card.URL, ProtocolBinding: a2a1.TransportProtocolJSONRPC, ProtocolVersion: ProtocolVersion1},
 		{URL: card.URL, ProtocolBinding: a2a1.TransportProtocolHTTPJSON, ProtocolVersion: ProtocolVersion1},
 	}}
-	if !h.eng.HTTP().APIToken.IsZero() {
+	if h.eng.AuthRequired() {
 		const bearerDesc, keyDesc = "Authorization: Bearer <api_token>", "the api_token"
 		extra.SecuritySchemes = map[string]map[string]any{
 			"bearer": {"type": "http", "scheme": "bearer", "description": bearerDesc,
@@ -139,6 +141,21 @@ func (h *Handler) writeDualCard(w http.ResponseWriter, card *a2a03.AgentCard) {
 		}
 		extra.Security = []map[string][]string{{"bearer": {}}, {"apiKey": {}}}
 		extra.SecurityRequirements = a2a1.SecurityRequirementsOptions{{"bearer": {}}, {"apiKey": {}}}
+		if o := h.eng.HTTP().OAuth; o != nil {
+			// JWT access tokens of the configured issuer: its RFC 8414
+			// metadata names the endpoints and flows it offers.
+			iss := strings.TrimRight(o.Issuer, "/")
+			meta := iss + "/.well-known/oauth-authorization-server"
+			if u, err := url.Parse(iss); err == nil && u.Path != "" {
+				meta = u.Scheme + "://" + u.Host + "/.well-known/oauth-authorization-server" + u.Path
+			}
+			const oauthDesc = "OAuth 2.0 access tokens (JWT) of the issuer; scopes read, execute, approve, admin"
+			extra.SecuritySchemes["oauth2"] = map[string]any{"type": "oauth2", "description": oauthDesc,
+				"oauth2MetadataUrl": meta, "flows": map[string]any{},
+				"oauth2SecurityScheme": map[string]any{"description": oauthDesc, "oauth2MetadataUrl": meta, "flows": map[string]any{}}}
+			extra.Security = append(extra.Security, map[string][]string{"oauth2": {}})
+			extra.SecurityRequirements = append(extra.SecurityRequirements, a2a1.SecurityRequirements{"oauth2": {}})
+		}
 	}
 	b03, err := json.Marshal(card)
 	if err == nil {

@@ -7,6 +7,7 @@ import (
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 
+	"github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/conversation"
 	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
@@ -46,9 +47,9 @@ const defaultLookupTimeout = 10 * time.Second
 // continueTask answers a message naming taskId: the task's context is
 // taken from the task when contextID is empty (§3.4.3), and the message is
 // refused in every case, with the error A2A gives for the reason.
-func (h *Handler) continueTask(taskID, contextID, pathAgent string) *rpcError {
+func (h *Handler) continueTask(ctx context.Context, taskID, contextID, pathAgent string) *rpcError {
 	prev := h.store.get(a2a03.TaskID(taskID))
-	if prev == nil || (pathAgent != "" && prev.agentID != pathAgent) {
+	if prev == nil || (pathAgent != "" && prev.agentID != pathAgent) || !axocoatl.IdentityFrom(ctx).SeesAgent(prev.agentID) {
 		if contextID != "" {
 			return rpcErr(a2awire.CodeTaskNotFound, "task %q in context %q", cut(taskID, 64), cut(contextID, 64))
 		}

@@ -216,13 +216,14 @@ func (o *out) artifactEvent(t *task, appendTo, last bool, text string) any {
 // final status update, after which the response ends. The run goes on if the
 // client leaves; tasks/resubscribe or tasks/get can pick it up.
 func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcRequest, pathAgent string) {
+	ctx := r.Context()
 	var p a2a03.MessageSendParams
 	if rerr := decodeParams(req.Params, &p); rerr != nil {
 		h.answer(w, req, nil, rerr)
 		return
 	}
 	sr := sendFromV03(&p, int64(len(req.Params)))
-	h.stream(sr, pathAgent, func(t *task, rerr *rpcError) *out {
+	h.stream(ctx, sr, pathAgent, func(t *task, rerr *rpcError) *out {
 		if rerr != nil {
 			h.answer(w, req, nil, rerr)
 			return nil
@@ -234,13 +235,13 @@ func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcR
 // stream starts the task of sr and streams it to the out that open returns
 // (open is called once: with the error when the task could not start, and
 // then returns nil). The same sequence serves both generations and bindings.
-func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rpcError) *out) {
+func (h *Handler) stream(ctx context.Context, sr *sendRequest, pathAgent string, open func(*task, *rpcError) *out) {
 	if err := h.join(); err != nil {
 		open(nil, rpcErr(a2awire.CodeInternalError, "%v", err))
 		return
 	}
 	defer h.runs.Done()
-	t, ctx, rerr := h.startTask(sr, pathAgent)
+	t, ctx, rerr := h.startTask(ctx, sr, pathAgent)
 	if rerr != nil {
 		open(nil, rerr)
 		return
@@ -262,12 +263,13 @@ func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rp
 // tasksResubscribe answers tasks/resubscribe: the task as it is now, then,
 // once it has ended, its output and the final status update.
 func (h *Handler) tasksResubscribe(w http.ResponseWriter, r *http.Request, req rpcRequest, pathAgent string) {
+	ctx := r.Context()
 	var p a2a03.TaskIDParams
 	if rerr := decodeParams(req.Params, &p); rerr != nil {
 		h.answer(w, req, nil, rerr)
 		return
 	}
-	t, rerr := h.lookup(p.ID, pathAgent)
+	t, rerr := h.lookup(ctx, p.ID, pathAgent)
 	if rerr != nil {
 		h.answer(w, req, nil, rerr)
 		return

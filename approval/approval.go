@@ -239,7 +239,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 		return err
 	}
 	m.eng.Store(e)
-	h := e.GuardHTTP(axocoatl.HTTPRoute{MaxBodyBytes: maxVerdictBytes}, http.HandlerFunc(m.serveMux))
+	h := m.guarded(e)
 	m.handlers.Store(&h)
 	m.wg.Go(m.repl.follow)
 	m.remove = e.Intercept(m.intercept)

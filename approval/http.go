@@ -61,6 +61,27 @@ func (m *Module) routes() *http.ServeMux {
 	return mux
 }
 
+// guarded is the module's handler behind the Engine's guard, each request
+// asking for the scope its route declares (read for one the mux does not
+// know, answered 404 or 405).
+func (m *Module) guarded(e *axocoatl.Engine) http.Handler {
+	scopes := map[string]axocoatl.Scope{}
+	byScope := map[axocoatl.Scope]http.Handler{}
+	for _, rt := range append(m.table(), door{Route: axocoatl.Route{Scope: axocoatl.ScopeRead}}) {
+		scopes[rt.Method+" "+rt.Pattern] = rt.Scope
+		if byScope[rt.Scope] == nil {
+			byScope[rt.Scope] = e.GuardHTTP(axocoatl.HTTPRoute{Scope: rt.Scope, MaxBodyBytes: maxVerdictBytes}, http.HandlerFunc(m.serveMux))
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scope := axocoatl.ScopeRead
+		if _, pattern := m.mux.Handler(r); pattern != "" {
+			scope = scopes[pattern]
+		}
+		byScope[scope].ServeHTTP(w, r)
+	})
+}
+
 // Routes are the module's doors (see [PathApprovals]): the lists need
 // [axocoatl.ScopeRead], a verdict and forgetting a decision
 // [axocoatl.ScopeApprove]; bodies bounded to 64 KiB. A caller whose

@@ -183,7 +183,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	for _, d := range m.table() {
 		h := d.serve
 		if !d.guarded {
-			h = e.GuardHTTP(axocoatl.HTTPRoute{Public: d.Scope == axocoatl.ScopePublic, MaxBodyBytes: d.MaxBodyBytes}, h)
+			h = e.GuardHTTP(axocoatl.HTTPRoute{Scope: d.Scope, MaxBodyBytes: d.MaxBodyBytes}, h)
 		}
 		mux.Handle(d.Method+" "+d.Pattern, h)
 	}

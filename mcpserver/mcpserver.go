@@ -376,7 +376,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		SupportedProtocolVersions: ProtocolVersions(),
 	})
-	s.mcp.AddReceivingMiddleware(s.syncMiddleware)
+	s.mcp.AddReceivingMiddleware(s.syncMiddleware, s.identityMiddleware)
 	s.syncToolsLocked()
 	s.stopWatch = e.WatchAgents(s.syncTools)
 
@@ -423,7 +423,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	// and a client reads JSON for less than an SSE stream.
 	statelessOpts.JSONResponse = true
 	statelessJSON := mcp.NewStreamableHTTPHandler(getServer, &statelessOpts)
-	s.http = e.GuardHTTP(axocoatl.HTTPRoute{MaxBodyBytes: cfg.MaxMessageBytes}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.http = e.GuardHTTP(axocoatl.HTTPRoute{Scope: axocoatl.ScopeRead, MaxBodyBytes: cfg.MaxMessageBytes}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.life.Stopped() { // inside the guard: the unread body is drained under its deadline
 			writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
 			return
@@ -485,7 +485,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 			defer pw.finish()
 			w = pw
 		}
-		sdk.ServeHTTP(w, r)
+		serveSDK(sdk, w, r)
 	}))
 	s.life.MarkStarted()
 	return nil
@@ -740,6 +740,9 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 		if p := elicitPrompter(req); p != nil {
 			ctx = axocoatl.WithUserPrompter(ctx, p)
 		}
+		// The caller's identity: the Engine runs only agents it sees, and
+		// only for a caller with the execute scope.
+		ctx = axocoatl.WithIdentity(ctx, requestIdentity(req))
 		// ctx is cancelled by the go-sdk when the client sends
 		// notifications/cancelled for this request or the session ends, and
 		// that cancels the run.
