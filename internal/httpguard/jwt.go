@@ -6,7 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
-	_ "crypto/sha256" // registers SHA-256 for crypto.Hash.New
+	"crypto/sha256"
 	_ "crypto/sha512" // and SHA-384, SHA-512
 	"encoding/base64"
 	"encoding/json"
@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"io"
+	"maps"
 	"math/big"
 	"net/http"
 	"net/url"
@@ -39,6 +40,10 @@ const (
 	DefaultMaxJWKSKeys = 100
 	// MaxJWTBytes bounds a presented JWT: a longer one is refused unread.
 	MaxJWTBytes = 16 << 10
+	// MaxVerifiedTokens bounds the tokens whose verification is
+	// remembered (by SHA-256 digest, until their exp); past it an entry
+	// is dropped for each new one.
+	MaxVerifiedTokens = 10000
 )
 
 // Errors of JWT validation; every one is a 401 invalid_token.
@@ -89,6 +94,18 @@ type Verifier struct {
 	fetched time.Time // last fetch attempt
 	jwksURL string
 	scopes  []string // the scope values the ScopeMap names (for metadata)
+
+	// verified remembers tokens whose signature and claims checked out,
+	// by digest, so that a client sending the same access token on every
+	// request pays a hash, not a signature check, each time. Emptied when
+	// a fetch changes the key set (a key withdrawn takes its tokens along).
+	verifiedMu sync.Mutex
+	verified   map[[32]byte]verifiedToken
+}
+
+type verifiedToken struct {
+	p        *Principal
+	exp, nbf time.Time
 }
 
 // NewVerifier checks o and returns its Verifier.
@@ -193,26 +210,58 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Principal, error) {
 	if len(raw) > MaxJWTBytes {
 		return nil, fmt.Errorf("%w: %d bytes, over %d", ErrJWTMalformed, len(raw), MaxJWTBytes)
 	}
+	digest := sha256.Sum256([]byte(raw))
+	now := v.now()
+	v.verifiedMu.Lock()
+	vt, ok := v.verified[digest]
+	v.verifiedMu.Unlock()
+	if ok {
+		if now.After(vt.exp.Add(v.cfg.ClockSkew)) || now.Add(v.cfg.ClockSkew).Before(vt.nbf) {
+			return nil, fmt.Errorf("%w: expired or not valid yet", ErrJWTClaims)
+		}
+		return vt.p, nil
+	}
+	p, vt, err := v.verify(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	v.verifiedMu.Lock()
+	if len(v.verified) >= MaxVerifiedTokens {
+		for k := range v.verified {
+			delete(v.verified, k)
+			break
+		}
+	}
+	if v.verified == nil {
+		v.verified = map[[32]byte]verifiedToken{}
+	}
+	v.verified[digest] = vt
+	v.verifiedMu.Unlock()
+	return p, nil
+}
+
+func (v *Verifier) verify(ctx context.Context, raw string) (*Principal, verifiedToken, error) {
+	var none verifiedToken
 	h64, rest, _ := strings.Cut(raw, ".")
 	c64, s64, ok := strings.Cut(rest, ".")
 	if !ok || h64 == "" || c64 == "" {
-		return nil, ErrJWTMalformed
+		return nil, none, ErrJWTMalformed
 	}
 	var hdr jwtHeader
 	if err := decodeSegment(h64, &hdr); err != nil {
-		return nil, fmt.Errorf("%w: header: %v", ErrJWTMalformed, err)
+		return nil, none, fmt.Errorf("%w: header: %v", ErrJWTMalformed, err)
 	}
 	hash, family := algHash(hdr.Alg)
 	if family == "" {
-		return nil, fmt.Errorf("%w: %q (RS256, RS384, RS512, ES256, ES384 are)", ErrJWTAlg, hdr.Alg)
+		return nil, none, fmt.Errorf("%w: %q (RS256, RS384, RS512, ES256, ES384 are)", ErrJWTAlg, hdr.Alg)
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(s64)
 	if err != nil || len(sig) == 0 {
-		return nil, fmt.Errorf("%w: signature encoding", ErrJWTMalformed)
+		return nil, none, fmt.Errorf("%w: signature encoding", ErrJWTMalformed)
 	}
 	key, err := v.key(ctx, hdr.Kid, family)
 	if err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	hh := hash.New()
 	hh.Write([]byte(raw[:len(h64)+1+len(c64)]))
@@ -220,46 +269,49 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Principal, error) {
 	switch k := key.(type) {
 	case *rsa.PublicKey:
 		if family != "RSA" || rsa.VerifyPKCS1v15(k, hash, digest, sig) != nil {
-			return nil, ErrJWTSignature
+			return nil, none, ErrJWTSignature
 		}
 	case *ecdsa.PublicKey:
 		n := (k.Curve.Params().BitSize + 7) / 8
 		if family != "EC" || len(sig) != 2*n || !curveFits(hdr.Alg, k.Curve) {
-			return nil, ErrJWTSignature
+			return nil, none, ErrJWTSignature
 		}
 		r, s := new(big.Int).SetBytes(sig[:n]), new(big.Int).SetBytes(sig[n:])
 		if !ecdsa.Verify(k, digest, r, s) {
-			return nil, ErrJWTSignature
+			return nil, none, ErrJWTSignature
 		}
 	default:
-		return nil, ErrJWTSignature
+		return nil, none, ErrJWTSignature
 	}
 	var cl jwtClaims
 	if err := decodeSegment(c64, &cl); err != nil {
-		return nil, fmt.Errorf("%w: claims: %v", ErrJWTMalformed, err)
+		return nil, none, fmt.Errorf("%w: claims: %v", ErrJWTMalformed, err)
 	}
 	return v.check(&cl)
 }
 
-func (v *Verifier) check(cl *jwtClaims) (*Principal, error) {
+func (v *Verifier) check(cl *jwtClaims) (*Principal, verifiedToken, error) {
+	var none verifiedToken
 	if cl.Iss != v.cfg.Issuer {
-		return nil, fmt.Errorf("%w: iss %q is not the configured issuer", ErrJWTClaims, cl.Iss)
+		return nil, none, fmt.Errorf("%w: iss %q is not the configured issuer", ErrJWTClaims, cl.Iss)
 	}
 	if !audHas(cl.Aud, v.cfg.Audience) {
-		return nil, fmt.Errorf("%w: aud does not name this server (%q)", ErrJWTClaims, v.cfg.Audience)
+		return nil, none, fmt.Errorf("%w: aud does not name this server (%q)", ErrJWTClaims, v.cfg.Audience)
 	}
 	now := v.now()
 	if cl.Exp == nil {
-		return nil, fmt.Errorf("%w: no exp", ErrJWTClaims)
+		return nil, none, fmt.Errorf("%w: no exp", ErrJWTClaims)
 	}
 	exp, err := cl.Exp.Float64()
-	if err != nil || now.After(unix(exp).Add(v.cfg.ClockSkew)) {
-		return nil, fmt.Errorf("%w: expired", ErrJWTClaims)
+	vt := verifiedToken{exp: unix(exp)}
+	if err != nil || now.After(vt.exp.Add(v.cfg.ClockSkew)) {
+		return nil, none, fmt.Errorf("%w: expired", ErrJWTClaims)
 	}
 	if cl.Nbf != nil {
 		nbf, err := cl.Nbf.Float64()
-		if err != nil || now.Add(v.cfg.ClockSkew).Before(unix(nbf)) {
-			return nil, fmt.Errorf("%w: not valid yet (nbf)", ErrJWTClaims)
+		vt.nbf = unix(nbf)
+		if err != nil || now.Add(v.cfg.ClockSkew).Before(vt.nbf) {
+			return nil, none, fmt.Errorf("%w: not valid yet (nbf)", ErrJWTClaims)
 		}
 	}
 	var values []string
@@ -289,7 +341,8 @@ func (v *Verifier) check(cl *jwtClaims) (*Principal, error) {
 			}
 		}
 	}
-	return p, nil
+	vt.p = p
+	return p, vt, nil
 }
 
 func unix(f float64) time.Time {
@@ -430,8 +483,17 @@ func (v *Verifier) refresh(ctx context.Context) error {
 		keys[kid] = k
 	}
 	v.mu.Lock()
+	changed := !maps.EqualFunc(v.keys, keys, func(a, b crypto.PublicKey) bool {
+		e, ok := a.(interface{ Equal(crypto.PublicKey) bool })
+		return ok && e.Equal(b)
+	})
 	v.keys, v.jwksURL = keys, jwksURL
 	v.mu.Unlock()
+	if changed {
+		v.verifiedMu.Lock()
+		clear(v.verified)
+		v.verifiedMu.Unlock()
+	}
 	return nil
 }
 
