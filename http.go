@@ -1,6 +1,7 @@
 package axocoatl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -325,4 +326,14 @@ func (e *Engine) ServeProtectedResource(w http.ResponseWriter, r *http.Request) 
 		"bearer_methods_supported": []string{"header"},
 		"resource_name":            "axocoatl",
 	})
+}
+
+// OAuthEndpoints are the authorization and token endpoints of the
+// [HTTPOptions].OAuth issuer, from its metadata (fetched once, bounded),
+// for cards that say how to get a token; "" where unknown or without OAuth.
+func (e *Engine) OAuthEndpoints(ctx context.Context) (authURL, tokenURL string) {
+	if v := e.guard.Verifier(); v != nil {
+		return v.Endpoints(ctx)
+	}
+	return "", ""
 }

@@ -258,7 +258,7 @@ type door struct {
 //	GET      /api/events                            read: the WebSocket event stream
 //	GET      /api/whoami                            public: the caller's identity
 //	GET      /metrics                               read, by a token that sees every agent
-//	GET      /.well-known/oauth-protected-resource[/…]  public, with server.auth.oauth
+//	GET      /.well-known/oauth-protected-resource[/…]  public, with server.auth.oauth (once started)
 //	GET|HEAD /{$}                                   the dashboard, public
 //
 // A caller whose identity sees only some agents sees only those agents,
@@ -298,12 +298,15 @@ func (m *Module) table() []door {
 		scoped(read, get, "/api/tools", m.listTools),
 		scoped(read, get, "/metrics", m.serveMetrics),
 		public(get, "/api/whoami", m.whoami),
-		public(get, axocoatl.WellKnownProtectedResource, m.eng.ServeProtectedResource),
-		public(get, axocoatl.WellKnownProtectedResource+"/{path...}", m.eng.ServeProtectedResource),
 		// The stream checks the token itself: browsers cannot set headers
 		// on a WebSocket and pass it as a subprotocol or ?token= instead.
 		door{Route: axocoatl.Route{Method: get, Pattern: "/api/events", Scope: read}, serve: http.HandlerFunc(m.serveStream), guarded: true},
 	)
+	if m.eng != nil && m.eng.HTTP().OAuth != nil { // the doors are OAuth protected resources
+		ds = append(ds,
+			public(get, axocoatl.WellKnownProtectedResource, m.eng.ServeProtectedResource),
+			public(get, axocoatl.WellKnownProtectedResource+"/{path...}", m.eng.ServeProtectedResource))
+	}
 	page := dashboard.Handler()
 	return append(ds, public(get, "/{$}", page.ServeHTTP), public(head, "/{$}", page.ServeHTTP))
 }

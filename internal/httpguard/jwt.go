@@ -94,13 +94,17 @@ type Verifier struct {
 	fetched time.Time // last fetch attempt
 	jwksURL string
 	scopes  []string // the scope values the ScopeMap names (for metadata)
+	// The issuer's endpoints, from its metadata (Endpoints).
+	authURL, tokenURL string
+	metaTried         time.Time
 
 	// verified remembers tokens whose signature and claims checked out,
 	// by digest, so that a client sending the same access token on every
 	// request pays a hash, not a signature check, each time. Emptied when
 	// a fetch changes the key set (a key withdrawn takes its tokens along).
-	verifiedMu sync.Mutex
-	verified   map[[32]byte]verifiedToken
+	verifiedMu  sync.Mutex
+	verified    map[[32]byte]verifiedToken
+	maxVerified int // MaxVerifiedTokens; smaller in tests
 }
 
 type verifiedToken struct {
@@ -131,7 +135,7 @@ func NewVerifier(o OAuth) (*Verifier, error) {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: o.Timeout}
 	}
-	v := &Verifier{cfg: o, now: time.Now, jwksURL: o.JWKSURL}
+	v := &Verifier{cfg: o, now: time.Now, jwksURL: o.JWKSURL, maxVerified: MaxVerifiedTokens}
 	if len(o.ScopeMap) == 0 {
 		v.scopes = []string{ScopeRead, ScopeExecute, ScopeApprove, ScopeAdmin}
 	} else {
@@ -174,6 +178,31 @@ func (o OAuth) Validate() error {
 		errs = append(errs, cfgerr.Errorf("clock_skew", "clock_skew, jwks_refresh, jwks_min_refresh, jwks_timeout and max_jwks_bytes must not be negative"))
 	}
 	return errors.Join(errs...)
+}
+
+// Endpoints are the issuer's authorization and token endpoints, from its
+// metadata (RFC 8414 or OpenID discovery), fetched on first need (at most
+// once per MinRefresh while it fails, bounded like a key set fetch); ""
+// where unknown.
+func (v *Verifier) Endpoints(ctx context.Context) (authURL, tokenURL string) {
+	v.mu.RLock()
+	authURL, tokenURL = v.authURL, v.tokenURL
+	tried := v.metaTried
+	v.mu.RUnlock()
+	if tokenURL != "" || (!tried.IsZero() && v.now().Sub(tried) < v.cfg.MinRefresh) {
+		return authURL, tokenURL
+	}
+	v.fetchMu.Lock()
+	defer v.fetchMu.Unlock()
+	v.mu.Lock()
+	v.metaTried = v.now()
+	v.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, v.cfg.Timeout)
+	defer cancel()
+	_, _ = v.discover(ctx)
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.authURL, v.tokenURL
 }
 
 // Issuer is the configured issuer.
@@ -226,7 +255,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Principal, error) {
 		return nil, err
 	}
 	v.verifiedMu.Lock()
-	if len(v.verified) >= MaxVerifiedTokens {
+	if len(v.verified) >= v.maxVerified {
 		for k := range v.verified {
 			delete(v.verified, k)
 			break
@@ -508,8 +537,10 @@ func (v *Verifier) discover(ctx context.Context) (string, error) {
 	var errs []error
 	for _, c := range candidates {
 		var meta struct {
-			Issuer  string `json:"issuer"`
-			JWKSURI string `json:"jwks_uri"`
+			Issuer   string `json:"issuer"`
+			JWKSURI  string `json:"jwks_uri"`
+			AuthURL  string `json:"authorization_endpoint"`
+			TokenURL string `json:"token_endpoint"`
 		}
 		if err := v.getJSON(ctx, c, &meta); err != nil {
 			errs = append(errs, err)
@@ -523,6 +554,9 @@ func (v *Verifier) discover(ctx context.Context) (string, error) {
 			errs = append(errs, fmt.Errorf("%s names issuer %q", c, meta.Issuer))
 			continue
 		}
+		v.mu.Lock()
+		v.authURL, v.tokenURL = meta.AuthURL, meta.TokenURL
+		v.mu.Unlock()
 		return meta.JWKSURI, nil
 	}
 	return "", fmt.Errorf("%w: discovery: %w", ErrJWKS, errors.Join(errs...))

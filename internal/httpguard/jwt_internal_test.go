@@ -3,6 +3,7 @@ package httpguard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,6 +33,29 @@ func TestVerifiedTokenExpires(t *testing.T) {
 	now = now.Add(2 * time.Minute)
 	if _, err := v.Verify(context.Background(), tok); !errors.Is(err, ErrJWTClaims) {
 		t.Fatalf("an expired remembered token: %v", err)
+	}
+}
+
+// Guards: verified access tokens remembered (MaxVerifiedTokens)
+//
+// The cache of verified tokens holds at most its bound, however many
+// distinct valid tokens arrive.
+func TestVerifiedTokensBounded(t *testing.T) {
+	k := jwttest.NewEC(t, "k1")
+	as := jwttest.New(t, k)
+	v, _ := NewVerifier(OAuth{Issuer: as.URL, Audience: "aud"})
+	if v.maxVerified != MaxVerifiedTokens || MaxVerifiedTokens != 10000 {
+		t.Fatalf("bound %d / %d, docs say 10000", v.maxVerified, MaxVerifiedTokens)
+	}
+	v.maxVerified = 5
+	for i := range 20 {
+		tok := jwttest.Sign(t, k, map[string]any{"iss": as.URL, "aud": "aud", "sub": fmt.Sprint(i), "exp": time.Now().Add(time.Hour).Unix()}, "")
+		if _, err := v.Verify(context.Background(), tok); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(v.verified); n > 5 {
+			t.Fatalf("%d tokens remembered, bound 5", n)
+		}
 	}
 }
 
