@@ -196,6 +196,12 @@ func (c *Config) authErrors() []error {
 	return append(errs, d.FieldErrors("server.auth.oauth", c.Server.Auth.OAuth.Validate())...)
 }
 
+// Authenticated reports whether the doors ask for credentials: an
+// api_token, scoped tokens or OAuth.
+func (s ServerConfig) Authenticated() bool {
+	return !s.APIToken.IsZero() || len(s.Tokens) > 0 || s.Auth.OAuth != nil
+}
+
 // ServerAuth is `server.auth`.
 type ServerAuth struct {
 	// OAuth, when set, admits JWT access tokens of one authorization
@@ -725,7 +731,7 @@ var ErrRefuseUnauthenticated = errors.New("refusing to serve without authenticat
 // [IsLoopback] tells which addresses are public).
 func (c *Config) CheckListen() error {
 	s := c.Server
-	if !s.APIToken.IsZero() || len(s.Tokens) > 0 || s.Auth.OAuth != nil || s.AllowUnauthenticated || IsLoopback(s.Addr) {
+	if s.Authenticated() || s.AllowUnauthenticated || IsLoopback(s.Addr) {
 		return nil
 	}
 	return fmt.Errorf("%w: server.addr is %s; set server.api_token (or AXOCOATL_API_TOKEN), listen on 127.0.0.1, or set server.allow_unauthenticated: true", ErrRefuseUnauthenticated, s.Addr)
