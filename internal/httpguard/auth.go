@@ -177,13 +177,12 @@ func (g *Guard) lookup(presented string) *Principal {
 // authFailure is a refused credential: the status, the code and message of
 // the JSON error, and for a Bearer challenge the RFC 6750 error and scope.
 type authFailure struct {
-	status          int
-	code, msg       string
-	bearerErr       string // "invalid_token", "insufficient_scope" or ""
-	bearerDesc      string
-	scope           string
-	retryAfterSecs  int
-	challengeNeeded bool
+	status         int
+	code, msg      string
+	bearerErr      string // "invalid_token", "insufficient_scope" or ""
+	bearerDesc     string
+	scope          string
+	retryAfterSecs int
 }
 
 // challenge is the WWW-Authenticate value for f on r.

@@ -632,12 +632,18 @@ func parseJWK(raw json.RawMessage) (string, crypto.PublicKey, error) {
 		default:
 			return "", nil, errors.New("unsupported curve")
 		}
-		x, y := b(k.X), b(k.Y)
-		if x == nil || y == nil {
+		size := (c.Params().BitSize + 7) / 8
+		x, errX := base64.RawURLEncoding.DecodeString(k.X)
+		y, errY := base64.RawURLEncoding.DecodeString(k.Y)
+		if errX != nil || errY != nil || len(x) > size || len(y) > size {
 			return "", nil, errors.New("bad EC key")
 		}
-		pk := &ecdsa.PublicKey{Curve: c, X: x, Y: y}
-		if _, err := pk.ECDH(); err != nil { // on the curve
+		point := make([]byte, 1+2*size)
+		point[0] = 4 // uncompressed
+		copy(point[1+size-len(x):1+size], x)
+		copy(point[1+2*size-len(y):], y)
+		pk, err := ecdsa.ParseUncompressedPublicKey(c, point) // checks the point is on the curve
+		if err != nil {
 			return "", nil, errors.New("EC point not on the curve")
 		}
 		return k.Kid, pk, nil

@@ -94,8 +94,12 @@ func (s *Server) jwksLocked() []byte {
 			out = append(out, map[string]string{"kty": "RSA", "kid": k.Kid, "use": "sig", "alg": "RS256",
 				"n": b64(k.RSA.N.Bytes()), "e": b64(big.NewInt(int64(k.RSA.E)).Bytes())})
 		case k.EC != nil:
+			pt, err := k.EC.PublicKey.Bytes() // 0x04 || X || Y
+			if err != nil || len(pt) != 65 {
+				continue
+			}
 			out = append(out, map[string]string{"kty": "EC", "kid": k.Kid, "use": "sig", "crv": "P-256",
-				"x": b64(pad(k.EC.X.Bytes(), 32)), "y": b64(pad(k.EC.Y.Bytes(), 32))})
+				"x": b64(pt[1:33]), "y": b64(pt[33:])})
 		}
 	}
 	b, _ := json.Marshal(map[string]any{"keys": out})
