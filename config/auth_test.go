@@ -23,6 +23,8 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/config"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard/jwttest"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
+	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
 const (
@@ -518,5 +520,129 @@ func TestFilteredConversationPagesBounded(t *testing.T) {
 	code, body = call(t, runner, "GET", srv.URL+"/api/conversations?limit=1&cursor="+page.Next, "")
 	if code != 200 || !strings.Contains(body, "support-a") {
 		t.Fatalf("the next page: %d %s, want support-a's conversation", code, body)
+	}
+}
+
+// A verdict needs the approve scope and names who gave it: the approver's
+// verdict is "http:approver" in the answer and the ApprovalResolved event;
+// a read token's verdict is 403; a token that does not see the agent sees
+// no approval of it. An MCP session opened by one token is refused to
+// another.
+func TestVerdictsNameTheirToken(t *testing.T) {
+	modelURL, mcpURL, _ := testutil.DeployPeers(t)
+	rt, srv := buildScoped(t, `
+server:
+  api_token: `+adminToken+`
+  max_auth_failures: -1
+  tokens:
+    - {name: reader, token: `+readerToken+`, scopes: [read]}
+    - {name: approver, token: `+approverToken+`, scopes: [read, approve], agents: ["support-*"]}
+    - {name: outsider, token: `+runnerToken+`, scopes: [read, approve], agents: ["billing"]}
+providers:
+  openai: { base_url: `+modelURL+`/v1, api_key: sk-test, max_retries: -1 }
+mcp_servers:
+  - { name: ops, url: `+mcpURL+`/mcp }
+agents:
+  - { id: support-a, provider: openai }
+approval:
+  default: prompt
+  timeout: 2m
+`)
+	ctx := context.Background()
+	sub, err := rt.Engine.Bus().Subscribe(lattice.Filter{Types: []string{"ApprovalResolved"}}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	admin, reader, approver, outsider := clientWith(adminToken), clientWith(readerToken), clientWith(approverToken), clientWith(runnerToken)
+	waitReady := time.Now().Add(60 * time.Second)
+	for {
+		if code, _ := call(t, http.DefaultClient, "GET", srv.URL+"/health/ready", ""); code == 200 {
+			break
+		}
+		if time.Now().After(waitReady) {
+			t.Fatal("not ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	done := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/api/agents/support-a/execute", strings.NewReader(`{"input":"deploy"}`))
+		resp, err := admin.Do(req)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- string(b)
+	}()
+	var id string
+	for deadline := time.Now().Add(60 * time.Second); id == ""; time.Sleep(50 * time.Millisecond) {
+		_, body := call(t, approver, "GET", srv.URL+"/api/approvals", "")
+		var list struct {
+			Approvals []struct {
+				ApprovalID string `json:"approval_id"`
+			} `json:"approvals"`
+		}
+		_ = json.Unmarshal([]byte(body), &list)
+		if len(list.Approvals) > 0 {
+			id = list.Approvals[0].ApprovalID
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no approval pending")
+		}
+	}
+	if _, body := call(t, outsider, "GET", srv.URL+"/api/approvals", ""); strings.Contains(body, id) {
+		t.Errorf("a billing-only token sees support-a's approval: %s", body)
+	}
+	if code, body := call(t, outsider, "POST", srv.URL+"/api/approvals/"+id, `{"decision":"deny"}`); code != 404 {
+		t.Errorf("a billing-only token's verdict: %d %s, want 404", code, body)
+	}
+	if code, body := call(t, reader, "POST", srv.URL+"/api/approvals/"+id, `{"decision":"deny"}`); code != 403 {
+		t.Errorf("a read token's verdict: %d %s, want 403", code, body)
+	}
+	code, body := call(t, approver, "POST", srv.URL+"/api/approvals/"+id, `{"decision":"allow"}`)
+	if code != 200 || !strings.Contains(body, `"resolved_by":"http:approver"`) {
+		t.Fatalf("the approver's verdict: %d %s", code, body)
+	}
+	select {
+	case ev := <-sub.Events():
+		if !strings.Contains(string(ev.Payload), `"resolved_by":"http:approver"`) {
+			t.Errorf("ApprovalResolved: %s", ev.Payload)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no ApprovalResolved event")
+	}
+	if out := <-done; !strings.Contains(out, `"status":"completed"`) {
+		t.Errorf("the run after the verdict: %s", out)
+	}
+
+	// An MCP session is the token's that opened it.
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	mcpPost := func(c *http.Client, session, body string) *http.Response {
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := mcpPost(approver, "", initialize)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || session == "" {
+		t.Fatalf("initialize: %d session %q", resp.StatusCode, session)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	if resp := mcpPost(reader, session, list); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("another token on the approver's session: %d, want 403", resp.StatusCode)
 	}
 }
