@@ -646,3 +646,41 @@ approval:
 		t.Errorf("another token on the approver's session: %d, want 403", resp.StatusCode)
 	}
 }
+
+// Bad server.tokens and server.auth entries are refused with their key and
+// line, and a token's value never appears in the message.
+func TestAuthConfigErrors(t *testing.T) {
+	_, err := config.ParseWith(context.Background(), "bad.yaml", []byte(`
+server:
+  api_token: `+adminToken+`
+  tokens:
+    - {name: a, token: short-secret-x, scopes: [read]}
+    - {name: a, token: `+adminToken+`, scopes: [Read]}
+    - {name: "", token: `+runnerToken+`, scopes: [], agents: ["[bad"]}
+  auth:
+    oauth:
+      issuer: not-a-url
+`), env(nil))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"server.tokens[0].token", "at least 16",
+		"server.tokens[1].name", "is taken",
+		"server.tokens[1].token", "same as another token",
+		"server.tokens[1].scopes[0]", `"Read" is not a scope`,
+		"server.tokens[2].name", "server.tokens[2].scopes", "server.tokens[2].agents[0]",
+		"server.auth.oauth.issuer", "server.auth.oauth.audience",
+		"bad.yaml:5", // the line of tokens[0]
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	for _, secret := range []string{"short-secret-x", adminToken, runnerToken} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("error shows a token:\n%s", msg)
+		}
+	}
+}
