@@ -593,6 +593,12 @@ approval:
 			t.Fatal("no approval pending")
 		}
 	}
+	if _, body := call(t, outsider, "GET", srv.URL+"/api/tools", ""); strings.Contains(body, "support-a") || strings.Contains(body, "mcp__ops__deploy") {
+		t.Errorf("a billing-only token's /api/tools shows support-a's tools: %s", body)
+	}
+	if _, body := call(t, approver, "GET", srv.URL+"/api/tools", ""); !strings.Contains(body, "mcp__ops__deploy") {
+		t.Errorf("the approver's /api/tools lacks support-a's tool: %s", body)
+	}
 	if _, body := call(t, outsider, "GET", srv.URL+"/api/approvals", ""); strings.Contains(body, id) {
 		t.Errorf("a billing-only token sees support-a's approval: %s", body)
 	}

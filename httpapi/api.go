@@ -64,9 +64,13 @@ func (m *Module) healthReady(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, code, map[string]any{"status": status, "agents": len(m.eng.Agents()), "mcp_servers": servers})
 }
 
-func (m *Module) listTools(w http.ResponseWriter, _ *http.Request) {
+func (m *Module) listTools(w http.ResponseWriter, r *http.Request) {
 	if m.cfg.Tools != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"tools": m.cfg.Tools()})
+		tools := m.cfg.Tools()
+		if id := axocoatl.IdentityFrom(r.Context()); id.Restricted() {
+			tools = visibleTools(id, tools)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
 		return
 	}
 	type tool struct {
@@ -341,4 +345,35 @@ func (m *Module) publishEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": ev.ID, "type": ev.Type})
+}
+
+// visibleTools narrows a tool list in its JSON shape (objects with an
+// "agents" list of the agents allowed each tool) for an identity that sees
+// only some agents: each tool's agents are those it sees, and a tool only
+// agents it does not see use is left out.
+func visibleTools(id *axocoatl.Identity, tools any) any {
+	b, err := json.Marshal(tools)
+	var list []map[string]any
+	if err != nil || json.Unmarshal(b, &list) != nil {
+		return []any{}
+	}
+	out := make([]map[string]any, 0, len(list))
+	for _, t := range list {
+		agents, ok := t["agents"].([]any)
+		if !ok || len(agents) == 0 {
+			out = append(out, t)
+			continue
+		}
+		seen := []any{}
+		for _, a := range agents {
+			if s, ok := a.(string); ok && id.SeesAgent(s) {
+				seen = append(seen, s)
+			}
+		}
+		if len(seen) > 0 {
+			t["agents"] = seen
+			out = append(out, t)
+		}
+	}
+	return out
 }
