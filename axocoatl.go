@@ -171,7 +171,8 @@ func New(opts Options) *Engine {
 	e.guard, err = httpguard.New(httpguard.Options{
 		PublicURL: opts.HTTP.PublicURL, Token: opts.HTTP.APIToken, AllowedOrigins: opts.HTTP.AllowedOrigins,
 		BodyTimeout: opts.HTTP.BodyTimeout, WriteTimeout: opts.HTTP.WriteTimeout, Logger: e.log,
-		Failures: httpguard.FailureLimit{Max: opts.HTTP.MaxAuthFailures},
+		Failures:    httpguard.FailureLimit{Max: opts.HTTP.MaxAuthFailures},
+		Credentials: credentials(opts.HTTP.Tokens), OAuth: opts.HTTP.OAuth.guard(), Bind: bindIdentity,
 	})
 	if err != nil {
 		// The bad entries are ignored (they allow nothing); a host that

@@ -92,8 +92,10 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 		return Result{}, ErrClosed
 	}
 	defer e.runs.Done()
-	if !ok && remote == nil {
+	if id := IdentityFrom(ctx); !ok && remote == nil || !id.SeesAgent(req.AgentID) {
 		return Result{}, fmt.Errorf("%w: %q", ErrAgentNotFound, req.AgentID)
+	} else if !id.Can(ScopeExecute) {
+		return Result{}, fmt.Errorf("agent %s: %w: %s has no %s scope", req.AgentID, ErrForbidden, id.Name, ScopeExecute)
 	}
 	if e.maxRuns > 0 {
 		if e.inFlight.Add(1) > e.maxRuns {
@@ -140,7 +142,7 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	}
 	// The fan-out is registered before AgentActivated, so that whoever
 	// sees that event can follow the run.
-	cast, registered := e.startCast(req.TaskID)
+	cast, registered := e.startCast(req.TaskID, req.AgentID)
 	var delivered chan struct{}
 	if req.OnEvent != nil {
 		if sub, err := cast.subscribe(); err == nil {

@@ -1,10 +1,13 @@
 package axocoatl
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
@@ -47,12 +50,114 @@ type HTTPOptions struct {
 	// line per window. Requests without a token do not count. Zero: 10;
 	// negative: no bound.
 	MaxAuthFailures int
+	// Tokens are scoped static tokens beside APIToken (which carries every
+	// scope): each names its caller, what it may do and which agents it
+	// sees. Zero: none.
+	Tokens []Token
+	// OAuth, when set, also admits JWT access tokens of one authorization
+	// server: the doors are then OAuth protected resources (RFC 9728
+	// metadata, WWW-Authenticate on 401). Zero: no JWTs.
+	OAuth *OAuthOptions
+}
+
+// Token is one scoped static token (server.tokens).
+type Token struct {
+	// Name names the caller in logs, events and verdicts. Required, unique.
+	Name string `yaml:"name"`
+	// Token is the secret, sent as "Authorization: Bearer" or X-API-Key;
+	// at least 16 characters.
+	Token secret.Secret `yaml:"token"`
+	// Scopes are what it may do: read, execute, approve, admin. At least one.
+	Scopes []Scope `yaml:"scopes"`
+	// Agents are path.Match globs ("support-*") of the agents it sees and
+	// runs, on every door. Zero: every agent.
+	Agents []string `yaml:"agents"`
+}
+
+// OAuthOptions make the doors accept JWT access tokens (server.auth.oauth).
+type OAuthOptions struct {
+	// Issuer is the authorization server; a token's iss must equal it.
+	Issuer string `yaml:"issuer"`
+	// Audience must be among a token's aud (usually the public URL, or
+	// the public URL + "/mcp" for MCP clients that send a resource).
+	Audience string `yaml:"audience"`
+	// JWKSURL is the issuer's key set. Zero: discovered from the issuer's
+	// metadata (RFC 8414, then OpenID Connect discovery).
+	JWKSURL string `yaml:"jwks_url"`
+	// Scopes maps a token's scope values to scopes here ("mcp:tools":
+	// [read, execute]). Zero: read, execute, approve and admin map to
+	// themselves and other values to nothing.
+	Scopes map[string][]Scope `yaml:"scopes"`
+	// Agents are the agent globs of every JWT caller. Zero: every agent.
+	Agents []string `yaml:"agents"`
+	// ClockSkew is allowed on exp and nbf. Zero: 60s.
+	ClockSkew time.Duration `yaml:"clock_skew"`
+	// JWKSRefresh is how long a fetched key set is used. Zero: 1h.
+	JWKSRefresh time.Duration `yaml:"jwks_refresh"`
+	// JWKSMinRefresh is the least time between two fetches of the key set
+	// (a token naming an unknown kid fetches it early). Zero: 10s.
+	JWKSMinRefresh time.Duration `yaml:"jwks_min_refresh"`
+	// JWKSTimeout bounds one fetch of the key set or metadata. Zero: 10s.
+	JWKSTimeout time.Duration `yaml:"jwks_timeout"`
+	// MaxJWKSBytes bounds the key set and metadata documents. Zero: 256 KiB.
+	MaxJWKSBytes int64 `yaml:"max_jwks_bytes"`
+}
+
+// ValidateTokens checks scoped tokens: names set, unique and not
+// "api_token"; tokens of at least 16 characters, without whitespace, each
+// unlike every other and the api token; scopes known, at least one; agent
+// globs valid. Errors are keyed tokens[i].field.
+func ValidateTokens(apiToken secret.Secret, ts []Token) error {
+	return httpguard.ValidateCredentials(credentials(ts), apiToken)
+}
+
+// Validate checks the issuer and jwks_url (absolute http(s) URLs), the
+// audience (set), the scope map (known scopes), the agent globs and the
+// bounds (not negative). A nil OAuthOptions is valid.
+func (o *OAuthOptions) Validate() error {
+	if o == nil {
+		return nil
+	}
+	return o.guard().Validate()
+}
+
+func (o *OAuthOptions) guard() *httpguard.OAuth {
+	if o == nil {
+		return nil
+	}
+	g := &httpguard.OAuth{Issuer: o.Issuer, Audience: o.Audience, JWKSURL: o.JWKSURL, Agents: o.Agents,
+		ClockSkew: o.ClockSkew, Refresh: o.JWKSRefresh, MinRefresh: o.JWKSMinRefresh, Timeout: o.JWKSTimeout, MaxJWKSBody: o.MaxJWKSBytes}
+	if len(o.Scopes) > 0 {
+		g.ScopeMap = map[string][]string{}
+		for k, ss := range o.Scopes {
+			for _, s := range ss {
+				g.ScopeMap[k] = append(g.ScopeMap[k], string(s))
+			}
+		}
+	}
+	return g
+}
+
+func credentials(ts []Token) []httpguard.Credential {
+	out := make([]httpguard.Credential, 0, len(ts))
+	for _, t := range ts {
+		c := httpguard.Credential{Name: t.Name, Token: t.Token, Agents: t.Agents}
+		for _, s := range t.Scopes {
+			c.Scopes = append(c.Scopes, string(s))
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // HTTPRoute describes one route for [Engine.GuardHTTP].
 type HTTPRoute struct {
-	// Public routes need no token (health, agent cards, a dashboard page).
-	// The Host and Origin checks apply to every route.
+	// Scope is what the route asks of its caller's credentials (see
+	// [Scope]); the zero [ScopeToken] asks for [ScopeAdmin].
+	Scope Scope
+	// Public routes need no token (health, agent cards, a dashboard page),
+	// as Scope [ScopePublic] does. The Host and Origin checks apply to
+	// every route.
 	Public bool
 	// MaxBodyBytes bounds the request body: a larger declared body gets 413
 	// at once, and reading past the bound fails with *http.MaxBytesError.
@@ -64,13 +169,14 @@ type HTTPRoute struct {
 	TooLarge http.HandlerFunc
 }
 
-// Scope is what a route asks of its caller. It is a field of its own, not a
-// bool, so that finer scopes (read, execute, approve, admin) can be added per
-// route; the zero value is the safe one.
+// Scope is what a route asks of its caller, and what a caller's
+// credentials carry ([Identity].Scopes): [ScopeRead], [ScopeExecute],
+// [ScopeApprove], [ScopeAdmin]. The zero value is the safe one.
 type Scope string
 
 const (
-	// ScopeToken needs the API token when one is configured (the zero value).
+	// ScopeToken (the zero value) asks for [ScopeAdmin]: what the
+	// api_token carries. Routes declare a finer scope where one fits.
 	ScopeToken Scope = ""
 	// ScopePublic needs no token (health, agent cards, the dashboard page).
 	// The Host and Origin checks still apply.
@@ -100,11 +206,12 @@ type HTTPModule interface {
 }
 
 // GuardHTTP wraps h with the Engine's HTTP guard (see [HTTPOptions]): the
-// Host check, the token, the Origin check for writes, the body bound and
+// Host check, the credentials and the scope the route asks for (the
+// caller's [Identity] then on the request's context), the Origin check for writes, the body bound and
 // read deadline, and per-write deadlines. Every module serves its routes
 // through it, and a host can guard its own routes the same way.
 func (e *Engine) GuardHTTP(rt HTTPRoute, h http.Handler) http.Handler {
-	return e.guard.Wrap(httpguard.Route{Public: rt.Public, MaxBodyBytes: rt.MaxBodyBytes, TooLarge: rt.TooLarge}, h)
+	return e.guard.Wrap(httpguard.Route{Scope: string(rt.Scope), Public: rt.Public, MaxBodyBytes: rt.MaxBodyBytes, TooLarge: rt.TooLarge}, h)
 }
 
 // ConnState is the hook a host sets as its [http.Server]'s ConnState
@@ -144,13 +251,15 @@ func (o HTTPOptions) Validate() error {
 		return fmt.Errorf("api_token is %d characters long: use at least %d (for example the output of `openssl rand -hex 24`)",
 			len(o.APIToken.Reveal()), httpguard.MinTokenLength)
 	}
-	return httpguard.ValidateOrigins(o.AllowedOrigins)
+	return errors.Join(ValidateTokens(o.APIToken, o.Tokens), o.OAuth.Validate(), httpguard.ValidateOrigins(o.AllowedOrigins))
 }
 
 // CheckHTTP applies the Engine's Host, token and Origin rules to r and, when
-// r fails them, answers it and returns false. For routes that cannot be
-// wrapped by [Engine.GuardHTTP] as a whole (a WebSocket that also accepts
-// its token in the query).
+// r fails them, answers it and returns false; a route that is not public
+// asks for [ScopeAdmin] here ([Engine.AuthorizeHTTP] takes the scope and
+// hands on the caller's [Identity]). For routes that cannot be wrapped by
+// [Engine.GuardHTTP] as a whole (a WebSocket that also accepts its token
+// in the query).
 func (e *Engine) CheckHTTP(w http.ResponseWriter, r *http.Request, public bool) bool {
 	status, code, msg := e.guard.Check(r, public)
 	if status == 0 {
@@ -162,4 +271,69 @@ func (e *Engine) CheckHTTP(w http.ResponseWriter, r *http.Request, public bool) 
 	}
 	jsonio.WriteError(w, status, code, msg)
 	return false
+}
+
+// AuthorizeHTTP is [Engine.CheckHTTP] for a route asking for scope: it
+// returns r with the caller's [Identity] on its context and true, or
+// answers r (401 with WWW-Authenticate, 403, 429) and returns false.
+func (e *Engine) AuthorizeHTTP(w http.ResponseWriter, r *http.Request, scope Scope) (*http.Request, bool) {
+	return e.guard.Authorize(w, r, string(scope))
+}
+
+// bindIdentity is the guard's Bind: the principal as the root [Identity].
+func bindIdentity(r *http.Request, p *httpguard.Principal) *http.Request {
+	return r.WithContext(WithIdentity(r.Context(), identityOf(p)))
+}
+
+// WellKnownProtectedResource is where [Engine.ServeProtectedResource]
+// answers: the OAuth protected resource metadata (RFC 9728) of the host's
+// root, and under it that of a door at a path (/mcp).
+const WellKnownProtectedResource = httpguard.WellKnownResource
+
+// AuthRequired reports whether the doors ask for credentials (an
+// api_token, scoped tokens or OAuth).
+func (e *Engine) AuthRequired() bool { return e.guard.TokenRequired() }
+
+// ServeProtectedResource answers GET [WellKnownProtectedResource] and
+// GET [WellKnownProtectedResource]/<path> with the resource's metadata
+// (RFC 9728: resource, authorization_servers, scopes_supported,
+// bearer_methods_supported) when [HTTPOptions].OAuth is set, else 404.
+// The resource is [HTTPOptions].PublicURL (or the request's origin) plus
+// the path after the well-known prefix.
+func (e *Engine) ServeProtectedResource(w http.ResponseWriter, r *http.Request) {
+	v := e.guard.Verifier()
+	if v == nil {
+		jsonio.WriteError(w, http.StatusNotFound, "not_found", "this server is not an OAuth protected resource (server.auth.oauth is not set)")
+		return
+	}
+	rest := strings.TrimPrefix(r.URL.Path, WellKnownProtectedResource)
+	if i := strings.Index(r.URL.Path, WellKnownProtectedResource); i >= 0 {
+		rest = r.URL.Path[i+len(WellKnownProtectedResource):]
+	}
+	base := e.guard.BaseURL(r)
+	resource := base
+	if rest != "" && rest != "/" {
+		if u, err := url.Parse(base); err == nil && u.Path != "" && strings.HasPrefix(rest, u.Path) {
+			rest = strings.TrimPrefix(rest, u.Path)
+		}
+		resource = base + rest
+	}
+	w.Header().Set("Cache-Control", "max-age=300")
+	jsonio.WriteJSON(w, http.StatusOK, map[string]any{
+		"resource":                 resource,
+		"authorization_servers":    []string{v.Issuer()},
+		"scopes_supported":         v.ScopesSupported(),
+		"bearer_methods_supported": []string{"header"},
+		"resource_name":            "axocoatl",
+	})
+}
+
+// OAuthEndpoints are the authorization and token endpoints of the
+// [HTTPOptions].OAuth issuer, from its metadata (fetched once, bounded),
+// for cards that say how to get a token; "" where unknown or without OAuth.
+func (e *Engine) OAuthEndpoints(ctx context.Context) (authURL, tokenURL string) {
+	if v := e.guard.Verifier(); v != nil {
+		return v.Endpoints(ctx)
+	}
+	return "", ""
 }

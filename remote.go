@@ -193,7 +193,7 @@ func (e *Engine) executeRemote(ctx context.Context, r *remoteAgent, req Request)
 	// The run's fan-out, as for a local run: the caller's OnEvent and
 	// FollowRun listen to it, and run reports the remote run's events to
 	// it (asked for only when someone listens as the task starts).
-	cast, registered := e.startCast(req.TaskID)
+	cast, registered := e.startCast(req.TaskID, req.AgentID)
 	var delivered chan struct{}
 	sent := req
 	sent.OnEvent = nil

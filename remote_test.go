@@ -238,7 +238,7 @@ func TestRemoteRunEventsReachTheCaller(t *testing.T) {
 			return
 		}
 		if text == "" {
-			sub, err := e.FollowRun("t-far")
+			sub, err := e.FollowRun(context.Background(), "t-far")
 			if err != nil {
 				t.Errorf("FollowRun of a remote run: %v", err)
 				close(joined)
@@ -266,7 +266,7 @@ func TestRemoteRunEventsReachTheCaller(t *testing.T) {
 	if got := <-followed; got != "llo" {
 		t.Fatalf("the follower got %q", got)
 	}
-	if _, err := e.FollowRun("t-far"); !errors.Is(err, axocoatl.ErrTaskNotRunning) {
+	if _, err := e.FollowRun(context.Background(), "t-far"); !errors.Is(err, axocoatl.ErrTaskNotRunning) {
 		t.Fatalf("FollowRun after the end: %v", err)
 	}
 }

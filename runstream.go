@@ -42,6 +42,9 @@ var ErrTooManyListeners = errors.New("too many listeners on the run")
 // send.
 type runCast struct {
 	max int
+	// agentID is the run's agent: FollowRun shows the run only to a
+	// caller who sees it.
+	agentID string
 	// n is len(subs), read without the lock so that a run nobody follows
 	// pays one atomic load per event.
 	n     atomic.Int32
@@ -50,7 +53,9 @@ type runCast struct {
 	ended bool
 }
 
-func newRunCast(max int) *runCast { return &runCast{max: max} }
+func newRunCast(max int, agentID string) *runCast {
+	return &runCast{max: max, agentID: agentID}
+}
 
 // observe is the run's [agent.Observer].
 func (c *runCast) observe(ev agent.RunEvent) {
@@ -244,12 +249,14 @@ func (s *RunSubscription) Close() {
 // listener that joins during a call gets the deltas of the calls after it,
 // the tool events and usage at once. A task of an agent on another daemon
 // (a RemoteRun) is followable here too; it gets that daemon's run's
-// events only when it had a listener (OnEvent) as it started.
-func (e *Engine) FollowRun(taskID string) (*RunSubscription, error) {
+// events only when it had a listener (OnEvent) as it started. A caller
+// whose identity (ctx's [Identity]) does not see the run's agent is told
+// ErrTaskNotRunning, as for a task that does not exist.
+func (e *Engine) FollowRun(ctx context.Context, taskID string) (*RunSubscription, error) {
 	e.liveMu.Lock()
 	c := e.live[taskID]
 	e.liveMu.Unlock()
-	if c == nil {
+	if c == nil || !IdentityFrom(ctx).SeesAgent(c.agentID) {
 		return nil, fmt.Errorf("%w: %q", ErrTaskNotRunning, taskID)
 	}
 	s, err := c.subscribe()
@@ -261,8 +268,8 @@ func (e *Engine) FollowRun(taskID string) (*RunSubscription, error) {
 
 // startCast registers the fan-out of a run under its task id (a second
 // run under an id already running is not followable: the first keeps it).
-func (e *Engine) startCast(taskID string) (c *runCast, registered bool) {
-	c = newRunCast(e.maxListeners)
+func (e *Engine) startCast(taskID, agentID string) (c *runCast, registered bool) {
+	c = newRunCast(e.maxListeners, agentID)
 	e.liveMu.Lock()
 	defer e.liveMu.Unlock()
 	if _, dup := e.live[taskID]; dup {

@@ -129,7 +129,7 @@ func TestFollowRun(t *testing.T) {
 	if err := e.AddAgent(agent.Spec{ID: "flood"}, m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.FollowRun("nope"); !errors.Is(err, axocoatl.ErrTaskNotRunning) {
+	if _, err := e.FollowRun(context.Background(), "nope"); !errors.Is(err, axocoatl.ErrTaskNotRunning) {
 		t.Fatalf("unknown task: %v", err)
 	}
 	activated := subscribe(t, e, axocoatl.EventAgentActivated)
@@ -141,11 +141,17 @@ func TestFollowRun(t *testing.T) {
 		done <- err
 	}()
 	next(t, activated)
-	stuck, err := e.FollowRun("t1") // never read until the run ended
+	// A caller whose agent globs leave the run's agent out is told the
+	// task is not running, as for one that does not exist.
+	other := axocoatl.WithIdentity(context.Background(), &axocoatl.Identity{Name: "other", Scopes: []axocoatl.Scope{axocoatl.ScopeRead}, Agents: []string{"notflood*"}})
+	if _, err := e.FollowRun(other, "t1"); !errors.Is(err, axocoatl.ErrTaskNotRunning) {
+		t.Fatalf("a caller who does not see agent flood followed its run: %v", err)
+	}
+	stuck, err := e.FollowRun(context.Background(), "t1") // never read until the run ended
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.FollowRun("t1"); !errors.Is(err, axocoatl.ErrTooManyListeners) {
+	if _, err := e.FollowRun(context.Background(), "t1"); !errors.Is(err, axocoatl.ErrTooManyListeners) {
 		t.Fatalf("third listener (OnEvent, stuck, this): %v", err)
 	}
 	close(m.start)
@@ -182,7 +188,7 @@ func TestFollowRun(t *testing.T) {
 	if !strings.HasPrefix(res.Output, strings.Repeat("0123456789", 256)) {
 		t.Fatal("output")
 	}
-	if _, err := e.FollowRun("t1"); !errors.Is(err, axocoatl.ErrTaskNotRunning) {
+	if _, err := e.FollowRun(context.Background(), "t1"); !errors.Is(err, axocoatl.ErrTaskNotRunning) {
 		t.Fatalf("finished task: %v", err)
 	}
 	stuck.Close()
@@ -294,7 +300,7 @@ func TestFollowRunFromWhereItJoins(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the model did not start")
 	}
-	sub, err := e.FollowRun("t-half")
+	sub, err := e.FollowRun(context.Background(), "t-half")
 	if err != nil {
 		t.Fatal(err)
 	}

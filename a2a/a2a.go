@@ -342,7 +342,9 @@ func (h *Handler) table() []door {
 		writeRPCError(w, nullID, rpcErr(a2awire.CodeInvalidRequest, "request body exceeds %d bytes", limit), g)
 	}
 	rpc := func(pattern string, fn http.HandlerFunc) door {
-		return door{axocoatl.Route{Method: post, Pattern: pattern, MaxBodyBytes: limit}, rpcTooLarge, fn}
+		// A JSON-RPC endpoint carries reads and runs: the route asks for
+		// read, and a send asks for execute of its own (startTask).
+		return door{axocoatl.Route{Method: post, Pattern: pattern, Scope: axocoatl.ScopeRead, MaxBodyBytes: limit}, rpcTooLarge, fn}
 	}
 	ds := []door{
 		public(PathAxocoatlCard, h.serveAxocoatlCard),
@@ -350,7 +352,7 @@ func (h *Handler) table() []door {
 		public(PathAgentPrefix+"{id}"+PathAgentCard, func(w http.ResponseWriter, r *http.Request) {
 			h.serveAgentCard(w, r, r.PathValue("id"))
 		}),
-		{axocoatl.Route{Method: post, Pattern: PathTasks, MaxBodyBytes: limit}, nil, http.HandlerFunc(h.serveTasks)},
+		{axocoatl.Route{Method: post, Pattern: PathTasks, Scope: axocoatl.ScopeExecute, MaxBodyBytes: limit}, nil, http.HandlerFunc(h.serveTasks)},
 		rpc(PathJSONRPC, func(w http.ResponseWriter, r *http.Request) { h.serveJSONRPC(w, r, "") }),
 		rpc(PathAgentPrefix+"{id}", func(w http.ResponseWriter, r *http.Request) { h.serveJSONRPC(w, r, r.PathValue("id")) }),
 	}
@@ -361,7 +363,11 @@ func (h *Handler) table() []door {
 	// (perAgent) before fn.
 	rest := func(perAgent bool) func(method, pattern string, fn func(http.ResponseWriter, *http.Request, string)) door {
 		return func(method, pattern string, fn func(http.ResponseWriter, *http.Request, string)) door {
-			return door{axocoatl.Route{Method: method, Pattern: pattern, MaxBodyBytes: limit}, restTooLarge, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			scope := axocoatl.ScopeRead // GET reads; POST sends, cancels: execute
+			if method != http.MethodGet {
+				scope = axocoatl.ScopeExecute
+			}
+			return door{axocoatl.Route{Method: method, Pattern: pattern, Scope: scope, MaxBodyBytes: limit}, restTooLarge, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if rerr := restVersion(r); rerr != nil {
 					writeRESTError(w, rerr)
 					return
@@ -369,7 +375,7 @@ func (h *Handler) table() []door {
 				var agentID string
 				if perAgent {
 					agentID = r.PathValue("id")
-					if _, err := h.eng.Agent(agentID); err != nil {
+					if _, err := h.eng.AgentFor(r.Context(), agentID); err != nil {
 						writeRESTError(w, rpcErr(a2awire.CodeInvalidParams, "no agent %q at this endpoint", agentID))
 						return
 					}
@@ -405,9 +411,9 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	mux := http.NewServeMux()
 	for _, d := range h.table() {
 		mux.Handle(d.Method+" "+d.Pattern, e.GuardHTTP(axocoatl.HTTPRoute{
-			Public: d.Scope == axocoatl.ScopePublic, MaxBodyBytes: d.MaxBodyBytes, TooLarge: d.tooLarge}, d.serve))
+			Scope: d.Scope, MaxBodyBytes: d.MaxBodyBytes, TooLarge: d.tooLarge}, d.serve))
 	}
-	private := axocoatl.HTTPRoute{MaxBodyBytes: h.cfg.MaxBodyBytes}
+	private := axocoatl.HTTPRoute{Scope: axocoatl.ScopeRead, MaxBodyBytes: h.cfg.MaxBodyBytes}
 	// Unknown routes are behind the token too: a host that mounts the
 	// Handler by prefix ([Paths]) answers a caller without the token 401,
 	// like every route it knows.

@@ -1,8 +1,11 @@
 package a2a
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strings"
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
@@ -46,7 +49,7 @@ func (h *Handler) serveAxocoatlCard(w http.ResponseWriter, r *http.Request) {
 		Capabilities: []string{},
 		Agents:       []AxocoatlAgent{},
 	}
-	for _, a := range h.eng.Agents() {
+	for _, a := range h.eng.AgentsFor(r.Context()) {
 		card.Capabilities = append(card.Capabilities, a.ID)
 		card.Agents = append(card.Agents, AxocoatlAgent{ID: a.ID, Name: a.Name, Description: a.Description, Node: a.Node})
 	}
@@ -59,7 +62,7 @@ func (h *Handler) serveAxocoatlCard(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serveAgentCard(w http.ResponseWriter, r *http.Request, agentID string) {
 	base := h.baseURL(r)
 	if id := agentID; id != "" {
-		info, err := h.eng.Agent(id)
+		info, err := h.eng.AgentFor(r.Context(), id)
 		if err != nil {
 			writeHTTPError(w, http.StatusNotFound, "agent_not_found", "no agent "+quote(id))
 			return
@@ -69,10 +72,10 @@ func (h *Handler) serveAgentCard(w http.ResponseWriter, r *http.Request, agentID
 		if info.Description != "" {
 			card.Description = info.Description
 		}
-		h.writeDualCard(w, card)
+		h.writeDualCard(r.Context(), w, card)
 		return
 	}
-	h.writeDualCard(w, h.card(base+PathJSONRPC, h.eng.Agents()))
+	h.writeDualCard(r.Context(), w, h.card(base+PathJSONRPC, h.eng.AgentsFor(r.Context())))
 }
 
 // card builds the standard A2A 0.3 card whose JSON-RPC endpoint is url;
@@ -124,12 +127,12 @@ type v1CardFields struct {
 // scheme, in, name: a2a-go v0.3 and @a2a-js/sdk read these) and the 1.0
 // oneof member (httpAuthSecurityScheme, apiKeySecurityScheme: a2a-go/v2
 // reads these); every reader ignores the other generation's keys.
-func (h *Handler) writeDualCard(w http.ResponseWriter, card *a2a03.AgentCard) {
+func (h *Handler) writeDualCard(ctx context.Context, w http.ResponseWriter, card *a2a03.AgentCard) {
 	extra := v1CardFields{SupportedInterfaces: []*a2a1.AgentInterface{
 		{URL: card.URL, ProtocolBinding: a2a1.TransportProtocolJSONRPC, ProtocolVersion: ProtocolVersion1},
 		{URL: card.URL, ProtocolBinding: a2a1.TransportProtocolHTTPJSON, ProtocolVersion: ProtocolVersion1},
 	}}
-	if !h.eng.HTTP().APIToken.IsZero() {
+	if h.eng.AuthRequired() {
 		const bearerDesc, keyDesc = "Authorization: Bearer <api_token>", "the api_token"
 		extra.SecuritySchemes = map[string]map[string]any{
 			"bearer": {"type": "http", "scheme": "bearer", "description": bearerDesc,
@@ -139,6 +142,36 @@ func (h *Handler) writeDualCard(w http.ResponseWriter, card *a2a03.AgentCard) {
 		}
 		extra.Security = []map[string][]string{{"bearer": {}}, {"apiKey": {}}}
 		extra.SecurityRequirements = a2a1.SecurityRequirementsOptions{{"bearer": {}}, {"apiKey": {}}}
+		if o := h.eng.HTTP().OAuth; o != nil {
+			// JWT access tokens of the configured issuer: its RFC 8414
+			// metadata names the endpoints; a 1.0 card names one flow.
+			iss := strings.TrimRight(o.Issuer, "/")
+			meta := iss + "/.well-known/oauth-authorization-server"
+			if u, err := url.Parse(iss); err == nil && u.Path != "" {
+				meta = u.Scheme + "://" + u.Host + "/.well-known/oauth-authorization-server" + u.Path
+			}
+			scopes := map[string]string{"read": "list and read", "execute": "run agents", "approve": "give verdicts", "admin": "everything"}
+			authURL, tokenURL := h.eng.OAuthEndpoints(ctx)
+			flows := map[string]any{}
+			var flow1 map[string]any
+			if tokenURL != "" {
+				flows["clientCredentials"] = map[string]any{"tokenUrl": tokenURL, "scopes": scopes}
+				flow1 = map[string]any{"clientCredentials": flows["clientCredentials"]}
+				if authURL != "" {
+					flows["authorizationCode"] = map[string]any{"authorizationUrl": authURL, "tokenUrl": tokenURL, "scopes": scopes}
+					flow1 = map[string]any{"authorizationCode": flows["authorizationCode"]}
+				}
+			}
+			const oauthDesc = "OAuth 2.0 access tokens (JWT) of the issuer; scopes read, execute, approve, admin"
+			// a2a-go/v2 refuses a scheme without a flow: with the issuer's
+			// metadata out of reach the card names the bearer schemes only.
+			if flow1 != nil {
+				extra.SecuritySchemes["oauth2"] = map[string]any{"type": "oauth2", "description": oauthDesc, "oauth2MetadataUrl": meta, "flows": flows,
+					"oauth2SecurityScheme": map[string]any{"description": oauthDesc, "oauth2MetadataUrl": meta, "flows": flow1}}
+				extra.Security = append(extra.Security, map[string][]string{"oauth2": {}})
+				extra.SecurityRequirements = append(extra.SecurityRequirements, a2a1.SecurityRequirements{"oauth2": {}})
+			}
+		}
 	}
 	b03, err := json.Marshal(card)
 	if err == nil {

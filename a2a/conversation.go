@@ -7,6 +7,7 @@ import (
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 
+	"github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/conversation"
 	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
@@ -47,9 +48,9 @@ const defaultLookupTimeout = 10 * time.Second
 // taken from the task when contextID is empty (§3.4.3). It returns the
 // task when it is input-required (the message answers it); otherwise the
 // message is refused, with the error A2A gives for the reason.
-func (h *Handler) continueTask(taskID, contextID, pathAgent string) (*task, *rpcError) {
+func (h *Handler) continueTask(ctx context.Context, taskID, contextID, pathAgent string) (*task, *rpcError) {
 	prev := h.store.get(a2a03.TaskID(taskID))
-	if prev == nil || (pathAgent != "" && prev.agentID != pathAgent) {
+	if prev == nil || (pathAgent != "" && prev.agentID != pathAgent) || !axocoatl.IdentityFrom(ctx).SeesAgent(prev.agentID) {
 		if contextID != "" {
 			return nil, rpcErr(a2awire.CodeTaskNotFound, "task %q in context %q", cut(taskID, 64), cut(contextID, 64))
 		}

@@ -56,15 +56,17 @@ type inputPrompt struct {
 }
 
 // callerOf is who sent r, for "only the caller that sent a task answers
-// it": a digest of the credential the request carried (the API token, or
-// any bearer token, X-API-Key or other Authorization a fronting proxy
+// it": the identity the guard bound to the request (a server.tokens name,
+// "api_token", or a JWT's subject: a refreshed token of the same subject
+// is the same caller), else a digest of the credential the request carried
+// (a bearer token, X-API-Key or other Authorization a fronting proxy
 // checked), never the credential itself; "" for a request without one.
-// It is the one place that says who a caller is, to be replaced by the
-// Engine's own caller identity (scoped tokens) once the request carries
-// one.
 func callerOf(r *http.Request) string {
 	if r == nil {
 		return ""
+	}
+	if id := axocoatl.IdentityFrom(r.Context()); id != nil {
+		return "identity\x00" + id.Name
 	}
 	tok := httpguard.TokenFrom(r)
 	if tok == "" {
@@ -293,8 +295,8 @@ func awaitRun(ctx context.Context, t *task, ran <-chan *rpcError) (rerr *rpcErro
 // resume answers the prompt of the input-required task a message names
 // (taskID); the other cases of a message naming a task are refused as
 // before ([Handler.continueTask]).
-func (h *Handler) resume(sr *sendRequest, taskID, contextID, pathAgent string) (*task, *rpcError) {
-	t, rerr := h.continueTask(taskID, contextID, pathAgent)
+func (h *Handler) resume(ctx context.Context, sr *sendRequest, taskID, contextID, pathAgent string) (*task, *rpcError) {
+	t, rerr := h.continueTask(ctx, taskID, contextID, pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}

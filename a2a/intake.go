@@ -162,7 +162,7 @@ func (h *Handler) serveTasks(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	if _, err := h.eng.Agent(req.ReceiverID); err != nil {
+	if _, err := h.eng.AgentFor(r.Context(), req.ReceiverID); err != nil {
 		writeHTTPError(w, http.StatusNotFound, "agent_not_found", "no agent "+quote(req.ReceiverID))
 		return
 	}

@@ -132,6 +132,7 @@ func decodeParams(raw json.RawMessage, v any) *rpcError {
 // HTTP 200; failures are JSON-RPC errors, as A2A clients require. The
 // Engine's guard has checked the caller.
 func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID string) {
+	ctx := r.Context()
 	g, verr := negotiate(r.Header.Get(HeaderVersion))
 	body, err := h.readBody(w, r)
 	if err != nil {
@@ -156,7 +157,7 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 	}
 	pathAgent := agentID
 	if pathAgent != "" {
-		if _, err := h.eng.Agent(pathAgent); err != nil {
+		if _, err := h.eng.AgentFor(ctx, pathAgent); err != nil {
 			h.answer(w, req, nil, rpcErr(a2awire.CodeInvalidParams, "no agent %q at this endpoint", pathAgent))
 			return
 		}
@@ -174,16 +175,16 @@ func (h *Handler) serveJSONRPC(w http.ResponseWriter, r *http.Request, agentID s
 		h.messageStream(w, r, req, pathAgent)
 		return
 	case a2awire.Method03GetTask:
-		result, rerr = h.tasksGet(req.Params, pathAgent)
+		result, rerr = h.tasksGet(ctx, req.Params, pathAgent)
 	case a2awire.Method03ListTasks:
-		result, rerr = h.tasksList(req.Params, pathAgent)
+		result, rerr = h.tasksList(ctx, req.Params, pathAgent)
 	case a2awire.Method03CancelTask:
-		result, rerr = h.tasksCancel(req.Params, pathAgent)
+		result, rerr = h.tasksCancel(ctx, req.Params, pathAgent)
 	case a2awire.Method03Resubscribe:
 		h.tasksResubscribe(w, r, req, pathAgent)
 		return
 	case a2awire.Method03PushConfigGet, a2awire.Method03PushConfigSet, a2awire.Method03PushConfigList, a2awire.Method03PushConfigDelete:
-		result, rerr = h.servePush03(req.Method, req.Params, pathAgent)
+		result, rerr = h.servePush03(ctx, req.Method, req.Params, pathAgent)
 	case a2awire.Method03ExtendedCard:
 		rerr = rpcErr(a2awire.CodeExtendedCardNotConfig, "")
 	default:

@@ -66,7 +66,7 @@ func (h *Handler) messageSend(r *http.Request, raw json.RawMessage, pathAgent st
 	}
 	sr := sendFromV03(&p, int64(len(raw)))
 	sr.req = r
-	t, rerr := h.send(sr, pathAgent)
+	t, rerr := h.send(r.Context(), sr, pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -77,7 +77,7 @@ func (h *Handler) messageSend(r *http.Request, raw json.RawMessage, pathAgent st
 // input-required when send returns, a non-blocking one runs on, detached
 // and bounded. A message answering an input-required task returns it once
 // it has ended or asks again.
-func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
+func (h *Handler) send(ctx context.Context, sr *sendRequest, pathAgent string) (*task, *rpcError) {
 	if err := h.join(); err != nil {
 		return nil, rpcErr(a2awire.CodeInternalError, "%v", err)
 	}
@@ -89,7 +89,7 @@ func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
 			return nil, rpcErr(a2awire.CodeServerError, "too many background tasks (%d); retry later or send blocking", cap(h.background))
 		}
 	}
-	t, ctx, rerr := h.startTask(sr, pathAgent)
+	t, ctx, rerr := h.startTask(ctx, sr, pathAgent)
 	if rerr != nil {
 		if !sr.blocking {
 			<-h.background
@@ -132,7 +132,7 @@ func (h *Handler) send(sr *sendRequest, pathAgent string) (*task, *rpcError) {
 
 // startTask validates a message, picks its agent and stores a new submitted
 // task. ctx is the run's context, ended by tasks/cancel or Close.
-func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.Context, *rpcError) {
+func (h *Handler) startTask(ctx context.Context, sr *sendRequest, pathAgent string) (*task, context.Context, *rpcError) {
 	var (
 		taskID, contextID, msgID string
 		msgMeta                  map[string]any
@@ -161,19 +161,22 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 			return nil, nil, rerr
 		}
 	}
+	if rerr := needScope(ctx, axocoatl.ScopeExecute, "send messages"); rerr != nil {
+		return nil, nil, rerr
+	}
 	if !acceptsText(sr.modes) {
 		return nil, nil, rpcErr(a2awire.CodeUnsupportedContentType, "agents answer text/plain; acceptedOutputModes %v excludes it", sr.modes)
 	}
 	if taskID != "" {
 		// A nil ctx: the message answered the task's question.
-		t, rerr := h.resume(sr, taskID, contextID, pathAgent)
+		t, rerr := h.resume(ctx, sr, taskID, contextID, pathAgent)
 		return t, nil, rerr
 	}
 	conv, rerr := h.conversationOf(contextID)
 	if rerr != nil {
 		return nil, nil, rerr
 	}
-	agentID, rerr := h.selectAgent(msgMeta, sr.reqMeta, pathAgent, conv)
+	agentID, rerr := h.selectAgent(ctx, msgMeta, sr.reqMeta, pathAgent, conv)
 	if rerr != nil {
 		return nil, nil, rerr
 	}
@@ -222,7 +225,9 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 		}
 		stored.v10 = &m
 	}
-	ctx, cancel := context.WithCancel(h.ctx)
+	// The run outlives the request: it carries the caller's identity over,
+	// so the Engine checks what it may run and the gates see who asked.
+	ctx, cancel := context.WithCancel(axocoatl.WithIdentity(h.ctx, axocoatl.IdentityFrom(ctx)))
 	t := newTask(id, contextID, agentID, stored, input, cancel)
 	t.caller = callerOf(sr.req)
 	if running := h.store.addTurn(t, sr.size+int64(len(input))); running != nil {
@@ -245,7 +250,7 @@ func (h *Handler) startTask(sr *sendRequest, pathAgent string) (*task, context.C
 // agent of the per-agent URL, else the agent of the conversation conv (the
 // message's contextId, nil for a new one), else the first agent. An agent
 // named explicitly must be conv's.
-func (h *Handler) selectAgent(msgMeta, reqMeta map[string]any, pathAgent string, conv *conversation.Info) (string, *rpcError) {
+func (h *Handler) selectAgent(ctx context.Context, msgMeta, reqMeta map[string]any, pathAgent string, conv *conversation.Info) (string, *rpcError) {
 	id, rerr := receiverOf(msgMeta)
 	if rerr == nil && id == "" {
 		id, rerr = receiverOf(reqMeta)
@@ -253,8 +258,11 @@ func (h *Handler) selectAgent(msgMeta, reqMeta map[string]any, pathAgent string,
 	if rerr != nil {
 		return "", rerr
 	}
+	if conv != nil && !axocoatl.IdentityFrom(ctx).SeesAgent(conv.AgentID) {
+		return "", rpcErr(a2awire.CodeInvalidParams, "contextId %q is taken: omit it to start a conversation", conv.ID)
+	}
 	if id != "" {
-		if _, err := h.eng.Agent(id); err != nil {
+		if _, err := h.eng.AgentFor(ctx, id); err != nil {
 			return "", rpcErr(a2awire.CodeInvalidParams, "%s %q: no such agent", ReceiverKey, id)
 		}
 	} else {
@@ -266,12 +274,12 @@ func (h *Handler) selectAgent(msgMeta, reqMeta map[string]any, pathAgent string,
 	case id != "":
 		return id, nil
 	case conv != nil:
-		if _, err := h.eng.Agent(conv.AgentID); err != nil {
+		if _, err := h.eng.AgentFor(ctx, conv.AgentID); err != nil {
 			return "", rpcErr(a2awire.CodeInvalidParams, "contextId %q: the agent of this conversation is no longer served here", conv.ID)
 		}
 		return conv.AgentID, nil
 	}
-	agents := h.eng.Agents()
+	agents := h.eng.AgentsFor(ctx)
 	if len(agents) == 0 {
 		return "", rpcErr(a2awire.CodeInternalError, "no agents are registered")
 	}
@@ -407,12 +415,12 @@ func (h *Handler) execute(ctx context.Context, t *task, onEvent func(agent.RunEv
 }
 
 // tasksGet answers tasks/get.
-func (h *Handler) tasksGet(raw json.RawMessage, pathAgent string) (any, *rpcError) {
+func (h *Handler) tasksGet(ctx context.Context, raw json.RawMessage, pathAgent string) (any, *rpcError) {
 	var q a2a03.TaskQueryParams
 	if rerr := decodeParams(raw, &q); rerr != nil {
 		return nil, rerr
 	}
-	t, rerr := h.lookup(q.ID, pathAgent)
+	t, rerr := h.lookup(ctx, q.ID, pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -427,7 +435,7 @@ func (h *Handler) tasksGet(raw json.RawMessage, pathAgent string) (any, *rpcErro
 // client sends (no method of the 0.3.0 specification): the stored tasks
 // newest first, filtered (context_id: the turns of a conversation), paged
 // as ListTasks is. history_length 0 (absent) keeps the history.
-func (h *Handler) tasksList(raw json.RawMessage, pathAgent string) (any, *rpcError) {
+func (h *Handler) tasksList(ctx context.Context, raw json.RawMessage, pathAgent string) (any, *rpcError) {
 	var q a2a03.ListTasksRequest
 	if len(raw) > 0 && string(raw) != "null" {
 		if rerr := decodeParams(raw, &q); rerr != nil {
@@ -441,7 +449,7 @@ func (h *Handler) tasksList(raw json.RawMessage, pathAgent string) (any, *rpcErr
 	if q.HistoryLength > 0 {
 		history = q.HistoryLength
 	}
-	tasks, total, size, next, rerr := h.listTasks(listQuery{
+	tasks, total, size, next, rerr := h.listTasks(listQuery{who: axocoatl.IdentityFrom(ctx),
 		pathAgent: pathAgent, contextID: q.ContextID, status: q.Status,
 		pageSize: q.PageSize, pageToken: q.PageToken, after: q.LastUpdatedAfter,
 	})
@@ -457,12 +465,12 @@ func (h *Handler) tasksList(raw json.RawMessage, pathAgent string) (any, *rpcErr
 
 // tasksCancel answers tasks/cancel: the task is canceled at once and its
 // run's context ends; the run unwinds on its own.
-func (h *Handler) tasksCancel(raw json.RawMessage, pathAgent string) (any, *rpcError) {
+func (h *Handler) tasksCancel(ctx context.Context, raw json.RawMessage, pathAgent string) (any, *rpcError) {
 	var p a2a03.TaskIDParams
 	if rerr := decodeParams(raw, &p); rerr != nil {
 		return nil, rerr
 	}
-	t, rerr := h.lookup(p.ID, pathAgent)
+	t, rerr := h.lookup(ctx, p.ID, pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -473,12 +481,12 @@ func (h *Handler) tasksCancel(raw json.RawMessage, pathAgent string) (any, *rpcE
 	return t.snapshot(-1, true), nil
 }
 
-func (h *Handler) lookup(id a2a03.TaskID, pathAgent string) (*task, *rpcError) {
+func (h *Handler) lookup(ctx context.Context, id a2a03.TaskID, pathAgent string) (*task, *rpcError) {
 	if id == "" {
 		return nil, rpcErr(a2awire.CodeInvalidParams, "id is required")
 	}
 	t := h.store.get(id)
-	if t == nil || (pathAgent != "" && t.agentID != pathAgent) {
+	if t == nil || (pathAgent != "" && t.agentID != pathAgent) || !axocoatl.IdentityFrom(ctx).SeesAgent(t.agentID) {
 		return nil, rpcErr(a2awire.CodeTaskNotFound, "task %q", id)
 	}
 	return t, nil
@@ -490,4 +498,13 @@ func reqContext(sr *sendRequest) context.Context {
 		return context.Background()
 	}
 	return sr.req.Context()
+}
+
+// needScope refuses a caller whose identity lacks scope s for what it
+// asks (what: "send messages").
+func needScope(ctx context.Context, s axocoatl.Scope, what string) *rpcError {
+	if who := axocoatl.IdentityFrom(ctx); !who.Can(s) {
+		return rpcErr(a2awire.CodeInvalidRequest, "%s may not %s: it needs scope %s", quote(who.Name), what, s)
+	}
+	return nil
 }

@@ -432,11 +432,14 @@ func configNotFound(id a2a03.TaskID, cid string) *rpcError {
 // their agent's tasks).
 
 // pushCreate1 is CreateTaskPushNotificationConfig.
-func (h *Handler) pushCreate1(pc *a2a1.PushConfig, pathAgent string) (*a2a1.PushConfig, *rpcError) {
+func (h *Handler) pushCreate1(ctx context.Context, pc *a2a1.PushConfig, pathAgent string) (*a2a1.PushConfig, *rpcError) {
+	if rerr := needScope(ctx, axocoatl.ScopeExecute, "register push notification configs"); rerr != nil {
+		return nil, rerr
+	}
 	if _, rerr := h.pusher(); rerr != nil {
 		return nil, rerr
 	}
-	t, rerr := h.lookup(a2a03.TaskID(pc.TaskID), pathAgent)
+	t, rerr := h.lookup(ctx, a2a03.TaskID(pc.TaskID), pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -455,7 +458,10 @@ func (h *Handler) pushCreate1(pc *a2a1.PushConfig, pathAgent string) (*a2a1.Push
 }
 
 // pushSet03 is tasks/pushNotificationConfig/set.
-func (h *Handler) pushSet03(raw json.RawMessage, pathAgent string) (any, *rpcError) {
+func (h *Handler) pushSet03(ctx context.Context, raw json.RawMessage, pathAgent string) (any, *rpcError) {
+	if rerr := needScope(ctx, axocoatl.ScopeExecute, "register push notification configs"); rerr != nil {
+		return nil, rerr
+	}
 	if _, rerr := h.pusher(); rerr != nil {
 		return nil, rerr
 	}
@@ -463,7 +469,7 @@ func (h *Handler) pushSet03(raw json.RawMessage, pathAgent string) (any, *rpcErr
 	if rerr := decodeParams(raw, &p); rerr != nil {
 		return nil, rerr
 	}
-	t, rerr := h.lookup(p.TaskID, pathAgent)
+	t, rerr := h.lookup(ctx, p.TaskID, pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -489,11 +495,11 @@ func (h *Handler) newPushConfig03(id a2a03.TaskID, pc *a2a03.PushConfig) (*pushC
 }
 
 // pushGet looks up one config of a task the caller may see.
-func (h *Handler) pushGet(id a2a03.TaskID, cid, pathAgent string) (*pushConfig, *rpcError) {
+func (h *Handler) pushGet(ctx context.Context, id a2a03.TaskID, cid, pathAgent string) (*pushConfig, *rpcError) {
 	if _, rerr := h.pusher(); rerr != nil {
 		return nil, rerr
 	}
-	if _, rerr := h.lookup(id, pathAgent); rerr != nil {
+	if _, rerr := h.lookup(ctx, id, pathAgent); rerr != nil {
 		return nil, rerr
 	}
 	cs := h.push.configs(id)
@@ -509,22 +515,25 @@ func (h *Handler) pushGet(id a2a03.TaskID, cid, pathAgent string) (*pushConfig, 
 }
 
 // pushList lists a task's configs.
-func (h *Handler) pushList(id a2a03.TaskID, pathAgent string) ([]*pushConfig, *rpcError) {
+func (h *Handler) pushList(ctx context.Context, id a2a03.TaskID, pathAgent string) ([]*pushConfig, *rpcError) {
 	if _, rerr := h.pusher(); rerr != nil {
 		return nil, rerr
 	}
-	if _, rerr := h.lookup(id, pathAgent); rerr != nil {
+	if _, rerr := h.lookup(ctx, id, pathAgent); rerr != nil {
 		return nil, rerr
 	}
 	return h.push.configs(id), nil
 }
 
 // pushDelete deletes one config.
-func (h *Handler) pushDelete(id a2a03.TaskID, cid, pathAgent string) *rpcError {
+func (h *Handler) pushDelete(ctx context.Context, id a2a03.TaskID, cid, pathAgent string) *rpcError {
+	if rerr := needScope(ctx, axocoatl.ScopeExecute, "delete push notification configs"); rerr != nil {
+		return rerr
+	}
 	if _, rerr := h.pusher(); rerr != nil {
 		return rerr
 	}
-	if _, rerr := h.lookup(id, pathAgent); rerr != nil {
+	if _, rerr := h.lookup(ctx, id, pathAgent); rerr != nil {
 		return rerr
 	}
 	if !h.push.remove(id, cid) {
@@ -534,16 +543,16 @@ func (h *Handler) pushDelete(id a2a03.TaskID, cid, pathAgent string) *rpcError {
 }
 
 // servePush03 answers the 0.3 tasks/pushNotificationConfig/* methods.
-func (h *Handler) servePush03(method string, raw json.RawMessage, pathAgent string) (any, *rpcError) {
+func (h *Handler) servePush03(ctx context.Context, method string, raw json.RawMessage, pathAgent string) (any, *rpcError) {
 	switch method {
 	case a2awire.Method03PushConfigSet:
-		return h.pushSet03(raw, pathAgent)
+		return h.pushSet03(ctx, raw, pathAgent)
 	case a2awire.Method03PushConfigGet:
 		var q a2a03.GetTaskPushConfigParams
 		if rerr := decodeParams(raw, &q); rerr != nil {
 			return nil, rerr
 		}
-		c, rerr := h.pushGet(q.TaskID, q.ConfigID, pathAgent)
+		c, rerr := h.pushGet(ctx, q.TaskID, q.ConfigID, pathAgent)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -553,7 +562,7 @@ func (h *Handler) servePush03(method string, raw json.RawMessage, pathAgent stri
 		if rerr := decodeParams(raw, &q); rerr != nil {
 			return nil, rerr
 		}
-		cs, rerr := h.pushList(q.TaskID, pathAgent)
+		cs, rerr := h.pushList(ctx, q.TaskID, pathAgent)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -567,25 +576,25 @@ func (h *Handler) servePush03(method string, raw json.RawMessage, pathAgent stri
 		if rerr := decodeParams(raw, &q); rerr != nil {
 			return nil, rerr
 		}
-		return nil, h.pushDelete(q.TaskID, q.ConfigID, pathAgent)
+		return nil, h.pushDelete(ctx, q.TaskID, q.ConfigID, pathAgent)
 	}
 }
 
 // servePush1 answers the 1.0 *TaskPushNotificationConfig methods.
-func (h *Handler) servePush1(method string, raw json.RawMessage, pathAgent string) (any, *rpcError) {
+func (h *Handler) servePush1(ctx context.Context, method string, raw json.RawMessage, pathAgent string) (any, *rpcError) {
 	switch method {
 	case a2awire.Method1PushCreate:
 		var pc a2a1.PushConfig
 		if rerr := decodeParams(raw, &pc); rerr != nil {
 			return nil, rerr
 		}
-		return h.pushCreate1(&pc, pathAgent)
+		return h.pushCreate1(ctx, &pc, pathAgent)
 	case a2awire.Method1PushGet:
 		var q a2a1.GetTaskPushConfigRequest
 		if rerr := decodeParams(raw, &q); rerr != nil {
 			return nil, rerr
 		}
-		c, rerr := h.pushGet(a2a03.TaskID(q.TaskID), q.ID, pathAgent)
+		c, rerr := h.pushGet(ctx, a2a03.TaskID(q.TaskID), q.ID, pathAgent)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -595,21 +604,21 @@ func (h *Handler) servePush1(method string, raw json.RawMessage, pathAgent strin
 		if rerr := decodeParams(raw, &q); rerr != nil {
 			return nil, rerr
 		}
-		return h.pushListV1(a2a03.TaskID(q.TaskID), pathAgent)
+		return h.pushListV1(ctx, a2a03.TaskID(q.TaskID), pathAgent)
 	default: // delete
 		var q a2a1.DeleteTaskPushConfigRequest
 		if rerr := decodeParams(raw, &q); rerr != nil {
 			return nil, rerr
 		}
-		if rerr := h.pushDelete(a2a03.TaskID(q.TaskID), q.ID, pathAgent); rerr != nil {
+		if rerr := h.pushDelete(ctx, a2a03.TaskID(q.TaskID), q.ID, pathAgent); rerr != nil {
 			return nil, rerr
 		}
 		return struct{}{}, nil
 	}
 }
 
-func (h *Handler) pushListV1(id a2a03.TaskID, pathAgent string) (*a2a1.ListTaskPushConfigResponse, *rpcError) {
-	cs, rerr := h.pushList(id, pathAgent)
+func (h *Handler) pushListV1(ctx context.Context, id a2a03.TaskID, pathAgent string) (*a2a1.ListTaskPushConfigResponse, *rpcError) {
+	cs, rerr := h.pushList(ctx, id, pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -627,6 +636,7 @@ func (h *Handler) restPush(w http.ResponseWriter, r *http.Request, pathAgent str
 		writeRESTError(w, rerr)
 		return
 	}
+	ctx := r.Context()
 	id := a2a03.TaskID(r.PathValue("task"))
 	cid := r.PathValue("config")
 	switch {
@@ -651,27 +661,27 @@ func (h *Handler) restPush(w http.ResponseWriter, r *http.Request, pathAgent str
 			return
 		}
 		pc.TaskID = a2a1.TaskID(id)
-		out, rerr := h.pushCreate1(&pc, pathAgent)
+		out, rerr := h.pushCreate1(ctx, &pc, pathAgent)
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return
 		}
 		writeRESTJSON(w, out)
 	case r.Method == http.MethodDelete:
-		if rerr := h.pushDelete(id, cid, pathAgent); rerr != nil {
+		if rerr := h.pushDelete(ctx, id, cid, pathAgent); rerr != nil {
 			writeRESTError(w, rerr)
 			return
 		}
 		writeRESTJSON(w, struct{}{})
 	case cid != "":
-		c, rerr := h.pushGet(id, cid, pathAgent)
+		c, rerr := h.pushGet(ctx, id, cid, pathAgent)
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return
 		}
 		writeRESTJSON(w, c.v1())
 	default:
-		out, rerr := h.pushListV1(id, pathAgent)
+		out, rerr := h.pushListV1(ctx, id, pathAgent)
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return

@@ -70,6 +70,7 @@ func restVersion(r *http.Request) *rpcError {
 
 // restSend answers POST {base}/message:send with {"task": …}.
 func (h *Handler) restSend(w http.ResponseWriter, r *http.Request, pathAgent string) {
+	ctx := r.Context()
 	p, size, rerr := h.restMessage(w, r)
 	if rerr != nil {
 		writeRESTError(w, rerr)
@@ -77,7 +78,7 @@ func (h *Handler) restSend(w http.ResponseWriter, r *http.Request, pathAgent str
 	}
 	sr := sendFromV1(p, size)
 	sr.req = r
-	t, rerr := h.send(sr, pathAgent)
+	t, rerr := h.send(ctx, sr, pathAgent)
 	if rerr != nil {
 		writeRESTError(w, rerr)
 		return
@@ -88,6 +89,7 @@ func (h *Handler) restSend(w http.ResponseWriter, r *http.Request, pathAgent str
 // restStream answers POST {base}/message:stream: SSE whose data lines are
 // StreamResponse objects.
 func (h *Handler) restStream(w http.ResponseWriter, r *http.Request, pathAgent string) {
+	ctx := r.Context()
 	p, size, rerr := h.restMessage(w, r)
 	if rerr != nil {
 		writeRESTError(w, rerr)
@@ -95,7 +97,7 @@ func (h *Handler) restStream(w http.ResponseWriter, r *http.Request, pathAgent s
 	}
 	sr := sendFromV1(p, size)
 	sr.req = r
-	h.stream(sr, pathAgent, func(t *task, rerr *rpcError) *out {
+	h.stream(ctx, sr, pathAgent, func(t *task, rerr *rpcError) *out {
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return nil
@@ -130,6 +132,7 @@ func (h *Handler) restMessage(w http.ResponseWriter, r *http.Request) (*a2a1.Sen
 
 // restTask answers {base}/tasks/{id}, {id}:cancel and {id}:subscribe.
 func (h *Handler) restTask(w http.ResponseWriter, r *http.Request, pathAgent string) {
+	ctx := r.Context()
 	seg := r.PathValue("task")
 	id, action, _ := strings.Cut(seg, ":")
 	if id == "" {
@@ -143,21 +146,21 @@ func (h *Handler) restTask(w http.ResponseWriter, r *http.Request, pathAgent str
 			writeRESTError(w, rerr)
 			return
 		}
-		task, rerr := h.getTaskV1(q, pathAgent)
+		task, rerr := h.getTaskV1(ctx, q, pathAgent)
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return
 		}
 		writeRESTJSON(w, task)
 	case action == "cancel" && r.Method == http.MethodPost:
-		task, rerr := h.cancelTaskV1(a2a1.TaskID(id), pathAgent)
+		task, rerr := h.cancelTaskV1(ctx, a2a1.TaskID(id), pathAgent)
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return
 		}
 		writeRESTJSON(w, task)
 	case action == "subscribe":
-		t, rerr := h.subscribable(a2a1.TaskID(id), pathAgent)
+		t, rerr := h.subscribable(ctx, a2a1.TaskID(id), pathAgent)
 		if rerr != nil {
 			writeRESTError(w, rerr)
 			return
@@ -172,6 +175,7 @@ func (h *Handler) restTask(w http.ResponseWriter, r *http.Request, pathAgent str
 // restList answers GET {base}/tasks with the query parameters of
 // ListTasksRequest.
 func (h *Handler) restList(w http.ResponseWriter, r *http.Request, pathAgent string) {
+	ctx := r.Context()
 	qv := r.URL.Query()
 	q := &a2a1.ListTasksRequest{
 		ContextID: qv.Get("contextId"),
@@ -216,7 +220,7 @@ func (h *Handler) restList(w http.ResponseWriter, r *http.Request, pathAgent str
 		}
 		q.StatusTimestampAfter = &ts
 	}
-	resp, rerr := h.listTasksV1(q, pathAgent)
+	resp, rerr := h.listTasksV1(ctx, q, pathAgent)
 	if rerr != nil {
 		writeRESTError(w, rerr)
 		return

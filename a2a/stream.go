@@ -236,6 +236,7 @@ func (o *out) artifactEvent(t *task, appendTo, last bool, text string) any {
 // final status update, after which the response ends. The run goes on if the
 // client leaves; tasks/resubscribe or tasks/get can pick it up.
 func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcRequest, pathAgent string) {
+	ctx := r.Context()
 	var p a2a03.MessageSendParams
 	if rerr := decodeParams(req.Params, &p); rerr != nil {
 		h.answer(w, req, nil, rerr)
@@ -243,7 +244,7 @@ func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcR
 	}
 	sr := sendFromV03(&p, int64(len(req.Params)))
 	sr.req = r
-	h.stream(sr, pathAgent, func(t *task, rerr *rpcError) *out {
+	h.stream(ctx, sr, pathAgent, func(t *task, rerr *rpcError) *out {
 		if rerr != nil {
 			h.answer(w, req, nil, rerr)
 			return nil
@@ -255,13 +256,13 @@ func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, req rpcR
 // stream starts the task of sr and streams it to the out that open returns
 // (open is called once: with the error when the task could not start, and
 // then returns nil). The same sequence serves both generations and bindings.
-func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rpcError) *out) {
+func (h *Handler) stream(ctx context.Context, sr *sendRequest, pathAgent string, open func(*task, *rpcError) *out) {
 	if err := h.join(); err != nil {
 		open(nil, rpcErr(a2awire.CodeInternalError, "%v", err))
 		return
 	}
 	defer h.runs.Done()
-	t, ctx, rerr := h.startTask(sr, pathAgent)
+	t, ctx, rerr := h.startTask(ctx, sr, pathAgent)
 	if rerr != nil {
 		open(nil, rerr)
 		return
@@ -297,12 +298,13 @@ func (h *Handler) stream(sr *sendRequest, pathAgent string, open func(*task, *rp
 // tasksResubscribe answers tasks/resubscribe: the task as it is now, then,
 // once it has ended, its output and the final status update.
 func (h *Handler) tasksResubscribe(w http.ResponseWriter, r *http.Request, req rpcRequest, pathAgent string) {
+	ctx := r.Context()
 	var p a2a03.TaskIDParams
 	if rerr := decodeParams(req.Params, &p); rerr != nil {
 		h.answer(w, req, nil, rerr)
 		return
 	}
-	t, rerr := h.lookup(p.ID, pathAgent)
+	t, rerr := h.lookup(ctx, p.ID, pathAgent)
 	if rerr != nil {
 		h.answer(w, req, nil, rerr)
 		return
@@ -317,7 +319,7 @@ func (h *Handler) follow(r *http.Request, t *task, o *out) {
 	// Joined before the task event goes out, so that the client misses
 	// nothing after it; a task that ended or runs elsewhere has no run
 	// to follow here (the end is sent from the store).
-	sub, err := h.eng.FollowRun(string(t.id))
+	sub, err := h.eng.FollowRun(r.Context(), string(t.id))
 	o.event(o.taskEvent(t))
 	// The stream ends when the task waits for input, as when it ends.
 	ctx, interrupt := context.WithCancel(r.Context())

@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/a2awire"
 )
 
@@ -26,6 +28,7 @@ const (
 
 // serveV1 answers one A2A 1.0 JSON-RPC request.
 func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest, pathAgent string) {
+	ctx := r.Context()
 	var result any
 	var rerr *rpcError
 	switch req.Method {
@@ -39,7 +42,7 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 		}
 		sr := sendFromV1(&p, int64(len(req.Params)))
 		sr.req = r
-		h.stream(sr, pathAgent, func(t *task, rerr *rpcError) *out {
+		h.stream(r.Context(), sr, pathAgent, func(t *task, rerr *rpcError) *out {
 			if rerr != nil {
 				h.answer(w, req, nil, rerr)
 				return nil
@@ -50,19 +53,19 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 	case a2awire.Method1GetTask:
 		var q a2a1.GetTaskRequest
 		if rerr = decodeParams(req.Params, &q); rerr == nil {
-			result, rerr = h.getTaskV1(&q, pathAgent)
+			result, rerr = h.getTaskV1(ctx, &q, pathAgent)
 		}
 	case a2awire.Method1ListTasks:
 		var q a2a1.ListTasksRequest
 		if len(req.Params) == 0 || string(req.Params) == "null" {
-			result, rerr = h.listTasksV1(&q, pathAgent)
+			result, rerr = h.listTasksV1(ctx, &q, pathAgent)
 		} else if rerr = decodeParams(req.Params, &q); rerr == nil {
-			result, rerr = h.listTasksV1(&q, pathAgent)
+			result, rerr = h.listTasksV1(ctx, &q, pathAgent)
 		}
 	case a2awire.Method1CancelTask:
 		var q a2a1.CancelTaskRequest
 		if rerr = decodeParams(req.Params, &q); rerr == nil {
-			result, rerr = h.cancelTaskV1(q.ID, pathAgent)
+			result, rerr = h.cancelTaskV1(ctx, q.ID, pathAgent)
 		}
 	case a2awire.Method1Subscribe:
 		var q a2a1.SubscribeToTaskRequest
@@ -70,7 +73,7 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 			h.answer(w, req, nil, rerr)
 			return
 		}
-		t, rerr := h.subscribable(q.ID, pathAgent)
+		t, rerr := h.subscribable(ctx, q.ID, pathAgent)
 		if rerr != nil {
 			h.answer(w, req, nil, rerr)
 			return
@@ -78,7 +81,7 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 		h.follow(r, t, &out{s: newSSE(w), g: gen10, id: req.ID})
 		return
 	case a2awire.Method1PushGet, a2awire.Method1PushCreate, a2awire.Method1PushList, a2awire.Method1PushDelete:
-		result, rerr = h.servePush1(req.Method, req.Params, pathAgent)
+		result, rerr = h.servePush1(ctx, req.Method, req.Params, pathAgent)
 	case a2awire.Method1ExtendedCard:
 		rerr = rpcErr(a2awire.CodeExtendedCardNotConfig, "this agent has no extended card")
 	default:
@@ -96,8 +99,8 @@ func (h *Handler) serveV1(w http.ResponseWriter, r *http.Request, req rpcRequest
 // only on a task not yet in a terminal state (UnsupportedOperationError
 // otherwise; GetTask reads a finished one). 0.3's tasks/resubscribe still
 // replays a finished task's end.
-func (h *Handler) subscribable(id a2a1.TaskID, pathAgent string) (*task, *rpcError) {
-	t, rerr := h.lookup(a2a03.TaskID(id), pathAgent)
+func (h *Handler) subscribable(ctx context.Context, id a2a1.TaskID, pathAgent string) (*task, *rpcError) {
+	t, rerr := h.lookup(ctx, a2a03.TaskID(id), pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -149,15 +152,15 @@ func (h *Handler) sendMessageV1(r *http.Request, raw json.RawMessage, pathAgent 
 	}
 	sr := sendFromV1(&p, int64(len(raw)))
 	sr.req = r
-	t, rerr := h.send(sr, pathAgent)
+	t, rerr := h.send(r.Context(), sr, pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
 	return a2a1.StreamResponse{Event: t.snapshotV1(sr.history, true)}, nil
 }
 
-func (h *Handler) getTaskV1(q *a2a1.GetTaskRequest, pathAgent string) (*a2a1.Task, *rpcError) {
-	t, rerr := h.lookup(a2a03.TaskID(q.ID), pathAgent)
+func (h *Handler) getTaskV1(ctx context.Context, q *a2a1.GetTaskRequest, pathAgent string) (*a2a1.Task, *rpcError) {
+	t, rerr := h.lookup(ctx, a2a03.TaskID(q.ID), pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -168,8 +171,8 @@ func (h *Handler) getTaskV1(q *a2a1.GetTaskRequest, pathAgent string) (*a2a1.Tas
 	return t.snapshotV1(history, true), nil
 }
 
-func (h *Handler) cancelTaskV1(id a2a1.TaskID, pathAgent string) (*a2a1.Task, *rpcError) {
-	t, rerr := h.lookup(a2a03.TaskID(id), pathAgent)
+func (h *Handler) cancelTaskV1(ctx context.Context, id a2a1.TaskID, pathAgent string) (*a2a1.Task, *rpcError) {
+	t, rerr := h.lookup(ctx, a2a03.TaskID(id), pathAgent)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -183,7 +186,7 @@ func (h *Handler) cancelTaskV1(id a2a1.TaskID, pathAgent string) (*a2a1.Task, *r
 // listTasksV1 answers ListTasks: the stored tasks newest first, filtered,
 // in pages of at most 100 (default 50). The page token is the opaque
 // position after the last task of the previous page.
-func (h *Handler) listTasksV1(q *a2a1.ListTasksRequest, pathAgent string) (*a2a1.ListTasksResponse, *rpcError) {
+func (h *Handler) listTasksV1(ctx context.Context, q *a2a1.ListTasksRequest, pathAgent string) (*a2a1.ListTasksResponse, *rpcError) {
 	if q.Status != a2a1.TaskStateUnspecified && a2awire.State03(q.Status) == a2a03.TaskStateUnspecified {
 		return nil, rpcErr(a2awire.CodeInvalidParams, "status %q is not a task state", cut(string(q.Status), 64))
 	}
@@ -191,7 +194,7 @@ func (h *Handler) listTasksV1(q *a2a1.ListTasksRequest, pathAgent string) (*a2a1
 	if q.HistoryLength != nil {
 		history = max(*q.HistoryLength, 0)
 	}
-	tasks, total, size, next, rerr := h.listTasks(listQuery{
+	tasks, total, size, next, rerr := h.listTasks(listQuery{who: axocoatl.IdentityFrom(ctx),
 		pathAgent: pathAgent, contextID: q.ContextID, status: a2awire.State03(q.Status),
 		pageSize: q.PageSize, pageToken: q.PageToken, after: q.StatusTimestampAfter,
 	})
@@ -208,8 +211,9 @@ func (h *Handler) listTasksV1(q *a2a1.ListTasksRequest, pathAgent string) (*a2a1
 // listQuery is a ListTasks (1.0) or tasks/list (0.3) filter.
 type listQuery struct {
 	pathAgent, contextID string
-	status               a2a03.TaskState // unspecified: any
-	pageSize             int             // 0: the default
+	who                  *axocoatl.Identity // the caller: only tasks of agents it sees
+	status               a2a03.TaskState    // unspecified: any
+	pageSize             int                // 0: the default
 	pageToken            string
 	after                *time.Time
 }
@@ -233,7 +237,7 @@ func (h *Handler) listTasks(q listQuery) (tasks []*task, total, size int, next s
 		before = n
 	}
 	keep := func(t *task) bool {
-		if q.pathAgent != "" && t.agentID != q.pathAgent {
+		if q.pathAgent != "" && t.agentID != q.pathAgent || !q.who.SeesAgent(t.agentID) {
 			return false
 		}
 		if q.contextID != "" && t.contextID != q.contextID {

@@ -277,7 +277,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 		return err
 	}
 	m.eng.Store(e)
-	h := e.GuardHTTP(axocoatl.HTTPRoute{MaxBodyBytes: maxVerdictBytes}, http.HandlerFunc(m.serveMux))
+	h := m.guarded(e)
 	m.handlers.Store(&h)
 	m.wg.Go(m.repl.follow)
 	removeGate, removeQuestions := e.Intercept(m.intercept), e.SetQuestioner(m)
@@ -396,10 +396,24 @@ func (m *Module) resolve(ctx context.Context, id, decision, remember string, con
 	if remember != Once && remember != Always {
 		return Resolution{}, ErrBadRemember
 	}
-	resolvedBy = clip(resolvedBy)
 	if resolvedBy == "" {
 		resolvedBy = "api"
 	}
+	// The caller's identity (a scoped token, a JWT) must carry the
+	// approve scope and see the agent; it is named in the verdict
+	// ("http:ops-bot"), so events and logs say who gave it.
+	if who := axocoatl.IdentityFrom(ctx); who != nil {
+		if !who.Can(axocoatl.ScopeApprove) {
+			return Resolution{}, fmt.Errorf("%w: %s has no %s scope", axocoatl.ErrForbidden, who.Name, axocoatl.ScopeApprove)
+		}
+		if who.Restricted() && !slices.ContainsFunc(m.Pending(), func(p PendingApproval) bool {
+			return p.ApprovalID == id && who.SeesAgent(p.AgentID)
+		}) {
+			return Resolution{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		resolvedBy += ":" + who.Name
+	}
+	resolvedBy = clip(resolvedBy)
 	m.mu.Lock()
 	switch {
 	case m.life.Stopped():

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
@@ -42,14 +43,14 @@ type door struct {
 // table is the one list of the module's routes: routes builds the mux
 // from it, Routes hands it to hosts.
 func (m *Module) table() []door {
-	r := func(method, pattern string) axocoatl.Route {
-		return axocoatl.Route{Method: method, Pattern: pattern, MaxBodyBytes: maxVerdictBytes}
+	r := func(method, pattern string, scope axocoatl.Scope) axocoatl.Route {
+		return axocoatl.Route{Method: method, Pattern: pattern, Scope: scope, MaxBodyBytes: maxVerdictBytes}
 	}
 	return []door{
-		{r(http.MethodGet, PathApprovals), m.serveList},
-		{r(http.MethodPost, PathApprovals+"/{id}"), m.serveVerdict},
-		{r(http.MethodGet, PathDecisions), m.serveDecisions},
-		{r(http.MethodDelete, PathDecisions), m.serveForget},
+		{r(http.MethodGet, PathApprovals, axocoatl.ScopeRead), m.serveList},
+		{r(http.MethodPost, PathApprovals+"/{id}", axocoatl.ScopeApprove), m.serveVerdict},
+		{r(http.MethodGet, PathDecisions, axocoatl.ScopeRead), m.serveDecisions},
+		{r(http.MethodDelete, PathDecisions, axocoatl.ScopeApprove), m.serveForget},
 	}
 }
 
@@ -61,8 +62,31 @@ func (m *Module) routes() *http.ServeMux {
 	return mux
 }
 
-// Routes are the module's doors (see [PathApprovals]), each needing the
-// API token, bodies bounded to 64 KiB.
+// guarded is the module's handler behind the Engine's guard, each request
+// asking for the scope its route declares (read for one the mux does not
+// know, answered 404 or 405).
+func (m *Module) guarded(e *axocoatl.Engine) http.Handler {
+	scopes := map[string]axocoatl.Scope{}
+	byScope := map[axocoatl.Scope]http.Handler{}
+	for _, rt := range append(m.table(), door{Route: axocoatl.Route{Scope: axocoatl.ScopeRead}}) {
+		scopes[rt.Method+" "+rt.Pattern] = rt.Scope
+		if byScope[rt.Scope] == nil {
+			byScope[rt.Scope] = e.GuardHTTP(axocoatl.HTTPRoute{Scope: rt.Scope, MaxBodyBytes: maxVerdictBytes}, http.HandlerFunc(m.serveMux))
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scope := axocoatl.ScopeRead
+		if _, pattern := m.mux.Handler(r); pattern != "" {
+			scope = scopes[pattern]
+		}
+		byScope[scope].ServeHTTP(w, r)
+	})
+}
+
+// Routes are the module's doors (see [PathApprovals]): the lists need
+// [axocoatl.ScopeRead], a verdict and forgetting a decision
+// [axocoatl.ScopeApprove]; bodies bounded to 64 KiB. A caller whose
+// identity sees only some agents sees and decides only their approvals.
 func (m *Module) Routes() []axocoatl.Route {
 	var out []axocoatl.Route
 	for _, rt := range m.table() {
@@ -108,12 +132,14 @@ func (m *Module) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	(*h).ServeHTTP(w, r)
 }
 
-func (m *Module) serveList(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": m.Pending()})
+func (m *Module) serveList(w http.ResponseWriter, r *http.Request) {
+	id := axocoatl.IdentityFrom(r.Context())
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": slices.DeleteFunc(m.Pending(), func(p PendingApproval) bool { return !id.SeesAgent(p.AgentID) })})
 }
 
-func (m *Module) serveDecisions(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"decisions": m.Decisions()})
+func (m *Module) serveDecisions(w http.ResponseWriter, r *http.Request) {
+	id := axocoatl.IdentityFrom(r.Context())
+	writeJSON(w, http.StatusOK, map[string]any{"decisions": slices.DeleteFunc(m.Decisions(), func(d Remembered) bool { return !id.SeesAgent(d.AgentID) })})
 }
 
 func (m *Module) serveForget(w http.ResponseWriter, r *http.Request) {
@@ -132,7 +158,11 @@ func (m *Module) serveForget(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `query parameter "tool" is required`)
 		return
 	}
-	if err := m.Forget(agentID, tool); err != nil {
+	err := ErrDecisionNotFound
+	if axocoatl.IdentityFrom(r.Context()).SeesAgent(agentID) {
+		err = m.Forget(agentID, tool)
+	}
+	if err != nil {
 		if errors.Is(err, ErrDecisionNotFound) {
 			writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no remembered decision for agent %q and tool %q", agentID, tool))
 			return
@@ -172,6 +202,8 @@ func (m *Module) serveVerdict(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, res)
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no pending approval %q", id))
+	case errors.Is(err, axocoatl.ErrForbidden):
+		writeError(w, http.StatusForbidden, "forbidden", err.Error())
 	case errors.Is(err, ErrAlreadyResolved):
 		writeError(w, http.StatusConflict, "already_resolved", err.Error())
 	case errors.Is(err, ErrBadDecision), errors.Is(err, ErrBadRemember), errors.Is(err, ErrBadAnswer):

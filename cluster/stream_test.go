@@ -99,7 +99,7 @@ func TestDeltasAcrossDaemons(t *testing.T) {
 		}
 		once.Do(func() {
 			// Another listener on A joins the remote run while it goes.
-			sub, err := a.e.FollowRun("t-stream")
+			sub, err := a.e.FollowRun(context.Background(), "t-stream")
 			if err != nil {
 				t.Errorf("FollowRun on the caller's daemon: %v", err)
 				followed <- ""

@@ -95,6 +95,12 @@ var boundGuards = map[string]guard{
 	// Every door (HTTP)
 	"server.max_concurrent_runs":                     {axocoatl.DefaultMaxRuns, []string{".:TestMaxRunsRefusesBeyond", "examples/daemon:TestMaxConcurrentRunsAtEveryDoor"}},
 	"server.max_auth_failures":                       {httpguard.DefaultFailureLimit.Max, []string{"internal/httpguard:TestWrongTokensSlowed", "internal/httpguard:TestWrongTokensWindowEnds", "examples/daemon:TestMaxAuthFailuresKey"}},
+	"server.auth.oauth.jwks_min_refresh":             {httpguard.DefaultJWKSMinRefresh, []string{"internal/httpguard:TestUnknownKidsFetchOncePerMinRefresh"}},
+	"server.auth.oauth.jwks_timeout":                 {httpguard.DefaultJWKSTimeout, []string{"internal/httpguard:TestJWKSTimeout"}},
+	"server.auth.oauth.max_jwks_bytes":               {int64(httpguard.DefaultMaxJWKSBytes), []string{"internal/httpguard:TestJWKSBodyBound"}},
+	"Every door / an access token (JWT)":             {int64(httpguard.MaxJWTBytes), []string{"internal/httpguard:TestJWTSizeBound"}},
+	"Every door / verified access tokens remembered": {httpguard.MaxVerifiedTokens, []string{"internal/httpguard:TestVerifiedTokensBounded"}},
+	"Every door / store pages one conversation listing reads for a token with agent globs": {nil, []string{"config:TestFilteredConversationPagesBounded"}},
 	"server.request_timeout":                         {config.DefaultRequestTimeout, []string{"examples/daemon:TestExecuteUpstreamStatuses"}},
 	"server.body_timeout":                            {config.DefaultBodyTimeout, []string{"examples/daemon:TestSlowBodyTimesOut", "mcpserver:TestHTTPSlowBodyTimesOut", "a2a:TestSlowBodyTimesOut"}},
 	"server.write_timeout":                           {httpguard.DefaultWriteTimeout, []string{"internal/httpguard:TestWriteDeadline", "examples/daemon:TestNonReadersFreedWithinTwoWriteTimeouts"}},
@@ -322,6 +328,9 @@ func resolveKey(t reflect.Type, key string) error {
 			continue
 		}
 		name, list := strings.CutSuffix(part, "[]")
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
 		f, ok := yamlField(t, name)
 		if !ok {
 			return fmt.Errorf("no field with yaml tag %q in %s", name, t)

@@ -250,10 +250,13 @@ func (c *Config) httpAPIConfig(rt *Runtime, log *slog.Logger) httpapi.Config {
 		},
 		Tools: func() any { return rt.Tools() },
 		Approvals: httpapi.Approvals{
-			Pending: func(context.Context) []any {
+			Pending: func(ctx context.Context) []any {
 				var out []any
+				who := axocoatl.IdentityFrom(ctx)
 				for _, p := range gate.Pending() {
-					out = append(out, p)
+					if who.SeesAgent(p.AgentID) {
+						out = append(out, p)
+					}
 				}
 				return out
 			},

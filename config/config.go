@@ -152,6 +152,14 @@ type ServerConfig struct {
 	// /health*, the agent cards and /. Zero: no authentication, allowed
 	// only on a loopback address (or with AllowUnauthenticated).
 	APIToken secret.Secret `yaml:"api_token"`
+	// Tokens are scoped static tokens beside APIToken (which carries every
+	// scope): each {name, token, scopes (read, execute, approve, admin),
+	// agents (globs)} names its caller in logs and verdicts, and sees and
+	// runs only the agents its globs admit, on every door. Zero: none.
+	Tokens []axocoatl.Token `yaml:"tokens"`
+	// Auth holds the other ways in: oauth makes the doors OAuth protected
+	// resources that accept JWT access tokens.
+	Auth ServerAuth `yaml:"auth"`
 	// AllowUnauthenticated permits a non-loopback Addr without APIToken.
 	// Zero: false, such a daemon refuses to start.
 	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
@@ -189,6 +197,26 @@ type ServerConfig struct {
 	MCPServeHTTP string `yaml:"mcp_serve_http"`
 }
 
+// authErrors checks server.tokens and server.auth.oauth.
+func (c *Config) authErrors() []error {
+	d := c.doc
+	errs := d.FieldErrors("server", axocoatl.ValidateTokens(c.Server.APIToken, c.Server.Tokens))
+	return append(errs, d.FieldErrors("server.auth.oauth", c.Server.Auth.OAuth.Validate())...)
+}
+
+// Authenticated reports whether the doors ask for credentials: an
+// api_token, scoped tokens or OAuth.
+func (s ServerConfig) Authenticated() bool {
+	return !s.APIToken.IsZero() || len(s.Tokens) > 0 || s.Auth.OAuth != nil
+}
+
+// ServerAuth is `server.auth`.
+type ServerAuth struct {
+	// OAuth, when set, admits JWT access tokens of one authorization
+	// server (issuer, audience, jwks_url or discovery). Zero: none.
+	OAuth *axocoatl.OAuthOptions `yaml:"oauth"`
+}
+
 // HTTPOptions is how the Engine guards every HTTP door, from the server
 // section: the [axocoatl.Options].HTTP that [Config.Build] passes to
 // [axocoatl.New]. A public URL defaulted from a listen address on port 0 is left
@@ -205,6 +233,8 @@ func (c *Config) HTTPOptions() axocoatl.HTTPOptions {
 		BodyTimeout:     c.Server.BodyTimeout,
 		WriteTimeout:    c.Server.WriteTimeout,
 		MaxAuthFailures: c.Server.MaxAuthFailures,
+		Tokens:          c.Server.Tokens,
+		OAuth:           c.Server.Auth.OAuth,
 	}
 }
 
@@ -631,6 +661,7 @@ func (c *Config) validate() error {
 		errs = append(errs, c.errorf("server.api_token", "is %d characters long: use at least %d (for example the output of `openssl rand -hex 24`)", len(tok), httpguard.MinTokenLength))
 	}
 	errs = append(errs, d.FieldErrors("server", httpguard.ValidateOrigins(c.Server.AllowedOrigins))...)
+	errs = append(errs, c.authErrors()...)
 	if c.Server.RequestTimeout < 0 {
 		errs = append(errs, d.Errorf("server.request_timeout", "must not be negative"))
 	}
@@ -734,7 +765,7 @@ var ErrRefuseUnauthenticated = errors.New("refusing to serve without authenticat
 // [IsLoopback] tells which addresses are public).
 func (c *Config) CheckListen() error {
 	s := c.Server
-	if !s.APIToken.IsZero() || s.AllowUnauthenticated || IsLoopback(s.Addr) {
+	if s.Authenticated() || s.AllowUnauthenticated || IsLoopback(s.Addr) {
 		return nil
 	}
 	return fmt.Errorf("%w: server.addr is %s; set server.api_token (or AXOCOATL_API_TOKEN), listen on 127.0.0.1, or set server.allow_unauthenticated: true", ErrRefuseUnauthenticated, s.Addr)

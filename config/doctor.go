@@ -118,7 +118,13 @@ func (c *Config) DoctorWith(ctx context.Context, opts DoctorOptions) *Report {
 }
 
 func authNote(cfg *Config) string {
-	if cfg.Server.APIToken.IsZero() {
+	s := cfg.Server
+	switch {
+	case s.Auth.OAuth != nil:
+		return fmt.Sprintf(" (API token, %d scoped tokens or a JWT of %s required)", len(s.Tokens), s.Auth.OAuth.Issuer)
+	case len(s.Tokens) > 0:
+		return fmt.Sprintf(" (API token or one of %d scoped tokens required)", len(s.Tokens))
+	case s.APIToken.IsZero():
 		return " (no API token)"
 	}
 	return " (API token required)"

@@ -64,9 +64,13 @@ func (m *Module) healthReady(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, code, map[string]any{"status": status, "agents": len(m.eng.Agents()), "mcp_servers": servers})
 }
 
-func (m *Module) listTools(w http.ResponseWriter, _ *http.Request) {
+func (m *Module) listTools(w http.ResponseWriter, r *http.Request) {
 	if m.cfg.Tools != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"tools": m.cfg.Tools()})
+		tools := m.cfg.Tools()
+		if id := axocoatl.IdentityFrom(r.Context()); id.Restricted() {
+			tools = visibleTools(id, tools)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
 		return
 	}
 	type tool struct {
@@ -81,7 +85,44 @@ func (m *Module) listTools(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
 }
 
-func (m *Module) serveMetrics(w http.ResponseWriter, r *http.Request) { m.met.handler.ServeHTTP(w, r) }
+// serveMetrics: the counters name every agent, so a caller that sees only
+// some is refused them.
+func (m *Module) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if id := axocoatl.IdentityFrom(r.Context()); id.Restricted() {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%q sees only some agents; the metrics cover every agent", id.Name))
+		return
+	}
+	m.met.handler.ServeHTTP(w, r)
+}
+
+// WhoamiResponse is the answer of GET /api/whoami: who the request's
+// credentials say the caller is, and what it may do (the dashboard shows
+// only that).
+type WhoamiResponse struct {
+	// Authenticated: the request carried valid credentials, or the server
+	// needs none.
+	Authenticated bool `json:"authenticated"`
+	// AuthRequired: the server asks for credentials on its API.
+	AuthRequired bool `json:"auth_required"`
+	// Name names the credential ("" when none was needed or shown).
+	Name   string           `json:"name,omitempty"`
+	Scopes []axocoatl.Scope `json:"scopes"`
+	// Agents are the agent globs it is limited to; empty: every agent.
+	Agents []string `json:"agents,omitempty"`
+}
+
+func (m *Module) whoami(w http.ResponseWriter, r *http.Request) {
+	id := axocoatl.IdentityFrom(r.Context())
+	required := m.eng.AuthRequired()
+	out := WhoamiResponse{AuthRequired: required, Scopes: []axocoatl.Scope{}}
+	switch {
+	case id != nil:
+		out.Authenticated, out.Name, out.Scopes, out.Agents = true, id.Name, id.Scopes, id.Agents
+	case !required:
+		out.Authenticated, out.Scopes = true, []axocoatl.Scope{axocoatl.ScopeAdmin}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
 
 // AgentView is an agent as GET /api/agents shows it: an
 // [axocoatl.AgentInfo] in the API's JSON shape.
@@ -107,8 +148,8 @@ func viewOf(a axocoatl.AgentInfo) AgentView {
 	}
 }
 
-func (m *Module) listAgents(w http.ResponseWriter, _ *http.Request) {
-	infos := m.eng.Agents()
+func (m *Module) listAgents(w http.ResponseWriter, r *http.Request) {
+	infos := m.eng.AgentsFor(r.Context())
 	out := make([]AgentView, len(infos))
 	for i, info := range infos {
 		out[i] = viewOf(info)
@@ -118,7 +159,7 @@ func (m *Module) listAgents(w http.ResponseWriter, _ *http.Request) {
 
 func (m *Module) getAgent(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	info, err := m.eng.Agent(id)
+	info, err := m.eng.AgentFor(r.Context(), id)
 	if err != nil {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("agent %q not found", id))
 		return
@@ -150,7 +191,7 @@ type ExecuteResponse struct {
 
 func (m *Module) execute(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, err := m.eng.Agent(id); err != nil {
+	if _, err := m.eng.AgentFor(r.Context(), id); err != nil {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("agent %q not found", id))
 		return
 	}
@@ -203,7 +244,7 @@ type executeFailure struct {
 // status and body in one place. taskID "" lets the Engine choose it;
 // onEvent, when not nil, is the run's [axocoatl.Request].OnEvent.
 func (m *Module) runExecute(ctx context.Context, id, input, conversationID, taskID string, onEvent func(agent.RunEvent)) (ExecuteResponse, *executeFailure) {
-	info, err := m.eng.Agent(id)
+	info, err := m.eng.AgentFor(ctx, id)
 	if err != nil {
 		return ExecuteResponse{}, &executeFailure{status: http.StatusNotFound,
 			body: ErrorBody{ErrorDetail{Code: "not_found", Message: fmt.Sprintf("agent %q not found", id)}}}
@@ -253,6 +294,8 @@ func executeStatus(err error) (int, string) {
 	switch {
 	case errors.Is(err, axocoatl.ErrAgentNotFound):
 		return http.StatusNotFound, "not_found"
+	case errors.Is(err, axocoatl.ErrForbidden):
+		return http.StatusForbidden, "forbidden"
 	case errors.Is(err, axocoatl.ErrUnavailable): // another daemon's agent, out of reach now
 		return http.StatusServiceUnavailable, "cluster_unavailable"
 	case errors.Is(err, axocoatl.ErrBusy):
@@ -326,4 +369,35 @@ func (m *Module) publishEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": ev.ID, "type": ev.Type})
+}
+
+// visibleTools narrows a tool list in its JSON shape (objects with an
+// "agents" list of the agents allowed each tool) for an identity that sees
+// only some agents: each tool's agents are those it sees, and a tool only
+// agents it does not see use is left out.
+func visibleTools(id *axocoatl.Identity, tools any) any {
+	b, err := json.Marshal(tools)
+	var list []map[string]any
+	if err != nil || json.Unmarshal(b, &list) != nil {
+		return []any{}
+	}
+	out := make([]map[string]any, 0, len(list))
+	for _, t := range list {
+		agents, ok := t["agents"].([]any)
+		if !ok || len(agents) == 0 {
+			out = append(out, t)
+			continue
+		}
+		seen := []any{}
+		for _, a := range agents {
+			if s, ok := a.(string); ok && id.SeesAgent(s) {
+				seen = append(seen, s)
+			}
+		}
+		if len(seen) > 0 {
+			t["agents"] = seen
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/axocoatl/axocoatl-go"
 	"math"
 	"net/http"
 	"strconv"
@@ -50,7 +51,7 @@ func (m *Module) listConversations(w http.ResponseWriter, r *http.Request) {
 	}
 	agentID := q.Get("agent")
 	if agentID != "" {
-		if _, err := m.eng.Agent(agentID); err != nil {
+		if _, err := m.eng.AgentFor(r.Context(), agentID); err != nil {
 			writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("agent %q not found", truncated(agentID)))
 			return
 		}
@@ -114,20 +115,47 @@ func (m *Module) deleteConversation(w http.ResponseWriter, r *http.Request) {
 }
 
 // conversations is the one way the API lists conversations: every page a
-// client sees comes through here. Today one token sees every agent, so it
-// lists what q asks; scoped tokens (issue #29) filter here, narrowing q
-// to the agents the request's token may see, so that a token that may not
-// see an agent sees none of its conversations. [Module.visibleConversation]
-// is the same rule for one conversation.
+// client sees comes through here. A caller whose [axocoatl.Identity] sees
+// only some agents sees only their conversations: the store's pages are
+// read (each whole, so that cursors stay exact) and filtered until the
+// page is full, at most maxFilteredPages of them per request.
+// [Module.visibleConversation] is the same rule for one conversation.
 func (m *Module) conversations(r *http.Request, q conversation.Query) (conversation.Page, error) {
-	return m.eng.Conversations().List(r.Context(), q)
+	id := axocoatl.IdentityFrom(r.Context())
+	if !id.Restricted() {
+		return m.eng.Conversations().List(r.Context(), q)
+	}
+	limit := q.Limit
+	var out conversation.Page
+	for range maxFilteredPages {
+		q.Limit = limit - len(out.Conversations)
+		page, err := m.eng.Conversations().List(r.Context(), q)
+		if err != nil {
+			return conversation.Page{}, err
+		}
+		for _, c := range page.Conversations {
+			if id.SeesAgent(c.AgentID) {
+				out.Conversations = append(out.Conversations, c)
+			}
+		}
+		out.Next, q.Cursor = page.Next, page.Next
+		if page.Next == "" || len(out.Conversations) >= limit {
+			break
+		}
+	}
+	return out, nil
 }
+
+// maxFilteredPages bounds the store pages one listing reads for a caller
+// who sees only some agents; the page it answers may then be short, with
+// a cursor to go on.
+const maxFilteredPages = 10
 
 // visibleConversation reads the conversation {id} of the request, or
 // answers 400 (a malformed id) or 404 (none of that id) and returns false.
-// As [Module.conversations] for listing, it is where scoped tokens (issue
-// #29) hide the conversations of agents a token may not see: as 404, the
-// answer for one that does not exist.
+// As [Module.conversations] for listing, it hides the conversations of
+// agents the caller's identity does not see: as 404, the answer for one
+// that does not exist.
 func (m *Module) visibleConversation(w http.ResponseWriter, r *http.Request) (conversation.Info, bool) {
 	id := r.PathValue("id")
 	if !conversation.ValidID(id) {
@@ -135,6 +163,9 @@ func (m *Module) visibleConversation(w http.ResponseWriter, r *http.Request) (co
 		return conversation.Info{}, false
 	}
 	info, err := m.eng.Conversations().Get(r.Context(), id)
+	if err == nil && !axocoatl.IdentityFrom(r.Context()).SeesAgent(info.AgentID) {
+		err = fmt.Errorf("%w: %q", conversation.ErrNotFound, id)
+	}
 	if err != nil {
 		m.writeConversationError(w, err)
 		return conversation.Info{}, false

@@ -188,7 +188,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	for _, d := range m.table() {
 		h := d.serve
 		if !d.guarded {
-			h = e.GuardHTTP(axocoatl.HTTPRoute{Public: d.Scope == axocoatl.ScopePublic, MaxBodyBytes: d.MaxBodyBytes}, h)
+			h = e.GuardHTTP(axocoatl.HTTPRoute{Scope: d.Scope, MaxBodyBytes: d.MaxBodyBytes}, h)
 		}
 		mux.Handle(d.Method+" "+d.Pattern, h)
 	}
@@ -254,16 +254,20 @@ type door struct {
 // [axocoatl.Scope] it needs):
 //
 //	GET|HEAD /health, /health/live, /health/ready   public
-//	GET      /api/agents, /api/agents/{id}, /api/tools, /metrics
-//	POST     /api/agents/{id}/execute               {"input": "…", "conversation_id"?}
-//	GET      /api/conversations                     ?agent=&limit=&cursor=, newest first
-//	GET      /api/conversations/{id}                ?from=&limit=: its messages
-//	DELETE   /api/conversations/{id}
-//	POST     /api/events                            a custom event
-//	GET      /api/events                            the WebSocket event stream
+//	GET      /api/agents, /api/agents/{id}, /api/tools   read
+//	POST     /api/agents/{id}/execute               execute: {"input": "…", "conversation_id"?}
+//	GET      /api/conversations                     read: ?agent=&limit=&cursor=, newest first
+//	GET      /api/conversations/{id}                read: ?from=&limit=: its messages
+//	DELETE   /api/conversations/{id}                execute
+//	POST     /api/events                            admin: a custom event
+//	GET      /api/events                            read: the WebSocket event stream
+//	GET      /api/whoami                            public: the caller's identity
+//	GET      /metrics                               read, by a token that sees every agent
+//	GET      /.well-known/oauth-protected-resource[/…]  public, with server.auth.oauth (once started)
 //	GET|HEAD /{$}                                   the dashboard, public
 //
-// Bodies are bounded to 1 MiB.
+// A caller whose identity sees only some agents sees only those agents,
+// their conversations and their events. Bodies are bounded to 1 MiB.
 func (m *Module) Routes() []axocoatl.Route {
 	var out []axocoatl.Route
 	for _, d := range m.table() {
@@ -278,9 +282,10 @@ func (m *Module) table() []door {
 	public := func(method, pattern string, h http.HandlerFunc) door {
 		return door{Route: axocoatl.Route{Method: method, Pattern: pattern, Scope: axocoatl.ScopePublic}, serve: h}
 	}
-	token := func(method, pattern string, h http.HandlerFunc) door {
-		return door{Route: axocoatl.Route{Method: method, Pattern: pattern}, serve: h}
+	scoped := func(scope axocoatl.Scope, method, pattern string, h http.HandlerFunc) door {
+		return door{Route: axocoatl.Route{Method: method, Pattern: pattern, Scope: scope}, serve: h}
 	}
+	read, exec := axocoatl.ScopeRead, axocoatl.ScopeExecute
 	var ds []door
 	for _, p := range []string{"/health", "/health/live"} {
 		ds = append(ds, public(get, p, m.health), public(head, p, m.health))
@@ -288,19 +293,25 @@ func (m *Module) table() []door {
 	ds = append(ds,
 		public(get, "/health/ready", m.healthReady),
 		public(head, "/health/ready", m.healthReady),
-		token(get, "/api/agents", m.listAgents),
-		token(get, "/api/agents/{id}", m.getAgent),
-		token(post, "/api/agents/{id}/execute", m.execute),
-		token(get, "/api/conversations", m.listConversations),
-		token(get, "/api/conversations/{id}", m.getConversation),
-		token(del, "/api/conversations/{id}", m.deleteConversation),
-		token(post, "/api/events", m.publishEvent),
-		token(get, "/api/tools", m.listTools),
-		token(get, "/metrics", m.serveMetrics),
+		scoped(read, get, "/api/agents", m.listAgents),
+		scoped(read, get, "/api/agents/{id}", m.getAgent),
+		scoped(exec, post, "/api/agents/{id}/execute", m.execute),
+		scoped(read, get, "/api/conversations", m.listConversations),
+		scoped(read, get, "/api/conversations/{id}", m.getConversation),
+		scoped(exec, del, "/api/conversations/{id}", m.deleteConversation),
+		scoped(axocoatl.ScopeAdmin, post, "/api/events", m.publishEvent),
+		scoped(read, get, "/api/tools", m.listTools),
+		scoped(read, get, "/metrics", m.serveMetrics),
+		public(get, "/api/whoami", m.whoami),
 		// The stream checks the token itself: browsers cannot set headers
 		// on a WebSocket and pass it as a subprotocol or ?token= instead.
-		door{Route: axocoatl.Route{Method: get, Pattern: "/api/events"}, serve: http.HandlerFunc(m.serveStream), guarded: true},
+		door{Route: axocoatl.Route{Method: get, Pattern: "/api/events", Scope: read}, serve: http.HandlerFunc(m.serveStream), guarded: true},
 	)
+	if m.eng != nil && m.eng.HTTP().OAuth != nil { // the doors are OAuth protected resources
+		ds = append(ds,
+			public(get, axocoatl.WellKnownProtectedResource, m.eng.ServeProtectedResource),
+			public(get, axocoatl.WellKnownProtectedResource+"/{path...}", m.eng.ServeProtectedResource))
+	}
 	page := dashboard.Handler()
 	return append(ds, public(get, "/{$}", page.ServeHTTP), public(head, "/{$}", page.ServeHTTP))
 }

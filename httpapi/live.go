@@ -280,7 +280,7 @@ func (s *stream) follow(ctx context.Context, l *live, task string) *ErrorDetail 
 	if fail := l.check(task); fail != nil {
 		return fail
 	}
-	sub, err := s.m.eng.FollowRun(task)
+	sub, err := s.m.eng.FollowRun(ctx, task)
 	if err != nil {
 		code := "not_running"
 		if errors.Is(err, axocoatl.ErrTooManyListeners) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/internal/jsonio"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -142,7 +144,8 @@ func (s *stream) serve(w http.ResponseWriter, r *http.Request) {
 	if tok := r.URL.Query().Get("token"); tok != "" && httpguard.TokenFrom(r) == "" {
 		r.Header.Set("Authorization", "Bearer "+tok)
 	}
-	if !s.m.eng.CheckHTTP(w, r, false) {
+	r, ok := s.m.eng.AuthorizeHTTP(w, r, axocoatl.ScopeRead)
+	if !ok {
 		return
 	}
 	if status, msg := checkHandshake(r); status != 0 {
@@ -255,7 +258,16 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 			pending = p
 		}
 	}
-	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: s.history.Snapshot(), Commands: wsCommands}); err != nil {
+	// A caller who sees only some agents gets only the events naming one
+	// of them (their agent_id); the pending approvals were filtered by
+	// the same identity (Approvals.Pending reads it from ctx).
+	id := axocoatl.IdentityFrom(ctx)
+	history := s.history.Snapshot()
+	if id.Restricted() {
+		history = slices.DeleteFunc(history, func(ev lattice.Event) bool { return !eventVisible(id, ev) })
+		pending = slices.DeleteFunc(pending, func(p any) bool { return !valueVisible(id, p) })
+	}
+	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: history, Commands: wsCommands}); err != nil {
 		return err
 	}
 	var reported uint64
@@ -278,6 +290,9 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 		case ev, ok := <-sub.Events():
 			if !ok {
 				return nil // bus closed
+			}
+			if id.Restricted() && !eventVisible(id, ev) {
+				continue
 			}
 			if err := write(eventFrame{Kind: "event", Event: ev}); err != nil {
 				return err
@@ -407,4 +422,23 @@ func headerHasToken(h http.Header, name, token string) bool {
 		}
 	}
 	return false
+}
+
+// eventVisible reports whether a restricted identity sees ev: its payload
+// names an agent (agent_id) the identity sees. Events naming none (custom
+// events, a server's tool list) are not shown to it.
+func eventVisible(id *axocoatl.Identity, ev lattice.Event) bool {
+	var p struct {
+		AgentID *string `json:"agent_id"`
+	}
+	if json.Unmarshal(ev.Payload, &p) != nil || p.AgentID == nil {
+		return false
+	}
+	return id.SeesAgent(*p.AgentID)
+}
+
+// valueVisible is eventVisible for a value in its JSON shape.
+func valueVisible(id *axocoatl.Identity, v any) bool {
+	b, err := json.Marshal(v)
+	return err == nil && eventVisible(id, lattice.Event{Payload: b})
 }

@@ -46,7 +46,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 const Path = "/mcp"
 
 // Routes are the Server's doors at [Path]: POST, GET and DELETE of
-// streamable HTTP, bounded by [Config].MaxMessageBytes.
+// streamable HTTP, bounded by [Config].MaxMessageBytes. They ask for
+// [axocoatl.ScopeRead]: tools/list shows only the agents the caller's
+// identity sees, and a tools/call also needs [axocoatl.ScopeExecute] (the
+// Engine refuses the run without it).
 func (s *Server) Routes() []axocoatl.Route {
 	limit := s.cfg.MaxMessageBytes
 	if limit == 0 {
@@ -54,7 +57,7 @@ func (s *Server) Routes() []axocoatl.Route {
 	}
 	var out []axocoatl.Route
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
-		out = append(out, axocoatl.Route{Method: m, Pattern: Path, MaxBodyBytes: limit})
+		out = append(out, axocoatl.Route{Method: m, Pattern: Path, Scope: axocoatl.ScopeRead, MaxBodyBytes: limit})
 	}
 	return out
 }

@@ -410,7 +410,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		SupportedProtocolVersions: ProtocolVersions(),
 	})
-	s.mcp.AddReceivingMiddleware(s.syncMiddleware)
+	s.mcp.AddReceivingMiddleware(s.syncMiddleware, s.identityMiddleware)
 	s.syncToolsLocked()
 	s.stopWatch = e.WatchAgents(s.syncTools)
 
@@ -457,7 +457,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 	// and a client reads JSON for less than an SSE stream.
 	statelessOpts.JSONResponse = true
 	statelessJSON := mcp.NewStreamableHTTPHandler(getServer, &statelessOpts)
-	s.http = e.GuardHTTP(axocoatl.HTTPRoute{MaxBodyBytes: cfg.MaxMessageBytes}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.http = e.GuardHTTP(axocoatl.HTTPRoute{Scope: axocoatl.ScopeRead, MaxBodyBytes: cfg.MaxMessageBytes}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.life.Stopped() { // inside the guard: the unread body is drained under its deadline
 			writeHTTPError(w, http.StatusServiceUnavailable, "server closed")
 			return
@@ -519,7 +519,7 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 			defer pw.finish()
 			w = pw
 		}
-		sdk.ServeHTTP(w, r)
+		serveSDK(sdk, w, r)
 	}))
 	s.life.MarkStarted()
 	return nil
@@ -784,6 +784,9 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 			res, err := s.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: agentID, Input: input, Source: axocoatl.SourceMCP, TaskID: taskID, ConversationID: convID, OnEvent: onEvent})
 			return callResult(taskID, res, err)
 		}
+		// The caller's identity: the Engine runs only agents it sees, and
+		// only for a caller with the execute scope.
+		ctx = axocoatl.WithIdentity(ctx, requestIdentity(req))
 		// A 2026-07-28 client that can show forms is asked through
 		// InputRequiredResults (mrtr.go); its run outlives the request.
 		if statelessEra(req.ProtocolVersion()) && inputCapable(req) {

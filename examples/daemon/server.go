@@ -58,7 +58,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	if err := cfg.CheckListen(); err != nil {
 		return err
 	}
-	if cfg.Server.APIToken.IsZero() && !config.IsLoopback(cfg.Server.Addr) {
+	if !cfg.Server.Authenticated() && !config.IsLoopback(cfg.Server.Addr) {
 		log.Warn("serving WITHOUT authentication on a non-loopback address (server.allow_unauthenticated)", "addr", cfg.Server.Addr)
 	}
 	start := time.Now()
@@ -110,7 +110,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks serv
 	case serveErr = <-served:
 	case <-d.rt.MCPReadyChan():
 		log.Info("axocoatl ready", "addr", ln.Addr().String(), "agents", len(cfg.Agents), "config", cfg.Source,
-			"auth", !cfg.Server.APIToken.IsZero(), "conversations", d.rt.ConversationStore, "startup", time.Since(start).Round(time.Microsecond),
+			"auth", cfg.Server.Authenticated(), "conversations", d.rt.ConversationStore, "startup", time.Since(start).Round(time.Microsecond),
 			"dashboard", base+"/", "mcp", base+"/mcp", "a2a_card", base+"/.well-known/agent-card.json")
 		select {
 		case <-ctx.Done():

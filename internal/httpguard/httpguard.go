@@ -9,8 +9,6 @@
 package httpguard
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,10 +44,22 @@ type Options struct {
 	Logger         *slog.Logger  // zero: discard
 	// Failures bounds wrong tokens per client. Zero: DefaultFailureLimit.
 	Failures FailureLimit
+	// Credentials are scoped static tokens, beside Token (which carries
+	// every scope).
+	Credentials []Credential
+	// OAuth, when set, also admits JWT access tokens of its issuer.
+	OAuth *OAuth
+	// Bind attaches the principal the guard found to the request it hands
+	// on (the root package's Identity). Zero: the request is handed on
+	// as it is.
+	Bind func(*http.Request, *Principal) *http.Request
 }
 
 // Route describes one guarded route.
 type Route struct {
+	// Scope is what the route asks of its caller (ScopeRead…); "" asks
+	// for ScopeAdmin. Public (or Scope ScopePublic) asks for nothing.
+	Scope        string
 	Public       bool  // no token needed
 	MaxBodyBytes int64 // zero: DefaultMaxBodyBytes
 	// TooLarge answers a declared body over MaxBodyBytes. Zero: 413.
@@ -58,8 +68,10 @@ type Route struct {
 
 // Guard applies Options to requests. It is safe for concurrent use.
 type Guard struct {
-	token        bool
-	digest       [32]byte
+	token        bool // some credential is required on non-public routes
+	creds        []credential
+	oauth        *Verifier
+	bind         func(*http.Request, *Principal) *http.Request
 	origins      []pattern
 	hostCheck    bool
 	publicHosts  []string // lower-case host[:port] and host of PublicURL
@@ -77,7 +89,7 @@ type Guard struct {
 // caller that cannot fail still fails closed.
 func New(o Options) (*Guard, error) {
 	g := &Guard{
-		hostCheck:    o.Token.IsZero(),
+		hostCheck:    true,
 		publicURL:    strings.TrimRight(o.PublicURL, "/"),
 		bodyTimeout:  o.BodyTimeout,
 		writeTimeout: o.WriteTimeout,
@@ -91,15 +103,27 @@ func New(o Options) (*Guard, error) {
 	if g.writeTimeout > 0 {
 		g.idle = NewIdleCutter(g.writeTimeout)
 	}
-	if !o.Token.IsZero() {
+	var errs []error
+	g.creds = newCredentials(o.Token, o.Credentials)
+	if o.OAuth != nil {
+		v, err := NewVerifier(*o.OAuth)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("oauth: %w", err))
+			// Fail closed: a guard asked for OAuth that cannot verify
+			// still asks for credentials.
+		} else {
+			g.oauth = v
+		}
+	}
+	if len(g.creds) > 0 || o.OAuth != nil {
 		g.token = true
-		g.digest = sha256.Sum256([]byte(o.Token.Reveal()))
+		g.hostCheck = false
 		g.failures = newFailureLimiter(o.Failures, o.Logger)
 	}
+	g.bind = o.Bind
 	if u, err := url.Parse(o.PublicURL); err == nil && u.Host != "" {
 		g.publicHosts = append(g.publicHosts, strings.ToLower(u.Host), strings.ToLower(u.Hostname()))
 	}
-	var errs []error
 	for i, s := range o.AllowedOrigins {
 		p, err := parsePattern(s)
 		if err != nil {
@@ -132,17 +156,14 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 	if limit == 0 {
 		limit = DefaultMaxBodyBytes
 	}
+	scope := rt.Scope
+	if rt.Public {
+		scope = ScopePublic
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ArmBodyDeadline(w, r, g.bodyTimeout)
-		if status, code, msg := g.Check(r, rt.Public); status != 0 {
-			if status == http.StatusTooManyRequests {
-				w.Header().Set("Retry-After", code)
-				code = "too_many_requests"
-			}
-			if status == http.StatusUnauthorized {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="axocoatl"`)
-			}
-			jsonio.WriteError(w, status, code, msg)
+		r, ok := g.Authorize(w, r, scope)
+		if !ok {
 			return
 		}
 		if r.ContentLength > limit {
@@ -167,6 +188,33 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 	})
 }
 
+// Authorize applies the Host, credential, scope and Origin rules to r for
+// a route asking for scope. It returns r with the caller's principal bound
+// (Options.Bind) and true, or answers r (401 with WWW-Authenticate, 403,
+// 429 with Retry-After) and returns false.
+func (g *Guard) Authorize(w http.ResponseWriter, r *http.Request, scope string) (*http.Request, bool) {
+	p, f := g.authorize(r, scope)
+	if f != nil {
+		code := f.code
+		switch f.status {
+		case http.StatusTooManyRequests:
+			w.Header().Set("Retry-After", fmt.Sprint(f.retryAfterSecs))
+		case http.StatusUnauthorized:
+			w.Header().Set("WWW-Authenticate", g.challenge(r, f))
+		case http.StatusForbidden:
+			if f.bearerErr != "" {
+				w.Header().Set("WWW-Authenticate", g.challenge(r, f))
+			}
+		}
+		jsonio.WriteError(w, f.status, code, f.msg)
+		return r, false
+	}
+	if p != nil && g.bind != nil {
+		r = g.bind(r, p)
+	}
+	return r, true
+}
+
 // ArmBodyDeadline bounds reading r's body by timeout (none when it is not
 // positive or r has no body). Every request with a body gets it, not only
 // those whose handler reads it: net/http drains a small unread body before
@@ -185,32 +233,97 @@ func ArmBodyDeadline(w http.ResponseWriter, r *http.Request, timeout time.Durati
 
 // Check applies the Host, token and Origin rules to r. It returns 0 when r
 // passes, else the status, error code and message to answer with; for 429
-// the code is the Retry-After value in seconds.
+// the code is the Retry-After value in seconds. A route that is not public
+// asks for ScopeAdmin here; Authorize takes the scope.
 func (g *Guard) Check(r *http.Request, public bool) (status int, code, msg string) {
-	if !g.HostAllowed(r.Host) {
-		return http.StatusForbidden, "forbidden", fmt.Sprintf(
-			"host %s is not a name of this server (set server.public_url to it, or server.api_token)", jsonio.Quote(r.Host))
+	scope := ""
+	if public {
+		scope = ScopePublic
 	}
-	if !public && g.token {
-		client := clientOf(r)
-		if wait := g.failures.blocked(client); wait > 0 {
-			return http.StatusTooManyRequests, fmt.Sprint(int((wait + time.Second - 1) / time.Second)),
-				"too many wrong API tokens from this client; retry later"
+	if _, f := g.authorize(r, scope); f != nil {
+		if f.status == http.StatusTooManyRequests {
+			return f.status, fmt.Sprint(f.retryAfterSecs), f.msg
 		}
-		if presented := TokenFrom(r); !g.TokenOK(presented) {
-			if presented != "" { // a guess; a missing token is not
-				g.failures.fail(client)
+		return f.status, f.code, f.msg
+	}
+	return 0, "", ""
+}
+
+func (g *Guard) authorize(r *http.Request, scope string) (*Principal, *authFailure) {
+	if !g.HostAllowed(r.Host) {
+		return nil, &authFailure{status: http.StatusForbidden, code: "forbidden", msg: fmt.Sprintf(
+			"host %s is not a name of this server (set server.public_url to it, or server.api_token)", jsonio.Quote(r.Host))}
+	}
+	var p *Principal
+	if g.token {
+		presented := TokenFrom(r)
+		if scope == ScopePublic {
+			// A public route needs nothing, but a caller who shows valid
+			// credentials is known by them (an agent card lists only the
+			// agents its token sees). Wrong ones count as failures, so a
+			// public route is no oracle for guessing, and a client past
+			// the bound is anonymous here.
+			if client := clientOf(r); presented != "" && g.failures.blocked(client) == 0 {
+				if p, _ = g.identify(r, presented); p == nil {
+					g.failures.fail(client)
+				}
 			}
-			return http.StatusUnauthorized, "unauthorized", "missing or wrong API token"
+		} else {
+			client := clientOf(r)
+			if wait := g.failures.blocked(client); wait > 0 {
+				return nil, &authFailure{status: http.StatusTooManyRequests, code: "too_many_requests",
+					msg: "too many wrong API tokens from this client; retry later", retryAfterSecs: int((wait + time.Second - 1) / time.Second)}
+			}
+			if presented == "" {
+				return nil, &authFailure{status: http.StatusUnauthorized, code: "unauthorized", msg: "missing or wrong API token"}
+			}
+			var err error
+			if p, err = g.identify(r, presented); p == nil {
+				g.failures.fail(client)
+				f := &authFailure{status: http.StatusUnauthorized, code: "unauthorized", msg: "missing or wrong API token"}
+				if err != nil {
+					f.bearerErr, f.bearerDesc = "invalid_token", err.Error()
+					f.msg = "access token refused: " + err.Error()
+				}
+				return nil, f
+			}
+			if !HasScope(p.Scopes, scope) {
+				need := scope
+				if need == "" {
+					need = ScopeAdmin
+				}
+				f := &authFailure{status: http.StatusForbidden, code: "forbidden", scope: need,
+					msg: fmt.Sprintf("%s may not do this: it needs scope %s", jsonio.Quote(p.Name), need)}
+				if g.oauth != nil {
+					f.bearerErr = "insufficient_scope"
+				}
+				return nil, f
+			}
 		}
 	}
 	if needsOriginCheck(r) {
 		if err := g.OriginAllowed(r); err != nil {
-			return http.StatusForbidden, "forbidden", err.Error()
+			return nil, &authFailure{status: http.StatusForbidden, code: "forbidden", msg: err.Error()}
 		}
 	}
-	return 0, "", ""
+	return p, nil
 }
+
+// identify names the caller presented credentials belong to: a static
+// token, else (with OAuth) a JWT, whose refusal is the error. The error
+// says what is wrong with the token, never what it contains.
+func (g *Guard) identify(r *http.Request, presented string) (*Principal, error) {
+	if p := g.lookup(presented); p != nil {
+		return p, nil
+	}
+	if g.oauth == nil || !LooksLikeJWT(presented) {
+		return nil, nil
+	}
+	return g.oauth.Verify(r.Context(), presented)
+}
+
+// Verifier is the OAuth verifier, or nil without OAuth.
+func (g *Guard) Verifier() *Verifier { return g.oauth }
 
 // needsOriginCheck: writes (a form post or a no-cors fetch needs no CORS
 // preflight) and WebSocket upgrades (not covered by CORS at all). Plain
@@ -222,18 +335,15 @@ func needsOriginCheck(r *http.Request) bool {
 	return r.Header.Get("Upgrade") != ""
 }
 
-// TokenOK reports whether presented is the token (always true without one).
-// An empty presented token is never accepted. Comparing SHA-256 digests
-// keeps the comparison constant-time in the token's length too.
+// TokenOK reports whether presented is a configured static token (always
+// true without any credentials). An empty presented token is never
+// accepted. Comparing SHA-256 digests keeps the comparison constant-time
+// in the token's length too.
 func (g *Guard) TokenOK(presented string) bool {
 	if !g.token {
 		return true
 	}
-	if presented == "" {
-		return false
-	}
-	d := sha256.Sum256([]byte(presented))
-	return subtle.ConstantTimeCompare(d[:], g.digest[:]) == 1
+	return g.lookup(presented) != nil
 }
 
 // TokenRequired reports whether a token is configured.

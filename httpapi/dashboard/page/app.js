@@ -1294,9 +1294,23 @@
     };
   }
 
+  // What the token may do (GET /api/whoami): the page hides the controls
+  // of a scope it lacks (body[data-cannot~="execute"], see style.css); the
+  // daemon refuses them anyway. The API lists only the agents it sees.
+  async function loadIdentity() {
+    try {
+      const who = await api('GET', '/api/whoami');
+      const scopes = new Set((who && who.scopes) || []);
+      const can = (s) => scopes.has(s) || scopes.has('admin');
+      document.body.dataset.cannot = ['execute', 'approve'].filter((s) => !can(s)).join(' ');
+      $('whoami').textContent = who && who.name ? `Signed in as ${who.name} (${[...scopes].join(', ')})` : '';
+    } catch { /* an older daemon: show everything */ }
+  }
+
   // The agents load once the socket opens (or fails to), so a first visit
   // makes one request for them, not two.
   function start() {
+    loadIdentity();
     loadApprovals();
     loadWebhooks();
     loadConversations(false);
