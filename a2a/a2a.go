@@ -59,7 +59,17 @@
 // message says what is asked and how to answer, a blocking send, a stream
 // and a subscription end there, and the next message with the task's id,
 // from the caller that sent the task, answers it (docs/a2a.md, "Human
-// input").
+// input"). The caller is the [axocoatl.Identity] the guard bound to the
+// request ([axocoatl.IdentityFrom]); a task's run carries it, so the Engine
+// runs only agents it sees and only with [axocoatl.ScopeExecute].
+//
+// A streamed task's text goes out as the model writes it: the run's
+// [axocoatl.Request].OnEvent feeds the stream, and a subscription joins a
+// running task through [axocoatl.Engine.FollowRun]. Push notification
+// configs (both generations) deliver a task's updates through the Engine's
+// [axocoatl.Pusher] ([axocoatl.Engine.Pusher], egress's durable queue), one
+// [axocoatl.PushRequest] per update, bounded by [Config].MaxPushConfigs and
+// [Config].MaxPushConfigsPerTask.
 //
 // Standard A2A tasks of both generations are kept in one bounded store
 // ([Config].MaxTasks, TaskTTL, MaxStoreBytes), so GetTask and tasks/get work

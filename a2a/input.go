@@ -56,7 +56,7 @@ type inputPrompt struct {
 }
 
 // callerOf is who sent r, for "only the caller that sent a task answers
-// it": the identity the guard bound to the request (a server.tokens name,
+// it": the [axocoatl.Identity] the guard bound to the request ([axocoatl.IdentityFrom]) (a server.tokens name,
 // "api_token", or a JWT's subject: a refreshed token of the same subject
 // is the same caller), else a digest of the credential the request carried
 // (a bearer token, X-API-Key or other Authorization a fronting proxy
@@ -81,7 +81,8 @@ func callerOf(r *http.Request) string {
 	return hex.EncodeToString(d[:16])
 }
 
-// PromptUser makes a task the door's [axocoatl.UserPrompter] for its own
+// PromptUser makes a task the door's [axocoatl.UserPrompter] (attached to
+// its run with [axocoatl.WithUserPrompter]) for its own
 // run: the task shows the question (input-required) until its caller
 // answers, ctx ends (answered elsewhere, the gate gave up) or the task
 // ends.
@@ -105,7 +106,8 @@ func (t *task) PromptUser(ctx context.Context, p axocoatl.UserPrompt) (axocoatl.
 	}
 }
 
-// newPrompt renders p as the status message of t.
+// newPrompt renders p as the status message of t: an approval from its
+// [axocoatl.PromptedApproval], a question from its [axocoatl.UserPrompt].Schema.
 func newPrompt(t *task, p axocoatl.UserPrompt) (*inputPrompt, error) {
 	q := &inputPrompt{p: p, answer: make(chan axocoatl.UserAnswer, 1)}
 	switch {

@@ -500,8 +500,8 @@ func reqContext(sr *sendRequest) context.Context {
 	return sr.req.Context()
 }
 
-// needScope refuses a caller whose identity lacks scope s for what it
-// asks (what: "send messages").
+// needScope refuses a caller whose [axocoatl.Identity] lacks
+// [axocoatl.Scope] s for what it asks ([axocoatl.Identity.Can]) (what: "send messages").
 func needScope(ctx context.Context, s axocoatl.Scope, what string) *rpcError {
 	if who := axocoatl.IdentityFrom(ctx); !who.Can(s) {
 		return rpcErr(a2awire.CodeInvalidRequest, "%s may not %s: it needs scope %s", quote(who.Name), what, s)
