@@ -19,18 +19,19 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
-	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
 // serveStreaming serves the API over an Engine whose agent "streamer"
-// (model "m1") is an openai provider pointed at chat.
+// (model "m1") is the provider of chat's wire (openai or anthropic)
+// pointed at chat.
 // closedConns, if not nil, is told of each connection the server closes.
 func serveStreaming(tb testing.TB, chat *testutil.StreamingChat, spec agent.Spec, opts axocoatl.Options, closedConns ...chan<- struct{}) (*httptest.Server, *axocoatl.Engine) {
 	tb.Helper()
 	e := axocoatl.New(opts)
-	model, err := openai.New(provider.Config{BaseURL: chat.URL, APIKey: "sk-test", Timeout: 2 * time.Minute})
+	model, err := builtin.New(chat.Wire, provider.Config{BaseURL: chat.URL, APIKey: "sk-test", Timeout: 2 * time.Minute})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -130,8 +131,13 @@ func postExecute(t *testing.T, ctx context.Context, srv *httptest.Server, accept
 	return resp
 }
 
+// Acceptance (#26): on the OpenAI wire and on the Anthropic wire.
 func TestExecuteSSEStreamsAsTheModelWrites(t *testing.T) {
-	chat := testutil.NewStreamingChat(t, 200, 5*time.Millisecond)
+	testutil.EachWire(t, testExecuteSSEStreams)
+}
+
+func testExecuteSSEStreams(t *testing.T, wire string) {
+	chat := testutil.NewStreamingChatOn(t, wire, 200, 5*time.Millisecond)
 	srv, _ := serveStreaming(t, chat, agent.Spec{}, axocoatl.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -564,7 +570,7 @@ func cannedChat(tb testing.TB, n int) (url, text string) {
 func BenchmarkSSEAllocsPerDelta(b *testing.B) {
 	const deltas = 10_000
 	url, text := cannedChat(b, deltas)
-	srv, _ := serveStreaming(b, &testutil.StreamingChat{URL: url}, agent.Spec{}, axocoatl.Options{})
+	srv, _ := serveStreaming(b, &testutil.StreamingChat{URL: url, Wire: testutil.WireOpenAI}, agent.Spec{}, axocoatl.Options{})
 	client := srv.Client()
 	buf := make([]byte, 64<<10)
 	run := func() int {
