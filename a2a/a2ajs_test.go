@@ -136,12 +136,11 @@ type jsStreamReport struct {
 
 // @a2a-js/sdk 1.3.0 streams a send to a streaming model (the openai and
 // the anthropic provider on testutil.StreamingChat's two wires, 200 deltas
-// 5 ms apart) over A2A 1.0
-// JSON-RPC, HTTP+JSON, and the 0.3 wire: its first artifact update comes
-// before the model finished its answer, the updates append to one
-// artifact, only the last is marked lastChunk, in the order of A2A 1.0
-// §3.5.2, the assembled text is the model's, and the final status carries
-// the model's usage.
+// 5 ms apart) over A2A 1.0 JSON-RPC, HTTP+JSON, and the 0.3 wire: its
+// first artifact update comes before the model finished its answer, the
+// updates append to one artifact, only the last is marked lastChunk, in
+// the order of A2A 1.0 §3.5.2, the assembled text is the model's, and the
+// final status carries the model's usage.
 func TestA2AJSClientStreams(t *testing.T) {
 	modules := testutil.NodeModules(t, a2aJSPackage)
 	for _, tc := range []struct{ mode, version string }{{"default", "1.0"}, {"rest", "1.0"}, {"legacy03", "0.3"}} {
@@ -185,7 +184,7 @@ func TestA2AJSClientStreams(t *testing.T) {
 					t.Fatalf("%d artifact updates: the answer came whole", len(updates))
 				}
 				wantUsage(t, map[string]any{"usage": r.Usage}, chat)
-				t.Logf("%d deltas %s apart: first artifact update after %.1f ms, %d updates", chat.Deltas, chat.Gap, r.FirstAfterMs, len(updates))
+				t.Logf("%s wire, %d deltas %s apart: first artifact update after %.1f ms, %d updates", wire, chat.Deltas, chat.Gap, r.FirstAfterMs, len(updates))
 			})
 		})
 	}

@@ -107,8 +107,8 @@ func testStreamDeltasV03(t *testing.T, wire string) {
 		t.Fatalf("final status %+v", final)
 	}
 	wantUsage(t, final.Metadata, chat)
-	t.Logf("%d deltas %s apart: first artifact update after %s, %d updates, stream over after %s",
-		chat.Deltas, chat.Gap, firstAt.Round(time.Millisecond), artifacts, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s wire, %d deltas %s apart: first artifact update after %s, %d updates, stream over after %s",
+		wire, chat.Deltas, chat.Gap, firstAt.Round(time.Millisecond), artifacts, time.Since(start).Round(time.Millisecond))
 	if chat.Plain.Load() != 0 {
 		t.Fatalf("%d plain model requests: the stream did not stream", chat.Plain.Load())
 	}
@@ -147,8 +147,13 @@ func TestStreamDeltasV1(t *testing.T) {
 				var text strings.Builder
 				artifacts := 0
 				var final *a2a1.TaskStatusUpdateEvent
+				var firstAt time.Duration
+				start := time.Now()
 				for ev, err := range c.SendStreamingMessage(ctx, v1Message("go", map[string]any{"receiver_id": "streamer"})) {
 					must(t, err)
+					if _, ok := ev.(*a2a1.TaskArtifactUpdateEvent); ok && artifacts == 0 {
+						firstAt = time.Since(start)
+					}
 					switch e := ev.(type) {
 					case *a2a1.Task:
 						kinds = append(kinds, "task")
@@ -179,6 +184,8 @@ func TestStreamDeltasV1(t *testing.T) {
 					t.Fatalf("final status %+v", final)
 				}
 				wantUsage(t, final.Metadata, chat)
+				t.Logf("%s, %s wire, %d deltas %s apart: first artifact update after %s, %d updates",
+					binding, wire, chat.Deltas, chat.Gap, firstAt.Round(time.Millisecond), artifacts)
 				if want := map[a2a1.TransportProtocol]string{a2a1.TransportProtocolJSONRPC: "/a2a", a2a1.TransportProtocolHTTPJSON: "/a2a/message:stream"}[binding]; !strings.Contains(rec.seen(), want) {
 					t.Fatalf("the client used %s, want %s", rec.seen(), want)
 				}

@@ -149,8 +149,8 @@ func testDeltasAcrossDaemons(t *testing.T, wire string) {
 	if got := <-followed; got == "" || !strings.HasSuffix(chat.Text(), got) {
 		t.Fatalf("FollowRun on A got %q, not the end of the answer", got)
 	}
-	t.Logf("%d deltas %s apart: the first on A after %s, %d OnEvent deltas, run over after %s",
-		chat.Deltas, chat.Gap, rec.firstAt.Round(time.Millisecond), rec.deltas, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s wire, %d deltas %s apart: the first on A after %s, %d OnEvent deltas, run over after %s",
+		wire, chat.Deltas, chat.Gap, rec.firstAt.Round(time.Millisecond), rec.deltas, time.Since(start).Round(time.Millisecond))
 }
 
 // A run whose caller does not listen is not streamed: B asks its model
@@ -660,5 +660,5 @@ func testSSEExecuteAcrossDaemons(t *testing.T, wire string) {
 	if result.Usage != want {
 		t.Fatalf("usage %+v, want %+v", result.Usage, want)
 	}
-	t.Logf("HTTP SSE on A: the first delta after %s, %d delta events", firstAt.Round(time.Millisecond), deltas)
+	t.Logf("%s wire, HTTP SSE on A: the first delta after %s, %d delta events", wire, firstAt.Round(time.Millisecond), deltas)
 }

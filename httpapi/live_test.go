@@ -176,7 +176,7 @@ func testWebSocketExecuteStreams(t *testing.T, wire string) {
 	if chat.Plain.Load() != 0 {
 		t.Fatal("the socket's run asked the model for a plain answer: it was not followed from its start")
 	}
-	t.Logf("first delta %s after run_started; %d delta frames for 200 deltas", firstAfter, run.deltas)
+	t.Logf("%s wire: first delta %s after run_started; %d delta frames for 200 deltas", wire, firstAfter, run.deltas)
 }
 
 // A second socket follows the run of the first by its task id (seen in

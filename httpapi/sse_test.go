@@ -141,18 +141,23 @@ func testExecuteSSEStreams(t *testing.T, wire string) {
 	srv, _ := serveStreaming(t, chat, agent.Spec{}, axocoatl.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	start := time.Now()
 	resp := postExecute(t, ctx, srv, "text/event-stream")
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	var text strings.Builder
 	var result ExecuteResponse
+	var firstAt time.Duration
 	deltas := 0
 	readSSE(t, resp.Body, func(ev sseEvent) bool {
 		switch ev.name {
 		case "delta":
-			if deltas == 0 && chat.Finished() != 0 {
-				t.Error("the first delta reached the client after the model had written its whole answer")
+			if deltas == 0 {
+				firstAt = ev.at.Sub(start)
+				if chat.Finished() != 0 {
+					t.Error("the first delta reached the client after the model had written its whole answer")
+				}
 			}
 			deltas++
 			var d struct{ Text string }
@@ -180,6 +185,7 @@ func testExecuteSSEStreams(t *testing.T, wire string) {
 	if result.Usage != want || result.Status != "completed" || result.TaskID == "" {
 		t.Fatalf("result %+v, want usage %+v", result, want)
 	}
+	t.Logf("%s wire: first delta event %s after the request; %d delta events for 200 deltas", wire, firstAt, deltas)
 
 	// The JSON answer carries the same usage.
 	resp = postExecute(t, ctx, srv, "")

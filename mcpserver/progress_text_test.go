@@ -196,7 +196,7 @@ func TestProgressCarriesTheTextSoFar(t *testing.T) {
 				log.mu.Lock()
 				firstAt := log.at[first].Sub(start)
 				log.mu.Unlock()
-				t.Logf("%d deltas in %v: first text after %v, %d text notifications of %d", chat.Deltas, took, firstAt, texts, len(msgs))
+				t.Logf("%s wire, %d deltas in %v: first text after %v, %d text notifications of %d", wire, chat.Deltas, took, firstAt, texts, len(msgs))
 				if m := msgs[last]; m == "" || !strings.HasSuffix(final, m) {
 					t.Errorf("last text %q is not a suffix of the answer %q", m, final)
 				}
