@@ -35,7 +35,9 @@ var StreamWires = []string{WireOpenAI, WireAnthropic}
 // Text and Usage.
 type StreamingChat struct {
 	URL string // base URL for provider.Config.BaseURL (…/v1)
-	// Wire is WireOpenAI or WireAnthropic; it is fixed at construction.
+	// Wire is WireOpenAI or WireAnthropic, fixed at construction (a
+	// StreamingChat built by hand with no Wire serves the OpenAI wire, but
+	// builtin.New("") is echo: set it).
 	Wire string
 	// Deltas, Gap and Word shape every answer: Word(i) is delta i.
 	Deltas int
