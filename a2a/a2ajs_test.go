@@ -123,7 +123,9 @@ type jsStreamReport struct {
 	ProtocolVersion string  `json:"protocolVersion"`
 	FinishedAtFirst int64   `json:"finishedAtFirst"`
 	FirstAfterMs    float64 `json:"firstAfterMs"`
-	Events          []struct {
+	// Usage is the usage in the metadata of the final status.
+	Usage  map[string]any `json:"usage"`
+	Events []struct {
 		Kind      string `json:"kind"`
 		State     int    `json:"state"`
 		Text      string `json:"text"`
@@ -132,54 +134,58 @@ type jsStreamReport struct {
 	} `json:"events"`
 }
 
-// @a2a-js/sdk 1.3.0 streams a send to a streaming model (the openai
-// provider on testutil.StreamingChat, 200 deltas 5 ms apart) over A2A 1.0
-// JSON-RPC, HTTP+JSON, and the 0.3 wire: its first artifact update comes
-// before the model finished its answer, the updates append to one
-// artifact, only the last is marked lastChunk, in the order of A2A 1.0
-// §3.5.2, and the assembled text is the model's.
+// @a2a-js/sdk 1.3.0 streams a send to a streaming model (the openai and
+// the anthropic provider on testutil.StreamingChat's two wires, 200 deltas
+// 5 ms apart) over A2A 1.0 JSON-RPC, HTTP+JSON, and the 0.3 wire: its
+// first artifact update comes before the model finished its answer, the
+// updates append to one artifact, only the last is marked lastChunk, in
+// the order of A2A 1.0 §3.5.2, the assembled text is the model's, and the
+// final status carries the model's usage.
 func TestA2AJSClientStreams(t *testing.T) {
 	modules := testutil.NodeModules(t, a2aJSPackage)
 	for _, tc := range []struct{ mode, version string }{{"default", "1.0"}, {"rest", "1.0"}, {"legacy03", "0.3"}} {
 		t.Run(tc.mode, func(t *testing.T) {
-			chat := testutil.NewStreamingChat(t, 200, 5*time.Millisecond)
-			f := streamingFixture(t, chat)
-			probe := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				fmt.Fprint(w, chat.Finished())
-			}))
-			t.Cleanup(probe.Close)
-			raw := testutil.RunNode(t, modules, "testdata/a2ajs_stream.mjs", 2*time.Minute, f.srv.URL, tc.mode, probe.URL)
-			var r jsStreamReport
-			if err := json.Unmarshal([]byte(strings.TrimSpace(raw)), &r); err != nil {
-				t.Fatalf("node output is not the report: %v\n%s", err, raw)
-			}
-			if r.ProtocolVersion != tc.version {
-				t.Errorf("client speaks %q, want %q", r.ProtocolVersion, tc.version)
-			}
-			if r.FinishedAtFirst != 0 {
-				t.Errorf("the first artifact update reached the client after the model had finished (%d answers finished)", r.FinishedAtFirst)
-			}
-			n := len(r.Events)
-			if n < 5 || r.Events[0].Kind != "task" || r.Events[0].State != jsSubmitted ||
-				r.Events[1].Kind != "statusUpdate" || r.Events[1].State != jsWorking ||
-				r.Events[n-1].Kind != "statusUpdate" || r.Events[n-1].State != jsCompleted {
-				t.Fatalf("event order %+v", r.Events)
-			}
-			var text strings.Builder
-			updates := r.Events[2 : n-1]
-			for i, ev := range updates {
-				if ev.Kind != "artifactUpdate" || ev.Append != (i > 0) || ev.LastChunk != (i == len(updates)-1) {
-					t.Fatalf("event %d is %+v, want an artifact update (append %v, lastChunk %v)", i+2, ev, i > 0, i == len(updates)-1)
+			testutil.EachWire(t, func(t *testing.T, wire string) {
+				chat := testutil.NewStreamingChatOn(t, wire, 200, 5*time.Millisecond)
+				f := streamingFixture(t, chat)
+				probe := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					fmt.Fprint(w, chat.Finished())
+				}))
+				t.Cleanup(probe.Close)
+				raw := testutil.RunNode(t, modules, "testdata/a2ajs_stream.mjs", 2*time.Minute, f.srv.URL, tc.mode, probe.URL)
+				var r jsStreamReport
+				if err := json.Unmarshal([]byte(strings.TrimSpace(raw)), &r); err != nil {
+					t.Fatalf("node output is not the report: %v\n%s", err, raw)
 				}
-				text.WriteString(ev.Text)
-			}
-			if text.String() != chat.Text() {
-				t.Fatalf("assembled %d bytes, the model wrote %d", text.Len(), len(chat.Text()))
-			}
-			if len(updates) < 3 {
-				t.Fatalf("%d artifact updates: the answer came whole", len(updates))
-			}
-			t.Logf("%d deltas %s apart: first artifact update after %.1f ms, %d updates", chat.Deltas, chat.Gap, r.FirstAfterMs, len(updates))
+				if r.ProtocolVersion != tc.version {
+					t.Errorf("client speaks %q, want %q", r.ProtocolVersion, tc.version)
+				}
+				if r.FinishedAtFirst != 0 {
+					t.Errorf("the first artifact update reached the client after the model had finished (%d answers finished)", r.FinishedAtFirst)
+				}
+				n := len(r.Events)
+				if n < 5 || r.Events[0].Kind != "task" || r.Events[0].State != jsSubmitted ||
+					r.Events[1].Kind != "statusUpdate" || r.Events[1].State != jsWorking ||
+					r.Events[n-1].Kind != "statusUpdate" || r.Events[n-1].State != jsCompleted {
+					t.Fatalf("event order %+v", r.Events)
+				}
+				var text strings.Builder
+				updates := r.Events[2 : n-1]
+				for i, ev := range updates {
+					if ev.Kind != "artifactUpdate" || ev.Append != (i > 0) || ev.LastChunk != (i == len(updates)-1) {
+						t.Fatalf("event %d is %+v, want an artifact update (append %v, lastChunk %v)", i+2, ev, i > 0, i == len(updates)-1)
+					}
+					text.WriteString(ev.Text)
+				}
+				if text.String() != chat.Text() {
+					t.Fatalf("assembled %d bytes, the model wrote %d", text.Len(), len(chat.Text()))
+				}
+				if len(updates) < 3 {
+					t.Fatalf("%d artifact updates: the answer came whole", len(updates))
+				}
+				wantUsage(t, map[string]any{"usage": r.Usage}, chat)
+				t.Logf("%s wire, %d deltas %s apart: first artifact update after %.1f ms, %d updates", wire, chat.Deltas, chat.Gap, r.FirstAfterMs, len(updates))
+			})
 		})
 	}
 }

@@ -18,16 +18,16 @@ import (
 	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
-	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
-// streamingFixture is newFixture plus agent "streamer", an openai
-// provider on chat (a real OpenAI-wire streaming server).
+// streamingFixture is newFixture plus agent "streamer", the provider of
+// chat's wire (openai or anthropic) on chat, a real streaming server.
 func streamingFixture(t testing.TB, chat *testutil.StreamingChat) *fixture {
 	t.Helper()
 	f := newFixture(t, a2a.Config{})
-	model, err := openai.New(provider.Config{BaseURL: chat.URL, APIKey: "sk-test", Timeout: 2 * time.Minute})
+	model, err := builtin.New(chat.Wire, provider.Config{BaseURL: chat.URL, APIKey: "sk-test", Timeout: 2 * time.Minute})
 	must(t, err)
 	must(t, f.eng.AddAgent(agent.Spec{ID: "streamer", Model: "m1"}, model))
 	return f
@@ -51,9 +51,14 @@ func wantUsage(t *testing.T, meta map[string]any, chat *testutil.StreamingChat) 
 // The 0.3 message/stream sends the answer as the model writes it: the
 // first artifact update reaches an a2a-go client before the model
 // finished, the updates append to one artifact, the last one is marked,
-// and the final status carries the usage.
+// and the final status carries the usage; on the OpenAI wire and on the
+// Anthropic wire.
 func TestStreamDeltasV03(t *testing.T) {
-	chat := testutil.NewStreamingChat(t, 200, 5*time.Millisecond)
+	testutil.EachWire(t, testStreamDeltasV03)
+}
+
+func testStreamDeltasV03(t *testing.T, wire string) {
+	chat := testutil.NewStreamingChatOn(t, wire, 200, 5*time.Millisecond)
 	f := streamingFixture(t, chat)
 	c, _ := f.a2aClient(t, f.srv.URL, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -102,8 +107,8 @@ func TestStreamDeltasV03(t *testing.T) {
 		t.Fatalf("final status %+v", final)
 	}
 	wantUsage(t, final.Metadata, chat)
-	t.Logf("%d deltas %s apart: first artifact update after %s, %d updates, stream over after %s",
-		chat.Deltas, chat.Gap, firstAt.Round(time.Millisecond), artifacts, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s wire, %d deltas %s apart: first artifact update after %s, %d updates, stream over after %s",
+		wire, chat.Deltas, chat.Gap, firstAt.Round(time.Millisecond), artifacts, time.Since(start).Round(time.Millisecond))
 	if chat.Plain.Load() != 0 {
 		t.Fatalf("%d plain model requests: the stream did not stream", chat.Plain.Load())
 	}
@@ -127,54 +132,64 @@ func checkOrder(t *testing.T, kinds []string, artifacts int) {
 	}
 }
 
-// The same over 1.0, both bindings, with an a2a-go/v2 client.
+// The same over 1.0, both bindings, with an a2a-go/v2 client, on the
+// OpenAI wire and on the Anthropic wire.
 func TestStreamDeltasV1(t *testing.T) {
 	for _, binding := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
 		t.Run(string(binding), func(t *testing.T) {
-			chat := testutil.NewStreamingChat(t, 200, 5*time.Millisecond)
-			f := streamingFixture(t, chat)
-			c, _, rec := f.v1Client(t, f.srv.URL, binding)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			var kinds []string
-			var text strings.Builder
-			artifacts := 0
-			var final *a2a1.TaskStatusUpdateEvent
-			for ev, err := range c.SendStreamingMessage(ctx, v1Message("go", map[string]any{"receiver_id": "streamer"})) {
-				must(t, err)
-				switch e := ev.(type) {
-				case *a2a1.Task:
-					kinds = append(kinds, "task")
-				case *a2a1.TaskStatusUpdateEvent:
-					if e.Status.State == a2a1.TaskStateWorking {
-						kinds = append(kinds, "status:working")
-					} else {
-						kinds = append(kinds, "status:"+strings.ToLower(strings.TrimPrefix(string(e.Status.State), "TASK_STATE_")))
-						final = e
+			testutil.EachWire(t, func(t *testing.T, wire string) {
+				chat := testutil.NewStreamingChatOn(t, wire, 200, 5*time.Millisecond)
+				f := streamingFixture(t, chat)
+				c, _, rec := f.v1Client(t, f.srv.URL, binding)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				var kinds []string
+				var text strings.Builder
+				artifacts := 0
+				var final *a2a1.TaskStatusUpdateEvent
+				var firstAt time.Duration
+				start := time.Now()
+				for ev, err := range c.SendStreamingMessage(ctx, v1Message("go", map[string]any{"receiver_id": "streamer"})) {
+					must(t, err)
+					if _, ok := ev.(*a2a1.TaskArtifactUpdateEvent); ok && artifacts == 0 {
+						firstAt = time.Since(start)
 					}
-				case *a2a1.TaskArtifactUpdateEvent:
-					if artifacts == 0 && chat.Finished() != 0 {
-						t.Error("the first artifact update reached the client after the model had written its whole answer")
+					switch e := ev.(type) {
+					case *a2a1.Task:
+						kinds = append(kinds, "task")
+					case *a2a1.TaskStatusUpdateEvent:
+						if e.Status.State == a2a1.TaskStateWorking {
+							kinds = append(kinds, "status:working")
+						} else {
+							kinds = append(kinds, "status:"+strings.ToLower(strings.TrimPrefix(string(e.Status.State), "TASK_STATE_")))
+							final = e
+						}
+					case *a2a1.TaskArtifactUpdateEvent:
+						if artifacts == 0 && chat.Finished() != 0 {
+							t.Error("the first artifact update reached the client after the model had written its whole answer")
+						}
+						if e.Append != (artifacts > 0) {
+							t.Fatalf("artifact update %d: append %v", artifacts, e.Append)
+						}
+						kinds = append(kinds, fmt.Sprintf("artifact:last=%v", e.LastChunk))
+						artifacts++
+						text.WriteString(e.Artifact.Parts[0].Text())
 					}
-					if e.Append != (artifacts > 0) {
-						t.Fatalf("artifact update %d: append %v", artifacts, e.Append)
-					}
-					kinds = append(kinds, fmt.Sprintf("artifact:last=%v", e.LastChunk))
-					artifacts++
-					text.WriteString(e.Artifact.Parts[0].Text())
 				}
-			}
-			if text.String() != chat.Text() {
-				t.Fatalf("assembled %d bytes, the model wrote %d", text.Len(), len(chat.Text()))
-			}
-			checkOrder(t, kinds, artifacts)
-			if final == nil || final.Status.State != a2a1.TaskStateCompleted {
-				t.Fatalf("final status %+v", final)
-			}
-			wantUsage(t, final.Metadata, chat)
-			if want := map[a2a1.TransportProtocol]string{a2a1.TransportProtocolJSONRPC: "/a2a", a2a1.TransportProtocolHTTPJSON: "/a2a/message:stream"}[binding]; !strings.Contains(rec.seen(), want) {
-				t.Fatalf("the client used %s, want %s", rec.seen(), want)
-			}
+				if text.String() != chat.Text() {
+					t.Fatalf("assembled %d bytes, the model wrote %d", text.Len(), len(chat.Text()))
+				}
+				checkOrder(t, kinds, artifacts)
+				if final == nil || final.Status.State != a2a1.TaskStateCompleted {
+					t.Fatalf("final status %+v", final)
+				}
+				wantUsage(t, final.Metadata, chat)
+				t.Logf("%s, %s wire, %d deltas %s apart: first artifact update after %s, %d updates",
+					binding, wire, chat.Deltas, chat.Gap, firstAt.Round(time.Millisecond), artifacts)
+				if want := map[a2a1.TransportProtocol]string{a2a1.TransportProtocolJSONRPC: "/a2a", a2a1.TransportProtocolHTTPJSON: "/a2a/message:stream"}[binding]; !strings.Contains(rec.seen(), want) {
+					t.Fatalf("the client used %s, want %s", rec.seen(), want)
+				}
+			})
 		})
 	}
 }

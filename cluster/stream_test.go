@@ -21,6 +21,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
 	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/httpapi"
@@ -42,11 +43,12 @@ func manyDeltas() int {
 }
 
 // streamingPair is daemon A (no agents) and daemon B hosting "streamer",
-// an openai provider streaming from chat, on one embedded nats-server.
+// the provider of chat's wire (openai or anthropic) streaming from chat,
+// on one embedded nats-server.
 func streamingPair(t *testing.T, chat *testutil.StreamingChat) (a, b *node, url string) {
 	t.Helper()
 	ns := startNATS(t, -1)
-	model, err := openai.New(provider.Config{BaseURL: chat.URL, APIKey: "sk-test", Timeout: 5 * time.Minute})
+	model, err := builtin.New(chat.Wire, provider.Config{BaseURL: chat.URL, APIKey: "sk-test", Timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +72,13 @@ type recorder struct {
 // that lives only on B gets the deltas as B's model writes them (the first
 // before the model has finished), the assembled text is the model's, the
 // usage arrives in an event and in the Result, and a FollowRun on A joins
-// the remote run.
+// the remote run. On the OpenAI wire and on the Anthropic wire.
 func TestDeltasAcrossDaemons(t *testing.T) {
-	chat := testutil.NewStreamingChat(t, 200, 5*time.Millisecond)
+	testutil.EachWire(t, testDeltasAcrossDaemons)
+}
+
+func testDeltasAcrossDaemons(t *testing.T, wire string) {
+	chat := testutil.NewStreamingChatOn(t, wire, 200, 5*time.Millisecond)
 	a, _, _ := streamingPair(t, chat)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -143,8 +149,8 @@ func TestDeltasAcrossDaemons(t *testing.T) {
 	if got := <-followed; got == "" || !strings.HasSuffix(chat.Text(), got) {
 		t.Fatalf("FollowRun on A got %q, not the end of the answer", got)
 	}
-	t.Logf("%d deltas %s apart: the first on A after %s, %d OnEvent deltas, run over after %s",
-		chat.Deltas, chat.Gap, rec.firstAt.Round(time.Millisecond), rec.deltas, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s wire, %d deltas %s apart: the first on A after %s, %d OnEvent deltas, run over after %s",
+		wire, chat.Deltas, chat.Gap, rec.firstAt.Round(time.Millisecond), rec.deltas, time.Since(start).Round(time.Millisecond))
 }
 
 // A run whose caller does not listen is not streamed: B asks its model
@@ -582,9 +588,14 @@ func BenchmarkRemoteFirstDelta(b *testing.B) {
 // The same across the cluster through a door: an HTTP client of A's API
 // (execute with Accept: text/event-stream) of the agent that lives only
 // on B gets the deltas as B's model writes them, and the result event
-// carries the whole answer and its usage.
+// carries the whole answer and its usage. On the OpenAI wire and on the
+// Anthropic wire.
 func TestSSEExecuteAcrossDaemons(t *testing.T) {
-	chat := testutil.NewStreamingChat(t, 200, 5*time.Millisecond)
+	testutil.EachWire(t, testSSEExecuteAcrossDaemons)
+}
+
+func testSSEExecuteAcrossDaemons(t *testing.T, wire string) {
+	chat := testutil.NewStreamingChatOn(t, wire, 200, 5*time.Millisecond)
 	a, _, _ := streamingPair(t, chat)
 	api, err := httpapi.New(httpapi.Config{})
 	if err != nil {
@@ -649,5 +660,5 @@ func TestSSEExecuteAcrossDaemons(t *testing.T) {
 	if result.Usage != want {
 		t.Fatalf("usage %+v, want %+v", result.Usage, want)
 	}
-	t.Logf("HTTP SSE on A: the first delta after %s, %d delta events", firstAt.Round(time.Millisecond), deltas)
+	t.Logf("%s wire, HTTP SSE on A: the first delta after %s, %d delta events", wire, firstAt.Round(time.Millisecond), deltas)
 }

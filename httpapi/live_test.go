@@ -123,9 +123,14 @@ func readRun(t *testing.T, ctx context.Context, conn *websocket.Conn, task strin
 // Acceptance (#26): a run started over the socket streams to a
 // coder/websocket client as the model writes it: the first delta before
 // the model has finished, the text assembled from the deltas equal to the
-// model's, then the result with the usage.
+// model's, then the result with the usage; on the OpenAI wire and on the
+// Anthropic wire.
 func TestWebSocketExecuteStreams(t *testing.T) {
-	chat := testutil.NewStreamingChat(t, 200, 5*time.Millisecond)
+	testutil.EachWire(t, testWebSocketExecuteStreams)
+}
+
+func testWebSocketExecuteStreams(t *testing.T, wire string) {
+	chat := testutil.NewStreamingChatOn(t, wire, 200, 5*time.Millisecond)
 	srv, _ := serveStreaming(t, chat, agent.Spec{}, axocoatl.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -171,7 +176,7 @@ func TestWebSocketExecuteStreams(t *testing.T) {
 	if chat.Plain.Load() != 0 {
 		t.Fatal("the socket's run asked the model for a plain answer: it was not followed from its start")
 	}
-	t.Logf("first delta %s after run_started; %d delta frames for 200 deltas", firstAfter, run.deltas)
+	t.Logf("%s wire: first delta %s after run_started; %d delta frames for 200 deltas", wire, firstAfter, run.deltas)
 }
 
 // A second socket follows the run of the first by its task id (seen in

@@ -19,18 +19,19 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
-	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
 // serveStreaming serves the API over an Engine whose agent "streamer"
-// (model "m1") is an openai provider pointed at chat.
+// (model "m1") is the provider of chat's wire (openai or anthropic)
+// pointed at chat.
 // closedConns, if not nil, is told of each connection the server closes.
 func serveStreaming(tb testing.TB, chat *testutil.StreamingChat, spec agent.Spec, opts axocoatl.Options, closedConns ...chan<- struct{}) (*httptest.Server, *axocoatl.Engine) {
 	tb.Helper()
 	e := axocoatl.New(opts)
-	model, err := openai.New(provider.Config{BaseURL: chat.URL, APIKey: "sk-test", Timeout: 2 * time.Minute})
+	model, err := builtin.New(chat.Wire, provider.Config{BaseURL: chat.URL, APIKey: "sk-test", Timeout: 2 * time.Minute})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -130,23 +131,33 @@ func postExecute(t *testing.T, ctx context.Context, srv *httptest.Server, accept
 	return resp
 }
 
+// Acceptance (#26): on the OpenAI wire and on the Anthropic wire.
 func TestExecuteSSEStreamsAsTheModelWrites(t *testing.T) {
-	chat := testutil.NewStreamingChat(t, 200, 5*time.Millisecond)
+	testutil.EachWire(t, testExecuteSSEStreams)
+}
+
+func testExecuteSSEStreams(t *testing.T, wire string) {
+	chat := testutil.NewStreamingChatOn(t, wire, 200, 5*time.Millisecond)
 	srv, _ := serveStreaming(t, chat, agent.Spec{}, axocoatl.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	start := time.Now()
 	resp := postExecute(t, ctx, srv, "text/event-stream")
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	var text strings.Builder
 	var result ExecuteResponse
+	var firstAt time.Duration
 	deltas := 0
 	readSSE(t, resp.Body, func(ev sseEvent) bool {
 		switch ev.name {
 		case "delta":
-			if deltas == 0 && chat.Finished() != 0 {
-				t.Error("the first delta reached the client after the model had written its whole answer")
+			if deltas == 0 {
+				firstAt = ev.at.Sub(start)
+				if chat.Finished() != 0 {
+					t.Error("the first delta reached the client after the model had written its whole answer")
+				}
 			}
 			deltas++
 			var d struct{ Text string }
@@ -174,6 +185,7 @@ func TestExecuteSSEStreamsAsTheModelWrites(t *testing.T) {
 	if result.Usage != want || result.Status != "completed" || result.TaskID == "" {
 		t.Fatalf("result %+v, want usage %+v", result, want)
 	}
+	t.Logf("%s wire: first delta event %s after the request; %d delta events for 200 deltas", wire, firstAt, deltas)
 
 	// The JSON answer carries the same usage.
 	resp = postExecute(t, ctx, srv, "")
@@ -564,7 +576,7 @@ func cannedChat(tb testing.TB, n int) (url, text string) {
 func BenchmarkSSEAllocsPerDelta(b *testing.B) {
 	const deltas = 10_000
 	url, text := cannedChat(b, deltas)
-	srv, _ := serveStreaming(b, &testutil.StreamingChat{URL: url}, agent.Spec{}, axocoatl.Options{})
+	srv, _ := serveStreaming(b, &testutil.StreamingChat{URL: url, Wire: testutil.WireOpenAI}, agent.Spec{}, axocoatl.Options{})
 	client := srv.Client()
 	buf := make([]byte, 64<<10)
 	run := func() int {

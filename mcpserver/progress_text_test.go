@@ -15,21 +15,22 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
-	"github.com/axocoatl/axocoatl-go/agent/provider/openai"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/mcpserver"
 )
 
-// streamFixture is a Server whose agent "writer" is the real openai
-// provider against chat, a model server that streams its answer.
+// streamFixture is a Server whose agent "writer" is the real provider of
+// chat's wire (openai or anthropic) against chat, a model server that
+// streams its answer.
 func streamFixture(t testing.TB, chat *testutil.StreamingChat) *fixture {
 	t.Helper()
-	m, err := openai.New(provider.Config{BaseURL: chat.URL, APIKey: "sk-test", MaxRetries: -1})
+	m, err := builtin.New(chat.Wire, provider.Config{BaseURL: chat.URL, APIKey: "sk-test", MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eng := axocoatl.New(axocoatl.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err := eng.AddAgent(agent.Spec{ID: "writer", Provider: provider.OpenAI, Model: "m", Tools: []string{}}, m); err != nil {
+	if err := eng.AddAgent(agent.Spec{ID: "writer", Provider: chat.Wire, Model: "m", Tools: []string{}}, m); err != nil {
 		t.Fatal(err)
 	}
 	srv := startServer(t, eng, mcpserver.Config{})
@@ -139,88 +140,91 @@ func progressDoors() []progressDoor {
 // A call with a progressToken gets the answer as the model writes it: the
 // first text arrives before the model finished, the last is the answer's
 // end, the progress values increase. A call without a token is not
-// streamed at all (the model is asked for a plain answer).
+// streamed at all (the model is asked for a plain answer). On the OpenAI
+// wire and on the Anthropic wire.
 // Guards: one text progress notification per 200 ms.
 func TestProgressCarriesTheTextSoFar(t *testing.T) {
 	for _, door := range progressDoors() {
 		t.Run(door.name, func(t *testing.T) {
-			chat := testutil.NewStreamingChat(t, 200, 5*time.Millisecond)
-			f := streamFixture(t, chat)
-			log := &textLog{chat: chat, seen: make(chan struct{}, 1)}
-			cs := door.connect(t, f, &mcp.ClientOptions{ProgressNotificationHandler: log.handler})
-			final := chat.Text()
+			testutil.EachWire(t, func(t *testing.T, wire string) {
+				chat := testutil.NewStreamingChatOn(t, wire, 200, 5*time.Millisecond)
+				f := streamFixture(t, chat)
+				log := &textLog{chat: chat, seen: make(chan struct{}, 1)}
+				cs := door.connect(t, f, &mcp.ClientOptions{ProgressNotificationHandler: log.handler})
+				final := chat.Text()
 
-			params := &mcp.CallToolParams{Name: "agent_writer", Arguments: map[string]any{"input": "write"}}
-			params.SetProgressToken("tok-text")
-			start := time.Now()
-			res, err := cs.CallTool(ctxT(t), params)
-			took := time.Since(start)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.IsError || len(res.Content) == 0 {
-				t.Fatalf("result %+v", res)
-			}
-			if got := res.Content[0].(*mcp.TextContent).Text; got != final {
-				t.Fatalf("answer %q, want %q", got, final)
-			}
-			if p := chat.Plain.Load(); p != 0 {
-				t.Fatalf("a call with a progress token asked for %d plain answers, want it streamed", p)
-			}
-			log.waitFor(t, func(m string) bool { return isText(m) && strings.HasSuffix(m, chat.Word(chat.Deltas-1)) })
-
-			msgs, vals, finished := log.snapshot()
-			first, last, texts := -1, -1, 0
-			for i, m := range msgs {
-				if !isText(m) {
-					continue
+				params := &mcp.CallToolParams{Name: "agent_writer", Arguments: map[string]any{"input": "write"}}
+				params.SetProgressToken("tok-text")
+				start := time.Now()
+				res, err := cs.CallTool(ctxT(t), params)
+				took := time.Since(start)
+				if err != nil {
+					t.Fatal(err)
 				}
-				texts++
+				if res.IsError || len(res.Content) == 0 {
+					t.Fatalf("result %+v", res)
+				}
+				if got := res.Content[0].(*mcp.TextContent).Text; got != final {
+					t.Fatalf("answer %q, want %q", got, final)
+				}
+				if p := chat.Plain.Load(); p != 0 {
+					t.Fatalf("a call with a progress token asked for %d plain answers, want it streamed", p)
+				}
+				log.waitFor(t, func(m string) bool { return isText(m) && strings.HasSuffix(m, chat.Word(chat.Deltas-1)) })
+
+				msgs, vals, finished := log.snapshot()
+				first, last, texts := -1, -1, 0
+				for i, m := range msgs {
+					if !isText(m) {
+						continue
+					}
+					texts++
+					if first < 0 {
+						first = i
+					}
+					last = i
+					if !strings.HasSuffix(final, m) && !strings.HasPrefix(final, m) {
+						t.Errorf("progress[%d] = %q is not a piece of the answer", i, m)
+					}
+				}
 				if first < 0 {
-					first = i
+					t.Fatalf("no progress with text among %q", msgs)
 				}
-				last = i
-				if !strings.HasSuffix(final, m) && !strings.HasPrefix(final, m) {
-					t.Errorf("progress[%d] = %q is not a piece of the answer", i, m)
+				if finished[first] != 0 {
+					t.Errorf("the first text (%q) reached the client after the model had finished", msgs[first])
 				}
-			}
-			if first < 0 {
-				t.Fatalf("no progress with text among %q", msgs)
-			}
-			if finished[first] != 0 {
-				t.Errorf("the first text (%q) reached the client after the model had finished", msgs[first])
-			}
-			log.mu.Lock()
-			firstAt := log.at[first].Sub(start)
-			log.mu.Unlock()
-			t.Logf("%d deltas in %v: first text after %v, %d text notifications of %d", chat.Deltas, took, firstAt, texts, len(msgs))
-			if m := msgs[last]; m == "" || !strings.HasSuffix(final, m) {
-				t.Errorf("last text %q is not a suffix of the answer %q", m, final)
-			}
-			// Coalesced: 200 deltas over about a second make a handful of
-			// notifications, not one per delta.
-			if texts >= chat.Deltas/2 {
-				t.Errorf("%d text notifications for %d deltas: not coalesced", texts, chat.Deltas)
-			}
-			for i := 1; i < len(vals); i++ {
-				if vals[i] <= vals[i-1] {
-					t.Fatalf("progress values %v do not increase", vals)
+				log.mu.Lock()
+				firstAt := log.at[first].Sub(start)
+				log.mu.Unlock()
+				t.Logf("%s wire, %d deltas in %v: first text after %v, %d text notifications of %d", wire, chat.Deltas, took, firstAt, texts, len(msgs))
+				if m := msgs[last]; m == "" || !strings.HasSuffix(final, m) {
+					t.Errorf("last text %q is not a suffix of the answer %q", m, final)
 				}
-			}
+				// Coalesced: 200 deltas over about a second make a handful of
+				// notifications, not one per delta.
+				if texts >= chat.Deltas/2 {
+					t.Errorf("%d text notifications for %d deltas: not coalesced", texts, chat.Deltas)
+				}
+				for i := 1; i < len(vals); i++ {
+					if vals[i] <= vals[i-1] {
+						t.Fatalf("progress values %v do not increase", vals)
+					}
+				}
 
-			// No token: no listener, so the model is asked for a plain
-			// answer, and no progress is sent.
-			before := len(msgs)
-			res, err = cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "agent_writer", Arguments: map[string]any{"input": "again"}})
-			if err != nil || res.IsError {
-				t.Fatalf("call without token: %v %+v", err, res)
-			}
-			if p := chat.Plain.Load(); p != 1 {
-				t.Errorf("a call without a progress token made %d plain model requests, want 1 (no listener, no stream)", p)
-			}
-			if msgs, _, _ := log.snapshot(); len(msgs) != before {
-				t.Errorf("progress sent without a progress token: %q", msgs[before:])
-			}
+				// No token: no listener, so the model is asked for a plain
+				// answer, and no progress is sent.
+				before := len(msgs)
+				res, err = cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "agent_writer", Arguments: map[string]any{"input": "again"}})
+				if err != nil || res.IsError {
+					t.Fatalf("call without token: %v %+v", err, res)
+				}
+				if p := chat.Plain.Load(); p != 1 {
+					t.Errorf("a call without a progress token made %d plain model requests, want 1 (no listener, no stream)", p)
+				}
+				if msgs, _, _ := log.snapshot(); len(msgs) != before {
+					t.Errorf("progress sent without a progress token: %q", msgs[before:])
+				}
+			})
 		})
 	}
 }

@@ -63,6 +63,9 @@ for await (const ev of client.sendMessageStream({
       out.finishedAtFirst = Number(await (await fetch(probe)).text());
     }
   }
+  if (p.$case === 'statusUpdate' && v.metadata?.usage) {
+    out.usage = v.metadata.usage; // the final status's (the run's usage)
+  }
   out.events.push(e);
 }
 console.log(JSON.stringify(out));

@@ -11,19 +11,43 @@ import (
 	"time"
 )
 
-// StreamingChat is an OpenAI-wire model server that streams its answer
-// (Chat Completions with "stream": true, as api.openai.com does): Deltas
-// text deltas Gap apart, then a usage chunk and data: [DONE]; a request
-// without "stream" gets the same answer as one JSON completion. A door test
-// points an openai provider at URL and checks what reaches its client
-// against Text and Usage.
+// The wires a StreamingChat speaks, named as the provider kinds that read
+// them (provider.OpenAI, provider.Anthropic: builtin.New(chat.Wire, cfg)
+// gives the model a door test points at it).
+const (
+	WireOpenAI    = "openai"
+	WireAnthropic = "anthropic"
+)
+
+// StreamWires are the wires a door's streaming test runs over.
+var StreamWires = []string{WireOpenAI, WireAnthropic}
+
+// StreamingChat is a model server that streams its answer on the wire Wire
+// names. On the OpenAI wire (Chat Completions with "stream": true, as
+// api.openai.com does): Deltas text deltas Gap apart, then a usage chunk
+// and data: [DONE]. On the Anthropic wire (the Messages API with "stream":
+// true, as api.anthropic.com does): message_start with the input usage, a
+// ping, one text block (content_block_start, Deltas text_delta events Gap
+// apart, content_block_stop), message_delta with the stop reason and the
+// output usage, message_stop. A request without "stream" gets the same
+// answer as one JSON completion (or message). A door test points the
+// provider of kind Wire at URL and checks what reaches its client against
+// Text and Usage.
 type StreamingChat struct {
 	URL string // base URL for provider.Config.BaseURL (…/v1)
+	// Wire is WireOpenAI or WireAnthropic, fixed at construction (a
+	// StreamingChat built by hand with no Wire serves the OpenAI wire, but
+	// builtin.New("") is echo: set it).
+	Wire string
 	// Deltas, Gap and Word shape every answer: Word(i) is delta i.
 	Deltas int
 	Gap    time.Duration
 	Word   func(i int) string
-	// Prompt, Completion and Cached are the usage of the final chunk.
+	// Prompt, Completion and Cached are the usage of the final chunk, as
+	// agent.Usage counts it: Prompt is every input token, Cached of them
+	// read from the cache. The Anthropic wire, which counts cache reads
+	// and writes apart from input_tokens, splits Prompt into the three
+	// (see anthropicUsage).
 	Prompt, Completion, Cached int64
 
 	// Plain counts the requests that asked for no stream.
@@ -32,9 +56,19 @@ type StreamingChat struct {
 	started, finished atomic.Int64
 }
 
-// NewStreamingChat starts the server; it is closed with the test.
+// NewStreamingChat starts a server on the OpenAI wire; it is closed with
+// the test.
 func NewStreamingChat(t testing.TB, deltas int, gap time.Duration) *StreamingChat {
-	c := &StreamingChat{Deltas: deltas, Gap: gap, Word: func(i int) string { return fmt.Sprintf("w%d ", i) },
+	return NewStreamingChatOn(t, WireOpenAI, deltas, gap)
+}
+
+// NewStreamingChatOn starts a server on wire (WireOpenAI or
+// WireAnthropic); it is closed with the test.
+func NewStreamingChatOn(t testing.TB, wire string, deltas int, gap time.Duration) *StreamingChat {
+	if wire != WireOpenAI && wire != WireAnthropic {
+		t.Fatalf("testutil: no streaming chat speaks the %q wire (want one of %v)", wire, StreamWires)
+	}
+	c := &StreamingChat{Wire: wire, Deltas: deltas, Gap: gap, Word: func(i int) string { return fmt.Sprintf("w%d ", i) },
 		Prompt: 123, Completion: int64(deltas), Cached: 23}
 	srv := httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(srv.Close)
@@ -56,6 +90,14 @@ func (c *StreamingChat) Started() int64  { return c.started.Load() }
 func (c *StreamingChat) Finished() int64 { return c.finished.Load() }
 
 func (c *StreamingChat) serve(w http.ResponseWriter, r *http.Request) {
+	if c.Wire == WireAnthropic {
+		c.serveAnthropic(w, r)
+		return
+	}
+	c.serveOpenAI(w, r)
+}
+
+func (c *StreamingChat) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Stream bool `json:"stream"`
 	}
@@ -114,4 +156,99 @@ func (c *StreamingChat) serve(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	_ = rc.Flush()
 	c.finished.Add(1)
+}
+
+// anthropicUsage is c's usage as the Messages API counts it: input_tokens
+// without the cache's tokens, a few cache writes and Cached cache reads,
+// so that the provider's sum is Prompt again.
+func (c *StreamingChat) anthropicUsage() (input, cacheWrite, cacheRead int64) {
+	cacheRead = c.Cached
+	rest := c.Prompt - c.Cached
+	cacheWrite = min(rest/2, 10)
+	return rest - cacheWrite, cacheWrite, cacheRead
+}
+
+func (c *StreamingChat) serveAnthropic(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Stream bool `json:"stream"`
+	}
+	if r.URL.Path != "/v1/messages" || r.Header.Get("Anthropic-Version") == "" || json.NewDecoder(r.Body).Decode(&req) != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"type":"error","error":{"type":"invalid_request_error","message":"want a Messages request"}}`)
+		return
+	}
+	c.started.Add(1)
+	input, cacheWrite, cacheRead := c.anthropicUsage()
+	if !req.Stream {
+		c.Plain.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+			"content": []any{map[string]any{"type": "text", "text": c.Text()}}, "stop_reason": "end_turn", "stop_sequence": nil,
+			"usage": map[string]any{"input_tokens": input, "cache_creation_input_tokens": cacheWrite,
+				"cache_read_input_tokens": cacheRead, "output_tokens": c.Completion}})
+		c.finished.Add(1)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(event string, v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	// The input usage comes first, with one output token so far; the
+	// output usage comes in message_delta (cumulative), as the API sends.
+	if !send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": input, "cache_creation_input_tokens": cacheWrite,
+			"cache_read_input_tokens": cacheRead, "output_tokens": 1}}}) ||
+		!send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "text", "text": ""}}) ||
+		!send("ping", map[string]any{"type": "ping"}) {
+		return
+	}
+	// Deltas are written by hand, as on the OpenAI wire.
+	chunk := make([]byte, 0, 512)
+	for i := range c.Deltas {
+		if i > 0 && c.Gap > 0 {
+			select { // the model's pace, not a synchronisation
+			case <-time.After(c.Gap):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		chunk = append(chunk[:0], "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"...)
+		word, _ := json.Marshal(c.Word(i))
+		chunk = append(chunk, word...)
+		chunk = append(chunk, "}}\n\n"...)
+		if _, err := w.Write(chunk); err != nil || rc.Flush() != nil {
+			return
+		}
+	}
+	if !send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0}) ||
+		!send("message_delta", map[string]any{"type": "message_delta",
+			"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil},
+			"usage": map[string]any{"output_tokens": c.Completion}}) ||
+		!send("message_stop", map[string]any{"type": "message_stop"}) {
+		return
+	}
+	c.finished.Add(1)
+}
+
+// EachWire runs f as a parallel subtest per wire of StreamWires, named for
+// the wire: a door's streaming test runs over every wire a provider reads,
+// in the time of one.
+func EachWire(t *testing.T, f func(t *testing.T, wire string)) {
+	t.Helper()
+	for _, wire := range StreamWires {
+		t.Run(wire, func(t *testing.T) {
+			t.Parallel()
+			f(t, wire)
+		})
+	}
 }
