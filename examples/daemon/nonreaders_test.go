@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"testing"
@@ -141,6 +142,9 @@ a2a:
 				}
 				time.Sleep(100 * time.Millisecond) // polling a measure, not synchronising
 			}
+			var stacks strings.Builder
+			pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+			t.Logf("goroutines:\n%s", stacks.String())
 			t.Fatalf("%d clients that stopped reading still cost %d goroutines and %d MiB heap in use %s after their answers were ready (write_timeout %s)",
 				clients, g-baseG, (int64(heap)-int64(baseHeap))>>20, time.Since(ready).Round(time.Millisecond), writeTimeout)
 		})

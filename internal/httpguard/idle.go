@@ -23,6 +23,12 @@ type IdleCutter struct {
 	idle    map[net.Conn]*idleWatch
 }
 
+// minIdleProgress is the least a client must take of an idle connection's
+// unsent answer per timeout not to be cut: as much as one write of the
+// answer's (net/http's 32 KiB buffer) must take within the write deadline
+// on an active connection.
+const minIdleProgress = 32 << 10
+
 type idleWatch struct {
 	timer *time.Timer
 	left  int // unsent bytes at the last check
@@ -67,7 +73,13 @@ func (c *IdleCutter) check(conn net.Conn, w *idleWatch) {
 		c.mu.Unlock()
 		return
 	}
-	if n > 0 && n < w.left { // the client reads, slowly: wait on
+	// The client reads, slowly: wait on. Progress counts from
+	// minIdleProgress bytes (or what was left): bytes that were in flight
+	// as the connection turned idle are acknowledged later without the
+	// client reading any, and the kernel frees room in a stalled
+	// receiver's buffer now and then (a loaded machine's ACKs came after
+	// the idle check, doubling a non-reader's time to the cut).
+	if n > 0 && w.left-n >= min(minIdleProgress, w.left) {
 		w.left = n
 		w.timer.Reset(c.timeout)
 		c.mu.Unlock()
