@@ -466,6 +466,9 @@ func (h *Handler) tasksList(ctx context.Context, raw json.RawMessage, pathAgent 
 // tasksCancel answers tasks/cancel: the task is canceled at once and its
 // run's context ends; the run unwinds on its own.
 func (h *Handler) tasksCancel(ctx context.Context, raw json.RawMessage, pathAgent string) (any, *rpcError) {
+	if rerr := needScope(ctx, axocoatl.ScopeExecute, "cancel tasks"); rerr != nil {
+		return nil, rerr
+	}
 	var p a2a03.TaskIDParams
 	if rerr := decodeParams(raw, &p); rerr != nil {
 		return nil, rerr

@@ -137,25 +137,7 @@ func BenchmarkStreamFirstDelta(b *testing.B) {
 				}
 				return first
 			}
-			var doorTimes, modelTimes []time.Duration
-			n := 0
-			for b.Loop() {
-				if n%2 == 0 {
-					doorTimes = append(doorTimes, viaDoor())
-					modelTimes = append(modelTimes, modelFirstDelta(b, f.client, chat))
-				} else {
-					modelTimes = append(modelTimes, modelFirstDelta(b, f.client, chat))
-					doorTimes = append(doorTimes, viaDoor())
-				}
-				n++
-			}
-			d, m := testutil.Median(doorTimes), testutil.Median(modelTimes)
-			b.ReportMetric(float64(d.Microseconds()), "door-first-delta-µs")
-			b.ReportMetric(float64(m.Microseconds()), "model-first-delta-µs")
-			b.ReportMetric(float64((d - m).Microseconds()), "added-µs")
-			if n >= 20 && d-m > 2*time.Millisecond {
-				b.Fatalf("the door's first delta came %s after the model's (medians %s and %s over %d runs); the bar is 2ms", d-m, d, m, n)
-			}
+			testutil.FirstDelta(b, "the door's first delta", viaDoor, func() time.Duration { return modelFirstDelta(b, f.client, chat) }, 2*time.Millisecond)
 		})
 	}
 }
@@ -275,18 +257,8 @@ func BenchmarkStreamThroughput(b *testing.B) {
 		}
 		return took
 	}
-	var doorTimes, relayTimes []time.Duration
-	n := 0
-	for b.Loop() {
-		if n%2 == 0 {
-			doorTimes = append(doorTimes, viaDoor())
-			relayTimes = append(relayTimes, viaRelay())
-		} else {
-			relayTimes = append(relayTimes, viaRelay())
-			doorTimes = append(doorTimes, viaDoor())
-		}
-		n++
-	}
+	doorTimes, relayTimes := testutil.PairedTimes(b, viaDoor, viaRelay)
+	n := len(doorTimes)
 	d, r := testutil.Median(doorTimes), testutil.Median(relayTimes)
 	ratio := r.Seconds() / d.Seconds() // throughput door ÷ relay
 	b.ReportMetric(deltas/d.Seconds(), "door-deltas/s")

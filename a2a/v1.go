@@ -172,6 +172,11 @@ func (h *Handler) getTaskV1(ctx context.Context, q *a2a1.GetTaskRequest, pathAge
 }
 
 func (h *Handler) cancelTaskV1(ctx context.Context, id a2a1.TaskID, pathAgent string) (*a2a1.Task, *rpcError) {
+	// The JSON-RPC endpoint asks for read only (REST's :cancel route asks
+	// for execute itself).
+	if rerr := needScope(ctx, axocoatl.ScopeExecute, "cancel tasks"); rerr != nil {
+		return nil, rerr
+	}
 	t, rerr := h.lookup(ctx, a2a03.TaskID(id), pathAgent)
 	if rerr != nil {
 		return nil, rerr

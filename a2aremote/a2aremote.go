@@ -81,7 +81,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -416,23 +415,12 @@ func describeCard(card *a2a1.AgentCard) string {
 			break
 		}
 	}
-	return cut(b.String(), maxDescription)
+	return textsafe.Cut(b.String(), maxDescription)
 }
 
 // cleanText is the card's text as the model may read it: stripped of
 // what a human reviewing the tool would not see ([textsafe.Clean]).
 func cleanText(s string) string { return strings.TrimSpace(textsafe.Clean(s)) }
-
-// cut shortens s to at most n bytes on a UTF-8 boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 // resolveLoop reads the card until it succeeds or the module stops.
 func (r *remote) resolveLoop(life context.Context) {

@@ -14,6 +14,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/retry"
+	"github.com/axocoatl/axocoatl-go/internal/textsafe"
 )
 
 // The causes a call's context ends with, besides its caller's.
@@ -220,7 +221,7 @@ func (r *remote) bound(err error) error {
 	if len(msg) <= limit {
 		return err
 	}
-	kept := cut(msg, limit)
+	kept := textsafe.Cut(msg, limit)
 	return &boundedError{msg: kept + fmt.Sprintf("\n[error cut: %d more bytes over max_output_bytes (%d)]", len(msg)-len(kept), limit), err: err}
 }
 
@@ -410,7 +411,7 @@ func (t *taskState) addArtifact(a *a2a1.Artifact, appendTo bool) {
 	s := partsText(a.Parts)
 	if room := t.limit - t.used; len(s) > room {
 		t.dropped += len(s) - max(room, 0)
-		s = cut(s, max(room, 0))
+		s = textsafe.Cut(s, max(room, 0))
 	}
 	at.text.WriteString(s)
 	t.used += len(s)
@@ -436,7 +437,7 @@ func (t *taskState) text() string {
 	}
 	if len(out) > t.limit {
 		t.dropped += len(out) - t.limit
-		out = cut(out, t.limit)
+		out = textsafe.Cut(out, t.limit)
 	}
 	if t.dropped > 0 {
 		out += fmt.Sprintf("\n[output cut: %d more bytes over max_output_bytes (%d)]", t.dropped, t.limit)

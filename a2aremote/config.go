@@ -10,6 +10,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/internal/httpheader"
 	"github.com/axocoatl/axocoatl-go/internal/redact"
+	"github.com/axocoatl/axocoatl-go/internal/textsafe"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -152,7 +153,7 @@ func (a AgentConfig) Validate() error {
 	}
 	if !agent.ValidID(a.Name) || len(a.ToolName()) > MaxToolNameLen {
 		return bad("name", "%q must match [a-z0-9_-]+ and have at most %d characters (the tool name %s<name> must stay within the %d characters model APIs accept)",
-			cut(a.Name, 80), MaxToolNameLen-len(ToolPrefix), ToolPrefix, MaxToolNameLen)
+			textsafe.Cut(a.Name, 80), MaxToolNameLen-len(ToolPrefix), ToolPrefix, MaxToolNameLen)
 	}
 	if a.URL == "" {
 		return bad("", "url is required (the agent's base URL or its card's URL)")

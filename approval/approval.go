@@ -88,10 +88,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
+	"github.com/axocoatl/axocoatl-go/internal/textsafe"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -314,16 +314,7 @@ func (m *Module) Stop(ctx context.Context) error {
 const maxField = 256
 
 // clip cuts s to maxField bytes on a UTF-8 boundary.
-func clip(s string) string {
-	if len(s) <= maxField {
-		return s
-	}
-	cut := maxField
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
+func clip(s string) string { return textsafe.Cut(s, maxField) }
 
 // Events implements [axocoatl.EventDeclarer]: requests and resolutions
 // are coordination events; the protocol between Engines is telemetry, so

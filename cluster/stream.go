@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/internal/textsafe"
 )
 
 // The events of a run on this daemon for a caller on another that listens
@@ -110,8 +110,8 @@ func (f *forwarder) encode(ev agent.RunEvent) bool {
 			f.room(2 + binary.MaxVarintLen64 + 2*(maxNameBytes+binary.MaxVarintLen64))
 			f.buf = append(f.buf, evToolCall)
 			f.buf = binary.AppendUvarint(f.buf, uint64(max(ev.Delta.ToolCallIndex, 0)))
-			f.buf = appendStr(f.buf, cut(ev.Delta.ToolCallID, maxNameBytes))
-			f.buf = appendStr(f.buf, cut(ev.Delta.ToolName, maxNameBytes))
+			f.buf = appendStr(f.buf, textsafe.Cut(ev.Delta.ToolCallID, maxNameBytes))
+			f.buf = appendStr(f.buf, textsafe.Cut(ev.Delta.ToolName, maxNameBytes))
 		case agent.DeltaToolArguments:
 			f.pieces(evArguments, ev.Delta.ToolCallIndex, ev.Delta.Arguments)
 		default:
@@ -124,8 +124,8 @@ func (f *forwarder) encode(ev agent.RunEvent) bool {
 			code = evFinished
 		}
 		f.buf = append(f.buf, code)
-		f.buf = appendStr(f.buf, cut(ev.ToolCallID, maxNameBytes))
-		f.buf = appendStr(f.buf, cut(ev.ToolName, maxNameBytes))
+		f.buf = appendStr(f.buf, textsafe.Cut(ev.ToolCallID, maxNameBytes))
+		f.buf = appendStr(f.buf, textsafe.Cut(ev.ToolName, maxNameBytes))
 		if code == evFinished {
 			isErr := byte(0)
 			if ev.IsError {
@@ -151,19 +151,13 @@ func (f *forwarder) pieces(code byte, index int, s string) {
 	for first := true; first || s != ""; first = false {
 		f.room(frameSlack + 2*binary.MaxVarintLen64 + 16)
 		free := f.limit - len(f.buf) - (1 + 2*binary.MaxVarintLen64)
-		n := len(s)
-		if n > free {
-			n = free
-			for n > 0 && !utf8.RuneStart(s[n]) {
-				n--
-			}
-		}
+		piece := textsafe.Cut(s, free)
 		f.buf = append(f.buf, code)
 		if code == evArguments {
 			f.buf = binary.AppendUvarint(f.buf, uint64(max(index, 0)))
 		}
-		f.buf = appendStr(f.buf, s[:n])
-		s = s[n:]
+		f.buf = appendStr(f.buf, piece)
+		s = s[len(piece):]
 	}
 }
 
@@ -212,17 +206,6 @@ func (f *forwarder) close() uint64 {
 	f.timer.Stop()
 	f.flushLocked()
 	return f.seq
-}
-
-// cut is s cut to at most n bytes on a UTF-8 boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // readEvents calls emit with each event of an 'E' frame's body (after its

@@ -330,8 +330,15 @@ func (s *stream) execute(ctx context.Context, l *live, f clientFrame) *runErrorF
 	case f.Input == nil:
 		return bad(`"input" is required`)
 	}
-	if _, err := s.m.eng.Agent(f.AgentID); err != nil {
+	// As the caller sees it: an agent its globs leave out is not found,
+	// and a caller who may not run gets 403, both before run_started (no
+	// task id, no sign that the agent exists).
+	if _, err := s.m.eng.AgentFor(ctx, f.AgentID); err != nil {
 		return &runErrorFrame{Kind: "run_error", Ref: f.Ref, Status: 404, Error: ErrorDetail{Code: "not_found", Message: "agent " + jsonio.Quote(f.AgentID) + " not found"}}
+	}
+	if who := axocoatl.IdentityFrom(ctx); !who.Can(axocoatl.ScopeExecute) {
+		return &runErrorFrame{Kind: "run_error", Ref: f.Ref, Status: 403, Error: ErrorDetail{Code: "forbidden",
+			Message: "agent " + f.AgentID + ": " + axocoatl.ErrForbidden.Error() + ": " + who.Name + " has no " + string(axocoatl.ScopeExecute) + " scope"}}
 	}
 	task := lattice.NewID(time.Now())
 	r, fail := l.register(task, runStartedFrame{Kind: "run_started", Ref: f.Ref, TaskID: task, AgentID: f.AgentID})

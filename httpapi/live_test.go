@@ -582,25 +582,7 @@ func BenchmarkWebSocketFirstDelta(b *testing.B) {
 	if k, err := kind(); err != nil || k != "ready" {
 		b.Fatalf("first frame %q %v", k, err)
 	}
-	var doorTimes, modelTimes []time.Duration
-	n := 0
-	for b.Loop() {
-		if n%2 == 0 {
-			doorTimes = append(doorTimes, door())
-			modelTimes = append(modelTimes, model())
-		} else {
-			modelTimes = append(modelTimes, model())
-			doorTimes = append(doorTimes, door())
-		}
-		n++
-	}
-	d, m := testutil.Median(doorTimes), testutil.Median(modelTimes)
-	b.ReportMetric(float64(d.Microseconds()), "door-first-delta-µs")
-	b.ReportMetric(float64(m.Microseconds()), "model-first-delta-µs")
-	b.ReportMetric(float64((d - m).Microseconds()), "added-µs")
-	if n >= 20 && d-m > 2*time.Millisecond {
-		b.Fatalf("the socket's first delta came %s after the model's (medians %s and %s over %d runs); the bar is 2ms", d-m, d, m, n)
-	}
+	testutil.FirstDelta(b, "the socket's first delta", door, model, 2*time.Millisecond)
 }
 
 // Guards: bound "text pending per run of a socket" (16 KiB) and the 64

@@ -480,25 +480,7 @@ func BenchmarkExecuteSSEFirstDelta(b *testing.B) {
 		req.Header.Set("Content-Type", "application/json")
 		return firstLine(req, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":`)
 	}
-	var doorTimes, modelTimes []time.Duration
-	n := 0
-	for b.Loop() {
-		if n%2 == 0 {
-			doorTimes = append(doorTimes, door())
-			modelTimes = append(modelTimes, model())
-		} else {
-			modelTimes = append(modelTimes, model())
-			doorTimes = append(doorTimes, door())
-		}
-		n++
-	}
-	d, m := testutil.Median(doorTimes), testutil.Median(modelTimes)
-	b.ReportMetric(float64(d.Microseconds()), "door-first-delta-µs")
-	b.ReportMetric(float64(m.Microseconds()), "model-first-delta-µs")
-	b.ReportMetric(float64((d - m).Microseconds()), "added-µs")
-	if n >= 20 && d-m > 2*time.Millisecond {
-		b.Fatalf("the door's first delta came %s after the model's (medians %s and %s over %d runs); the bar is 2ms", d-m, d, m, n)
-	}
+	testutil.FirstDelta(b, "the door's first delta", door, model, 2*time.Millisecond)
 }
 
 // The example of docs/http-api.md ("Streaming execute"), byte for byte

@@ -90,7 +90,7 @@ type inputs struct {
 type inputRun struct {
 	id      string
 	tool    string
-	caller  string             // over HTTP: a digest of the Authorization header
+	caller  string             // over HTTP: a digest of the caller's identity (callerDigest)
 	session *mcp.ServerSession // on stdio: the session that started it
 	cancel  context.CancelFunc
 	done    chan struct{} // closed once result is set
@@ -164,14 +164,21 @@ func inputCapable(req *mcp.CallToolRequest) bool {
 	return el.Form != nil || el.URL == nil
 }
 
-// callerDigest identifies the HTTP caller of a request by its credentials
-// (a digest, never the credentials); "" on stdio.
+// callerDigest identifies the HTTP caller of a request (a digest, never
+// the credentials): the identity the Engine's guard found (a token's
+// name, a JWT's subject: serveSDK gives X-API-Key callers one placeholder
+// Authorization, so the header cannot tell them apart), else the
+// Authorization header; "" on stdio.
 func callerDigest(key []byte, req *mcp.CallToolRequest) string {
 	if req.Extra == nil || req.Extra.Header == nil {
 		return ""
 	}
 	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte("caller\x00" + req.Extra.Header.Get("Authorization")))
+	if id := requestIdentity(req); id != nil {
+		mac.Write([]byte("identity\x00" + id.Name))
+	} else {
+		mac.Write([]byte("caller\x00" + req.Extra.Header.Get("Authorization")))
+	}
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
 }
 

@@ -234,7 +234,7 @@ type jwtClaims struct {
 // Verify checks raw (a compact JWS) and returns its principal: the
 // signature with a key of the issuer's set (RS256/384/512, ES256/384;
 // "none" and any other alg refused; a kid the set lacks refused after at
-// most one fetch), then iss, aud, exp (required) and nbf with ClockSkew.
+// most one fetch), then iss, aud, sub and exp (required) and nbf with ClockSkew.
 func (v *Verifier) Verify(ctx context.Context, raw string) (*Principal, error) {
 	if len(raw) > MaxJWTBytes {
 		return nil, fmt.Errorf("%w: %d bytes, over %d", ErrJWTMalformed, len(raw), MaxJWTBytes)
@@ -326,6 +326,13 @@ func (v *Verifier) check(cl *jwtClaims) (*Principal, verifiedToken, error) {
 	}
 	if !audHas(cl.Aud, v.cfg.Audience) {
 		return nil, none, fmt.Errorf("%w: aud does not name this server (%q)", ErrJWTClaims, v.cfg.Audience)
+	}
+	if cl.Sub == "" {
+		// The principal is "jwt:<sub>": every door takes it for the
+		// caller (an MCP session's owner, an A2A task's answerer), so
+		// tokens without one would all be one caller (RFC 9068 requires
+		// sub in an access token).
+		return nil, none, fmt.Errorf("%w: no sub", ErrJWTClaims)
 	}
 	now := v.now()
 	if cl.Exp == nil {

@@ -1,11 +1,12 @@
 // Package textsafe cleans text that a peer wrote and a model will read (tool
 // descriptions of MCP servers, A2A agent cards) of what a human reviewing
-// it would not see.
+// it would not see, and cuts text to a bound without splitting a rune.
 package textsafe
 
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Clean removes from s what a model reads but a human reviewing a tool
@@ -47,4 +48,16 @@ func Hidden(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// Cut is s cut to at most n bytes on a UTF-8 boundary (a rune is never
+// split; s itself when it fits).
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
