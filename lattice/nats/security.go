@@ -342,7 +342,10 @@ func explain(err error, sec Security) error {
 		return fmt.Errorf("%w: the server's certificate is not for the name dialed (set lattice.tls.server_name to a name it carries): %w", ErrTLSFailed, err)
 	case errors.As(err, &invalid):
 		return fmt.Errorf("%w: the server's certificate is not valid (expired, or not for a server): %w", ErrTLSFailed, err)
-	case remoteAlert(err):
+	case remoteAlert(err), errors.Is(err, natsgo.ErrTLS) && strings.Contains(err.Error(), "after TLS handshake"):
+		// TLS 1.3: the server checks the client's certificate after the
+		// client's handshake is done, and refuses with an alert or by
+		// closing the connection.
 		hint := "the server refused this client's certificate: is lattice.tls.cert_file signed by a CA the server trusts, and unexpired?"
 		if sec.TLS.CertFile == "" {
 			hint = "the server wants a client certificate: set lattice.tls.cert_file and key_file"
