@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/axocoatl/axocoatl-go/internal/natstest"
 )
 
 // natsServer runs a real nats-server in the test process on a free port.
@@ -62,5 +64,23 @@ func TestNATSUnreachable(t *testing.T) {
 		writeConfig(t, "lattice:\n  backend: nats\n  nats_url: nats://user:hunter2@127.0.0.1:1\nagents:\n  - id: a\n"))
 	if code != exitFail || !strings.Contains(stderr, "lattice.nats_url: NATS at nats://[redacted]@127.0.0.1:1") || strings.Contains(stderr, "hunter2") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A daemon whose NATS credentials the server refuses does not start, and
+// its startup error says so at the key to fix; `doctor` says the same; the
+// password shows in neither.
+func TestNATSWrongCredentials(t *testing.T) {
+	ns := natstest.Start(t, &server.Options{Username: "axo", Password: "the-right-password"})
+	cfg := writeConfig(t, "lattice:\n  backend: nats\n  nats_url: "+ns.ClientURL()+"\n  auth:\n    user: axo\n    password: ${NATS_PW}\nagents:\n  - id: a\n")
+	env := map[string]string{"NATS_PW": "a-wrong-password"}
+	code, _, stderr := runCLI(t, env, "serve", "--addr", "127.0.0.1:0", "--config", cfg)
+	if code != exitFail || !strings.Contains(stderr, "lattice.auth.user: NATS at "+ns.ClientURL()) ||
+		!strings.Contains(stderr, "NATS refused the credentials: it refused user axo and its password") || strings.Contains(stderr, "wrong-password") {
+		t.Fatalf("serve: exit %d, stderr %q", code, stderr)
+	}
+	code, stdout, _ := runCLI(t, env, "doctor", "--config", cfg)
+	if code == 0 || !strings.Contains(stdout, "FAIL lattice:") || !strings.Contains(stdout, "refused user axo") || strings.Contains(stdout, "wrong-password") {
+		t.Fatalf("doctor: exit %d, stdout %q", code, stdout)
 	}
 }
