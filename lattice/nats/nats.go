@@ -11,6 +11,12 @@
 // events (JetStream for webhooks, request/reply for the cluster's tasks)
 // reach the connection through [Bus.Conn].
 //
+// [Options.Security] is how [Connect] authenticates (a creds file, an nkey
+// seed, user and password, or a token) and protects the connection (TLS
+// with a CA, a client certificate, a server name); a failure to connect
+// says which of [ErrBadCredentials], [ErrTLSFailed] and [ErrUnreachable]
+// it is.
+//
 // Events travel as their JSON wire form on core NATS subjects
 // "<prefix>.<type>", so an exact-type filter is filtered by the server and
 // other processes can tap the lattice with a plain `nats sub 'axocoatl.>'`;
@@ -143,7 +149,11 @@ func (b *Bus) Conn() *natsgo.Conn { return b.nc }
 // client as they are, after the security options. A failure to connect
 // wraps [ErrBadCredentials], [ErrTLSFailed] or [ErrUnreachable] when it is
 // one of those, and says what to check; no error contains a credential.
+// Settings [Security.Validate] refuses are refused before dialing.
 func Connect(url string, opts Options, natsOpts ...natsgo.Option) (*Bus, error) {
+	if err := opts.Security.Validate(); err != nil {
+		return nil, fmt.Errorf("lattice/nats: connect: %w", err)
+	}
 	sec, err := opts.Security.NATSOptions()
 	if err != nil {
 		return nil, fmt.Errorf("lattice/nats: connect: %w", err)

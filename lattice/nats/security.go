@@ -156,7 +156,7 @@ func (s Security) Validate() error {
 			errs = append(errs, cfgerr.Errorf("tls."+key, "%v", err))
 		}
 	}
-	if strings.ContainsAny(t.ServerName, " \t\r\n/:") {
+	if strings.ContainsAny(t.ServerName, " \t\r\n/:") && net.ParseIP(t.ServerName) == nil {
 		errs = append(errs, cfgerr.Errorf("tls.server_name", "want a host name, without scheme, port or spaces"))
 	}
 	return errors.Join(errs...)

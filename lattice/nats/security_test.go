@@ -224,6 +224,7 @@ func TestSecurityValidate(t *testing.T) {
 		{"expired cert", latticenats.Security{TLS: latticenats.TLS{CertFile: expiredCert, KeyFile: expiredKey}}, "tls.cert_file", "expired"},
 		{"CA not PEM", latticenats.Security{TLS: latticenats.TLS{CAFile: pki.ClientKey}}, "tls.ca_file", "no PEM certificate"},
 		{"missing CA", latticenats.Security{TLS: latticenats.TLS{CAFile: filepath.Join(dir, "nope.pem")}}, "tls.ca_file", "cannot be read"},
+		{"a device as CA", latticenats.Security{TLS: latticenats.TLS{CAFile: "/dev/zero"}}, "tls.ca_file", "larger than 1 MiB"},
 		{"server name with port", latticenats.Security{TLS: latticenats.TLS{ServerName: "host:4222"}}, "tls.server_name", "host name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -231,6 +232,10 @@ func TestSecurityValidate(t *testing.T) {
 			var ce *cfgerr.Error
 			if !errors.As(err, &ce) || ce.Key != tc.key || !strings.Contains(ce.Msg, tc.says) {
 				t.Fatalf("want %s: …%s…, got %v", tc.key, tc.says, err)
+			}
+			// Connect refuses it too, before dialing.
+			if _, cerr := latticenats.Connect("nats://127.0.0.1:1", latticenats.Options{Security: tc.sec}); !errors.Is(cerr, cfgerr.ErrInvalid) {
+				t.Fatalf("Connect: %v", cerr)
 			}
 			for _, line := range strings.Split(string(credsBytes)+string(otherBytes), "\n") {
 				if len(line) > 20 && strings.Contains(err.Error(), line) {
