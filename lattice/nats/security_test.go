@@ -2,6 +2,7 @@ package nats_test
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/internal/natstest"
@@ -243,5 +245,59 @@ func TestSecurityValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The certificate files are read again at each reconnect: a client
+// certificate replaced on disk (here by one the server's CA does not sign)
+// is what the next connection presents, without a new Bus.
+func TestCertificateReadAtReconnect(t *testing.T) {
+	pki := natstest.NewPKI(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "c-key.pem")
+	cp := func(from, to string) {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp(pki.ClientCert, certFile)
+	cp(pki.ClientKey, keyFile)
+	opts := func(port int) *server.Options {
+		return &server.Options{Port: port, TLSConfig: pki.ServerTLS(t), TLSVerify: true, TLSTimeout: 5}
+	}
+	ns := natstest.Start(t, opts(0))
+	port := ns.Addr().(*net.TCPAddr).Port
+	reconnectErr := make(chan error, 16)
+	sec := latticenats.Security{TLS: latticenats.TLS{CAFile: pki.CAFile, CertFile: certFile, KeyFile: keyFile}}
+	b, err := latticenats.Connect(natstest.TLSURL(ns), latticenats.Options{Security: sec},
+		natsgo.ReconnectWait(20*time.Millisecond), natsgo.MaxReconnects(-1),
+		// nats.go reports a failed reconnect's TLS error to the error handler.
+		natsgo.ErrorHandler(func(_ *natsgo.Conn, _ *natsgo.Subscription, err error) {
+			select {
+			case reconnectErr <- err:
+			default:
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	other := natstest.NewPKI(t)
+	cp(other.ClientCert, certFile)
+	cp(other.ClientKey, keyFile)
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	natstest.Start(t, opts(port))
+	select {
+	case err := <-reconnectErr:
+		if !errors.Is(err, natsgo.ErrTLS) && !strings.Contains(err.Error(), "tls") {
+			t.Fatalf("reconnect error %v, want the server refusing the new certificate", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reconnect with the replaced certificate did not fail")
 	}
 }
