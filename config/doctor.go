@@ -216,7 +216,9 @@ func checkLattice(ctx context.Context, cfg *Config, r *Report) {
 	}
 	bus, err := cfg.Lattice.Open()
 	if err != nil {
-		r.fail("lattice", err.Error())
+		// What failed, in words (credentials, TLS, unreachable), without
+		// the package's prefix.
+		r.fail("lattice", strings.Replace(err.Error(), "lattice/nats: connect: ", "", 1))
 		return
 	}
 	defer bus.Close()

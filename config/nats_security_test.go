@@ -203,7 +203,7 @@ func TestDoctorChecksNATSSecurity(t *testing.T) {
 	down.WaitForShutdown()
 	for _, tc := range []struct{ name, url, security, want string }{
 		{"ok", url, "  auth:\n    creds_file: " + op.Creds(t, dir, "a") + "\n" + tlsKeys, "ok   lattice: NATS at " + url + " connected (TLS, CA " + pki.CAFile},
-		{"bad creds", url, "  auth:\n    creds_file: " + natstest.ForeignCreds(t, dir, "x") + "\n" + tlsKeys, "FAIL lattice: NATS at " + url + ": lattice/nats: connect: NATS refused the credentials"},
+		{"bad creds", url, "  auth:\n    creds_file: " + natstest.ForeignCreds(t, dir, "x") + "\n" + tlsKeys, "FAIL lattice: NATS at " + url + ": NATS refused the credentials: it refused the creds file"},
 		{"untrusted server", url, "  auth:\n    creds_file: " + op.Creds(t, dir, "b") + "\n", "TLS with NATS failed: the server's certificate is signed by an unknown authority: set lattice.tls.ca_file"},
 		{"unreachable", downURL, "", "NATS server unreachable"},
 		{"wrong password", pw.ClientURL(), "  auth:\n    user: axo\n    password: not-the-doctor-pw\n", "refused user axo and its password"},
