@@ -106,7 +106,7 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	}
 	bus, err := c.Lattice.Open()
 	if err != nil {
-		return nil, c.errorf("lattice.nats_url", "%v", err)
+		return nil, c.natsError(err)
 	}
 	convs, where, err := c.openConversations(ctx, bus, opts, log)
 	if err != nil {
@@ -515,7 +515,7 @@ func (l LatticeConfig) Open() (lattice.Bus, error) {
 	// Once connected, the client never gives up: it reconnects forever and
 	// buffers publishes (within buf) meanwhile, so that losing NATS stops
 	// nothing and everything resumes when it returns.
-	bus, err := latticenats.Connect(u, latticenats.Options{Prefix: l.Prefix, Node: node},
+	bus, err := latticenats.Connect(u, latticenats.Options{Prefix: l.Prefix, Node: node, Security: l.Security()},
 		natsgo.Name("axocoatl/"+node), natsgo.Timeout(natsConnectTimeout),
 		natsgo.MaxReconnects(-1), natsgo.ReconnectWait(natsReconnectWait), natsgo.ReconnectBufSize(buf))
 	if err != nil {
@@ -523,6 +523,34 @@ func (l LatticeConfig) Open() (lattice.Bus, error) {
 	}
 	return bus, nil
 }
+
+// natsError is a failure to connect to NATS as a [*FieldError] at the key
+// to fix (lattice.auth.… for refused credentials, lattice.tls for TLS,
+// else lattice.nats_url) that still matches the lattice/nats sentinels
+// ([latticenats.ErrBadCredentials], …) with errors.Is.
+func (c *Config) natsError(err error) error {
+	key := "lattice.nats_url"
+	l := c.Lattice
+	switch {
+	case errors.Is(err, latticenats.ErrBadCredentials) && l.Auth.Method() != "":
+		key = "lattice.auth." + l.Auth.Method()
+	case errors.Is(err, latticenats.ErrTLSFailed) && l.TLS.Enabled():
+		key = "lattice.tls"
+	}
+	var fe *FieldError
+	if !errors.As(c.errorf(key, "%v", err), &fe) {
+		return err
+	}
+	return &natsFieldError{FieldError: fe, err: err}
+}
+
+// natsFieldError is a [*FieldError] that unwraps to the error it reports.
+type natsFieldError struct {
+	*FieldError
+	err error
+}
+
+func (e *natsFieldError) Unwrap() []error { return []error{e.FieldError, e.err} }
 
 // node is lattice.node, or the host name with a random suffix (two daemons
 // on one host must not share a name).

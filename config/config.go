@@ -56,6 +56,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/internal/yamlconf"
+	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
 	"github.com/axocoatl/axocoatl-go/mcpserver"
 	"github.com/axocoatl/axocoatl-go/secret"
@@ -323,6 +324,21 @@ type LatticeConfig struct {
 	ReconnectBufferBytes int `yaml:"reconnect_buffer_bytes"`
 	// JetStream names what webhooks use on a NATS lattice.
 	JetStream JetStreamConfig `yaml:"jetstream"`
+	// Auth is how this daemon authenticates to NATS, one of: creds_file (a
+	// .creds file: user JWT and nkey seed), nkey_seed_file, user and
+	// password, token (secrets). Zero: none beyond what nats_url carries.
+	Auth latticenats.Auth `yaml:"auth"`
+	// TLS of the connection: ca_file, cert_file and key_file (a client
+	// certificate), server_name. Setting any turns TLS on, as a tls:// URL
+	// does. Zero: TLS only when the URL or the server asks, verified
+	// against the system's roots.
+	TLS latticenats.TLS `yaml:"tls"`
+}
+
+// Security is the section's credentials and TLS, as [latticenats.Connect]
+// takes them.
+func (l LatticeConfig) Security() latticenats.Security {
+	return latticenats.Security{Auth: l.Auth, TLS: l.TLS}
 }
 
 // JetStreamConfig is `lattice.jetstream:`: where webhook deliveries wait
@@ -348,7 +364,7 @@ const DefaultReconnectBuffer = 8 << 20
 const DefaultNATSURL = "nats://127.0.0.1:4222"
 
 // validate checks the lattice section; errors name their key.
-func (l LatticeConfig) validate(d *yamlconf.Doc) []error {
+func (l LatticeConfig) validate(d *yamlconf.Doc, errorf func(key, format string, args ...any) error) []error {
 	switch l.Backend {
 	case "", "memory", "nats":
 	default:
@@ -359,7 +375,7 @@ func (l LatticeConfig) validate(d *yamlconf.Doc) []error {
 		for _, u := range strings.Split(l.NATSURL, ",") {
 			p, err := url.Parse(strings.TrimSpace(u))
 			if err != nil || p.Host == "" {
-				errs = append(errs, d.Errorf("lattice.nats_url", "want nats://host:port (comma-separated for several)"))
+				errs = append(errs, errorf("lattice.nats_url", "want nats://host:port or tls://host:port (comma-separated for several)"))
 				break
 			}
 		}
@@ -411,6 +427,81 @@ type envOverrides struct {
 	DataDir   *string        `env:"AXOCOATL_DATA_DIR"`
 	LogLevel  *string        `env:"AXOCOATL_LOG_LEVEL"`
 	LogFormat *string        `env:"AXOCOATL_LOG_FORMAT"`
+	// The lattice's NATS connection (docs/cluster.md): any of the four
+	// credentials replaces lattice.auth as a whole; the TLS files replace
+	// their key each.
+	NATSURL      *string        `env:"AXOCOATL_NATS_URL"`
+	NATSCreds    *string        `env:"AXOCOATL_NATS_CREDS"`
+	NATSNKey     *string        `env:"AXOCOATL_NATS_NKEY"`
+	NATSUser     *string        `env:"AXOCOATL_NATS_USER"`
+	NATSPassword *secret.Secret `env:"AXOCOATL_NATS_PASSWORD"`
+	NATSToken    *secret.Secret `env:"AXOCOATL_NATS_TOKEN"`
+	NATSCA       *string        `env:"AXOCOATL_NATS_CA"`
+	NATSCert     *string        `env:"AXOCOATL_NATS_CERT"`
+	NATSKey      *string        `env:"AXOCOATL_NATS_KEY"`
+}
+
+// natsAuthVars name the variable of each lattice.auth key.
+var natsAuthVars = map[string]string{"creds_file": "AXOCOATL_NATS_CREDS", "nkey_seed_file": "AXOCOATL_NATS_NKEY",
+	"user": "AXOCOATL_NATS_USER", "password": "AXOCOATL_NATS_PASSWORD", "token": "AXOCOATL_NATS_TOKEN"}
+
+// overrideNATS applies the AXOCOATL_NATS_* variables.
+func (c *Config) overrideNATS(env envOverrides) {
+	str := func(v *string) string {
+		if v == nil {
+			return ""
+		}
+		return *v
+	}
+	sec := func(v *secret.Secret) secret.Secret {
+		if v == nil {
+			return ""
+		}
+		return *v
+	}
+	set := func(dst *string, v *string, key, source string) {
+		if v != nil && *v != "" {
+			*dst = *v
+			c.overrides[key] = source
+		}
+	}
+	set(&c.Lattice.NATSURL, env.NATSURL, "lattice.nats_url", "AXOCOATL_NATS_URL")
+	auth := latticenats.Auth{CredsFile: str(env.NATSCreds), NKeySeedFile: str(env.NATSNKey),
+		User: str(env.NATSUser), Password: sec(env.NATSPassword), Token: sec(env.NATSToken)}
+	if auth != (latticenats.Auth{}) {
+		c.Lattice.Auth = auth
+		// What is wrong (a missing user too) is the variables' doing.
+		for key, v := range natsAuthVars {
+			c.overrides["lattice.auth."+key] = v
+		}
+		c.overrides["lattice.auth"] = "the AXOCOATL_NATS_* credentials"
+	}
+	set(&c.Lattice.TLS.CAFile, env.NATSCA, "lattice.tls.ca_file", "AXOCOATL_NATS_CA")
+	set(&c.Lattice.TLS.CertFile, env.NATSCert, "lattice.tls.cert_file", "AXOCOATL_NATS_CERT")
+	set(&c.Lattice.TLS.KeyFile, env.NATSKey, "lattice.tls.key_file", "AXOCOATL_NATS_KEY")
+}
+
+// latticeSecurityErrors checks lattice.auth and lattice.tls (their files
+// too) when the lattice is NATS; each error names its key, or the variable
+// that set it.
+func (c *Config) latticeSecurityErrors() []error {
+	l := c.Lattice
+	if l.Backend != "nats" {
+		return nil
+	}
+	var errs []error
+	for _, e := range cfgerr.Split(l.Security().Validate()) {
+		errs = append(errs, c.errorf(cfgerr.Join("lattice", e.Key), "%s", e.Msg))
+	}
+	if l.Auth.Method() != "" {
+		for _, u := range strings.Split(l.NATSURL, ",") {
+			if p, err := url.Parse(strings.TrimSpace(u)); err == nil && p.User != nil {
+				errs = append(errs, c.errorf("lattice.nats_url", "carries credentials (user@host) and lattice.auth sets others: keep one"))
+				break
+			}
+		}
+	}
+	return errs
 }
 
 // LoadOptions say where a config comes from for [Load]. Zero fields: the
@@ -568,6 +659,7 @@ func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides,
 	set(&cfg.Server.DataDir, env.DataDir, "server.data_dir", "AXOCOATL_DATA_DIR")
 	set(&cfg.Log.Level, env.LogLevel, "log.level", "AXOCOATL_LOG_LEVEL")
 	set(&cfg.Log.Format, env.LogFormat, "log.format", "AXOCOATL_LOG_FORMAT")
+	cfg.overrideNATS(env)
 	for _, fe := range fieldErrors(cfg.validate()) {
 		if fe.Source != "" || !doc.Failed(fe.Key) {
 			errs = append(errs, fe)
@@ -697,7 +789,7 @@ func (c *Config) validate() error {
 	// Settings that only a NATS lattice reads are said to be ignored, so
 	// an operator does not believe a cluster is configured.
 	if c.Lattice.Backend != "nats" {
-		for _, key := range []string{"cluster", "lattice.jetstream", "lattice.reconnect_buffer_bytes", "lattice.node"} {
+		for _, key := range []string{"cluster", "lattice.jetstream", "lattice.reconnect_buffer_bytes", "lattice.node", "lattice.auth", "lattice.tls"} {
 			if d.Has(key) {
 				c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: %s is ignored: lattice.backend is not nats (this daemon runs alone)", d.Line(key), key))
 			}
@@ -739,7 +831,8 @@ func (c *Config) validate() error {
 			errs = append(errs, d.FieldErrors(at, a.Validate())...)
 		}
 	}
-	errs = append(errs, c.Lattice.validate(d)...)
+	errs = append(errs, c.Lattice.validate(d, c.errorf)...)
+	errs = append(errs, c.latticeSecurityErrors()...)
 	// Module sections validate themselves (their Validate methods).
 	errs = append(errs, d.ValidateTree("mcp_servers", reflect.ValueOf(&c.MCPServers).Elem())...)
 	errs = append(errs, d.ValidateTree("mcp_server", reflect.ValueOf(&c.MCPServer).Elem())...)

@@ -216,19 +216,22 @@ func checkLattice(ctx context.Context, cfg *Config, r *Report) {
 	}
 	bus, err := cfg.Lattice.Open()
 	if err != nil {
-		r.fail("lattice", err.Error())
+		// What failed, in words (credentials, TLS, unreachable), without
+		// the package's prefix.
+		r.fail("lattice", strings.Replace(err.Error(), "lattice/nats: connect: ", "", 1))
 		return
 	}
 	defer bus.Close()
+	how := securityNote(cfg.Lattice.Security(), u)
 	if len(cfg.Webhooks) == 0 {
-		r.ok("lattice", "NATS at "+redact.URLs(u)+" connected")
+		r.ok("lattice", "NATS at "+redact.URLs(u)+" connected"+how)
 		return
 	}
 	// Webhooks on a NATS lattice wait in JetStream: the daemon does not
 	// start without it.
 	nb, ok := bus.(*latticenats.Bus)
 	if !ok {
-		r.ok("lattice", "NATS at "+redact.URLs(u)+" connected")
+		r.ok("lattice", "NATS at "+redact.URLs(u)+" connected"+how)
 		return
 	}
 	js, err := jetstream.New(nb.Conn())
@@ -242,7 +245,37 @@ func checkLattice(ctx context.Context, cfg *Config, r *Report) {
 			redact.URLs(u), redact.URLs(err.Error())))
 		return
 	}
-	r.ok("lattice", "NATS at "+redact.URLs(u)+" connected, JetStream on (webhooks)")
+	r.ok("lattice", "NATS at "+redact.URLs(u)+" connected"+how+", JetStream on (webhooks)")
+}
+
+// securityNote says how the lattice connection is secured: which way it
+// authenticates (files by path, never a secret) and whether TLS is on.
+func securityNote(s latticenats.Security, urls string) string {
+	var parts []string
+	if s.TLS.Enabled() || strings.Contains(urls, "tls://") {
+		tls := "TLS"
+		if s.TLS.CAFile != "" {
+			tls += ", CA " + s.TLS.CAFile
+		}
+		if s.TLS.CertFile != "" {
+			tls += ", client certificate " + s.TLS.CertFile
+		}
+		parts = append(parts, tls)
+	}
+	switch s.Auth.Method() {
+	case "creds_file":
+		parts = append(parts, "creds file "+s.Auth.CredsFile)
+	case "nkey_seed_file":
+		parts = append(parts, "nkey seed "+s.Auth.NKeySeedFile)
+	case "user":
+		parts = append(parts, "user "+s.Auth.User)
+	case "token":
+		parts = append(parts, "token")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 // checkMCPServers connects to every MCP server at once, lists its tools and

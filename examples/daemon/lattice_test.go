@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/axocoatl/axocoatl-go/internal/natstest"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
 // natsServer runs a real nats-server in the test process on a free port.
@@ -62,5 +65,79 @@ func TestNATSUnreachable(t *testing.T) {
 		writeConfig(t, "lattice:\n  backend: nats\n  nats_url: nats://user:hunter2@127.0.0.1:1\nagents:\n  - id: a\n"))
 	if code != exitFail || !strings.Contains(stderr, "lattice.nats_url: NATS at nats://[redacted]@127.0.0.1:1") || strings.Contains(stderr, "hunter2") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A daemon whose NATS credentials the server refuses does not start, and
+// its startup error says so at the key to fix; `doctor` says the same; the
+// password shows in neither.
+func TestNATSWrongCredentials(t *testing.T) {
+	ns := natstest.Start(t, &server.Options{Username: "axo", Password: "the-right-password"})
+	cfg := writeConfig(t, "lattice:\n  backend: nats\n  nats_url: "+ns.ClientURL()+"\n  auth:\n    user: axo\n    password: ${NATS_PW}\nagents:\n  - id: a\n")
+	env := map[string]string{"NATS_PW": "a-wrong-password"}
+	code, _, stderr := runCLI(t, env, "serve", "--addr", "127.0.0.1:0", "--config", cfg)
+	if code != exitFail || !strings.Contains(stderr, "lattice.auth.user: NATS at "+ns.ClientURL()) ||
+		!strings.Contains(stderr, "NATS refused the credentials: it refused user axo and its password") || strings.Contains(stderr, "wrong-password") {
+		t.Fatalf("serve: exit %d, stderr %q", code, stderr)
+	}
+	code, stdout, _ := runCLI(t, env, "doctor", "--config", cfg)
+	if code == 0 || !strings.Contains(stdout, "FAIL lattice:") || !strings.Contains(stdout, "refused user axo") || strings.Contains(stdout, "wrong-password") {
+		t.Fatalf("doctor: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// Two daemons on a nats-server with TLS (client certificates verified)
+// and nkey users, each given its seed and certificate by the AXOCOATL_NATS_*
+// variables: a task sent to C for A's agent calls a gated tool on A, and
+// the approval raised on A is resolved through C. A third daemon with a
+// seed the server does not list cannot join, and says so.
+func TestClusterOnSecuredNATS(t *testing.T) {
+	pki := natstest.NewPKI(t)
+	dir := t.TempDir()
+	seedA, pubA := natstest.NKeyUser(t, dir, "a")
+	seedC, pubC := natstest.NKeyUser(t, dir, "c")
+	stranger, _ := natstest.NKeyUser(t, dir, "stranger")
+	ns := natstest.Start(t, &server.Options{
+		TLSConfig: pki.ServerTLS(t), TLSVerify: true, TLSTimeout: 5, JetStream: true, StoreDir: t.TempDir(),
+		Nkeys: []*server.NkeyUser{{Nkey: pubA}, {Nkey: pubC}},
+	})
+	url := natstest.TLSURL(ns)
+	vars := func(seed string) map[string]string {
+		return map[string]string{"AXOCOATL_NATS_NKEY": seed, "AXOCOATL_NATS_CA": pki.CAFile,
+			"AXOCOATL_NATS_CERT": pki.ClientCert, "AXOCOATL_NATS_KEY": pki.ClientKey}
+	}
+	modelURL, mcpURL, _ := testutil.DeployPeers(t)
+	a := startDaemon(t, clusterConfig(url, "node-a", "  - { id: deployer, provider: openai }",
+		fmt.Sprintf("providers:\n  openai: { base_url: %s/v1, api_key: sk-test, max_retries: -1 }\nmcp_servers:\n  - { name: ops, url: %s/mcp }\napproval:\n  default: prompt", modelURL, mcpURL)), vars(seedA))
+	c := startDaemon(t, clusterConfig(url, "node-c", "  - { id: on-c, provider: echo }", ""), vars(seedC))
+	waitFor(t, "A ready (MCP server connected)", 20*time.Second, func() bool { return a.do(t, "GET", "/health/ready", "").status == 200 })
+	waitFor(t, "C lists deployer", 10*time.Second, func() bool { n, _ := agentNode(t, c, "deployer"); return n == "node-a" })
+
+	done := make(chan response, 1)
+	go func() { done <- c.do(t, "POST", "/api/agents/deployer/execute", `{"input":"ship it"}`) }()
+	var id string
+	waitFor(t, "C lists the approval raised on A", 10*time.Second, func() bool {
+		var body struct {
+			Approvals []struct {
+				ID string `json:"approval_id"`
+			} `json:"approvals"`
+		}
+		_ = json.Unmarshal(c.do(t, "GET", "/api/approvals", "").body, &body)
+		if len(body.Approvals) == 1 {
+			id = body.Approvals[0].ID
+		}
+		return id != ""
+	})
+	if r := c.do(t, "POST", "/api/approvals/"+id, `{"decision":"allow"}`); r.status != 200 {
+		t.Fatalf("POST on C: %d %s", r.status, r.body)
+	}
+	if r := <-done; r.status != 200 || r.json(t)["output"] != "done: deployed to prod" {
+		t.Fatalf("C's execute: %d %s", r.status, r.body)
+	}
+
+	code, _, stderr := runCLI(t, vars(stranger), "serve", "--addr", "127.0.0.1:0", "--config",
+		writeConfig(t, clusterConfig(url, "node-x", "  - { id: x, provider: echo }", "")))
+	if code != exitFail || !strings.Contains(stderr, "AXOCOATL_NATS_NKEY: NATS at "+url) || !strings.Contains(stderr, "refused the nkey seed in "+stranger) {
+		t.Fatalf("a stranger's daemon: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -11,6 +11,12 @@
 // events (JetStream for webhooks, request/reply for the cluster's tasks)
 // reach the connection through [Bus.Conn].
 //
+// [Options.Security] is how [Connect] authenticates (a creds file, an nkey
+// seed, user and password, or a token) and protects the connection (TLS
+// with a CA, a client certificate, a server name); a failure to connect
+// says which of [ErrBadCredentials], [ErrTLSFailed] and [ErrUnreachable]
+// it is.
+//
 // Events travel as their JSON wire form on core NATS subjects
 // "<prefix>.<type>", so an exact-type filter is filtered by the server and
 // other processes can tap the lattice with a plain `nats sub 'axocoatl.>'`;
@@ -72,6 +78,9 @@ type Options struct {
 	// it in the NodeHeader header, which is how a Local subscription knows
 	// its own events. Zero: a new random id. Two Buses must not share one.
 	Node string
+	// Security is the credentials and TLS [Connect] dials with. Zero: none
+	// beyond what the URL carries. [New] takes the connection as it is.
+	Security Security
 }
 
 // NodeHeader is the NATS header that names the node an event came from.
@@ -135,12 +144,23 @@ func (b *Bus) Prefix() string { return b.prefix }
 // lattice (JetStream, request/reply). It is owned by the Bus.
 func (b *Bus) Conn() *natsgo.Conn { return b.nc }
 
-// Connect dials url and returns a [Bus] that owns the connection:
-// [Bus.Close] closes it. natsOpts are passed to the NATS client as they are.
+// Connect dials url with [Options.Security] and returns a [Bus] that owns
+// the connection: [Bus.Close] closes it. natsOpts are passed to the NATS
+// client as they are, after the security options. A failure to connect
+// wraps [ErrBadCredentials], [ErrTLSFailed] or [ErrUnreachable] when it is
+// one of those, and says what to check; no error contains a credential.
+// Settings [Security.Validate] refuses are refused before dialing.
 func Connect(url string, opts Options, natsOpts ...natsgo.Option) (*Bus, error) {
-	nc, err := natsgo.Connect(url, natsOpts...)
+	if err := opts.Security.Validate(); err != nil {
+		return nil, fmt.Errorf("lattice/nats: connect: %w", err)
+	}
+	sec, err := opts.Security.NATSOptions()
 	if err != nil {
 		return nil, fmt.Errorf("lattice/nats: connect: %w", err)
+	}
+	nc, err := natsgo.Connect(url, append(sec, natsOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("lattice/nats: connect: %w", explain(err, opts.Security))
 	}
 	b := New(nc, opts)
 	b.ownConn = true
