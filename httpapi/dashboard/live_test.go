@@ -104,6 +104,9 @@ agents:
 	grewBeforeTheEnd(t, b, "form", full)
 	grewBeforeTheEnd(t, b, "runs", full)
 	b.waitFor(t, "the run completed in the list", `(l => l && l.dataset.status === 'completed' && l.querySelector('pre.run-output').textContent === `+jsString(chat.Text())+`)(document.querySelector('#runs li[data-agent="streamer"]'))`)
+	// Its tokens, from TaskCompleted's usage.
+	wantUsage := fmt.Sprintf("%d in, %d cached / %d out tokens", chat.Prompt, chat.Cached, chat.Completion)
+	b.waitFor(t, "the run's tokens in the list", `(l => l && l.querySelector('.run-usage').textContent === `+jsString(wantUsage)+`)(document.querySelector('#runs li[data-agent="streamer"]'))`)
 
 	// The conversation view: a turn sent from its box grows there.
 	status, res := execute(t, d, "streamer", "start", "new")

@@ -967,6 +967,7 @@
         r.status = 'completed';
         r.output = p.output;
         r.duration = p.duration_ms ?? null;
+        r.usage = p.usage || null;
         r.end = ev.timestamp || 0;
         break;
       case 'AgentFailed':
@@ -974,6 +975,7 @@
         r.status = p.canceled ? 'canceled' : 'failed';
         r.error = p.error || '';
         r.duration = p.duration_ms ?? null;
+        r.usage = p.usage || null;
         r.end = ev.timestamp || 0;
         break;
     }
@@ -985,6 +987,14 @@
     const have = new Set([...sel.options].map((o) => o.value));
     for (const v of [...values].sort()) if (!have.has(v)) sel.append(el('option', { value: v }, v));
   }
+
+  // The tokens a run's model calls used, as TaskCompleted and AgentFailed
+  // carry them ("" when the provider reported none).
+  const fmtUsage = (u) => {
+    if (!u || !(u.input_tokens || u.output_tokens)) return '';
+    const cached = u.cached_input_tokens ? `, ${u.cached_input_tokens} cached` : '';
+    return `${u.input_tokens} in${cached} / ${u.output_tokens} out tokens`;
+  };
 
   const fmtDuration = (ms) => (ms == null ? '' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
@@ -1008,6 +1018,7 @@
           el('span', { class: 'run-door muted' }, r.source ? 'via ' + r.source : ''),
           el('span', { class: 'run-status outcome-' + r.status }, r.status),
           el('span', { class: 'muted' }, fmtDuration(r.duration)),
+          el('span', { class: 'muted run-usage' }, fmtUsage(r.usage)),
           el('span', { class: 'muted run-task' }, 'task ' + r.task)),
         r.tools.length ? el('ul', { class: 'run-tools' }, ...r.tools.map((t) =>
           el('li', { 'data-tool': t.tool, 'data-state': t.state },
