@@ -119,6 +119,7 @@ type inputAsk struct {
 	answer  chan askResult // 1-buffered: one answer or one failure
 	gone    chan struct{}  // closed when the asker stopped waiting
 	expires time.Time
+	refused error // under inputs.mu: why the client's last answer was refused
 }
 
 type askResult struct {
@@ -443,7 +444,11 @@ func (s *Server) park(r *inputRun, pending []*inputAsk) (res *mcp.CallToolResult
 		if a.prompt.Schema != nil {
 			schema = a.prompt.Schema
 		}
-		reqs[a.key] = &mcp.ElicitParams{Mode: "form", Message: a.prompt.Message, RequestedSchema: schema}
+		msg := a.prompt.Message
+		if a.refused != nil {
+			msg = refusedMessage(a.refused, msg)
+		}
+		reqs[a.key] = &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: schema}
 	}
 	state, err := s.mintState(statePayload{Run: r.id, Round: r.round + 1, Instance: in.instance, Expires: expires.UnixMilli()})
 	if err != nil {
@@ -524,8 +529,19 @@ func (s *Server) resumeRun(req *mcp.CallToolRequest) (*inputRun, error) {
 		if !ok || res == nil {
 			continue // not answered: asked again
 		}
+		ans := axocoatl.UserAnswer{Accepted: res.Action == "accept", Content: res.Content, By: ElicitationBy}
+		if ans.Accepted && a.prompt.Check != nil {
+			// The asker's own check before the answer is taken; a bad one
+			// stays open and is asked again (next round), saying why.
+			checked, err := a.prompt.Check(res.Content)
+			if err != nil {
+				a.refused = err
+				continue
+			}
+			ans.Content = checked
+		}
 		delete(r.open, k)
-		answered[a] = axocoatl.UserAnswer{Accepted: res.Action == "accept", Content: res.Content, By: ElicitationBy}
+		answered[a] = ans
 	}
 	in.mu.Unlock()
 	for a, ans := range answered {
