@@ -250,22 +250,32 @@ func TestQuestionThroughDoor(t *testing.T) {
 				}
 				done <- res.Output
 			}()
-			// The first (invalid) answer leaves the question pending: answer it
-			// here, as the dashboard would.
-			q := v.next(t, approval.EventRequested)
-			eventually(t, "the door asked", func() bool { mu.Lock(); defer mu.Unlock(); return len(prompts) == 1 })
-			if r := v.do(t, "POST", "/api/approvals/"+q["approval_id"].(string), `{"decision":"allow","content":{"name":"Grace","seats":3}}`); r.status != 200 {
-				t.Fatalf("answer: %d %s", r.status, r.raw)
-			}
+			// The first (invalid) answer is not taken: the door is asked
+			// again, told why (a door that calls the prompt's Check refuses
+			// it itself).
 			out := <-done
 			if !strings.Contains(out, "booked for Grace: 3 seats") {
 				t.Fatalf("run: %s", out)
 			}
 			mu.Lock()
-			p := prompts[0]
-			mu.Unlock()
-			if p.Approval != nil || !strings.Contains(string(p.Schema), `"seats"`) || !strings.Contains(p.Message, "asker") || !strings.Contains(p.Message, "Who travels?") {
-				t.Fatalf("prompt %+v", p)
+			defer mu.Unlock()
+			if len(prompts) != 2 {
+				t.Fatalf("the door was asked %d times, want 2", len(prompts))
+			}
+			for _, p := range prompts {
+				if p.Approval != nil || !strings.Contains(string(p.Schema), `"seats"`) || !strings.Contains(p.Message, "asker") || !strings.Contains(p.Message, "Who travels?") || p.Check == nil {
+					t.Fatalf("prompt %+v", p)
+				}
+			}
+			if m := prompts[1].Message; !strings.HasPrefix(m, "Your answer was refused (") || !strings.Contains(m, `"name" is required`) {
+				t.Fatalf("the second prompt does not say why: %q", m)
+			}
+			// The prompt's Check is the question's own.
+			if _, err := prompts[0].Check(map[string]any{"name": "G"}); !errors.Is(err, approval.ErrBadAnswer) {
+				t.Fatalf("Check of a too short name: %v", err)
+			}
+			if c, err := prompts[0].Check(map[string]any{"name": "Grace"}); err != nil || c["seats"] != 1.0 || c["class"] != "economy" {
+				t.Fatalf("Check of a good answer: %v %v", c, err)
 			}
 		})
 	}

@@ -342,8 +342,12 @@ func onwardMCP2026(t *testing.T, td *testDaemon, o *onwardServer, n int) {
 		t.Fatalf("a bad answer reached the server")
 	}
 	round = again
+	first := k
 	var p *mcp.ElicitParams
 	k, p = ask(round)
+	if k != first { // the same question kept open by the door, not asked anew
+		t.Fatalf("asked again as %s, want %s", k, first)
+	}
 	if !strings.Contains(p.Message, "refused") || !strings.Contains(p.Message, `"seats" must be at least 1`) {
 		t.Fatalf("the question asked again does not say why: %q", p.Message)
 	}
