@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -60,7 +61,17 @@ func elicitPrompter(req *mcp.CallToolRequest) axocoatl.UserPrompter {
 		for try := 1; ; try++ {
 			res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: schema})
 			if err != nil {
-				return axocoatl.UserAnswer{}, err
+				// The go-sdk checks the content against the schema first
+				// (its error names no sentinel, and quotes the value: not
+				// passed on).
+				if !strings.Contains(err.Error(), "does not match requested schema") || ctx.Err() != nil {
+					return axocoatl.UserAnswer{}, err
+				}
+				if try >= maxElicitTries {
+					return axocoatl.UserAnswer{}, fmt.Errorf("%w: %d answers refused, the last: %w", ErrBadElicitAnswer, try, errSchemaMismatch)
+				}
+				msg = refusedMessage(errSchemaMismatch, p.Message)
+				continue
 			}
 			ans := axocoatl.UserAnswer{Accepted: res.Action == "accept", By: ElicitationBy}
 			if !ans.Accepted {
@@ -92,6 +103,9 @@ const maxElicitTries = 3
 // times with content that does not match its schema; the question is left
 // to the gate's other channels (or its timeout).
 var ErrBadElicitAnswer = errors.New("mcpserver: the client's answers did not match the question's schema")
+
+// errSchemaMismatch is why an answer the go-sdk refused was refused.
+var errSchemaMismatch = errors.New("the values do not match the requested schema")
 
 // refusedMessage is a question's text asked again after a bad answer: why
 // it was refused (which property and rule, never the value), then the
