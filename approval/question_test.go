@@ -216,6 +216,7 @@ func TestQuestionTimeoutDeclines(t *testing.T) {
 	}
 }
 
+// Guards: bound "a question put again to a door" (approval) (docs/bounds.md).
 // The run's door is asked too (its UserPrompter gets the schema, no
 // approval); its answer is checked like any other and reaches the server.
 func TestQuestionThroughDoor(t *testing.T) {

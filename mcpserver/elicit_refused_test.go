@@ -26,6 +26,7 @@ func (asker) Generate(_ context.Context, req *agent.Request) (*agent.Response, e
 	return &agent.Response{ToolCalls: []agent.ToolCall{{ID: "c1", Name: "ask", Arguments: json.RawMessage(`{}`)}}}, nil
 }
 
+// Guards: bound "answers to one question that do not match its schema" (mcpserver) (docs/bounds.md).
 // A 2025-11-25 client's answer to a question is checked with the prompt's
 // Check (the asker's own schema check) before it is taken: a bad one
 // (sent raw: the go-sdk client checks its own), refused by Check or by the
