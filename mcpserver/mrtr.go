@@ -523,25 +523,44 @@ func (s *Server) resumeRun(req *mcp.CallToolRequest) (*inputRun, error) {
 	r.parked = false
 	r.timer.Stop()
 	delete(in.runs, r.id)
-	answered := map[*inputAsk]axocoatl.UserAnswer{}
+	type reply struct {
+		key string
+		ask *inputAsk
+		ans axocoatl.UserAnswer
+	}
+	var replies []reply
 	for k, a := range r.open {
 		res, ok := req.Params.InputResponses[k].(*mcp.ElicitResult)
 		if !ok || res == nil {
 			continue // not answered: asked again
 		}
-		ans := axocoatl.UserAnswer{Accepted: res.Action == "accept", Content: res.Content, By: ElicitationBy}
-		if ans.Accepted && a.prompt.Check != nil {
-			// The asker's own check before the answer is taken; a bad one
-			// stays open and is asked again (next round), saying why.
-			checked, err := a.prompt.Check(res.Content)
-			if err != nil {
-				a.refused = err
-				continue
-			}
-			ans.Content = checked
+		replies = append(replies, reply{k, a, axocoatl.UserAnswer{Accepted: res.Action == "accept", Content: res.Content, By: ElicitationBy}})
+	}
+	in.mu.Unlock()
+	// The asker's own check before an answer is taken (outside the table's
+	// lock: the run is this request's now); a bad one stays open and is
+	// asked again (next round), saying why.
+	refused := map[*inputAsk]error{}
+	for i, rp := range replies {
+		if !rp.ans.Accepted || rp.ask.prompt.Check == nil {
+			continue
 		}
-		delete(r.open, k)
-		answered[a] = ans
+		checked, err := rp.ask.prompt.Check(rp.ans.Content)
+		if err != nil {
+			refused[rp.ask] = err
+			continue
+		}
+		replies[i].ans.Content = checked
+	}
+	answered := map[*inputAsk]axocoatl.UserAnswer{}
+	in.mu.Lock()
+	for _, rp := range replies {
+		if err, bad := refused[rp.ask]; bad {
+			rp.ask.refused = err
+			continue
+		}
+		delete(r.open, rp.key)
+		answered[rp.ask] = rp.ans
 	}
 	in.mu.Unlock()
 	for a, ans := range answered {
