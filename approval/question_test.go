@@ -538,3 +538,40 @@ func TestQuestionWithdrawnWhenClientStops(t *testing.T) {
 		t.Fatal("the server's elicitation never ended")
 	}
 }
+
+// Guards: bound "a question put again to a door" (approval) (docs/bounds.md).
+// A door that never checks and always answers badly is asked 3 times in
+// all; the question then stays pending, and another channel answers it.
+func TestQuestionDoorRetriesBounded(t *testing.T) {
+	v := newEnv(t, approval.Config{}, axocoatl.Options{})
+	var mu sync.Mutex
+	tries := 0
+	door := axocoatl.UserPrompterFunc(func(context.Context, axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
+		mu.Lock()
+		tries++
+		mu.Unlock()
+		return axocoatl.UserAnswer{Accepted: true, Content: map[string]any{"x": 5.0}}, nil
+	})
+	ctx := axocoatl.WithUserPrompter(context.Background(), door)
+	got := make(chan axocoatl.UserAnswer, 1)
+	go func() {
+		ans, _ := v.m.AskQuestion(ctx, axocoatl.Question{Server: "s", Message: "m", Schema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)})
+		got <- ans
+	}()
+	q := v.next(t, approval.EventRequested)
+	eventually(t, "three tries", func() bool { mu.Lock(); defer mu.Unlock(); return tries == 3 })
+	if len(v.m.Pending()) != 1 {
+		t.Fatalf("pending %d, want the question still pending", len(v.m.Pending()))
+	}
+	if r := v.do(t, "POST", "/api/approvals/"+q["approval_id"].(string), `{"decision":"allow","content":{"x":"five"}}`); r.status != 200 {
+		t.Fatalf("answer: %d %s", r.status, r.raw)
+	}
+	if ans := <-got; !ans.Accepted || ans.Content["x"] != "five" {
+		t.Fatalf("answer %+v", ans)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if tries != 3 {
+		t.Fatalf("the door was asked %d times, want 3", tries)
+	}
+}

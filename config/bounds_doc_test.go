@@ -186,7 +186,7 @@ var boundGuards = map[string]guard{
 	"Approval / a question's requested schema":                                 {int64(approval.MaxQuestionSchemaBytes), []string{"approval:TestQuestionBounds"}},
 	"Approval / a question's answer (`content`)":                               {int64(approval.MaxAnswerBytes), []string{"approval:TestQuestionBounds"}},
 	"Approval / a question's message":                                          {int64(approval.MaxQuestionMessage), []string{"approval:TestQuestionMessageCut"}},
-	"Approval / a question put again to a door after an answer that does not match its schema (a door that does not check with `UserPrompt.Check`)": {nil, []string{"approval:TestQuestionThroughDoor"}},
+	"Approval / a question put again to a door after an answer that does not match its schema (a door that does not check with `UserPrompt.Check`)": {nil, []string{"approval:TestQuestionThroughDoor", "approval:TestQuestionDoorRetriesBounded"}},
 
 	// Webhooks, per webhook
 	"webhooks[].queue_size":       {egress.DefaultQueueSize, []string{"egress:TestFloodBoundedAndCounted"}},
