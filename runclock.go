@@ -130,6 +130,14 @@ type UserPrompt struct {
 	// properties are flat primitives (string, number, integer, boolean,
 	// enum), as MCP form elicitation allows. Nil for a yes/no approval.
 	Schema json.RawMessage
+	// Check, set on a question, checks an answer's content against Schema
+	// exactly as the asker will (types, bounds, formats, allowed values,
+	// required and unknown properties) and returns it with the schema's
+	// defaults filled in; its error says which property and why, never the
+	// value. A door calls it before it takes an answer, so that a bad one
+	// is refused to the user who gave it, who can answer again, instead of
+	// being dropped. Nil for an approval.
+	Check func(content map[string]any) (map[string]any, error)
 }
 
 // PromptedApproval is the tool call a [UserPrompt] asks about.

@@ -413,6 +413,15 @@ func parseQuestionAnswer(q *inputPrompt, ap answerParts) (axocoatl.UserAnswer, e
 	const how = "answer with one data part of the values the schema asks for, or the text decline"
 	a := axocoatl.UserAnswer{By: InputBy}
 	switch {
+	case len(ap.data) == 1 && len(ap.texts) == 0 && q.p.Check != nil:
+		// The asker's own check (approval's): the one place answers are
+		// validated, defaults filled in.
+		content, err := q.p.Check(ap.data[0])
+		if err != nil {
+			return a, fmt.Errorf("%w; %s", err, how)
+		}
+		a.Accepted, a.Content = true, content
+		return a, nil
 	case len(ap.data) == 1 && len(ap.texts) == 0:
 		props := q.schema.Schema().Properties
 		for k, v := range ap.data[0] {

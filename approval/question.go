@@ -122,7 +122,7 @@ func (m *Module) AskQuestion(ctx context.Context, q axocoatl.Question) (axocoatl
 		defer cancel() // answered: withdraw the door's form
 		go func() {
 			defer m.wg.Done()
-			m.promptQuestion(pctx, prompter, p.info)
+			m.promptQuestion(pctx, prompter, p.info, form)
 		}()
 	}
 
@@ -218,31 +218,48 @@ func (m *Module) checkRemote(id, decision, remember string, content map[string]a
 	return form.check(content)
 }
 
+// maxDoorTries bounds how often a question is put to the door again after
+// an answer that does not match its schema (a door that calls
+// [axocoatl.UserPrompt].Check refuses those itself and never gets here).
+const maxDoorTries = 3
+
 // promptQuestion puts the question to the door's user; an answer from
-// anywhere else that comes first cancels ctx.
-func (m *Module) promptQuestion(ctx context.Context, pr axocoatl.UserPrompter, info PendingApproval) {
+// anywhere else that comes first cancels ctx. The prompt's Check is the
+// question's own schema check (the one answerLocal applies): a door
+// refuses a bad answer with it and asks again. An answer that still does
+// not match is put to the door again, with why, up to maxDoorTries.
+func (m *Module) promptQuestion(ctx context.Context, pr axocoatl.UserPrompter, info PendingApproval, form *formSchema) {
 	msg := "MCP server " + info.Server + " asks"
 	if info.Tool != "" {
 		msg += fmt.Sprintf(" (while agent %s calls tool %s)", info.AgentID, info.Tool)
 	}
 	msg += ": " + info.Message
-	ans, err := pr.PromptUser(ctx, axocoatl.UserPrompt{Message: msg, Schema: info.Schema})
-	if err != nil {
-		if ctx.Err() == nil {
-			m.log.Info("could not ask the question through the door; waiting for another answer", "approval", info.ApprovalID, "error", err)
+	prompt := axocoatl.UserPrompt{Message: msg, Schema: info.Schema, Check: form.check}
+	for try := 1; ; try++ {
+		ans, err := pr.PromptUser(ctx, prompt)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Info("could not ask the question through the door; waiting for another answer", "approval", info.ApprovalID, "error", err)
+			}
+			return
 		}
-		return
-	}
-	decision := Deny
-	if ans.Accepted {
-		decision = Allow
-	}
-	by := ans.By
-	if by == "" {
-		by = "user_prompt"
-	}
-	if _, err := m.answerLocal(info.ApprovalID, decision, Once, ans.Content, by, ""); err != nil && !errors.Is(err, ErrAlreadyResolved) && !errors.Is(err, ErrNotFound) {
-		m.log.Warn("user's answer not applied; the question stays pending", "approval", info.ApprovalID, "error", err)
+		decision := Deny
+		if ans.Accepted {
+			decision = Allow
+		}
+		by := ans.By
+		if by == "" {
+			by = "user_prompt"
+		}
+		_, err = m.answerLocal(info.ApprovalID, decision, Once, ans.Content, by, "")
+		if err == nil || errors.Is(err, ErrAlreadyResolved) || errors.Is(err, ErrNotFound) {
+			return
+		}
+		if !errors.Is(err, ErrBadAnswer) || try >= maxDoorTries || ctx.Err() != nil {
+			m.log.Warn("user's answer not applied; the question stays pending", "approval", info.ApprovalID, "error", err)
+			return
+		}
+		prompt.Message = "Your answer was refused (" + err.Error() + "). " + msg
 	}
 }
 

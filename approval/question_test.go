@@ -216,6 +216,7 @@ func TestQuestionTimeoutDeclines(t *testing.T) {
 	}
 }
 
+// Guards: bound "a question put again to a door" (approval) (docs/bounds.md).
 // The run's door is asked too (its UserPrompter gets the schema, no
 // approval); its answer is checked like any other and reaches the server.
 func TestQuestionThroughDoor(t *testing.T) {
@@ -250,22 +251,32 @@ func TestQuestionThroughDoor(t *testing.T) {
 				}
 				done <- res.Output
 			}()
-			// The first (invalid) answer leaves the question pending: answer it
-			// here, as the dashboard would.
-			q := v.next(t, approval.EventRequested)
-			eventually(t, "the door asked", func() bool { mu.Lock(); defer mu.Unlock(); return len(prompts) == 1 })
-			if r := v.do(t, "POST", "/api/approvals/"+q["approval_id"].(string), `{"decision":"allow","content":{"name":"Grace","seats":3}}`); r.status != 200 {
-				t.Fatalf("answer: %d %s", r.status, r.raw)
-			}
+			// The first (invalid) answer is not taken: the door is asked
+			// again, told why (a door that calls the prompt's Check refuses
+			// it itself).
 			out := <-done
 			if !strings.Contains(out, "booked for Grace: 3 seats") {
 				t.Fatalf("run: %s", out)
 			}
 			mu.Lock()
-			p := prompts[0]
-			mu.Unlock()
-			if p.Approval != nil || !strings.Contains(string(p.Schema), `"seats"`) || !strings.Contains(p.Message, "asker") || !strings.Contains(p.Message, "Who travels?") {
-				t.Fatalf("prompt %+v", p)
+			defer mu.Unlock()
+			if len(prompts) != 2 {
+				t.Fatalf("the door was asked %d times, want 2", len(prompts))
+			}
+			for _, p := range prompts {
+				if p.Approval != nil || !strings.Contains(string(p.Schema), `"seats"`) || !strings.Contains(p.Message, "asker") || !strings.Contains(p.Message, "Who travels?") || p.Check == nil {
+					t.Fatalf("prompt %+v", p)
+				}
+			}
+			if m := prompts[1].Message; !strings.HasPrefix(m, "Your answer was refused (") || !strings.Contains(m, `"name" is required`) {
+				t.Fatalf("the second prompt does not say why: %q", m)
+			}
+			// The prompt's Check is the question's own.
+			if _, err := prompts[0].Check(map[string]any{"name": "G"}); !errors.Is(err, approval.ErrBadAnswer) {
+				t.Fatalf("Check of a too short name: %v", err)
+			}
+			if c, err := prompts[0].Check(map[string]any{"name": "Grace"}); err != nil || c["seats"] != 1.0 || c["class"] != "economy" {
+				t.Fatalf("Check of a good answer: %v %v", c, err)
 			}
 		})
 	}
@@ -525,5 +536,42 @@ func TestQuestionWithdrawnWhenClientStops(t *testing.T) {
 	case <-asked:
 	case <-ctx.Done():
 		t.Fatal("the server's elicitation never ended")
+	}
+}
+
+// Guards: bound "a question put again to a door" (approval) (docs/bounds.md).
+// A door that never checks and always answers badly is asked 3 times in
+// all; the question then stays pending, and another channel answers it.
+func TestQuestionDoorRetriesBounded(t *testing.T) {
+	v := newEnv(t, approval.Config{}, axocoatl.Options{})
+	var mu sync.Mutex
+	tries := 0
+	door := axocoatl.UserPrompterFunc(func(context.Context, axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
+		mu.Lock()
+		tries++
+		mu.Unlock()
+		return axocoatl.UserAnswer{Accepted: true, Content: map[string]any{"x": 5.0}}, nil
+	})
+	ctx := axocoatl.WithUserPrompter(context.Background(), door)
+	got := make(chan axocoatl.UserAnswer, 1)
+	go func() {
+		ans, _ := v.m.AskQuestion(ctx, axocoatl.Question{Server: "s", Message: "m", Schema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)})
+		got <- ans
+	}()
+	q := v.next(t, approval.EventRequested)
+	eventually(t, "three tries", func() bool { mu.Lock(); defer mu.Unlock(); return tries == 3 })
+	if len(v.m.Pending()) != 1 {
+		t.Fatalf("pending %d, want the question still pending", len(v.m.Pending()))
+	}
+	if r := v.do(t, "POST", "/api/approvals/"+q["approval_id"].(string), `{"decision":"allow","content":{"x":"five"}}`); r.status != 200 {
+		t.Fatalf("answer: %d %s", r.status, r.raw)
+	}
+	if ans := <-got; !ans.Accepted || ans.Content["x"] != "five" {
+		t.Fatalf("answer %+v", ans)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if tries != 3 {
+		t.Fatalf("the door was asked %d times, want 3", tries)
 	}
 }

@@ -142,7 +142,8 @@ var boundGuards = map[string]guard{
 	"mcp_server.max_bytes_in_flight":        {int64(mcpserver.DefaultMaxBytesInFlight), []string{"mcpserver:TestHTTPBytesInFlightBound", "mcpserver:TestHTTPListenBodiesWithinBytesInFlight"}},
 	"mcp_server.resume_buffer_bytes":        {int64(mcpserver.DefaultResumeBufferBytes), []string{"mcpserver:TestResumeStoreBound", "mcpserver:TestHTTPResumeBufferBound"}},
 
-	"MCP server / `subscriptions/listen` requests open at once on one stdio session": {mcpserver.MaxStdioListens, []string{"mcpserver:TestStdioListensBounded"}},
+	"MCP server / `subscriptions/listen` requests open at once on one stdio session":                                     {mcpserver.MaxStdioListens, []string{"mcpserver:TestStdioListensBounded"}},
+	"MCP server / answers to one question that do not match its schema, from a 2025-11-25 client (`elicitation/create`)": {nil, []string{"mcpserver:TestElicitationAnswerChecked"}},
 
 	// MCP client, per server
 	"mcp_servers[].max_tools":                                     {mcpclient.DefaultMaxTools, []string{"mcpclient:TestHundredThousandTools"}},
@@ -185,6 +186,7 @@ var boundGuards = map[string]guard{
 	"Approval / a question's requested schema":                                 {int64(approval.MaxQuestionSchemaBytes), []string{"approval:TestQuestionBounds"}},
 	"Approval / a question's answer (`content`)":                               {int64(approval.MaxAnswerBytes), []string{"approval:TestQuestionBounds"}},
 	"Approval / a question's message":                                          {int64(approval.MaxQuestionMessage), []string{"approval:TestQuestionMessageCut"}},
+	"Approval / a question put again to a door after an answer that does not match its schema (a door that does not check with `UserPrompt.Check`)": {nil, []string{"approval:TestQuestionThroughDoor", "approval:TestQuestionDoorRetriesBounded"}},
 
 	// Webhooks, per webhook
 	"webhooks[].queue_size":       {egress.DefaultQueueSize, []string{"egress:TestFloodBoundedAndCounted"}},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -55,14 +57,59 @@ func elicitPrompter(req *mcp.CallToolRequest) axocoatl.UserPrompter {
 		if p.Schema != nil {
 			schema = p.Schema
 		}
-		res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: p.Message, RequestedSchema: schema})
-		if err != nil {
-			return axocoatl.UserAnswer{}, err
-		}
-		ans := axocoatl.UserAnswer{Accepted: res.Action == "accept", By: ElicitationBy}
-		if ans.Accepted {
+		msg := p.Message
+		for try := 1; ; try++ {
+			res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: schema})
+			if err != nil {
+				// The go-sdk checks the content against the schema first
+				// (its error names no sentinel, and quotes the value: not
+				// passed on).
+				if !strings.Contains(err.Error(), "does not match requested schema") || ctx.Err() != nil {
+					return axocoatl.UserAnswer{}, err
+				}
+				if try >= maxElicitTries {
+					return axocoatl.UserAnswer{}, fmt.Errorf("%w: %d answers refused, the last: %w", ErrBadElicitAnswer, try, errSchemaMismatch)
+				}
+				msg = refusedMessage(errSchemaMismatch, p.Message)
+				continue
+			}
+			ans := axocoatl.UserAnswer{Accepted: res.Action == "accept", By: ElicitationBy}
+			if !ans.Accepted {
+				return ans, nil
+			}
 			ans.Content = res.Content
+			if p.Check == nil {
+				return ans, nil
+			}
+			// A question's answer is checked by the asker's own check
+			// before it is taken; a bad one is asked again, saying why.
+			if ans.Content, err = p.Check(res.Content); err == nil {
+				return ans, nil
+			}
+			if try >= maxElicitTries {
+				return axocoatl.UserAnswer{}, fmt.Errorf("%w: %d answers refused, the last: %w", ErrBadElicitAnswer, try, err)
+			}
+			msg = refusedMessage(err, p.Message)
 		}
-		return ans, nil
 	})
+}
+
+// maxElicitTries bounds how often one question is put to a client whose
+// answers do not match its schema (a 2025-11-25 elicitation; the
+// 2026-07-28 rounds are bounded by maxInputRounds).
+const maxElicitTries = 3
+
+// ErrBadElicitAnswer: the client's user answered a question maxElicitTries
+// times with content that does not match its schema; the question is left
+// to the gate's other channels (or its timeout).
+var ErrBadElicitAnswer = errors.New("mcpserver: the client's answers did not match the question's schema")
+
+// errSchemaMismatch is why an answer the go-sdk refused was refused.
+var errSchemaMismatch = errors.New("the values do not match the requested schema")
+
+// refusedMessage is a question's text asked again after a bad answer: why
+// it was refused (which property and rule, never the value), then the
+// question.
+func refusedMessage(err error, message string) string {
+	return "Your answer was refused (" + err.Error() + "). " + message
 }

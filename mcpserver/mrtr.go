@@ -119,6 +119,7 @@ type inputAsk struct {
 	answer  chan askResult // 1-buffered: one answer or one failure
 	gone    chan struct{}  // closed when the asker stopped waiting
 	expires time.Time
+	refused error // under inputs.mu: why the client's last answer was refused
 }
 
 type askResult struct {
@@ -450,7 +451,11 @@ func (s *Server) park(r *inputRun, pending []*inputAsk) (res *mcp.CallToolResult
 		if a.prompt.Schema != nil {
 			schema = a.prompt.Schema
 		}
-		reqs[a.key] = &mcp.ElicitParams{Mode: "form", Message: a.prompt.Message, RequestedSchema: schema}
+		msg := a.prompt.Message
+		if a.refused != nil {
+			msg = refusedMessage(a.refused, msg)
+		}
+		reqs[a.key] = &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: schema}
 	}
 	state, err := s.mintState(statePayload{Run: r.id, Round: r.round + 1, Instance: in.instance, Expires: expires.UnixMilli()})
 	if err != nil {
@@ -525,14 +530,44 @@ func (s *Server) resumeRun(req *mcp.CallToolRequest) (*inputRun, error) {
 	r.parked = false
 	r.timer.Stop()
 	delete(in.runs, r.id)
-	answered := map[*inputAsk]axocoatl.UserAnswer{}
+	type reply struct {
+		key string
+		ask *inputAsk
+		ans axocoatl.UserAnswer
+	}
+	var replies []reply
 	for k, a := range r.open {
 		res, ok := req.Params.InputResponses[k].(*mcp.ElicitResult)
 		if !ok || res == nil {
 			continue // not answered: asked again
 		}
-		delete(r.open, k)
-		answered[a] = axocoatl.UserAnswer{Accepted: res.Action == "accept", Content: res.Content, By: ElicitationBy}
+		replies = append(replies, reply{k, a, axocoatl.UserAnswer{Accepted: res.Action == "accept", Content: res.Content, By: ElicitationBy}})
+	}
+	in.mu.Unlock()
+	// The asker's own check before an answer is taken (outside the table's
+	// lock: the run is this request's now); a bad one stays open and is
+	// asked again (next round), saying why.
+	refused := map[*inputAsk]error{}
+	for i, rp := range replies {
+		if !rp.ans.Accepted || rp.ask.prompt.Check == nil {
+			continue
+		}
+		checked, err := rp.ask.prompt.Check(rp.ans.Content)
+		if err != nil {
+			refused[rp.ask] = err
+			continue
+		}
+		replies[i].ans.Content = checked
+	}
+	answered := map[*inputAsk]axocoatl.UserAnswer{}
+	in.mu.Lock()
+	for _, rp := range replies {
+		if err, bad := refused[rp.ask]; bad {
+			rp.ask.refused = err
+			continue
+		}
+		delete(r.open, rp.key)
+		answered[rp.ask] = rp.ans
 	}
 	in.mu.Unlock()
 	for a, ans := range answered {
