@@ -293,6 +293,7 @@ func CheckWithTokens(ctx context.Context, cfg ServerConfig, scrub []secret.Secre
 		if err != nil {
 			return nil, fmt.Errorf("mcp server %s: %w", cfg.Name, err)
 		}
+		oc.probe = true
 		d.oauth = oc
 	}
 	parent := ctx

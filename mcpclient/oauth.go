@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -37,6 +37,10 @@ const DefaultRefreshEarly = time.Minute
 // one has logged in (or the refresh token was refused): run
 // `axocoatl mcp login <server>`, or [Module.Login].
 var ErrNeedsLogin = errors.New("needs login")
+
+// ErrTokenExpired: [CheckWithTokens] found the stored access token expired;
+// it does not refresh it (the module does, on its next call).
+var ErrTokenExpired = errors.New("the stored oauth access token has expired (the running daemon refreshes it; a check does not)")
 
 // OAuthConfig is a server's `oauth:`: the MCP authorization spec's OAuth 2.1
 // client, run by the go-sdk's handlers ([auth.AuthorizationCodeHandler],
@@ -133,6 +137,9 @@ type oauthClient struct {
 	server string
 	cfg    *OAuthConfig
 	store  TokenStore // nil: tokens in memory only
+	// probe: a one-shot Check, which must not refresh (the refresh token
+	// may rotate, and the daemon's copy would then be refused) nor store.
+	probe bool
 	log    *slog.Logger
 	early  time.Duration
 	http   *http.Client // for the authorization server; never sends the server's headers
@@ -281,7 +288,7 @@ func (c *oauthClient) save(rec StoredToken) error {
 	c.mu.Lock()
 	c.needs = false
 	c.mu.Unlock()
-	if c.store == nil {
+	if c.store == nil || c.probe {
 		return nil
 	}
 	if err := c.store.Save(c.server, rec); err != nil {
@@ -311,6 +318,9 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 	defer r.mu.Unlock()
 	if r.rec.Token == nil || r.rec.Token.RefreshToken == "" {
 		return nil, &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "no refresh token"}
+	}
+	if r.c.probe {
+		return nil, ErrTokenExpired
 	}
 	oc := r.rec.oauth2Config()
 	// An expired access token makes the source refresh at once.

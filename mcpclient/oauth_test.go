@@ -55,10 +55,10 @@ func newTestAS(t *testing.T, ttl time.Duration) *testAS {
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"issuer": a.srv.URL, "authorization_endpoint": a.srv.URL + "/authorize", "token_endpoint": a.srv.URL + "/token",
 			"response_types_supported": []string{"code"}, "code_challenge_methods_supported": []string{"S256"},
-			"grant_types_supported":                         []string{"authorization_code", "refresh_token", "client_credentials"},
-			"token_endpoint_auth_methods_supported":         []string{"client_secret_post", "none"},
+			"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials"},
+			"token_endpoint_auth_methods_supported":          []string{"client_secret_post", "none"},
 			"authorization_response_iss_parameter_supported": true,
-			"scopes_supported":                              []string{"tools", "offline_access"},
+			"scopes_supported":                               []string{"tools", "offline_access"},
 		})
 	})
 	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
@@ -360,7 +360,9 @@ func TestOAuthClientCredentials(t *testing.T) {
 }
 
 func TestOAuthConfigValidate(t *testing.T) {
-	base := func(o OAuthConfig) ServerConfig { return ServerConfig{Name: "s", URL: "https://mcp.example/mcp", OAuth: &o} }
+	base := func(o OAuthConfig) ServerConfig {
+		return ServerConfig{Name: "s", URL: "https://mcp.example/mcp", OAuth: &o}
+	}
 	for _, tc := range []struct {
 		sc   ServerConfig
 		key  string
