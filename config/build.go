@@ -368,9 +368,15 @@ type Route struct {
 }
 
 // HTTPModules are the started modules that serve HTTP
-// ([axocoatl.HTTPModule]), in the order of [Runtime.Routes]: the MCP server, A2A, approval, egress, the HTTP API.
+// ([axocoatl.HTTPModule]), in the order of [Runtime.Routes]: the MCP server, A2A, approval, egress, the MCP
+// client (when there are mcp_servers), the HTTP API.
 func (rt *Runtime) HTTPModules() []axocoatl.HTTPModule {
-	return []axocoatl.HTTPModule{rt.MCPServer, rt.A2A, rt.Approval, rt.Egress, rt.HTTPAPI}
+	ms := []axocoatl.HTTPModule{rt.MCPServer, rt.A2A, rt.Approval, rt.Egress}
+	if rt.MCPClient != nil {
+		// Its OAuth logins and callback; none without OAuth servers.
+		ms = append(ms, rt.MCPClient)
+	}
+	return append(ms, rt.HTTPAPI)
 }
 
 // Routes lists every module's HTTP doors, from each module's own list
@@ -567,7 +573,7 @@ func (rt *Runtime) MCPReady() bool {
 
 // OAuthCallbackPath is the daemon's route the authorization servers of
 // mcp_servers with oauth send the user back to.
-const OAuthCallbackPath = "/oauth/callback"
+const OAuthCallbackPath = mcpclient.CallbackPath
 
 // OAuthRedirectURL is server.public_url + [OAuthCallbackPath]: the
 // redirect of the mcp_servers whose oauth sets no redirect_url. Empty

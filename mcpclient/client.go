@@ -69,6 +69,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -101,6 +102,8 @@ var (
 type Module struct {
 	cfg   Config
 	oauth map[string]*oauthClient // by server name, for servers with oauth
+	// logins are the logins started over HTTP (login.go).
+	logins logins
 
 	mu      sync.Mutex
 	life    lifecycle.State
@@ -109,6 +112,10 @@ type Module struct {
 	// names: two servers can qualify to the same name (a + b__c and a__b + c).
 	names  sync.Mutex
 	cancel context.CancelFunc
+	// stopped ends with the module; http serves its routes (both set by
+	// Start).
+	stopped context.Context
+	http    http.Handler
 	wg     sync.WaitGroup
 }
 
@@ -117,7 +124,8 @@ func New(cfg Config) (*Module, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Module{cfg: cfg.withDefaults(), oauth: map[string]*oauthClient{}}
+	m := &Module{cfg: cfg.withDefaults(), oauth: map[string]*oauthClient{},
+		logins: logins{byState: map[string]*login{}, last: map[string]*login{}}}
 	for _, sc := range cfg.Servers {
 		if sc.OAuth == nil {
 			continue
@@ -147,7 +155,12 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	// Supervisors live until Stop, not until the caller's ctx ends.
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	m.stopped = ctx
+	m.http = m.routes(e)
 	log := e.Logger()
+	for _, oc := range m.oauth {
+		oc.setLogger(log)
+	}
 	for _, sc := range m.cfg.Servers {
 		s := newServer(ctx, sc, m.cfg, e, log, &m.names, m.oauth[sc.Name])
 		m.servers = append(m.servers, s)

@@ -361,6 +361,12 @@ func (c *oauthClient) Authorize(ctx context.Context, req *http.Request, resp *ht
 	return err
 }
 
+func (c *oauthClient) setLogger(log *slog.Logger) {
+	c.mu.Lock()
+	c.log = log
+	c.mu.Unlock()
+}
+
 // needsLogin reports whether the last authorization wanted a login.
 func (c *oauthClient) needsLogin() bool {
 	c.mu.Lock()
