@@ -116,7 +116,7 @@ type Module struct {
 	// Start).
 	stopped context.Context
 	http    http.Handler
-	wg     sync.WaitGroup
+	wg      sync.WaitGroup
 }
 
 // New validates cfg and returns the module.

@@ -140,9 +140,9 @@ type oauthClient struct {
 	// probe: a one-shot Check, which must not refresh (the refresh token
 	// may rotate, and the daemon's copy would then be refused) nor store.
 	probe bool
-	log    *slog.Logger
-	early  time.Duration
-	http   *http.Client // for the authorization server; never sends the server's headers
+	log   *slog.Logger
+	early time.Duration
+	http  *http.Client // for the authorization server; never sends the server's headers
 
 	mu      sync.Mutex
 	handler auth.OAuthHandler
