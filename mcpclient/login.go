@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -257,4 +259,80 @@ func (m *Module) redactErr(name string, err error) string {
 		}
 	}
 	return "login failed"
+}
+
+// loginPoll is how often [LoginVia] asks the daemon whether the user has
+// come back from the authorization server.
+const loginPoll = 500 * time.Millisecond
+
+// LoginVia runs a login through a running host's routes (what
+// `axocoatl mcp login` does): it starts the login of server at base (with
+// token, if any), calls show with the authorization URL to send the user
+// to, then waits until the login is done or failed, [DefaultLoginTimeout]
+// passes, or ctx ends.
+func LoginVia(ctx context.Context, base, token, server string, show func(authURL string)) error {
+	api := strings.TrimRight(base, "/") + "/api/mcp/servers/" + url.PathEscape(server) + "/login"
+	call := func(method string) (loginStatus, error) {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		var st loginStatus
+		req, err := http.NewRequestWithContext(rctx, method, api, nil)
+		if err != nil {
+			return st, err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return st, fmt.Errorf("is the daemon running at %s? %w", base, err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			loginStatus
+			Err *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+			return st, fmt.Errorf("%s %s: %d, not JSON", method, api, resp.StatusCode)
+		}
+		if resp.StatusCode != http.StatusOK {
+			msg := resp.Status
+			if body.Err != nil {
+				msg = body.Err.Message
+			}
+			return st, fmt.Errorf("%s %s: %d: %s", method, api, resp.StatusCode, msg)
+		}
+		return body.loginStatus, nil
+	}
+	st, err := call(http.MethodPost)
+	if err != nil {
+		return err
+	}
+	show(st.URL)
+	deadline := time.NewTimer(DefaultLoginTimeout + time.Minute)
+	defer deadline.Stop()
+	tick := time.NewTicker(loginPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("mcp server %s: no login within %s", server, DefaultLoginTimeout)
+		case <-tick.C:
+		}
+		st, err := call(http.MethodGet)
+		switch {
+		case err != nil:
+			return err
+		case st.State == LoginDone:
+			return nil
+		case st.State == LoginFailed:
+			return fmt.Errorf("mcp server %s: %s", server, st.Error)
+		case st.State != LoginPending:
+			return fmt.Errorf("mcp server %s: the login ended (%s)", server, st.State)
+		}
+	}
 }
