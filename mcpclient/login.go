@@ -225,6 +225,7 @@ func (m *Module) serveCallback(w http.ResponseWriter, r *http.Request) {
 	page := func(code int, msg string) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Referrer-Policy", "no-referrer")
 		w.WriteHeader(code)
 		fmt.Fprintf(w, "<!doctype html><title>axocoatl</title><p>%s</p>\n", html.EscapeString(msg))
 	}

@@ -146,9 +146,8 @@ type oauthClient struct {
 
 	mu      sync.Mutex
 	handler auth.OAuthHandler
-	// fetch is the code fetcher of the current Authorize: the login's
-	// while a login runs, else the unattended one.
-	fetch    CodeFetcher
+	// unattend is the code fetcher of a session's handler: FetchCode, else
+	// ErrNeedsLogin at once. A login's handler has its own (see login).
 	unattend CodeFetcher
 	needs    bool // the last authorization wanted a login it could not get
 }
@@ -176,15 +175,36 @@ func newOAuthClient(cfg ServerConfig, mcfg Config, log *slog.Logger) (*oauthClie
 			return nil, ErrNeedsLogin
 		}
 	}
-	c.fetch = c.unattend
-	if err := c.reset(); err != nil {
+	h, err := c.build(&handlerFetch{fetch: c.unattend})
+	if err != nil {
 		return nil, err
 	}
+	c.handler = h
 	return c, nil
 }
 
-// reset makes a fresh go-sdk handler, starting from the stored token.
-func (c *oauthClient) reset() error {
+// handlerFetch is the code fetcher of one go-sdk handler: a login's
+// until its login ends, then the unattended one.
+type handlerFetch struct {
+	mu    sync.Mutex
+	fetch CodeFetcher
+}
+
+func (f *handlerFetch) set(fetch CodeFetcher) {
+	f.mu.Lock()
+	f.fetch = fetch
+	f.mu.Unlock()
+}
+
+func (f *handlerFetch) get() CodeFetcher {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fetch
+}
+
+// build makes a fresh go-sdk handler, starting from the stored token,
+// whose authorization codes come from hf.
+func (c *oauthClient) build(hf *handlerFetch) (auth.OAuthHandler, error) {
 	o := c.cfg
 	var creds *oauthex.ClientCredentials
 	if o.ClientID != "" {
@@ -196,16 +216,17 @@ func (c *oauthClient) reset() error {
 	if o.grant() == GrantClientCredentials {
 		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{Credentials: creds, HTTPClient: c.http})
 		if err != nil {
-			return fmt.Errorf("oauth: %w", err)
+			return nil, fmt.Errorf("oauth: %w", err)
 		}
-		c.handler = &lockedHandler{h: h}
-		return nil
+		return &lockedHandler{h: h}, nil
 	}
 	redirect := o.RedirectURL
 	hc := &auth.AuthorizationCodeHandlerConfig{
 		PreregisteredClient:      creds,
 		RedirectURL:              redirect,
-		AuthorizationCodeFetcher: c.fetchCode,
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			return c.fetchCode(ctx, hf.get(), args)
+		},
 		RequestRefreshToken:      true,
 		Client:                   c.http,
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
@@ -234,7 +255,7 @@ func (c *oauthClient) reset() error {
 	if c.store != nil {
 		rec, err := c.store.Load(c.server)
 		if err != nil && !errors.Is(err, ErrNoToken) {
-			c.log.Warn("mcp server oauth token not read: the server needs a login", "server", c.server, "error", err)
+			c.logger().Warn("mcp server oauth token not read: the server needs a login", "server", c.server, "error", err)
 		}
 		if err == nil {
 			refreshCtx := context.WithValue(context.Background(), oauth2.HTTPClient, c.http)
@@ -242,14 +263,13 @@ func (c *oauthClient) reset() error {
 		}
 	}
 	if redirect == "" {
-		return fmt.Errorf("oauth: %w: redirect_url is not set and the host gave none", ErrInvalidConfig)
+		return nil, fmt.Errorf("oauth: %w: redirect_url is not set and the host gave none", ErrInvalidConfig)
 	}
 	h, err := auth.NewAuthorizationCodeHandler(hc)
 	if err != nil {
-		return fmt.Errorf("oauth: %w", err)
+		return nil, fmt.Errorf("oauth: %w", err)
 	}
-	c.handler = h
-	return nil
+	return h, nil
 }
 
 // lockedHandler serializes the client credentials handler, whose token
@@ -271,10 +291,7 @@ func (l *lockedHandler) Authorize(ctx context.Context, req *http.Request, resp *
 	return l.h.Authorize(ctx, req, resp)
 }
 
-func (c *oauthClient) fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-	c.mu.Lock()
-	fetch := c.fetch
-	c.mu.Unlock()
+func (c *oauthClient) fetchCode(ctx context.Context, fetch CodeFetcher, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 	res, err := fetch(ctx, c.server, args.URL)
 	if errors.Is(err, ErrNeedsLogin) {
 		c.mu.Lock()
@@ -336,7 +353,9 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 	}
 	r.rec.Token = tok
 	if err := r.c.save(r.rec); err != nil {
-		return nil, err
+		// The call goes on with the new token; a restart will need the
+		// refresh token that is now only in memory.
+		r.c.logger().Warn("mcp server oauth token refreshed but not stored", "server", r.c.server, "error", err)
 	}
 	return tok, nil
 }
@@ -359,6 +378,12 @@ func (c *oauthClient) Authorize(ctx context.Context, req *http.Request, resp *ht
 		return fmt.Errorf("mcp server %s: %w (run: axocoatl mcp login %s)", c.server, ErrNeedsLogin, c.server)
 	}
 	return err
+}
+
+func (c *oauthClient) logger() *slog.Logger {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log
 }
 
 func (c *oauthClient) setLogger(log *slog.Logger) {
@@ -400,25 +425,22 @@ func (c *oauthClient) login(ctx context.Context, endpoint string, fetch CodeFetc
 		resp = &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(nil))}
 	}
 	req.Body = http.NoBody
-	c.mu.Lock()
-	// A fresh handler: the login starts over from discovery.
-	if err := c.reset(); err != nil {
-		c.mu.Unlock()
+	// A handler of its own: the login starts over from discovery, and the
+	// sessions keep the current one until it succeeds. Once it has, its
+	// later codes (a refused refresh) are the unattended fetcher's.
+	hf := &handlerFetch{fetch: fetch}
+	h, err := c.build(hf)
+	if err != nil {
 		resp.Body.Close()
 		return err
 	}
-	h := c.handler
-	c.fetch = fetch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.fetch = c.unattend
-		c.mu.Unlock()
-	}()
-	if err := h.Authorize(ctx, req, resp); err != nil {
+	err = h.Authorize(ctx, req, resp)
+	hf.set(c.unattend)
+	if err != nil {
 		return fmt.Errorf("mcp server %s: login: %w", c.server, err)
 	}
 	c.mu.Lock()
+	c.handler = h
 	c.needs = false
 	c.mu.Unlock()
 	return nil
