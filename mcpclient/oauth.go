@@ -222,13 +222,13 @@ func (c *oauthClient) build(hf *handlerFetch) (auth.OAuthHandler, error) {
 	}
 	redirect := o.RedirectURL
 	hc := &auth.AuthorizationCodeHandlerConfig{
-		PreregisteredClient:      creds,
-		RedirectURL:              redirect,
+		PreregisteredClient: creds,
+		RedirectURL:         redirect,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			return c.fetchCode(ctx, hf.get(), args)
 		},
-		RequestRefreshToken:      true,
-		Client:                   c.http,
+		RequestRefreshToken: true,
+		Client:              c.http,
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			rec := StoredToken{Token: tok, TokenURL: oc.Endpoint.TokenURL, AuthURL: oc.Endpoint.AuthURL, AuthStyle: int(oc.Endpoint.AuthStyle),
 				ClientID: oc.ClientID, ClientSecret: oc.ClientSecret, Scopes: oc.Scopes, RedirectURL: oc.RedirectURL}
