@@ -23,7 +23,10 @@ const loginAPIToken = "login-test-token-0123456789abcdef"
 // to the authorization server, which redirects to the module's
 // /oauth/callback; the login then exchanges the code, the status says
 // done and the server connects. A callback with a state no login waits
-// for is refused, and the login routes need the token.
+// for is refused, and the login routes need the token. A second login of
+// the same server ends the first: its answer is refused.
+//
+// Guards: bound "OAuth logins waiting for their callback" (mcp client) (docs/bounds.md).
 func TestOAuthLoginOverHTTP(t *testing.T) {
 	a := newTestAS(t, time.Hour)
 	rs := protectedMCP(t, a)
@@ -115,4 +118,28 @@ func TestOAuthLoginOverHTTP(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("replayed callback: %d", resp.StatusCode)
 	}
+
+	// Two logins: the second ends the first.
+	_, first := do(http.MethodPost, "/api/mcp/servers/secured/login", loginAPIToken)
+	_, second := do(http.MethodPost, "/api/mcp/servers/secured/login", loginAPIToken)
+	m.logins.mu.Lock()
+	waiting := len(m.logins.byState)
+	m.logins.mu.Unlock()
+	if waiting > 1 {
+		t.Errorf("%d logins wait for a callback, want at most 1", waiting)
+	}
+	for i, u := range []any{first["url"], second["url"]} {
+		resp, err := http.Get(u.(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := []int{http.StatusBadRequest, http.StatusOK}[i]; resp.StatusCode != want {
+			t.Errorf("login %d's callback: %d, want %d", i+1, resp.StatusCode, want)
+		}
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		_, body := do(http.MethodGet, "/api/mcp/servers/secured/login", loginAPIToken)
+		return body["state"] == LoginDone
+	})
 }
