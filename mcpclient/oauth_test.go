@@ -20,6 +20,7 @@ import (
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/secret"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,7 +48,7 @@ type testAS struct {
 
 type codeGrant struct{ challenge, redirect, resource string }
 
-func newTestAS(t *testing.T, ttl time.Duration) *testAS {
+func newTestAS(t testing.TB, ttl time.Duration) *testAS {
 	a := &testAS{ttl: ttl, codes: map[string]codeGrant{}, access: map[string]time.Time{}, refresh: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
@@ -141,7 +142,7 @@ func (a *testAS) verify(_ context.Context, tok string, _ *http.Request) (*auth.T
 
 // protectedMCP is a go-sdk MCP server (echo) behind the go-sdk's
 // auth.RequireBearerToken, with its protected resource metadata.
-func protectedMCP(t *testing.T, a *testAS) *httptest.Server {
+func protectedMCP(t testing.TB, a *testAS) *httptest.Server {
 	ts := newTestServer()
 	mux := http.NewServeMux()
 	var srv *httptest.Server
@@ -387,4 +388,36 @@ func TestOAuthConfigValidate(t *testing.T) {
 	if err := base(OAuthConfig{ClientID: "c", Scopes: []string{"read"}, ClientMetadataURL: "https://c.example/meta.json"}).Validate(); err != nil {
 		t.Error(err)
 	}
+}
+
+// BenchmarkOAuthCall compares a tool call to an OAuth-protected server
+// with a cached token against the same call with a static Authorization
+// header (the same server, a token of the same authorization server),
+// paired in one loop; the issue's bar is a ratio oauth/header <= 1.02.
+func BenchmarkOAuthCall(b *testing.B) {
+	a := newTestAS(b, time.Hour)
+	rs := protectedMCP(b, a)
+	oauthSC := oauthServer(rs.URL + "/mcp")
+	eo, mo := startModule(b, Config{Servers: []ServerConfig{oauthSC}, FetchCode: autoApprove}, nil)
+	if err := mo.Ready(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	static := "at-static-" + rand.Text()
+	a.mu.Lock()
+	a.access[static] = time.Now().Add(time.Hour)
+	a.mu.Unlock()
+	headerSC := ServerConfig{Name: "secured", URL: rs.URL + "/mcp", Timeout: 10 * time.Second, Headers: map[string]secretT{"Authorization": secretT("Bearer " + static)}}
+	eh, mh := startModule(b, Config{Servers: []ServerConfig{headerSC}}, nil)
+	if err := mh.Ready(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	call := axocoatl.ToolCall{Tool: "mcp__secured__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
+	via := func(e *axocoatl.Engine) func() {
+		return func() {
+			if res, err := e.CallTool(context.Background(), call); err != nil || res.Content != "Echo: hi" {
+				b.Fatal(res, err)
+			}
+		}
+	}
+	testutil.Paired(b, via(eo), via(eh))
 }
