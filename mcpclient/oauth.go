@@ -137,6 +137,9 @@ type oauthClient struct {
 	server string
 	cfg    *OAuthConfig
 	store  TokenStore // nil: tokens in memory only
+	// loadErr is why the stored token could not be read before the
+	// module had a logger.
+	loadErr error
 	// probe: a one-shot Check, which must not refresh (the refresh token
 	// may rotate, and the daemon's copy would then be refused) nor store.
 	probe bool
@@ -255,6 +258,9 @@ func (c *oauthClient) build(hf *handlerFetch) (auth.OAuthHandler, error) {
 	if c.store != nil {
 		rec, err := c.store.Load(c.server)
 		if err != nil && !errors.Is(err, ErrNoToken) {
+			c.mu.Lock()
+			c.loadErr = err // logged once the module has a logger (setLogger)
+			c.mu.Unlock()
 			c.logger().Warn("mcp server oauth token not read: the server needs a login", "server", c.server, "error", err)
 		}
 		if err == nil {
@@ -389,7 +395,12 @@ func (c *oauthClient) logger() *slog.Logger {
 func (c *oauthClient) setLogger(log *slog.Logger) {
 	c.mu.Lock()
 	c.log = log
+	err := c.loadErr
+	c.loadErr = nil
 	c.mu.Unlock()
+	if err != nil {
+		log.Warn("mcp server oauth token not read: the server needs a login", "server", c.server, "error", err)
+	}
 }
 
 // needsLogin reports whether the last authorization wanted a login.

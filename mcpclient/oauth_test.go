@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -25,6 +26,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
 )
 
 // testAS is an authorization server made for the tests: RFC 8414
@@ -420,4 +422,26 @@ func BenchmarkOAuthCall(b *testing.B) {
 		}
 	}
 	testutil.Paired(b, via(eo), via(eh))
+}
+
+// A token file sealed under another key (the key changed) is not used: the
+// server needs a login, and the start logs why.
+func TestOAuthTokenFileOfAnotherKey(t *testing.T) {
+	a := newTestAS(t, time.Hour)
+	rs := protectedMCP(t, a)
+	dir := t.TempDir()
+	old, _ := NewFileTokenStore(dir, secret.Secret("the-old-key-of-some-length"))
+	if err := old.Save("secured", StoredToken{Token: &oauth2.Token{AccessToken: "at-x", RefreshToken: "rt-x", Expiry: time.Now().Add(time.Hour)}, TokenURL: a.srv.URL + "/token", ClientID: "axo-client"}); err != nil {
+		t.Fatal(err)
+	}
+	store, _ := NewFileTokenStore(dir, secret.Secret("the-new-key-of-some-length"))
+	var logs testutil.SyncBuffer
+	_, m := startModule(t, Config{Servers: []ServerConfig{oauthServer(rs.URL + "/mcp")}, Tokens: store}, slog.New(slog.NewTextHandler(&logs, nil)))
+	_ = m.Ready(context.Background())
+	if st := m.Status()[0]; st.Connected || !st.NeedsLogin {
+		t.Fatalf("status %+v", st)
+	}
+	if !strings.Contains(logs.String(), "oauth token not read") || !strings.Contains(logs.String(), "does not open with the configured key") {
+		t.Fatalf("logs:\n%s", logs.String())
+	}
 }
