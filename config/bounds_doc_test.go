@@ -154,6 +154,7 @@ var boundGuards = map[string]guard{
 	"mcp_servers[].keep_alive":                                    {mcpclient.DefaultKeepAlive, []string{"mcpclient:TestKeepAliveReplacesHungServer", "mcpclient:TestKeepAliveReplacesHung2026Server"}},
 	"MCP client / `list_changed` re-lists":                        {nil, []string{"mcpclient:TestListChangedFlood"}},
 	"MCP client / a child's stderr":                               {nil, []string{"mcpclient:TestStderrFlood", "mcpclient:TestStderrCutKeepsSecrets"}},
+	"MCP client / OAuth logins waiting for their callback":        {mcpclient.DefaultLoginTimeout, []string{"mcpclient:TestOAuthLoginOverHTTP"}},
 
 	// A2A server
 	"a2a.max_tasks":            {a2a.DefaultMaxTasks, []string{"a2a:TestStoreCountBound"}},

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -165,7 +166,11 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	if len(c.MCPServers) > 0 {
 		// A stdio server inheriting the environment can read the daemon's
 		// own credentials: whatever a server says is scrubbed of them all.
-		m, err := mcpclient.New(mcpclient.Config{Servers: c.MCPServers, Scrub: c.Secrets()})
+		mc := mcpclient.Config{Servers: c.MCPServers, Scrub: c.Secrets(), RedirectURL: c.OAuthRedirectURL()}
+		if mc.Tokens, err = c.OAuthTokens(); err != nil {
+			return fail(fmt.Errorf("mcp_servers: %w", err))
+		}
+		m, err := mcpclient.New(mc)
 		if err != nil {
 			return fail(fmt.Errorf("mcp_servers: %w", err))
 		}
@@ -363,9 +368,15 @@ type Route struct {
 }
 
 // HTTPModules are the started modules that serve HTTP
-// ([axocoatl.HTTPModule]), in the order of [Runtime.Routes]: the MCP server, A2A, approval, egress, the HTTP API.
+// ([axocoatl.HTTPModule]), in the order of [Runtime.Routes]: the MCP server, A2A, approval, egress, the MCP
+// client (when there are mcp_servers), the HTTP API.
 func (rt *Runtime) HTTPModules() []axocoatl.HTTPModule {
-	return []axocoatl.HTTPModule{rt.MCPServer, rt.A2A, rt.Approval, rt.Egress, rt.HTTPAPI}
+	ms := []axocoatl.HTTPModule{rt.MCPServer, rt.A2A, rt.Approval, rt.Egress}
+	if rt.MCPClient != nil {
+		// Its OAuth logins and callback; none without OAuth servers.
+		ms = append(ms, rt.MCPClient)
+	}
+	return append(ms, rt.HTTPAPI)
 }
 
 // Routes lists every module's HTTP doors, from each module's own list
@@ -588,6 +599,29 @@ func (rt *Runtime) MCPReady() bool {
 	}
 }
 
+// OAuthCallbackPath is the daemon's route the authorization servers of
+// mcp_servers with oauth send the user back to.
+const OAuthCallbackPath = mcpclient.CallbackPath
+
+// OAuthRedirectURL is server.public_url + [OAuthCallbackPath]: the
+// redirect of the mcp_servers whose oauth sets no redirect_url. Empty
+// when the public URL is not known.
+func (c *Config) OAuthRedirectURL() string {
+	if c.Server.PublicURL == "" {
+		return ""
+	}
+	return strings.TrimRight(c.Server.PublicURL, "/") + OAuthCallbackPath
+}
+
+// OAuthTokens is the store of the mcp_servers' OAuth tokens: files in
+// data_dir/mcp-oauth sealed with server.oauth_token_key; nil without a key.
+func (c *Config) OAuthTokens() (mcpclient.TokenStore, error) {
+	if c.Server.OAuthTokenKey.IsZero() {
+		return nil, nil
+	}
+	return mcpclient.NewFileTokenStore(filepath.Join(c.Server.DataDir, "mcp-oauth"), c.Server.OAuthTokenKey)
+}
+
 // MCPStatus reports each MCP server ([mcpclient.Module.Status]; nil when
 // there are none).
 func (rt *Runtime) MCPStatus() []mcpclient.ServerStatus {
@@ -604,9 +638,10 @@ type ToolInfo struct {
 	// Server is the MCP server (or other source) the tool comes from; ""
 	// for a host's own tools.
 	Server string `json:"server,omitempty"`
-	// ServerState is "connected" or "disconnected" for an MCP server's
-	// tool and a remote A2A agent's (connected: its card was read), ""
-	// otherwise.
+	// ServerState is "connected", "disconnected" or (an MCP server whose
+	// OAuth wants a user to log in) "needs login" for an MCP server's
+	// tool, "connected" or "disconnected" for a remote A2A agent's
+	// (connected: its card was read), "" otherwise.
 	ServerState string `json:"server_state,omitempty"`
 	// Agents are this daemon's agents whose tools: allow-list admits the
 	// tool (another daemon's agents run there, with its tools).
@@ -621,6 +656,8 @@ func (rt *Runtime) Tools() []ToolInfo {
 		states[s.Name] = "disconnected"
 		if s.Connected {
 			states[s.Name] = "connected"
+		} else if s.NeedsLogin {
+			states[s.Name] = "needs login"
 		}
 	}
 	a2aStates := map[string]string{}

@@ -191,6 +191,12 @@ type ServerConfig struct {
 	// webhook deliveries); Load makes a relative one relative to the config
 	// file's directory. Zero: ./data.
 	DataDir string `yaml:"data_dir"`
+	// OAuthTokenKey is the secret the OAuth tokens of mcp_servers entries
+	// with `oauth:` are encrypted with in data_dir (AES-256-GCM, a key
+	// derived from it), at least 16 characters; AXOCOATL_OAUTH_TOKEN_KEY
+	// overrides it. Required when an entry uses grant authorization_code.
+	// Zero: none.
+	OAuthTokenKey secret.Secret `yaml:"oauth_token_key"`
 	// MCPServeHTTP is the address `axocoatl mcp serve` also serves the
 	// dashboard and the HTTP API (approvals among them) on, beside stdio,
 	// under the same guard and token rules as Addr (loopback unless
@@ -203,6 +209,25 @@ func (c *Config) authErrors() []error {
 	d := c.doc
 	errs := d.FieldErrors("server", axocoatl.ValidateTokens(c.Server.APIToken, c.Server.Tokens))
 	return append(errs, d.FieldErrors("server.auth.oauth", c.Server.Auth.OAuth.Validate())...)
+}
+
+// oauthKeyErrors checks server.oauth_token_key: long enough, and set when
+// an mcp_servers entry logs in with grant authorization_code (its tokens
+// are kept encrypted in data_dir).
+func (c *Config) oauthKeyErrors() []error {
+	key := c.Server.OAuthTokenKey.Reveal()
+	if key != "" && len(key) < mcpclient.MinTokenKeyLen {
+		return []error{c.errorf("server.oauth_token_key", "is %d characters long: use at least %d (for example the output of `openssl rand -hex 24`)", len(key), mcpclient.MinTokenKeyLen)}
+	}
+	if key != "" {
+		return nil
+	}
+	for i, s := range c.MCPServers {
+		if s.OAuth != nil && (s.OAuth.Grant == "" || s.OAuth.Grant == mcpclient.GrantAuthorizationCode) {
+			return []error{c.errorf(fmt.Sprintf("mcp_servers[%d].oauth", i), "grant authorization_code keeps its tokens encrypted in data_dir: set server.oauth_token_key (or AXOCOATL_OAUTH_TOKEN_KEY), at least %d characters", mcpclient.MinTokenKeyLen)}
+		}
+	}
+	return nil
 }
 
 // Authenticated reports whether the doors ask for credentials: an
@@ -424,6 +449,7 @@ type envOverrides struct {
 	Config    *string        `env:"AXOCOATL_CONFIG"`
 	Addr      *string        `env:"AXOCOATL_ADDR"`
 	APIToken  *secret.Secret `env:"AXOCOATL_API_TOKEN"`
+	TokenKey  *secret.Secret `env:"AXOCOATL_OAUTH_TOKEN_KEY"`
 	DataDir   *string        `env:"AXOCOATL_DATA_DIR"`
 	LogLevel  *string        `env:"AXOCOATL_LOG_LEVEL"`
 	LogFormat *string        `env:"AXOCOATL_LOG_FORMAT"`
@@ -656,6 +682,10 @@ func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides,
 		cfg.Server.APIToken = *env.APIToken
 		cfg.overrides["server.api_token"] = "AXOCOATL_API_TOKEN"
 	}
+	if env.TokenKey != nil && !env.TokenKey.IsZero() {
+		cfg.Server.OAuthTokenKey = *env.TokenKey
+		cfg.overrides["server.oauth_token_key"] = "AXOCOATL_OAUTH_TOKEN_KEY"
+	}
 	set(&cfg.Server.DataDir, env.DataDir, "server.data_dir", "AXOCOATL_DATA_DIR")
 	set(&cfg.Log.Level, env.LogLevel, "log.level", "AXOCOATL_LOG_LEVEL")
 	set(&cfg.Log.Format, env.LogFormat, "log.format", "AXOCOATL_LOG_FORMAT")
@@ -754,6 +784,7 @@ func (c *Config) validate() error {
 	}
 	errs = append(errs, d.FieldErrors("server", httpguard.ValidateOrigins(c.Server.AllowedOrigins))...)
 	errs = append(errs, c.authErrors()...)
+	errs = append(errs, c.oauthKeyErrors()...)
 	if c.Server.RequestTimeout < 0 {
 		errs = append(errs, d.Errorf("server.request_timeout", "must not be negative"))
 	}

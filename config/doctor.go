@@ -282,6 +282,10 @@ func securityNote(s latticenats.Security, urls string) string {
 // records the hosts of the HTTP servers as egress.
 func checkMCPServers(ctx context.Context, cfg *Config, r *Report) {
 	scrub := cfg.Secrets()
+	tokens, err := cfg.OAuthTokens()
+	if err != nil {
+		r.fail("mcp oauth tokens", err.Error())
+	}
 	var wg sync.WaitGroup
 	for _, sc := range cfg.MCPServers {
 		check := "mcp server " + sc.Name
@@ -289,8 +293,13 @@ func checkMCPServers(ctx context.Context, cfg *Config, r *Report) {
 			r.addEgress(u.Host, check)
 		}
 		addLauncherEgress(cfg, sc, r)
+		if sc.OAuth != nil && sc.OAuth.RedirectURL == "" {
+			o := *sc.OAuth
+			o.RedirectURL = cfg.OAuthRedirectURL()
+			sc.OAuth = &o
+		}
 		wg.Go(func() {
-			tools, err := mcpclient.Check(ctx, sc, scrub, nil)
+			tools, err := mcpclient.CheckWithTokens(ctx, sc, scrub, tokens, nil)
 			if err != nil {
 				r.fail(check, strings.TrimPrefix(err.Error(), check+": "))
 				return

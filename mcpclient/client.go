@@ -69,6 +69,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -99,7 +100,10 @@ var (
 // Module is the MCP client module. Create it with [New] and attach it with
 // [axocoatl.Engine.Use].
 type Module struct {
-	cfg Config
+	cfg   Config
+	oauth map[string]*oauthClient // by server name, for servers with oauth
+	// logins are the logins started over HTTP (login.go).
+	logins logins
 
 	mu      sync.Mutex
 	life    lifecycle.State
@@ -108,7 +112,11 @@ type Module struct {
 	// names: two servers can qualify to the same name (a + b__c and a__b + c).
 	names  sync.Mutex
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// stopped ends with the module; http serves its routes (both set by
+	// Start).
+	stopped context.Context
+	http    http.Handler
+	wg      sync.WaitGroup
 }
 
 // New validates cfg and returns the module.
@@ -116,7 +124,19 @@ func New(cfg Config) (*Module, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Module{cfg: cfg.withDefaults()}, nil
+	m := &Module{cfg: cfg.withDefaults(), oauth: map[string]*oauthClient{},
+		logins: logins{byState: map[string]*login{}, last: map[string]*login{}}}
+	for _, sc := range cfg.Servers {
+		if sc.OAuth == nil {
+			continue
+		}
+		oc, err := newOAuthClient(sc, m.cfg, nil)
+		if err != nil {
+			return nil, fmt.Errorf("mcp server %s: %w", sc.Name, err)
+		}
+		m.oauth[sc.Name] = oc
+	}
+	return m, nil
 }
 
 // Name implements [axocoatl.Module].
@@ -135,9 +155,14 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	// Supervisors live until Stop, not until the caller's ctx ends.
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	m.stopped = ctx
+	m.http = m.routes(e)
 	log := e.Logger()
+	for _, oc := range m.oauth {
+		oc.setLogger(log)
+	}
 	for _, sc := range m.cfg.Servers {
-		s := newServer(ctx, sc, m.cfg, e, log, &m.names)
+		s := newServer(ctx, sc, m.cfg, e, log, &m.names, m.oauth[sc.Name])
 		m.servers = append(m.servers, s)
 		log.Info("mcp server configured", "server", sc.Name, "transport", sc.Transport(), "target", sc.Target())
 		m.wg.Go(func() { s.run(ctx) })
@@ -195,6 +220,46 @@ type ServerStatus struct {
 	ProtocolVersion string   `json:"protocol_version,omitempty"`
 	Tools           []string `json:"tools"`           // qualified names, sorted
 	Error           string   `json:"error,omitempty"` // why it is down, secrets redacted
+	// NeedsLogin: the server is down because its OAuth authorization code
+	// grant needs a user to log in ([Module.Login], `axocoatl mcp login`).
+	NeedsLogin bool `json:"needs_login,omitempty"`
+}
+
+// ErrNoOAuth: [Module.Login] on a server that has no `oauth:`, or none of
+// that name.
+var ErrNoOAuth = errors.New("no mcp server with oauth of that name")
+
+// Login runs the OAuth authorization code flow of one server with fetch,
+// which sends the user to the URL it is given and returns what the
+// authorization server redirected back with. On success the tokens are
+// stored ([Config].Tokens) and the server reconnects at once. The login is
+// bounded by ctx only: a user takes the time they take.
+func (m *Module) Login(ctx context.Context, server string, fetch CodeFetcher) error {
+	oc := m.oauth[server]
+	if oc == nil {
+		return fmt.Errorf("%w: %q", ErrNoOAuth, server)
+	}
+	var url string
+	for _, sc := range m.cfg.Servers {
+		if sc.Name == server {
+			url = sc.URL
+		}
+	}
+	if err := oc.login(ctx, url, fetch); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	servers := slices.Clone(m.servers)
+	m.mu.Unlock()
+	for _, s := range servers {
+		if s.cfg.Name == server {
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return nil
 }
 
 // Status reports every configured server in config order.
@@ -217,6 +282,14 @@ func (m *Module) Status() []ServerStatus {
 // server and never contain env or header values, nor the host credentials
 // in scrub (see [Config].Scrub).
 func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *slog.Logger) ([]string, error) {
+	return CheckWithTokens(ctx, cfg, scrub, nil, log)
+}
+
+// CheckWithTokens is [Check] for a server with `oauth:`: it uses the
+// tokens in tokens (nil: none, so an authorization code server reports
+// [ErrNeedsLogin]); it never starts a login, and stores a refreshed token
+// only in tokens.
+func CheckWithTokens(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, tokens TokenStore, log *slog.Logger) ([]string, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("mcp server %s: %w", cfg.Name, err)
 	}
@@ -228,6 +301,14 @@ func Check(ctx context.Context, cfg ServerConfig, scrub []secret.Secret, log *sl
 	log = r.Logger(log)
 	d := newDialer(cfg, log, r)
 	defer d.close()
+	if cfg.OAuth != nil {
+		oc, err := newOAuthClient(cfg, Config{Tokens: tokens}, log)
+		if err != nil {
+			return nil, fmt.Errorf("mcp server %s: %w", cfg.Name, err)
+		}
+		oc.probe = true
+		d.oauth = oc
+	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(parent, cfg.timeout())
 	defer cancel()

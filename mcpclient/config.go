@@ -66,6 +66,19 @@ type Config struct {
 	// [MinRedactLen] characters cannot be redacted and are warned about.
 	// Set by the host, not read from the config file. Zero: none.
 	Scrub []secret.Secret `yaml:"-"`
+
+	// Tokens keeps the OAuth tokens of the servers with `oauth:` between
+	// runs (the daemon's: a [FileTokenStore] in data_dir). Set by the host.
+	// Zero: tokens in memory only (a restart needs a new login).
+	Tokens TokenStore `yaml:"-"`
+	// RedirectURL is the OAuth redirect of servers whose `oauth:` sets
+	// none (the daemon's /oauth/callback). Set by the host. Zero: none.
+	RedirectURL string `yaml:"-"`
+	// FetchCode gets an authorization code when a session finds it needs
+	// one (its token refused, no refresh possible) and no [Module.Login]
+	// runs. Set by the host (tests, the conformance suite's client). Zero:
+	// the server shows [ErrNeedsLogin] until someone logs in.
+	FetchCode CodeFetcher `yaml:"-"`
 }
 
 // ServerConfig is one entry of [Config].Servers (`mcp_servers:`). Exactly one of Command (stdio)
@@ -93,6 +106,10 @@ type ServerConfig struct {
 	// Headers are sent with every HTTP request to URL. Values are secrets.
 	// Zero: none.
 	Headers map[string]secret.Secret `yaml:"headers"`
+	// OAuth makes the client authorize with OAuth 2.1, as the MCP
+	// authorization spec says (see [OAuthConfig]). HTTP servers only.
+	// Zero: no OAuth (static headers only).
+	OAuth *OAuthConfig `yaml:"oauth"`
 
 	// Timeout bounds each tool call, and also the connect handshake and each
 	// tool listing. Zero: 60s.
@@ -212,6 +229,19 @@ func (s ServerConfig) Validate() error {
 	}
 	if s.URL == "" && len(s.Headers) > 0 && s.Dial == nil {
 		return bad("headers", "apply to HTTP servers only (set url)")
+	}
+	if s.OAuth != nil {
+		if s.URL == "" {
+			return bad("oauth", "applies to HTTP servers only (set url)")
+		}
+		for k := range s.Headers {
+			if strings.EqualFold(k, "Authorization") {
+				return bad("headers", "Authorization is set by oauth: set one of them")
+			}
+		}
+		if err := s.OAuth.validate(); err != nil {
+			return cfgerr.At("oauth", err)
+		}
 	}
 	for k := range s.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
+	"github.com/axocoatl/axocoatl-go/secret"
 )
 
 // conformanceClientBaseline lists the client scenarios expected to fail,
@@ -41,7 +43,7 @@ func TestMCPConformanceClient(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("conformance client: exit %d, want 0 (a failure not in %s, or an entry there that now passes):\n%s", code, conformanceClientBaseline, out)
 	}
-	testutil.RequireUnexpectedFailureFails(t, node, cli, "client", "--scenario", "auth/metadata-default", "--command", command)
+	testutil.RequireUnexpectedFailureFails(t, node, cli, "client", "--scenario", "auth/client-credentials-jwt", "--command", command)
 }
 
 // conformanceClient is the client the suite runs: its last argument is the
@@ -69,7 +71,13 @@ func conformanceClient() {
 	ctx = axocoatl.WithUserPrompter(ctx, axocoatl.UserPrompterFunc(func(context.Context, axocoatl.UserPrompt) (axocoatl.UserAnswer, error) {
 		return axocoatl.UserAnswer{Accepted: true, By: "conformance_user"}, nil
 	}))
-	m, err := New(Config{Servers: []ServerConfig{{Name: "suite", URL: url, Timeout: 10 * time.Second}}, MinBackoff: 100 * time.Millisecond})
+	sc := ServerConfig{Name: "suite", URL: url, Timeout: 10 * time.Second}
+	mc := Config{MinBackoff: 100 * time.Millisecond}
+	if strings.HasPrefix(os.Getenv("MCP_CONFORMANCE_SCENARIO"), "auth/") {
+		sc.OAuth, mc.FetchCode = conformanceOAuth(), autoApprove
+	}
+	mc.Servers = []ServerConfig{sc}
+	m, err := New(mc)
 	if err != nil {
 		fail(err)
 	}
@@ -82,6 +90,28 @@ func conformanceClient() {
 	if _, err := e.Execute(ctx, "conformance", "call every tool"); err != nil {
 		fail(err)
 	}
+}
+
+// conformanceOAuth is the oauth block of an auth/* scenario: the client
+// the scenario's context pre-registers (MCP_CONFORMANCE_CONTEXT), else a
+// Client ID Metadata Document URL and dynamic registration, as the spec
+// orders them. The user approves at once (autoApprove reads the code from
+// the authorization server's redirect).
+func conformanceOAuth() *OAuthConfig {
+	var c struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	_ = json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &c)
+	o := &OAuthConfig{ClientID: c.ClientID, ClientSecret: secret.Secret(c.ClientSecret), RedirectURL: "http://localhost:3000/callback"}
+	if strings.HasPrefix(os.Getenv("MCP_CONFORMANCE_SCENARIO"), "auth/client-credentials") {
+		o.Grant = GrantClientCredentials
+		return o
+	}
+	if o.ClientID == "" {
+		o.ClientMetadataURL = "https://conformance-test.local/client-metadata.json"
+	}
+	return o
 }
 
 func fail(err error) {

@@ -41,6 +41,7 @@ type server struct {
 	client *mcp.Client
 
 	refresh      chan struct{} // tools/list_changed arrived
+	wake         chan struct{} // reconnect now (a login succeeded)
 	broken       chan struct{} // a call saw brokenCS die
 	brokenCS     atomic.Pointer[mcp.ClientSession]
 	firstAttempt chan struct{} // closed after the first connect attempt
@@ -75,7 +76,7 @@ type server struct {
 	lastErr string              // why the server is down, redacted
 }
 
-func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger, names *sync.Mutex) *server {
+func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger, names *sync.Mutex, oa *oauthClient) *server {
 	r, tooShort := newRedactor(cfg, mcfg.Scrub)
 	warnTooShort(log, cfg.Name, tooShort)
 	log = r.Logger(log)
@@ -89,6 +90,7 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		redact:       r,
 		dial:         newDialer(cfg, log, r),
 		refresh:      make(chan struct{}, 1),
+		wake:         make(chan struct{}, 1),
 		broken:       make(chan struct{}, 1),
 		firstAttempt: make(chan struct{}),
 		lastErr:      "not connected yet",
@@ -97,6 +99,7 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 	}
 	s.pendingDone = e.AddPendingTools(axocoatl.PendingTools{Source: cfg.Name, Prefix: toolPrefix(cfg.Name), Wait: cfg.timeout()})
 	s.dial.onListChanged = s.signalRefresh
+	s.dial.oauth = oa
 	context.AfterFunc(stopped, s.calls.stop)
 	s.client = mcp.NewClient(clientImpl, &mcp.ClientOptions{
 		Logger: log.With("mcp_server", cfg.Name),
@@ -195,10 +198,23 @@ func (s *server) run(ctx context.Context) {
 			}
 			failures++
 		}
-		if !retry.Sleep(ctx, s.backoff(failures)) {
+		if !s.sleep(ctx, s.backoff(failures)) {
 			return
 		}
 	}
+}
+
+// sleep waits d, or until a wake, or until ctx ends (false).
+func (s *server) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.wake:
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }
 
 // backoff is MinBackoff doubled per consecutive failure, capped at
@@ -629,6 +645,9 @@ func (s *server) status() ServerStatus {
 		Connected: s.session != nil,
 		Tools:     s.toolNamesLocked(),
 		Error:     s.lastErr,
+	}
+	if s.session == nil && s.dial.oauth != nil {
+		st.NeedsLogin = s.dial.oauth.needsLogin()
 	}
 	if s.session != nil {
 		st.ProtocolVersion = protocolVersion(s.session)

@@ -36,6 +36,8 @@ type dialer struct {
 	// onListChanged, when set, is called for each list_changed
 	// notification of a stdio server, which the SDK then never sees.
 	onListChanged func()
+	// oauth, when set, authorizes the HTTP requests (see oauth.go).
+	oauth *oauthClient
 
 	mu      sync.Mutex
 	pgid    int         // the current child's process group (its pid), 0 if none
@@ -64,7 +66,11 @@ func (d *dialer) transport(ctx context.Context) (mcp.Transport, error) {
 	case d.cfg.Dial != nil:
 		return d.cfg.Dial(ctx)
 	case d.cfg.URL != "":
-		return &mcp.StreamableClientTransport{Endpoint: d.cfg.URL, HTTPClient: d.http, MaxRetries: 2}, nil
+		t := &mcp.StreamableClientTransport{Endpoint: d.cfg.URL, HTTPClient: d.http, MaxRetries: 2}
+		if d.oauth != nil {
+			t.OAuthHandler = d.oauth
+		}
+		return t, nil
 	}
 	cmd := exec.Command(d.cfg.Command, d.cfg.Args...)
 	cmd.Env = childEnv(d.cfg)

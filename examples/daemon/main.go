@@ -70,7 +70,7 @@ func commands() []command {
 		{"serve", "run the daemon (the default)", runServe},
 		{"validate", "check the config and exit (1 on error, with file:line)", runValidate},
 		{"doctor", "check config and providers; list where egress goes", runDoctor},
-		{"mcp", "mcp serve: speak MCP over stdio (stdout carries only protocol)", runMCP},
+		{"mcp", "mcp serve: speak MCP over stdio (stdout carries only protocol); mcp login <server>: OAuth login", runMCP},
 		{"version", "print version, commit and Go version", runVersion},
 	}
 }

@@ -20,11 +20,15 @@ import (
 // routes there (the dashboard and the approvals API among them), under
 // the same guard as `serve`: loopback unless server.api_token is set.
 func runMCP(ctx context.Context, c *cli, args []string) int {
-	const synopsis = "mcp serve [--config PATH] [--http ADDR]"
+	const synopsis = "mcp serve [--config PATH] [--http ADDR] | mcp login [--config PATH] [--url DAEMON_URL] <server>"
+	if len(args) > 0 && args[0] == "login" {
+		return runMCPLogin(ctx, c, args[1:])
+	}
 	if len(args) == 0 || args[0] != "serve" {
 		if len(args) > 0 && isHelp(args[0]) {
 			fmt.Fprintf(c.stdout, "usage: axocoatl %s\n\nSpeaks MCP over stdio: one tool agent_<id> per agent.\n"+
-				"--http ADDR also serves the dashboard and the approvals API on ADDR (loopback unless server.api_token is set).\n", synopsis)
+				"--http ADDR also serves the dashboard and the approvals API on ADDR (loopback unless server.api_token is set).\n"+
+				"mcp login <server> asks the running daemon to start the OAuth login of an mcp_servers entry, prints the URL to open and waits.\n", synopsis)
 			return exitOK
 		}
 		fmt.Fprintf(c.stderr, "usage: axocoatl %s\n", synopsis)
