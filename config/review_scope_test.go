@@ -118,3 +118,45 @@ func TestA2ACancelNeedsExecute(t *testing.T) {
 		t.Errorf("runner's tasks/cancel of a completed task: %v", err)
 	}
 }
+
+// The WebSocket's ready frame lists only the commands the token may use:
+// a read token is not offered execute or approve (a client, the
+// dashboard among them, decides from the list whether to run over the
+// socket).
+func TestWebSocketReadyListsTheTokensCommands(t *testing.T) {
+	_, srv := buildScoped(t, scopedYAML)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	commands := func(token string) string {
+		t.Helper()
+		conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/events",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.CloseNow()
+		conn.SetReadLimit(8 << 20)
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f struct {
+			Kind     string   `json:"kind"`
+			Commands []string `json:"commands"`
+		}
+		if err := json.Unmarshal(data, &f); err != nil || f.Kind != "ready" {
+			t.Fatalf("first frame %s: %v", data, err)
+		}
+		return strings.Join(f.Commands, ",")
+	}
+	for token, want := range map[string]string{
+		readerToken:   "follow,unfollow",
+		runnerToken:   "execute,follow,unfollow",
+		approverToken: "approve,follow,unfollow",
+		adminToken:    "approve,execute,follow,unfollow",
+	} {
+		if got := commands(token); got != want {
+			t.Errorf("%s…: commands %q, want %q", token[:6], got, want)
+		}
+	}
+}

@@ -75,8 +75,24 @@ const (
 	wsMaxStreams = 1024
 )
 
-// wsCommands are the cmds a client may send, listed in the ready frame.
+// wsCommands are the cmds a client may send, listed in the ready frame
+// as far as its identity may use them (commandsFor).
 var wsCommands = []string{"approve", "execute", "follow", "unfollow"}
+
+// commandsFor is wsCommands without those id's scopes do not allow:
+// approve needs approve, execute needs execute (the commands check it
+// again when sent).
+func commandsFor(id *axocoatl.Identity) []string {
+	out := make([]string, 0, len(wsCommands))
+	for _, c := range wsCommands {
+		switch {
+		case c == "approve" && !id.Can(axocoatl.ScopeApprove), c == "execute" && !id.Can(axocoatl.ScopeExecute):
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
 
 // wsTokenProtocol prefixes the token a browser offers as a subprotocol.
 const wsTokenProtocol = "axocoatl.bearer."
@@ -267,7 +283,7 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 		history = slices.DeleteFunc(history, func(ev lattice.Event) bool { return !eventVisible(id, ev) })
 		pending = slices.DeleteFunc(pending, func(p any) bool { return !valueVisible(id, p) })
 	}
-	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: history, Commands: wsCommands}); err != nil {
+	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: history, Commands: commandsFor(id)}); err != nil {
 		return err
 	}
 	var reported uint64
