@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -65,25 +66,7 @@ func TestQuestionFormFromDashboard(t *testing.T) {
 				}
 				mcpSrv.Close()
 			})
-			model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var req struct {
-					Messages []struct {
-						Role    string `json:"role"`
-						Content any    `json:"content"`
-					} `json:"messages"`
-				}
-				if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
-					http.Error(w, "want messages", http.StatusBadRequest)
-					return
-				}
-				w.Header().Set("Content-Type", "application/json")
-				if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
-					fmt.Fprintf(w, `{"id":"c2","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}]}`, fmt.Sprint("done: ", last.Content))
-					return
-				}
-				_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"mcp__travel__book","arguments":"{}"}}]}}]}`)
-			}))
-			t.Cleanup(model.Close)
+			modelURL := testutil.ToolCallModel(t, "mcp__travel__book", "{}")
 
 			cfg := filepath.Join(t.TempDir(), "axocoatl.yaml")
 			os.WriteFile(cfg, []byte(fmt.Sprintf(`
@@ -94,7 +77,7 @@ agents:
 mcp_servers:
   - { name: travel, url: %s }
 approval: { default: allow }
-`, model.URL, mcpSrv.URL)), 0o600)
+`, modelURL, mcpSrv.URL)), 0o600)
 			d := startDaemon(t, bin, "AXOCOATL_CONFIG="+cfg)
 			client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {

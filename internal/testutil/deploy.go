@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -36,6 +35,22 @@ func DeployPeers(t *testing.T) (modelURL, mcpURL string, calls *atomic.Int32) {
 		}
 		mcpSrv.Close()
 	})
+	return ToolCallModel(t, "mcp__ops__deploy", `{"env":"prod"}`), mcpSrv.URL, calls
+}
+
+// ToolCallModel starts an OpenAI-wire model that calls tool with the JSON
+// arguments args once per run, then answers "done: " and what the tool
+// said. It closes when the test ends; its URL is returned.
+func ToolCallModel(t testing.TB, tool, args string) string {
+	t.Helper()
+	call, err := json.Marshal(map[string]any{"id": "c1", "object": "chat.completion", "model": "m", "choices": []any{map[string]any{
+		"index": 0, "finish_reason": "tool_calls", "message": map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
+			map[string]any{"id": "t1", "type": "function", "function": map[string]any{"name": tool, "arguments": args}},
+		}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Messages []struct {
@@ -52,8 +67,8 @@ func DeployPeers(t *testing.T) (modelURL, mcpURL string, calls *atomic.Int32) {
 			fmt.Fprintf(w, `{"id":"c2","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}]}`, fmt.Sprint("done: ", last.Content))
 			return
 		}
-		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"mcp__ops__deploy","arguments":"{\"env\":\"prod\"}"}}]}}]}`)
+		_, _ = w.Write(call)
 	}))
 	t.Cleanup(model.Close)
-	return model.URL, mcpSrv.URL, calls
+	return model.URL
 }
