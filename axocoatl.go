@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"slices"
@@ -73,6 +74,10 @@ type Options struct {
 	// at most [RunListenerBuffer] events and [RunListenerTextBytes] of
 	// coalesced text. Zero or negative: [DefaultMaxRunListeners].
 	MaxRunListeners int
+	// TracerProvider makes the Engine's and its modules' spans ([Engine.Tracer]).
+	// Zero: OpenTelemetry's global provider, a no-op unless the host set one
+	// (otel.SetTracerProvider), so a default Engine records and exports nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultMaxRuns is Options.MaxRuns when zero.
@@ -86,6 +91,7 @@ type Engine struct {
 
 	httpOpts HTTPOptions
 	guard    *httpguard.Guard
+	tracer   trace.Tracer
 
 	// runCtx is cancelled by Close to stop in-flight runs.
 	runCtx     context.Context
@@ -179,6 +185,7 @@ func New(opts Options) *Engine {
 		// wants an error calls HTTPOptions.Validate first.
 		e.log.Error("http options: entries ignored", "error", err)
 	}
+	e.tracer = newTracer(opts.TracerProvider)
 	e.runCtx, e.cancelRuns = context.WithCancel(context.Background())
 	return e
 }
