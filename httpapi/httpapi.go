@@ -88,6 +88,16 @@ type Config struct {
 	// HistoryEvents bounds the recent events of the ready frame (a
 	// [lattice.History]). Zero: [DefaultHistoryEvents].
 	HistoryEvents int
+	// TimelineRuns bounds the runs whose timeline GET
+	// /api/runs/{id}/timeline keeps. Zero: [DefaultTimelineRuns].
+	TimelineRuns int
+	// TimelineRows bounds the rows of one run's timeline from its events,
+	// and again its webhook deliveries. Zero: [DefaultTimelineRows].
+	TimelineRows int
+	// Timeline connects the run timelines to the approval gate and the
+	// webhooks ([Timeline]). Zero: model calls, tool calls and the run's
+	// outcome only.
+	Timeline Timeline
 	// Logger receives the module's logs. Zero: the Engine's.
 	Logger *slog.Logger
 }
@@ -115,6 +125,10 @@ func (c Config) Validate() error {
 		return errors.New("httpapi: RequestTimeout must not be negative")
 	case c.HistoryEvents < 0:
 		return errors.New("httpapi: HistoryEvents must not be negative")
+	case c.TimelineRuns < 0:
+		return errors.New("httpapi: TimelineRuns must not be negative")
+	case c.TimelineRows < 0:
+		return errors.New("httpapi: TimelineRows must not be negative")
 	}
 	return nil
 }
@@ -134,7 +148,9 @@ type Module struct {
 	ready    atomic.Bool
 	met      *metrics
 	hist     *lattice.History
-	stream   *stream
+	// timelines are the latest runs' timelines (GET /api/runs/{id}/timeline).
+	timelines *timelines
+	stream    *stream
 	// endStreams cancels the streams' context (Shutdown).
 	endStreams context.CancelFunc
 }
@@ -149,6 +165,12 @@ func New(cfg Config) (*Module, error) {
 	}
 	if cfg.HistoryEvents == 0 {
 		cfg.HistoryEvents = DefaultHistoryEvents
+	}
+	if cfg.TimelineRuns == 0 {
+		cfg.TimelineRuns = DefaultTimelineRuns
+	}
+	if cfg.TimelineRows == 0 {
+		cfg.TimelineRows = DefaultTimelineRows
 	}
 	m := &Module{cfg: cfg, reserved: make(map[string]bool, len(cfg.ReservedEvents))}
 	for _, t := range cfg.ReservedEvents {
@@ -181,8 +203,14 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 		met.close()
 		return err
 	}
+	tl, err := newTimelines(e.Bus(), m.cfg.TimelineRuns, m.cfg.TimelineRows, m.cfg.Timeline)
+	if err != nil {
+		met.close()
+		hist.Close()
+		return err
+	}
 	streamCtx, end := context.WithCancel(context.Background())
-	m.met, m.hist, m.endStreams = met, hist, end
+	m.met, m.hist, m.timelines, m.endStreams = met, hist, tl, end
 	m.stream = &stream{m: m, ctx: streamCtx, history: hist, writeTimeout: e.HTTPWriteTimeout()}
 	mux := http.NewServeMux()
 	for _, d := range m.table() {
@@ -229,8 +257,8 @@ func (m *Module) Shutdown(ctx context.Context) {
 	}
 }
 
-// Stop is [Module.Shutdown], then it ends the metrics counter and the
-// history.
+// Stop is [Module.Shutdown], then it ends the metrics counter, the
+// history and the run timelines.
 func (m *Module) Stop(ctx context.Context) error {
 	m.Shutdown(ctx)
 	m.mu.Lock()
@@ -238,6 +266,7 @@ func (m *Module) Stop(ctx context.Context) error {
 	if m.life.Stop() {
 		m.met.close()
 		m.hist.Close()
+		m.timelines.Close()
 	}
 	return nil
 }
@@ -261,6 +290,7 @@ type door struct {
 //	DELETE   /api/conversations/{id}                execute
 //	POST     /api/events                            admin: a custom event
 //	GET      /api/events                            read: the WebSocket event stream
+//	GET      /api/runs/{id}/timeline                read: a run's model calls, tool calls, approval waits, webhooks
 //	GET      /api/whoami                            public: the caller's identity
 //	GET      /metrics                               read, by a token that sees every agent
 //	GET      /.well-known/oauth-protected-resource[/…]  public, with server.auth.oauth (once started)
@@ -301,6 +331,7 @@ func (m *Module) table() []door {
 		scoped(exec, del, "/api/conversations/{id}", m.deleteConversation),
 		scoped(axocoatl.ScopeAdmin, post, "/api/events", m.publishEvent),
 		scoped(read, get, "/api/tools", m.listTools),
+		scoped(read, get, "/api/runs/{id}/timeline", m.getTimeline),
 		scoped(read, get, "/metrics", m.serveMetrics),
 		public(get, "/api/whoami", m.whoami),
 		// The stream checks the token itself: browsers cannot set headers
