@@ -297,8 +297,10 @@ func webhookDeliveries(ds []egress.Delivery) []httpapi.WebhookDelivery {
 	for i, d := range ds {
 		w := httpapi.WebhookDelivery{Webhook: d.Webhook, EventType: d.EventType, Status: string(d.Status), CreatedAt: d.CreatedAt}
 		for _, a := range d.Attempts {
-			w.Attempts = append(w.Attempts, httpapi.WebhookAttempt{At: a.At, StatusCode: a.StatusCode,
-				Latency: time.Duration(a.LatencyMS * float64(time.Millisecond)), Error: a.Error})
+			// An attempt is recorded when it ends.
+			latency := time.Duration(a.LatencyMS * float64(time.Millisecond))
+			w.Attempts = append(w.Attempts, httpapi.WebhookAttempt{Start: a.At.Add(-latency), StatusCode: a.StatusCode,
+				Latency: latency, Error: a.Error})
 		}
 		out[i] = w
 	}

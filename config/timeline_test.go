@@ -74,6 +74,11 @@ func TestRunTimelineRoute(t *testing.T) {
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		if hits.Add(1) == 1 {
+			// A slow refusal: its attempt has a length to place.
+			select {
+			case <-time.After(modelGap):
+			case <-r.Context().Done():
+			}
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	}))
@@ -225,10 +230,16 @@ webhooks:
 		wait.StartMS+wait.DurationMS > tool.StartMS+tool.DurationMS+slack {
 		t.Errorf("approval row %+v inside tool %+v", wait, tool)
 	}
-	if hookRow.Detail != "TaskCompleted" || len(hookRow.Attempts) != 2 || hookRow.Attempts[0].StatusCode != 503 ||
+	if hookRow.Detail != "TaskCompleted" || len(hookRow.Attempts) != 2 || hookRow.Attempts[0].StatusCode != 503 || hookRow.Attempts[0].DurationMS < gap-slack ||
 		hookRow.Attempts[1].StatusCode != 200 || hookRow.StartMS < run.DurationMS-slack ||
-		hookRow.Attempts[1].StartMS < hookRow.Attempts[0].StartMS {
+		hookRow.Attempts[1].StartMS < hookRow.Attempts[0].StartMS+hookRow.Attempts[0].DurationMS-slack {
 		t.Errorf("webhook row %+v (run %.1f ms)", hookRow, run.DurationMS)
+	}
+	// Each attempt lies inside its delivery's span.
+	for i, a := range hookRow.Attempts {
+		if a.StartMS < hookRow.StartMS-slack || a.StartMS+a.DurationMS > hookRow.StartMS+hookRow.DurationMS+slack {
+			t.Errorf("attempt %d at %.1f+%.1f ms outside its delivery at %.1f+%.1f ms", i+1, a.StartMS, a.DurationMS, hookRow.StartMS, hookRow.DurationMS)
+		}
 	}
 
 	// A read token sees the run without the webhook rows; one that does

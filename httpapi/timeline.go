@@ -64,7 +64,9 @@ type WebhookDelivery struct {
 
 // WebhookAttempt is one try of a [WebhookDelivery].
 type WebhookAttempt struct {
-	At         time.Time
+	// Start is when the request was made; Latency how long until its
+	// answer (or its failure).
+	Start      time.Time
 	StatusCode int // 0: no response
 	Latency    time.Duration
 	Error      string
@@ -435,9 +437,9 @@ func (r *runRecord) timeline(now time.Time, deliveries []WebhookDelivery) Timeli
 		final := d.Status != "queued" && d.Status != "in_flight"
 		for _, a := range d.Attempts {
 			ta := TimelineAttempt{StatusCode: a.StatusCode, Error: clip(a.Error, timelineErrorBytes)}
-			ta.StartMS, ta.DurationMS = span(a.At, a.At.Add(a.Latency))
+			ta.StartMS, ta.DurationMS = span(a.Start, a.Start.Add(a.Latency))
 			row.Attempts = append(row.Attempts, ta)
-			if e := a.At.Add(a.Latency); e.After(end) {
+			if e := a.Start.Add(a.Latency); e.After(end) {
 				end = e
 			}
 		}
