@@ -114,6 +114,9 @@ var boundGuards = map[string]guard{
 	"Event stream / runs one socket follows or has started at once (`follow`, `execute`)": {nil, []string{"httpapi:TestWebSocketMaxLiveRuns"}},
 	"Event stream / text pending per run of a socket":                                     {nil, []string{"httpapi:TestLivePendingBounds", "httpapi:TestWebSocketSlowReaderCoalesced", "httpapi:TestWebSocketStuckClientsBounded"}},
 	"Event stream / text of one delta frame":                                              {nil, []string{"httpapi:TestWebSocketDeltaFrameBound"}},
+	// Run timelines (issue 28): a run's waterfall.
+	"Run timelines / timelines kept (in Go `httpapi.Config.TimelineRuns`)":                              {httpapi.DefaultTimelineRuns, []string{"httpapi:TestTimelineBounds", "httpapi:TestTimelineOfARun"}},
+	"Run timelines / rows of one run's timeline, from its events (in Go `httpapi.Config.TimelineRows`)": {httpapi.DefaultTimelineRows, []string{"httpapi:TestTimelineBounds", "httpapi:TestTimelineOfARun"}},
 
 	"Config file / the config file `--config` or `AXOCOATL_CONFIG` names": {config.MaxFileBytes, []string{"config:TestConfigFileBound"}},
 

@@ -1,6 +1,9 @@
 // Package httpapi is an Engine's operator door as a Module: the HTTP API
 // (agents, execute, conversations, tools, custom events), the health checks, Prometheus
-// metrics, the WebSocket event stream GET /api/events and the dashboard
+// metrics, the WebSocket event stream GET /api/events, the run timelines
+// GET /api/runs/{id}/timeline ([TimelineResponse]: a run's model calls,
+// tool calls, approval waits and webhook deliveries, built from lattice
+// events and the [Timeline] sources, tracing off or on) and the dashboard
 // page. It is what the daemon serves besides the protocol modules, and what
 // a host embedding the library mounts to get the same (config.Runtime's
 // Mount does).
@@ -182,8 +185,8 @@ func New(cfg Config) (*Module, error) {
 // Name, Start and Stop make the Module an [axocoatl.Module].
 func (m *Module) Name() string { return "httpapi" }
 
-// Start subscribes the metrics counter and the history to the Engine's
-// lattice and builds the routes.
+// Start subscribes the metrics counter, the history and the run timelines
+// to the Engine's lattice and builds the routes.
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -64,6 +64,10 @@ func waitTimeline(t *testing.T, m *Module, task, id string) {
 
 // A run through the Engine with tracing off (the default install) has a
 // timeline: the run and its model call, with the echo model's tokens.
+//
+// Guards: the defaults of bounds "timelines kept" and "rows of one run's
+// timeline" (docs/bounds.md, run timelines): a zero Config keeps 200 runs
+// of 256 rows.
 func TestTimelineOfARun(t *testing.T) {
 	srv, m, e := serveAPI(t, Config{})
 	res, err := e.Execute(context.Background(), "assistant", "hello there")
