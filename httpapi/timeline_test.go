@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -128,4 +130,131 @@ func TestTimelineBounds(t *testing.T) {
 	if got := len(m.timelines.snapshot("t4").events); got > 4 {
 		t.Fatalf("%d event ids kept for a run of 4 rows", got)
 	}
+}
+
+// BenchmarkTimelineIngest is what one event of a run costs the timelines
+// (decoding its payload, placing its row): the price every model and tool
+// call pays on the subscriber's goroutine, never on the run's.
+func BenchmarkTimelineIngest(b *testing.B) {
+	tl := &timelines{maxRuns: DefaultTimelineRuns, maxRows: DefaultTimelineRows, runs: map[string]*runRecord{}}
+	ev, err := lattice.New(axocoatl.EventModelResult, "assistant", map[string]any{"agent_id": "assistant", "task_id": "t",
+		"call": 1, "ok": true, "finish_reason": "stop", "duration_ms": 12, "model": "gpt-4o-mini",
+		"usage": map[string]int{"input_tokens": 120, "output_tokens": 40, "cached_input_tokens": 0}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i%DefaultTimelineRows == 0 { // a fresh run before the bound of rows
+			tl.runs = map[string]*runRecord{}
+			tl.order = tl.order[:0]
+		}
+		i++
+		tl.add(ev)
+	}
+}
+
+// BenchmarkTimelineAnswer is GET /api/runs/{id}/timeline's work for a run
+// at its bound of rows (256) plus 16 webhook deliveries: the copy under
+// the lock, the placing and sorting, and the JSON.
+func BenchmarkTimelineAnswer(b *testing.B) {
+	tl := &timelines{maxRuns: DefaultTimelineRuns, maxRows: DefaultTimelineRows, runs: map[string]*runRecord{}}
+	start := time.Now()
+	r := &runRecord{task: "t", agent: "assistant", status: "completed", start: start, end: start.Add(time.Second), durationMS: 1000}
+	for i := range DefaultTimelineRows {
+		at := start.Add(time.Duration(i) * 3 * time.Millisecond)
+		r.rows = append(r.rows, rec{kind: "tool", name: "mcp__fs__read_file", status: "ok", start: at, end: at.Add(2 * time.Millisecond)})
+	}
+	tl.runs["t"] = r
+	var ds []WebhookDelivery
+	for range 16 {
+		ds = append(ds, WebhookDelivery{Webhook: "alerts", EventType: "TaskCompleted", Status: "delivered", CreatedAt: start.Add(time.Second),
+			Attempts: []WebhookAttempt{{Start: start.Add(time.Second), StatusCode: 200, Latency: time.Millisecond}}})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		out := tl.snapshot("t").timeline(time.Now(), ds)
+		if _, err := json.Marshal(out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// thinkingModel blocks each call until its ctx ends, after saying it started.
+type thinkingModel struct{ started chan struct{} }
+
+func (m thinkingModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Response, error) {
+	m.started <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A run cancelled while its model call is under way: while it runs the
+// timeline shows that call running; after, the run canceled and the call
+// ended in error, nothing left open. Runs and reads at once are safe
+// (under -race).
+func TestTimelineCancelAndConcurrency(t *testing.T) {
+	srv, _, e := serveAPI(t, Config{})
+	gate := thinkingModel{started: make(chan struct{}, 1)}
+	if err := e.AddAgent(agent.Spec{ID: "slow"}, gate); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan axocoatl.Result, 1)
+	go func() {
+		res, _ := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "slow", Input: "x", TaskID: "slow-1"})
+		ended <- res
+	}()
+	<-gate.started
+	var tl TimelineResponse
+	for deadline := time.Now().Add(10 * time.Second); len(tl.Rows) < 2; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no running timeline: %+v", tl)
+		}
+		_, tl = getTimeline(t, srv.URL, "slow-1")
+	}
+	if tl.Status != "running" || tl.Rows[1].Kind != "model" || tl.Rows[1].Status != "running" {
+		t.Fatalf("while the model thinks: %+v", tl)
+	}
+	cancel()
+	<-ended
+	for deadline := time.Now().Add(10 * time.Second); tl.Status == "running"; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancel never reached the timeline: %+v", tl)
+		}
+		_, tl = getTimeline(t, srv.URL, "slow-1")
+	}
+	if tl.Status != "canceled" || len(tl.Rows) != 2 || tl.Rows[1].Status != "error" || tl.Rows[1].Detail != axocoatl.FinishError {
+		t.Fatalf("after the cancel: %+v", tl)
+	}
+
+	var wg sync.WaitGroup
+	tasks := make(chan string, 64)
+	for range 4 {
+		wg.Go(func() {
+			for range 8 {
+				res, err := e.Execute(context.Background(), "assistant", "hi")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				tasks <- res.TaskID
+			}
+		})
+	}
+	for range 2 {
+		wg.Go(func() {
+			for range 16 {
+				select {
+				case task := <-tasks:
+					getTimeline(t, srv.URL, task)
+				case <-time.After(10 * time.Second):
+					t.Error("no run ended within 10s")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
