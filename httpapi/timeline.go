@@ -150,12 +150,15 @@ type timelines struct {
 type runRecord struct {
 	task, agent, source, model string
 	start                      time.Time // AgentActivated; zero if missed
-	end                        time.Time
-	status, err                string
-	durationMS                 int64
-	usage                      *agent.Usage
-	rows                       []rec
-	dropped                    int
+	// activated: the run's AgentActivated was seen (a tool call made
+	// outside a run, Engine.CallTool with a task id, has none).
+	activated   bool
+	end         time.Time
+	status, err string
+	durationMS  int64
+	usage       *agent.Usage
+	rows        []rec
+	dropped     int
 	// events are the ids of the run's events (bounded as rows are), for
 	// the webhook deliveries they caused; endEvent is kept apart.
 	events   []string
@@ -273,7 +276,7 @@ func (tl *timelines) add(ev lattice.Event) {
 	}
 	switch ev.Type {
 	case axocoatl.EventAgentActivated:
-		r.start = at
+		r.start, r.activated = at, true
 		r.source = clip(p.Source, timelineNameBytes)
 	case axocoatl.EventTaskCompleted, axocoatl.EventAgentFailed:
 		r.end, r.durationMS, r.usage, r.endEvent = at, p.DurationMS, p.Usage, ev.ID
@@ -420,7 +423,7 @@ func (r *runRecord) timeline(now time.Time, deliveries []WebhookDelivery) Timeli
 		}
 		rows = append(rows, row)
 	}
-	if r.status == "running" && !open {
+	if r.status == "running" && r.activated && !open {
 		// Between the end of the last call and now the run loop is
 		// waiting on its model: the call that will end in a ModelResult.
 		name := "chat"

@@ -97,7 +97,8 @@ func TestTimelineOfARun(t *testing.T) {
 // (docs/bounds.md, run timelines). With 3 runs of 4 rows: a fourth and
 // fifth run make the first two forgotten (404); a run with 6 tool calls
 // keeps 4 and says 2 were dropped, and its end is still taken; an error
-// text of 10 KiB is cut.
+// text of 10 KiB is cut; the events of a tool called outside a run show no
+// model call running forever.
 func TestTimelineBounds(t *testing.T) {
 	srv, m, e := serveAPI(t, Config{TimelineRuns: 3, TimelineRows: 4})
 	for _, task := range []string{"t0", "t1", "t2", "t3", "t4"} {
@@ -129,6 +130,13 @@ func TestTimelineBounds(t *testing.T) {
 	}
 	if got := len(m.timelines.snapshot("t4").events); got > 4 {
 		t.Fatalf("%d event ids kept for a run of 4 rows", got)
+	}
+	// A tool called outside a run (Engine.CallTool with a task id) is no
+	// run waiting on its model: nothing is shown running.
+	publishRun(t, e, axocoatl.EventToolCalled, "outside", map[string]any{"tool": "x"})
+	waitTimeline(t, m, "outside", publishRun(t, e, axocoatl.EventToolResult, "outside", map[string]any{"tool": "x", "ok": true, "duration_ms": 1}))
+	if _, tl := getTimeline(t, srv.URL, "outside"); len(tl.Rows) != 2 || tl.Rows[1].Kind != "tool" || tl.Rows[1].Status != "ok" {
+		t.Fatalf("a call outside a run: %+v", tl.Rows)
 	}
 }
 
