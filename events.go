@@ -23,8 +23,8 @@ const (
 	EventToolCalled = "ToolCalled"
 	// EventToolResult: a tool call ended. Telemetry.
 	EventToolResult = "ToolResult"
-	// EventModelResult: a model call of a run ended: its number in the
-	// run, duration, tokens, finish reason ([FinishStop],
+	// EventModelResult: a model call of a run ended: the run's door, the
+	// call's number in the run, duration, tokens, finish reason ([FinishStop],
 	// [FinishToolCalls], [FinishError]) and error. Telemetry: a webhook
 	// gets it only when its events name it. The answer's text is not in
 	// it, and its deltas are never events.

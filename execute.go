@@ -168,7 +168,7 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 
 	tools := &runToolbox{engine: e, spec: &a.spec, taskID: req.TaskID}
 	// Each model call ends in a ModelResult event.
-	model := e.recorded(listened(a.model, cast), &a.spec, req.TaskID)
+	model := e.recorded(listened(a.model, cast), &a.spec, &req)
 	var run agent.Turn
 	var err error
 	if conv == nil {

@@ -27,14 +27,14 @@ const (
 // it from one goroutine, so its counter needs no lock.
 type recordedModel struct {
 	agent.Model
-	e                     *Engine
-	agentID, taskID, name string
-	calls                 int64
+	e                             *Engine
+	agentID, taskID, name, source string
+	calls                         int64
 }
 
-// recorded wraps m, the model of one run of agent spec, task taskID.
-func (e *Engine) recorded(m agent.Model, spec *agent.Spec, taskID string) *recordedModel {
-	return &recordedModel{Model: m, e: e, agentID: spec.ID, taskID: taskID, name: spec.Model}
+// recorded wraps m, the model of the run of agent spec that req asks for.
+func (e *Engine) recorded(m agent.Model, spec *agent.Spec, req *Request) *recordedModel {
+	return &recordedModel{Model: m, e: e, agentID: spec.ID, taskID: req.TaskID, name: spec.Model, source: string(req.Source)}
 }
 
 // Generate implements [agent.Model].
@@ -79,8 +79,8 @@ func (m *recordedModel) record(ctx context.Context, start time.Time, res *agent.
 	if res != nil {
 		usage = res.Usage
 	}
-	p := payload{b: make([]byte, 0, 192+len(m.agentID)+len(m.taskID)+len(m.name))}
-	p.str("agent_id", m.agentID).str("task_id", m.taskID).int("call", m.calls).
+	p := payload{b: make([]byte, 0, 208+len(m.agentID)+len(m.taskID)+len(m.name))}
+	p.str("agent_id", m.agentID).str("task_id", m.taskID).str("source", m.source).int("call", m.calls).
 		bool("ok", finish != FinishError).str("finish_reason", finish)
 	if err != nil {
 		p.str("error", err.Error())

@@ -61,7 +61,7 @@ func TestModelResultPerCall(t *testing.T) {
 	}{{axocoatl.FinishToolCalls, 10, 3, 0, 1}, {axocoatl.FinishStop, 20, 5, 8, 2}} {
 		p := models[i]
 		u, _ := p["usage"].(map[string]any)
-		if p["task_id"] != res.TaskID || p["agent_id"] != "timer" || p["model"] != "m-1" || p["ok"] != true ||
+		if p["task_id"] != res.TaskID || p["agent_id"] != "timer" || p["source"] != "library" || p["model"] != "m-1" || p["ok"] != true ||
 			p["finish_reason"] != want.finish || p["call"] != want.callNumber ||
 			u["input_tokens"] != want.in || u["output_tokens"] != want.out || u["cached_input_tokens"] != want.cached {
 			t.Errorf("model call %d: %v", i+1, p)
