@@ -59,8 +59,17 @@ type OAuthConfig struct {
 	// dynamic client registration, in the order the spec gives.
 	ClientID string `yaml:"client_id"`
 	// ClientSecret is the pre-registered client's secret. Zero: a public
-	// client.
+	// client (or, with PrivateKey, one that signs).
 	ClientSecret secret.Secret `yaml:"client_secret"`
+	// PrivateKey is the PEM private key (PKCS#8, SEC 1 or PKCS#1; EC P-256
+	// or P-384, or RSA of 2048 bits or more) with which a client_credentials
+	// client authenticates by private_key_jwt (RFC 7523): each token
+	// request carries a client assertion signed with it (ES256, ES384 or
+	// RS256 by the key) instead of a client_secret. Zero: client_secret.
+	PrivateKey secret.Secret `yaml:"private_key"`
+	// KeyID is the kid of PrivateKey's client assertions, for an
+	// authorization server that knows the client's keys by id. Zero: none.
+	KeyID string `yaml:"key_id"`
 	// Scopes, when set, are requested instead of the ones the server's
 	// challenge or metadata name (authorization_code only). Zero: those.
 	Scopes []string `yaml:"scopes"`
@@ -90,8 +99,15 @@ func (o *OAuthConfig) validate() error {
 		if o.ClientID == "" {
 			return bad("client_id", "is required for grant client_credentials")
 		}
-		if o.ClientSecret.Reveal() == "" {
-			return bad("client_secret", "is required for grant client_credentials")
+		switch hasSecret, hasKey := o.ClientSecret.Reveal() != "", o.PrivateKey.Reveal() != ""; {
+		case hasSecret && hasKey:
+			return bad("private_key", "and client_secret are two ways to authenticate the client: set one")
+		case !hasSecret && !hasKey:
+			return bad("client_secret", "(or private_key) is required for grant client_credentials")
+		case hasKey:
+			if _, err := parseAssertionKey(o.PrivateKey.Reveal()); err != nil {
+				return bad("private_key", "%s", err.Error())
+			}
 		}
 		if len(o.Scopes) > 0 {
 			return bad("scopes", "apply to grant authorization_code only (client_credentials requests the scopes the server names)")
@@ -101,6 +117,15 @@ func (o *OAuthConfig) validate() error {
 		}
 	default:
 		return bad("grant", "%q must be authorization_code or client_credentials", o.Grant)
+	}
+	if o.grant() != GrantClientCredentials && o.PrivateKey.Reveal() != "" {
+		return bad("private_key", "applies to grant client_credentials only")
+	}
+	if o.KeyID != "" && o.PrivateKey.Reveal() == "" {
+		return bad("key_id", "needs private_key")
+	}
+	if len(o.KeyID) > 256 || strings.ContainsAny(o.KeyID, "\"\\\r\n") {
+		return bad("key_id", "must be at most 256 characters, without quotes, backslashes or line breaks")
 	}
 	if o.ClientSecret.Reveal() != "" && o.ClientID == "" {
 		return bad("client_secret", "needs client_id")
@@ -215,6 +240,13 @@ func (c *oauthClient) build(hf *handlerFetch) (auth.OAuthHandler, error) {
 		if s := o.ClientSecret.Reveal(); s != "" {
 			creds.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: s}
 		}
+	}
+	if o.grant() == GrantClientCredentials && o.PrivateKey.Reveal() != "" {
+		key, err := parseAssertionKey(o.PrivateKey.Reveal())
+		if err != nil {
+			return nil, fmt.Errorf("oauth: %w: private_key %s", ErrInvalidConfig, err)
+		}
+		return &jwtClientHandler{clientID: o.ClientID, kid: o.KeyID, key: key, http: c.http}, nil
 	}
 	if o.grant() == GrantClientCredentials {
 		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{Credentials: creds, HTTPClient: c.http})
