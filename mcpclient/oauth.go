@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -27,6 +28,9 @@ const (
 	GrantAuthorizationCode = "authorization_code"
 	GrantClientCredentials = "client_credentials"
 )
+
+// MaxOAuthAllowHosts bounds [OAuthConfig].AllowHosts.
+const MaxOAuthAllowHosts = 100
 
 // DefaultRefreshEarly is how long before its expiry an access token is
 // refreshed: calls made meanwhile carry the old, still valid token, so a
@@ -67,6 +71,14 @@ type OAuthConfig struct {
 	// request carries a client assertion signed with it (ES256, ES384 or
 	// RS256 by the key) instead of a client_secret. Zero: client_secret.
 	PrivateKey secret.Secret `yaml:"private_key"`
+	// AllowHosts are hosts the OAuth requests of a server at a public
+	// address may reach although they are on this machine or a private
+	// network (an authorization server inside the network). A server whose
+	// URL is public has its OAuth requests held to public addresses
+	// (beside its own host), so that its metadata cannot point this
+	// process at 169.254.169.254 or localhost; a server on localhost or a
+	// private address is not held. Zero: none.
+	AllowHosts []string `yaml:"allow_hosts"`
 	// KeyID is the kid of PrivateKey's client assertions, for an
 	// authorization server that knows the client's keys by id. Zero: none.
 	KeyID string `yaml:"key_id"`
@@ -120,6 +132,17 @@ func (o *OAuthConfig) validate() error {
 	}
 	if o.grant() != GrantClientCredentials && o.PrivateKey.Reveal() != "" {
 		return bad("private_key", "applies to grant client_credentials only")
+	}
+	if len(o.AllowHosts) > MaxOAuthAllowHosts {
+		return bad("allow_hosts", "has %d entries, more than %d", len(o.AllowHosts), MaxOAuthAllowHosts)
+	}
+	for _, h := range o.AllowHosts {
+		if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
+			continue
+		}
+		if h == "" || len(h) > 253 || strings.ContainsAny(h, "/:@?#[]% \t\r\n") {
+			return bad("allow_hosts", "%q is not a host name or IP address (no scheme, port or path)", truncate(h, 64))
+		}
 	}
 	if o.KeyID != "" && o.PrivateKey.Reveal() == "" {
 		return bad("key_id", "needs private_key")
@@ -193,9 +216,13 @@ func newOAuthClient(cfg ServerConfig, mcfg Config, log *slog.Logger) (*oauthClie
 		o.RedirectURL = mcfg.RedirectURL
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
+	var rt http.RoundTripper = base
+	if g := newOAuthGuard(cfg.Name, cfg.URL, o.AllowHosts); g != nil {
+		rt = g.transport(base)
+	}
 	c := &oauthClient{
 		server: cfg.Name, cfg: &o, store: mcfg.Tokens, early: DefaultRefreshEarly, log: log,
-		http:     &http.Client{Transport: base, Timeout: cfg.timeout()},
+		http:     &http.Client{Transport: rt, Timeout: cfg.timeout()},
 		unattend: mcfg.FetchCode,
 	}
 	if c.unattend == nil {

@@ -50,6 +50,7 @@ type testAS struct {
 	issued   atomic.Int32         // access tokens issued
 	refuse   atomic.Bool          // refuse refresh grants (invalid_grant)
 	resource atomic.Value         // the last resource indicator seen
+	hits     atomic.Int32         // requests of any kind
 	// assert checks private_key_jwt client assertions (iss the client,
 	// aud this server); nil: none accepted.
 	assert     *httpguard.Verifier
@@ -170,7 +171,10 @@ func newTestAS(t testing.TB, ttl time.Duration) *testAS {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": int(a.ttl.Seconds()), "refresh_token": rt})
 	})
-	a.srv = httptest.NewServer(mux)
+	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.hits.Add(1)
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(a.srv.Close)
 	return a
 }
