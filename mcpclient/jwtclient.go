@@ -37,8 +37,9 @@ const ClientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bea
 // exp past its iat). Each token request signs a new one.
 const ClientAssertionLifetime = time.Minute
 
-// maxTokenResponse bounds a token endpoint's answer.
-const maxTokenResponse = 64 << 10
+// MaxTokenAnswerBytes bounds a token endpoint's answer to a
+// private_key_jwt client: past it the token request fails.
+const MaxTokenAnswerBytes = 64 << 10
 
 // assertionKey is a parsed `private_key`: the signer and its JWS alg.
 type assertionKey struct {
@@ -287,12 +288,12 @@ func (s *assertionSource) Token() (*oauth2.Token, error) {
 		return nil, fmt.Errorf("oauth: token endpoint: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxTokenAnswerBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("oauth: token endpoint: %w", err)
 	}
-	if len(body) > maxTokenResponse {
-		return nil, fmt.Errorf("oauth: token endpoint: the answer is over %d bytes", maxTokenResponse)
+	if len(body) > MaxTokenAnswerBytes {
+		return nil, fmt.Errorf("oauth: token endpoint: the answer is over %d bytes", MaxTokenAnswerBytes)
 	}
 	var tr struct {
 		AccessToken string `json:"access_token"`

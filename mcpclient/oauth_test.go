@@ -483,6 +483,39 @@ func TestOAuthClientCredentialsPrivateKeyJWT(t *testing.T) {
 	})
 }
 
+// A token endpoint that answers a private_key_jwt client with more than
+// MaxTokenAnswerBytes gets no further read: the token request fails,
+// saying so.
+// Guards: bound "a token endpoint's answer (private_key_jwt)" (mcp client) (docs/bounds.md).
+func TestOAuthTokenAnswerBound(t *testing.T) {
+	k := jwttest.NewEC(t, "k")
+	key, err := parseAssertionKey(pemOf(t, k).Reveal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{MaxTokenAnswerBytes - 100, true}, {MaxTokenAnswerBytes + 1, false}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body := `{"access_token":"at-1","token_type":"Bearer","expires_in":60,"pad":"`
+			body += strings.Repeat("x", tc.size-len(body)-2) + `"}`
+			_, _ = w.Write([]byte(body))
+		}))
+		h := &jwtClientHandler{clientID: "c", key: key, http: &http.Client{Timeout: 5 * time.Second}}
+		src := &assertionSource{h: h, ctx: context.Background(), tokenURL: srv.URL + "/token", issuer: srv.URL}
+		tok, err := src.Token()
+		srv.Close()
+		if tc.ok && (err != nil || tok.AccessToken != "at-1") {
+			t.Errorf("%d bytes: %v", tc.size, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "over 65536 bytes")) {
+			t.Errorf("%d bytes: %v, want the bound's error", tc.size, err)
+		}
+	}
+}
+
+// Guards: bound "entries of oauth.allow_hosts" (mcp client) (docs/bounds.md).
 func TestOAuthConfigValidate(t *testing.T) {
 	base := func(o OAuthConfig) ServerConfig {
 		return ServerConfig{Name: "s", URL: "https://mcp.example/mcp", OAuth: &o}
@@ -501,6 +534,9 @@ func TestOAuthConfigValidate(t *testing.T) {
 		{base(OAuthConfig{Grant: GrantClientCredentials, ClientID: "c", PrivateKey: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"}), "oauth.private_key", "CERTIFICATE"},
 		{base(OAuthConfig{ClientID: "c", PrivateKey: "k"}), "oauth.private_key", "client_credentials only"},
 		{base(OAuthConfig{Grant: GrantClientCredentials, ClientID: "c", ClientSecret: "x", KeyID: "k1"}), "oauth.key_id", "needs private_key"},
+		{base(OAuthConfig{AllowHosts: make([]string, MaxOAuthAllowHosts+1)}), "oauth.allow_hosts", "more than 100"},
+		{base(OAuthConfig{AllowHosts: []string{"http://idp.internal"}}), "oauth.allow_hosts", "not a host name"},
+		{base(OAuthConfig{AllowHosts: []string{"idp.internal:8443"}}), "oauth.allow_hosts", "no scheme, port or path"},
 		{base(OAuthConfig{ClientSecret: "x"}), "oauth.client_secret", "needs client_id"},
 		{base(OAuthConfig{Scopes: []string{"a b"}}), "oauth.scopes", "scope token"},
 		{base(OAuthConfig{RedirectURL: "/cb"}), "oauth.redirect_url", "absolute"},
@@ -513,6 +549,9 @@ func TestOAuthConfigValidate(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Key != tc.key || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want key %s with %q", tc.sc.OAuth, err, tc.key, tc.want)
 		}
+	}
+	if err := base(OAuthConfig{ClientID: "c", AllowHosts: append(make([]string, 0, MaxOAuthAllowHosts), "idp.internal", "10.0.0.5", "fd00::1", "[fd00::2]")}).Validate(); err != nil {
+		t.Error(err)
 	}
 	if err := base(OAuthConfig{ClientID: "c", Scopes: []string{"read"}, ClientMetadataURL: "https://c.example/meta.json"}).Validate(); err != nil {
 		t.Error(err)
