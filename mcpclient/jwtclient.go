@@ -18,6 +18,7 @@ import (
 	"io"
 	"math/big"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -184,6 +185,9 @@ func (h *jwtClientHandler) Authorize(ctx context.Context, req *http.Request, res
 		base := strings.TrimRight(prm.AuthorizationServers[0], "/")
 		asm = &oauthex.AuthServerMeta{Issuer: base, TokenEndpoint: base + "/token"}
 	}
+	if tu, err := url.Parse(asm.TokenEndpoint); err != nil || (tu.Scheme != "https" && !(tu.Scheme == "http" && loopbackHost(tu.Hostname()))) {
+		return fmt.Errorf("oauth: the token endpoint %q is not https (http is for loopback hosts only)", redactURL(asm.TokenEndpoint))
+	}
 	if m := asm.TokenEndpointAuthMethodsSupported; len(m) > 0 && !slices.Contains(m, "private_key_jwt") {
 		return fmt.Errorf("oauth: the authorization server %s does not accept private_key_jwt (it lists %s)", asm.Issuer, strings.Join(m, ", "))
 	}
@@ -319,4 +323,13 @@ func (s *assertionSource) Token() (*oauth2.Token, error) {
 		tok.Expiry = time.Now().Add(time.Duration(tr.ExpiresIn) * time.Second)
 	}
 	return tok, nil
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.IsLoopback()
 }
