@@ -562,10 +562,14 @@ func TestPushConfigsOwnedByTheirCaller(t *testing.T) {
 			}
 			alice, bob, admin := as(aliceTok), as(bobTok), as(adminTok)
 			ctx := context.Background()
+			// A send's own config is its sender's too.
 			req := v1Message("hello", map[string]any{a2a.ReceiverKey: "gated"})
-			req.Config = &a2a1.SendMessageConfig{ReturnImmediately: true}
+			req.Config = &a2a1.SendMessageConfig{ReturnImmediately: true, PushConfig: &a2a1.PushConfig{ID: "inline", URL: rc.srv.URL + "/alice-inline"}}
 			task := v1Send(t, alice, req)
 			defer close(f.release)
+			if list, err := alice.ListTaskPushConfigs(ctx, &a2a1.ListTaskPushConfigRequest{TaskID: task.ID}); err != nil || len(list) != 1 || list[0].ID != "inline" {
+				t.Fatalf("alice lists %+v, %v: want her send's config", list, err)
+			}
 			if _, err := alice.CreateTaskPushConfig(ctx, &a2a1.PushConfig{TaskID: task.ID, ID: "cfg1", URL: rc.srv.URL + "/alice"}); err != nil {
 				t.Fatal(err)
 			}
@@ -576,6 +580,10 @@ func TestPushConfigsOwnedByTheirCaller(t *testing.T) {
 			if list, err := bob.ListTaskPushConfigs(ctx, &a2a1.ListTaskPushConfigRequest{TaskID: task.ID}); err != nil || len(list) != 0 {
 				t.Fatalf("bob lists %+v, %v: want none", list, err)
 			}
+			if err := bob.DeleteTaskPushConfig(ctx, &a2a1.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "inline"}); err == nil {
+				t.Fatal("bob deleted alice's send's config")
+			}
+			must(t, alice.DeleteTaskPushConfig(ctx, &a2a1.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "inline"}))
 			if got, err := bob.GetTaskPushConfig(ctx, &a2a1.GetTaskPushConfigRequest{TaskID: task.ID, ID: "cfg1"}); err == nil {
 				t.Fatalf("bob reads alice's config: %+v", got)
 			}
