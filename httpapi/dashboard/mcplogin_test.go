@@ -246,8 +246,8 @@ func jwtMCP(t testing.TB, a *jwtAS) (srv *httptest.Server, refused *atomic.Int32
 
 // The issue's acceptance test for the MCP client's OAuth: the built daemon
 // is configured with a go-sdk MCP server behind an authorization server
-// issuing JWTs. Its MCP servers panel shows the server as needing a login;
-// the Connect button opens the authorization server's login page in a new
+// issuing JWTs. Its MCP servers panel shows the server as needing a login
+// (a read token sees that, not the Connect button); the Connect button opens the authorization server's login page in a new
 // window, which Chromium fills in and submits; the authorization server
 // sends it back to the daemon's /oauth/callback, the code is exchanged
 // (PKCE S256) and the panel shows the server connected. The access tokens
@@ -259,7 +259,7 @@ func TestMCPConnectFromDashboard(t *testing.T) {
 	needChromium(t)
 	bin := buildDaemon(t)
 	addr := testutil.FreeAddr(t)
-	const apiToken = "dashboard-oauth-token-5e1a9c"
+	const apiToken, viewerToken = "dashboard-oauth-token-5e1a9c", "dashboard-viewer-token-77b0"
 	a := newJWTAS(t, "axo-dashboard", "http://"+addr+"/oauth/callback", 64*time.Second)
 	rs, refused := jwtMCP(t, a)
 	modelURL := testutil.ToolCallModel(t, "mcp__secured__echo", `{"message":"hi"}`)
@@ -268,6 +268,8 @@ func TestMCPConnectFromDashboard(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
 server:
   api_token: %s
+  tokens:
+    - { name: viewer, token: %s, scopes: [read] }
   oauth_token_key: a-token-key-of-some-length-7d2f
   data_dir: %s
 providers:
@@ -282,15 +284,27 @@ mcp_servers:
       client_id: axo-dashboard
 approval:
   default: allow
-`, apiToken, dataDir, modelURL, rs.URL)), 0o600); err != nil {
+`, apiToken, viewerToken, dataDir, modelURL, rs.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	d := startDaemonAt(t, bin, addr, "AXOCOATL_CONFIG="+cfg)
 
 	b := newBrowser(t)
-	b.do(t, "load the dashboard", chromedp.Navigate(d.URL+"/"))
-	b.waitFor(t, "the token prompt", `!document.getElementById('auth').hidden`)
-	b.do(t, "enter the token", chromedp.SendKeys(chromedp.ID("token"), apiToken), chromedp.Click(chromedp.CSS("#auth button")))
+	signIn := func(token string) {
+		t.Helper()
+		b.do(t, "load the dashboard", chromedp.Navigate(d.URL+"/"))
+		b.waitFor(t, "the token prompt", `!document.getElementById('auth').hidden`)
+		b.do(t, "enter the token", chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.CSS("#auth button")))
+	}
+	// A token without scope admin sees the state, not the button.
+	signIn(viewerToken)
+	b.waitFor(t, "the server needing a login (viewer)", `document.querySelector('#servers li[data-server="secured"][data-state="needs-login"]')`)
+	b.waitFor(t, "the viewer's scopes", `document.body.dataset.cannot.includes('admin')`)
+	if got := b.eval(t, `getComputedStyle(document.querySelector('#servers li[data-server="secured"] button.server-connect')).display`); got != "none" {
+		t.Errorf("a read token is shown the Connect button (display %q)", got)
+	}
+	b.eval(t, `(sessionStorage.clear(), '')`)
+	signIn(apiToken)
 	row := b.waitFor(t, "the server needing a login", `document.querySelector('#servers li[data-server="secured"][data-state="needs-login"]')?.innerText`)
 	if !strings.Contains(row, "needs login") || !strings.Contains(row, "Connect") {
 		t.Errorf("the server's row shows %q", row)
@@ -310,9 +324,19 @@ approval:
 	}
 	login, closeLogin := chromedp.NewContext(b.ctx, chromedp.WithTargetID(id))
 	defer closeLogin()
+	// Attach to the window on its own context (as newBrowser does for the
+	// tab), so that the steps' deadlines do not end the attachment.
+	if err := chromedp.Do(login); err != nil {
+		t.Fatalf("attach to the login window: %v", err)
+	}
 	lb := &browser{ctx: login}
+	lb.do(t, "the authorization server's page", chromedp.WaitVisible(chromedp.ID("username")))
+	// No handle on the dashboard: the page's Cross-Origin-Opener-Policy
+	// and the script's win.opener = null each see to it.
+	if got := lb.eval(t, `String(window.opener)`); got != "null" {
+		t.Errorf("the login window has a handle on the dashboard: window.opener = %s", got)
+	}
 	lb.do(t, "sign in on the authorization server's page",
-		chromedp.WaitVisible(chromedp.ID("username")),
 		chromedp.SendKeys(chromedp.ID("username"), loginUser),
 		chromedp.SendKeys(chromedp.ID("password"), loginPassword),
 		chromedp.Click(chromedp.ID("signin")))
@@ -335,6 +359,9 @@ approval:
 		if time.Now().After(wait) {
 			t.Fatalf("the login window is at %q, not the daemon's callback", at)
 		}
+	}
+	if back := lb.waitFor(t, "the callback page's text", `document.body && document.body.innerText`); !strings.Contains(back, "Logging in to secured") {
+		t.Errorf("the callback page says %q", back)
 	}
 	if a.logins.Load() != 1 {
 		t.Errorf("%d logins on the authorization server, want 1", a.logins.Load())
