@@ -33,25 +33,35 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
-// loopbackName is a host name (not "localhost") that resolves to a
-// loopback address here: this machine's own name, as /etc/hosts usually
-// has it. The test skips what needs it when there is none.
+// loopbackName is a host name (not "localhost" nor *.localhost, which the
+// guard refuses by name) that resolves to 127.0.0.1 only here, where the
+// test servers listen: this machine's own name, or localhost.localdomain,
+// as /etc/hosts usually has them. The test skips what needs it when there
+// is none.
 func loopbackName(t *testing.T) string {
 	t.Helper()
-	h, err := os.Hostname()
-	if err != nil || netguard.CheckHost(h) != nil {
-		t.Skip("no host name to test with")
+	var names []string
+	if h, err := os.Hostname(); err == nil {
+		names = append(names, h)
 	}
-	addrs, err := net.DefaultResolver.LookupHost(context.Background(), h)
-	if err != nil || len(addrs) == 0 {
-		t.Skipf("this machine's name %q does not resolve: %v", h, err)
-	}
-	for _, a := range addrs {
-		if ip := net.ParseIP(a); ip == nil || !ip.IsLoopback() {
-			t.Skipf("this machine's name %q resolves to %s, not a loopback address", h, a)
+	for _, h := range append(names, "localhost.localdomain") {
+		if netguard.CheckHost(h) != nil {
+			continue
+		}
+		addrs, err := net.DefaultResolver.LookupHost(context.Background(), h)
+		if err != nil || len(addrs) == 0 {
+			continue
+		}
+		ok := true
+		for _, a := range addrs {
+			ok = ok && a == "127.0.0.1"
+		}
+		if ok {
+			return h
 		}
 	}
-	return h
+	t.Skipf("no host name here resolves to 127.0.0.1 only (tried %v)", append(names, "localhost.localdomain"))
+	return ""
 }
 
 func guardedClient(t *testing.T, serverURL string, allow ...string) *http.Client {
