@@ -66,7 +66,7 @@ func parseAssertionKey(pemText string) (*assertionKey, error) {
 	case "RSA PRIVATE KEY":
 		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
 	default:
-		return nil, fmt.Errorf("is a PEM %q block; want PRIVATE KEY, EC PRIVATE KEY or RSA PRIVATE KEY", block.Type)
+		return nil, fmt.Errorf("is a PEM %q block; want PRIVATE KEY, EC PRIVATE KEY or RSA PRIVATE KEY", truncate(block.Type, 40))
 	}
 	if err != nil {
 		return nil, errors.New("is not a readable private key")

@@ -269,3 +269,25 @@ func oauthGuardClient() {
 	}
 	fmt.Println("connected and called:", res.Content)
 }
+
+// Whatever private_key holds, parsing it neither panics nor quotes it in
+// its error.
+func FuzzParseAssertionKey(f *testing.F) {
+	f.Add("-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWJ5dGVzLW9mLXRoZS1rZXk=\n-----END PRIVATE KEY-----\n")
+	f.Add("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n")
+	f.Add("-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----\n")
+	f.Add("not pem at all")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, in string) {
+		k, err := parseAssertionKey(in)
+		if err == nil {
+			if k.signer == nil || (k.alg != "ES256" && k.alg != "ES384" && k.alg != "RS256") {
+				t.Fatalf("parsed %q into %+v", in, k)
+			}
+			return
+		}
+		if body := strings.TrimSpace(in); len(body) >= 8 && strings.Contains(err.Error(), body) {
+			t.Fatalf("the error %q quotes the key", err)
+		}
+	})
+}
