@@ -158,6 +158,8 @@ var boundGuards = map[string]guard{
 	"MCP client / `list_changed` re-lists":                        {nil, []string{"mcpclient:TestListChangedFlood"}},
 	"MCP client / a child's stderr":                               {nil, []string{"mcpclient:TestStderrFlood", "mcpclient:TestStderrCutKeepsSecrets"}},
 	"MCP client / OAuth logins waiting for their callback":        {mcpclient.DefaultLoginTimeout, []string{"mcpclient:TestOAuthLoginOverHTTP"}},
+	"MCP client / entries of `oauth.allow_hosts` (hosts inside that a public server's OAuth requests may reach)": {mcpclient.MaxOAuthAllowHosts, []string{"mcpclient:TestOAuthConfigValidate"}},
+	"MCP client / a token endpoint's answer (private_key_jwt)":                                                   {int64(mcpclient.MaxTokenAnswerBytes), []string{"mcpclient:TestOAuthTokenAnswerBound"}},
 
 	// A2A server
 	"a2a.max_tasks":            {a2a.DefaultMaxTasks, []string{"a2a:TestStoreCountBound"}},

@@ -856,15 +856,84 @@
           (seen.lastDrop ? ` · last drop ${new Date(seen.lastDrop * 1000).toLocaleTimeString()}` : '') +
           (seen.lastError && seen.lastError !== s.error ? ` (${seen.lastError})` : ''));
       }
-      return el('li', { 'data-server': s.name || '', 'data-state': s.connected ? 'connected' : 'disconnected' },
+      const needsLogin = !s.connected && !!s.needs_login;
+      const state = s.connected ? 'connected' : needsLogin ? 'needs-login' : 'disconnected';
+      const lg = logins.get(s.name);
+      let connect = '';
+      if (needsLogin) {
+        connect = el('div', { class: 'server-login' },
+          el('button', { type: 'button', class: 'server-connect', onclick: () => connectServer(s.name) },
+            lg && lg.state === 'pending' ? 'Connect again' : 'Connect'),
+          lg && lg.url ? el('a', { href: lg.url, target: '_blank', rel: 'noopener noreferrer', class: 'server-login-url' }, 'open the login page') : '',
+          lg && lg.text ? el('span', { class: lg.state === 'failed' ? 'error server-login-status' : 'muted server-login-status' }, lg.text) : '');
+      }
+      return el('li', { 'data-server': s.name || '', 'data-state': state },
         el('div', {}, el('strong', {}, s.name || '?'), ' ',
-          el('span', { class: s.connected ? 'status-ok' : 'status-bad' }, s.connected ? 'connected' : 'not connected'),
+          el('span', { class: s.connected ? 'status-ok' : 'status-bad' }, s.connected ? 'connected' : needsLogin ? 'needs login' : 'not connected'),
           el('span', { class: 'muted' }, ` · ${s.transport || ''} · ${tools.length} tool${tools.length === 1 ? '' : 's'}`)),
         s.error ? el('span', { class: 'error server-error' }, s.error) : '',
+        connect,
         history,
         tools.length ? el('details', {}, el('summary', {}, 'Tools'), el('code', {}, tools.join(', '))) : '');
     }));
     showLoaded('servers', serverList.length);
+  }
+
+  // A login to a server behind OAuth (POST /api/mcp/servers/{name}/login,
+  // admin): the authorization URL opens in a window of its own, the
+  // authorization server sends the user back to the daemon's
+  // /oauth/callback, and the server connects (its McpServerConnected event
+  // reloads the panel). The window is opened on the click, before the
+  // request, so that no popup blocker stops it; it gets no handle on this
+  // page. Without it, the link is shown.
+  const logins = new Map(); // server name → { state, url, text }
+  const LOGIN_POLL = 1000, LOGIN_POLLS = 600;
+
+  async function connectServer(name) {
+    const path = '/api/mcp/servers/' + encodeURIComponent(name) + '/login';
+    let win = null;
+    try { win = window.open('', 'axocoatl-login-' + name); } catch { win = null; }
+    logins.set(name, { state: 'pending', url: '', text: 'Starting the login…' });
+    renderServers();
+    let st;
+    try {
+      st = await api('POST', path);
+    } catch (err) {
+      if (win) win.close();
+      logins.set(name, { state: 'failed', url: '', text: String(err.message || err) });
+      renderServers();
+      return;
+    }
+    const url = st && typeof st.url === 'string' && /^https?:\/\//i.test(st.url) ? st.url : '';
+    if (!url) {
+      if (win) win.close();
+      logins.set(name, { state: 'failed', url: '', text: 'The daemon gave no login page to open.' });
+      renderServers();
+      return;
+    }
+    if (win) {
+      win.opener = null;
+      win.location.href = url;
+    }
+    logins.set(name, { state: 'pending', url, text: 'Waiting for the login in the other window…' });
+    renderServers();
+    for (let i = 0; i < LOGIN_POLLS; i++) {
+      await new Promise((r) => setTimeout(r, LOGIN_POLL));
+      const cur = logins.get(name);
+      if (!cur || cur.url !== url) return; // another login replaced this one
+      let now;
+      try { now = await api('GET', path); } catch { continue; }
+      if (now.state === 'done') {
+        logins.delete(name);
+        loadServers();
+        return;
+      }
+      if (now.state !== 'pending') {
+        logins.set(name, { state: 'failed', url: '', text: now.error || `The login ended (${now.state}).` });
+        renderServers();
+        return;
+      }
+    }
   }
 
   function onServerEvent(ev) {
@@ -1437,7 +1506,7 @@
       const who = await api('GET', '/api/whoami');
       const scopes = new Set((who && who.scopes) || []);
       const can = (s) => scopes.has(s) || scopes.has('admin');
-      document.body.dataset.cannot = ['execute', 'approve'].filter((s) => !can(s)).join(' ');
+      document.body.dataset.cannot = ['execute', 'approve', 'admin'].filter((s) => !can(s)).join(' ');
       $('whoami').textContent = who && who.name ? `Signed in as ${who.name} (${[...scopes].join(', ')})` : '';
     } catch { /* an older daemon: show everything */ }
   }
