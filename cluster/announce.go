@@ -86,7 +86,7 @@ func (m *Module) announceLocked(hello, leaving bool) {
 	}
 	// A publish while NATS is down is buffered by the client (bounded by
 	// its reconnect buffer) or refused: either way the next beat follows.
-	_ = m.nc.Publish(m.subj+".announce", data)
+	_ = m.publish(m.subj+".announce", "", data)
 }
 
 // logOnce logs a bound reached, once per distinct message until the next
@@ -101,6 +101,9 @@ func (m *Module) logOnce(msg string, args ...any) {
 // onAnnounce runs on the NATS client's dispatch goroutine for every
 // daemon's heartbeat.
 func (m *Module) onAnnounce(msg *natsgo.Msg) {
+	if !m.keys.Check(msg, m.guardAnnounce, "announcement") {
+		return // counted, logged: no daemon joins unsigned
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopping {

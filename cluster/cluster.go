@@ -77,8 +77,10 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/conversation"
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/clustersig"
 	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
+	"github.com/axocoatl/axocoatl-go/secret"
 )
 
 // Defaults of the zero [Config] fields.
@@ -127,6 +129,21 @@ type Config struct {
 	// dropped (logged). Zero: 64.
 	MaxNodes int `yaml:"max_nodes"`
 
+	// Key is the cluster key (a secret; AXOCOATL_CLUSTER_KEY in the daemon):
+	// every task, answer, cancel and announcement this daemon sends is
+	// signed with it (HMAC-SHA256) and every one it receives must be
+	// signed with it or one of AcceptedKeys, within 30 s of this clock and
+	// not seen before; others are dropped, counted
+	// (axocoatl_cluster_rejected_total) and logged once per 10 s. At least
+	// 16 bytes. Zero: the Engine's bus's key (lattice/nats
+	// Options.Key), and without one nothing is signed or checked: anyone
+	// who may publish under the prefix can run agents.
+	Key secret.Secret `yaml:"key"`
+	// AcceptedKeys are further keys taken (not signed with): the old key
+	// (or the next) while a rolling restart changes Key. At most 8. Zero:
+	// Key only (or the bus's accepted keys when Key is zero).
+	AcceptedKeys []secret.Secret `yaml:"accepted_keys"`
+
 	// Conn, Node and Prefix are the NATS connection, this daemon's node
 	// name and the lattice's subject prefix. Zero: those of the Engine's
 	// bus, which must then be a lattice/nats Bus.
@@ -144,6 +161,13 @@ func (c Config) Validate() error {
 		cfgerr.N("accept_timeout", c.AcceptTimeout), cfgerr.N("max_concurrent_runs", c.MaxConcurrentRuns),
 		cfgerr.N("max_announce_bytes", c.MaxAnnounceBytes), cfgerr.N("max_nodes", c.MaxNodes)); err != nil {
 		return err
+	}
+	ke, ae := clustersig.ValidateKeys(c.Key, c.AcceptedKeys)
+	if ke != nil {
+		return cfgerr.Errorf("key", "%v", ke)
+	}
+	if ae != nil {
+		return cfgerr.Errorf("accepted_keys", "%v", ae)
 	}
 	d := c.withDefaults()
 	if d.ExpireAfter < 2*d.HeartbeatInterval {
@@ -179,6 +203,11 @@ type natsBus interface {
 	Conn() *natsgo.Conn
 	Node() string
 	Prefix() string
+}
+
+// keyedBus is a lattice/nats Bus's keys, shared when Config.Key is zero.
+type keyedBus interface {
+	Keyring() *clustersig.Keyring
 }
 
 // Module is the cluster membership and task routing of one Engine. Create
@@ -226,6 +255,12 @@ type Module struct {
 	dropped    uint64 // announcements dropped (bounds)
 	instance   string // this Module's announcements, among daemons of one name
 	twins      uint64 // announcements heard from another daemon of this name
+
+	// keys sign what this module sends and check what it receives (nil:
+	// no key); one guard per subscription, each of which sees a sender's
+	// messages in order.
+	keys                                              *clustersig.Keyring
+	guardAnnounce, guardCancel, guardReply, guardExec *clustersig.Guard
 }
 
 type peer struct {
@@ -278,8 +313,43 @@ func New(cfg Config) (*Module, error) {
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.instance = lattice.NewID(time.Now())
+	var err error
+	if m.keys, err = clustersig.New(cfg.Key, cfg.AcceptedKeys, nil); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	m.guardAnnounce, m.guardCancel, m.guardReply, m.guardExec = clustersig.NewGuard(), clustersig.NewGuard(), clustersig.NewGuard(), clustersig.NewGuard()
 	return m, nil
 }
+
+// publish sends a message, signed when the module has a key.
+func (m *Module) publish(subject, reply string, data []byte) error {
+	if m.keys == nil {
+		if reply != "" {
+			return m.nc.PublishRequest(subject, reply, data)
+		}
+		return m.nc.Publish(subject, data)
+	}
+	msg := &natsgo.Msg{Subject: subject, Reply: reply, Data: data}
+	m.keys.Sign(msg)
+	return m.nc.PublishMsg(msg)
+}
+
+// maxPayload is what a message's data may take under NATS max_payload,
+// room for the signature kept.
+func (m *Module) maxPayload() int64 {
+	if m.keys == nil {
+		return m.nc.MaxPayload()
+	}
+	return m.nc.MaxPayload() - clustersig.Overhead
+}
+
+// Signed reports whether the module signs and checks its messages
+// ([Config].Key, or its bus's key).
+func (m *Module) Signed() bool { return m.keys != nil }
+
+// Keyring is the module's keys (its bus's when [Config].Key is zero); nil
+// without a key.
+func (m *Module) Keyring() *clustersig.Keyring { return m.keys }
 
 // Name implements [axocoatl.Module].
 func (m *Module) Name() string { return "cluster" }
@@ -325,6 +395,12 @@ func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 		m.log = e.Logger()
 	}
 	m.log = m.log.With("module", "cluster", "node", m.node)
+	if kb, ok := e.Bus().(keyedBus); ok && m.keys == nil && m.cfg.Key.IsZero() {
+		m.keys = kb.Keyring() // its counts and its log, shared with the bus
+	}
+	if m.keys != nil {
+		m.keys.SetLogger(m.log)
+	}
 	m.subj = prefix + "-cluster"
 	m.url = m.nc.ConnectedUrlRedacted()
 	m.inbox = m.nc.NewInbox()
