@@ -342,7 +342,7 @@ func parse(v string) (parsed, bool) {
 // [Window], and new to g (nil g: no replay check, for a message a store
 // keeps and may hand out again: the window is not checked either). A
 // refusal is counted and, at most once per [LogEvery], logged with what:
-// the kind of message ("task", "announcement", "event ApprovalVerdict").
+// the kind of message ("task", "announcement", "lattice event").
 func (k *Keyring) Check(m *natsgo.Msg, g *Guard, what string) bool {
 	if k == nil {
 		return true

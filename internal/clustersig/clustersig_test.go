@@ -27,7 +27,7 @@ func ring(t *testing.T, key secret.Secret, accepted ...secret.Secret) *Keyring {
 }
 
 func msg() *natsgo.Msg {
-	return &natsgo.Msg{Subject: "axocoatl.ApprovalVerdict", Reply: "_INBOX.x", Data: []byte(`{"approval_id":"a1"}`),
+	return &natsgo.Msg{Subject: "axocoatl.Verdict", Reply: "_INBOX.x", Data: []byte(`{"approval_id":"a1"}`),
 		Header: natsgo.Header{"Axocoatl-Node": []string{"a"}, "Axocoatl-Seq": []string{"7"}}}
 }
 
@@ -47,7 +47,7 @@ func TestSignCheck(t *testing.T) {
 	}
 	for name, change := range map[string]func(*natsgo.Msg){
 		"data":    func(m *natsgo.Msg) { m.Data = bytes.Replace(m.Data, []byte("a1"), []byte("a2"), 1) },
-		"subject": func(m *natsgo.Msg) { m.Subject = "axocoatl.ApprovalResolved" },
+		"subject": func(m *natsgo.Msg) { m.Subject = "axocoatl.Resolved" },
 		"reply":   func(m *natsgo.Msg) { m.Reply = "_INBOX.y" },
 		"node":    func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Node", "b") },
 		"class":   func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Class", "telemetry") },
@@ -143,7 +143,7 @@ func TestRefusalLogRateLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 100 {
-		k.Check(msg(), NewGuard(), "event ApprovalVerdict")
+		k.Check(msg(), NewGuard(), "lattice event")
 	}
 	if n := strings.Count(buf.String(), "\n"); n != 1 {
 		t.Fatalf("%d lines for 100 refusals:\n%s", n, buf.String())
