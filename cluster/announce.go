@@ -101,7 +101,7 @@ func (m *Module) logOnce(msg string, args ...any) {
 // onAnnounce runs on the NATS client's dispatch goroutine for every
 // daemon's heartbeat.
 func (m *Module) onAnnounce(msg *natsgo.Msg) {
-	if !m.keys.Check(msg, m.guardAnnounce, "announcement") {
+	if !m.keys.Open(msg, m.guardAnnounce, "announcement") {
 		return // counted, logged: no daemon joins unsigned
 	}
 	m.mu.Lock()

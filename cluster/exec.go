@@ -202,7 +202,7 @@ func (m *Module) onReply(msg *natsgo.Msg) {
 		send(c, execReply{noResponders: true})
 		return
 	}
-	if !m.keys.Check(msg, m.guardReply, "answer to a task") {
+	if !m.keys.Open(msg, m.guardReply, "answer to a task") {
 		return // counted, logged: it reaches no caller
 	}
 	if len(msg.Data) > 0 && msg.Data[0] == answerEvents {
@@ -249,7 +249,7 @@ type olderReply struct {
 // onCancel stops a task this daemon runs for another, or remembers that it
 // must not start.
 func (m *Module) onCancel(msg *natsgo.Msg) {
-	if !m.keys.Check(msg, m.guardCancel, "cancel") {
+	if !m.keys.Open(msg, m.guardCancel, "cancel") {
 		return
 	}
 	var c cancelMsg
@@ -397,7 +397,7 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 	if msg.Reply == "" {
 		return
 	}
-	if !m.keys.Check(msg, m.guardExec, "task") {
+	if !m.keys.Open(msg, m.guardExec, "task") {
 		return // counted, logged; not answered: it runs nothing
 	}
 	reply := func(r execReply) {
