@@ -159,13 +159,23 @@ func ValidateKeys(key secret.Secret, accepted []secret.Secret) (keyErr, accepted
 
 type macKey struct {
 	id   string
-	pool sync.Pool // hash.Hash: HMAC-SHA256 under this key
+	pool sync.Pool // *macState
+}
+
+// macState is one HMAC-SHA256 under a key, with its buffers (kept with
+// it: nothing is allocated per message).
+type macState struct {
+	h   hash.Hash
+	buf []byte
+	sum []byte
 }
 
 func newMACKey(key string) *macKey {
 	k := &macKey{id: KeyID(key)}
 	raw := []byte(key)
-	k.pool.New = func() any { return hmac.New(sha256.New, raw) }
+	k.pool.New = func() any {
+		return &macState{h: hmac.New(sha256.New, raw), buf: make([]byte, 0, 512), sum: make([]byte, 0, sha256.Size)}
+	}
 	return k
 }
 
@@ -307,76 +317,98 @@ func (k *Keyring) appendSig(b []byte, subject, reply string, h natsgo.Header, da
 	b = append(b, k.instance...)
 	b = append(b, '.')
 	b = strconv.AppendUint(b, k.ctr.Add(1), 36)
-	mac := k.sign.mac(subject, reply, h, b[start:], data)
+	mac := k.sign.mac(subject, reply, h, string(b[start:]), data)
 	b = append(b, ' ')
-	return base64.RawURLEncoding.AppendEncode(b, mac[:16])
+	return base64.RawURLEncoding.AppendEncode(b, mac[:])
 }
 
-// mac computes the MAC of a message whose signature fields are fields.
-func (mk *macKey) mac(subject, reply string, h natsgo.Header, fields, data []byte) [32]byte {
-	hm := mk.pool.Get().(hash.Hash)
-	hm.Reset()
-	var stack [256]byte
-	b := append(stack[:0], "axocoatl/clustersig/v1"...)
-	put := func(s string) {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	put(subject)
-	put(reply)
+// mac computes the MAC of a message whose signature fields are fields:
+// its first 16 bytes.
+func (mk *macKey) mac(subject, reply string, h natsgo.Header, fields string, data []byte) (out [16]byte) {
+	st := mk.pool.Get().(*macState)
+	st.h.Reset()
+	b := append(st.buf[:0], "axocoatl/clustersig/v1"...)
+	b = binary.AppendUvarint(b, uint64(len(subject)))
+	b = append(b, subject...)
+	b = binary.AppendUvarint(b, uint64(len(reply)))
+	b = append(b, reply...)
 	b = binary.AppendUvarint(b, uint64(len(fields)))
 	b = append(b, fields...)
 	for _, name := range covered {
-		if v := h[name]; len(v) > 0 {
-			put(v[0])
-		} else {
-			put("")
+		v := ""
+		if vs := h[name]; len(vs) > 0 {
+			v = vs[0]
 		}
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
 	}
 	b = binary.AppendUvarint(b, uint64(len(data)))
-	hm.Write(b)
-	hm.Write(data)
-	var out [32]byte
-	hm.Sum(out[:0])
-	mk.pool.Put(hm)
+	b = append(b, data...)
+	st.h.Write(b)
+	st.sum = st.h.Sum(st.sum[:0])
+	copy(out[:], st.sum)
+	if cap(b) <= 4096 {
+		st.buf = b[:0]
+	}
+	mk.pool.Put(st)
 	return out
 }
 
-// parsed is a signature header read.
+// parsed is a signature read.
 type parsed struct {
 	keyID    string
 	at       time.Time
 	instance string
 	counter  uint64
-	fields   string // what the MAC covers of the header
-	mac      []byte
+	fields   string // what the MAC covers of the signature
+	mac      [16]byte
 }
 
+// parse reads "v1 <key id> <ms> <instance>.<counter> <mac>".
 func parse(v string) (parsed, bool) {
 	var p parsed
 	if len(v) > Overhead || !strings.HasPrefix(v, "v1 ") {
 		return p, false
 	}
 	cut := strings.LastIndexByte(v, ' ')
-	f := strings.Fields(v[:cut])
-	if len(f) != 4 {
+	if cut < 3 {
 		return p, false
 	}
-	ms, err := strconv.ParseInt(f[2], 36, 64)
+	p.fields = v[:cut]
+	rest := v[3:cut]
+	var f [3]string
+	for i := range f {
+		j := strings.IndexByte(rest, ' ')
+		if i == 2 {
+			j = len(rest)
+		}
+		if j <= 0 {
+			return p, false
+		}
+		f[i], rest = rest[:j], rest[min(j+1, len(rest)):]
+	}
+	if strings.IndexByte(f[2], ' ') >= 0 {
+		return p, false
+	}
+	ms, err := strconv.ParseInt(f[1], 36, 64)
 	if err != nil {
 		return p, false
 	}
-	inst, ctr, ok := strings.Cut(f[3], ".")
+	inst, ctr, ok := strings.Cut(f[2], ".")
 	if !ok || inst == "" {
 		return p, false
 	}
 	if p.counter, err = strconv.ParseUint(ctr, 36, 64); err != nil || p.counter == 0 {
 		return p, false
 	}
-	if p.mac, err = base64.RawURLEncoding.DecodeString(v[cut+1:]); err != nil || len(p.mac) != 16 {
+	mac := v[cut+1:]
+	if base64.RawURLEncoding.DecodedLen(len(mac)) != len(p.mac) {
 		return p, false
 	}
-	p.keyID, p.at, p.instance, p.fields = f[1], time.UnixMilli(ms), inst, v[:cut]
+	if n, err := base64.RawURLEncoding.Decode(p.mac[:], []byte(mac)); err != nil || n != len(p.mac) {
+		return p, false
+	}
+	p.keyID, p.at, p.instance = f[0], time.UnixMilli(ms), inst
 	return p, true
 }
 
@@ -423,8 +455,8 @@ func (k *Keyring) check(v, subject, reply string, h natsgo.Header, data []byte, 
 	if mk == nil {
 		return UnknownKey, fmt.Sprintf("it is signed with key id %s, which is neither cluster.key (id %s) nor one of cluster.accepted_keys: the sender holds another key", p.keyID, k.sign.id)
 	}
-	want := mk.mac(subject, reply, h, []byte(p.fields), data)
-	if !hmac.Equal(want[:16], p.mac) {
+	want := mk.mac(subject, reply, h, p.fields, data)
+	if !hmac.Equal(want[:], p.mac[:]) {
 		return BadMAC, "its signature does not match: forged, or altered on the way"
 	}
 	if g == nil {

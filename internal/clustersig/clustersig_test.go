@@ -184,3 +184,42 @@ func BenchmarkSignCheck(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkSealOpen(b *testing.B) {
+	k, _ := New(k1, nil, nil)
+	g := NewGuard()
+	data := bytes.Repeat([]byte("x"), 100)
+	for b.Loop() {
+		sealed := k.Seal("axocoatl-cluster.exec.echo", "_INBOX.abc.1", data)
+		m := &natsgo.Msg{Subject: "axocoatl-cluster.exec.echo", Reply: "_INBOX.abc.1", Data: sealed}
+		if !k.Open(m, g, "task") {
+			b.Fatal("refused")
+		}
+	}
+}
+
+func BenchmarkMACOnly(b *testing.B) {
+	k, _ := New(k1, nil, nil)
+	data := bytes.Repeat([]byte("x"), 100)
+	for b.Loop() {
+		k.sign.mac("axocoatl-cluster.exec.echo", "_INBOX.abc.1", nil, "v1 abcdefgh 12345678 abcdefghijkl.1", data)
+	}
+}
+
+// FuzzOpen: whatever the bytes, Open neither panics nor takes them.
+func FuzzOpen(f *testing.F) {
+	k, _ := New(k1, nil, nil)
+	f.Add([]byte("v1 x"), "s")
+	f.Add(k.Seal("s", "", []byte("hello")), "s")
+	f.Add([]byte{'v', '1', ' ', ' ', ' ', ' ', 0, 5}, "s")
+	f.Fuzz(func(t *testing.T, data []byte, subject string) {
+		m := &natsgo.Msg{Subject: subject + "x", Data: data}
+		if k.Open(m, NewGuard(), "fuzz") {
+			t.Fatalf("taken: %q", data)
+		}
+		h := &natsgo.Msg{Subject: "s", Header: natsgo.Header{Header: []string{string(data)}}}
+		if k.Check(h, NewGuard(), "fuzz") {
+			t.Fatalf("taken as a header: %q", data)
+		}
+	})
+}
