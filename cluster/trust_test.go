@@ -269,6 +269,7 @@ func TestForgeriesRefused(t *testing.T) {
 	}
 }
 
+// Guards: bound "a signed message's age" (docs/bounds.md) end to end.
 // A genuine verdict, captured off the wire, is refused when replayed as
 // it was, when its approval id is changed to another pending approval's,
 // and when one is signed with the key but outside the 30 s window; the

@@ -90,6 +90,8 @@ func TestSignCheck(t *testing.T) {
 	}
 }
 
+// Guards: bound "a signed message's age" (30 s either way, Window;
+// docs/bounds.md): outside it a genuine signature is refused as stale.
 func TestWindow(t *testing.T) {
 	a := ring(t, k1)
 	for _, d := range []time.Duration{-Window - time.Second, Window + time.Second} {
@@ -116,6 +118,9 @@ func TestWindow(t *testing.T) {
 	}
 }
 
+// Guards: bounds "replays remembered, per sender and subscription"
+// (ReplayWindow, 1024) and "senders followed per subscription"
+// (MaxSenders, 4096) of docs/bounds.md.
 func TestGuardWindow(t *testing.T) {
 	g := NewGuard()
 	for _, c := range []uint64{5, 3, 4, 2000, 1500, 977} {
@@ -136,6 +141,8 @@ func TestGuardWindow(t *testing.T) {
 	}
 }
 
+// Guards: bound "log lines of refused cluster messages" (one per 10 s,
+// docs/bounds.md): a flood of forgeries writes one line.
 func TestRefusalLogRateLimited(t *testing.T) {
 	var buf bytes.Buffer
 	k, err := New(k1, nil, slog.New(slog.NewTextHandler(&buf, nil)))
@@ -153,7 +160,19 @@ func TestRefusalLogRateLimited(t *testing.T) {
 	}
 }
 
+// Guards: bound cluster.accepted_keys (8 keys, each 16 bytes at least;
+// docs/bounds.md).
 func TestValidateKeys(t *testing.T) {
+	many := make([]secret.Secret, MaxAcceptedKeys+1)
+	for i := range many {
+		many[i] = secret.Secret(strings.Repeat(string(rune('a'+i)), MinKeyBytes))
+	}
+	if _, ae := ValidateKeys(k1, many); ae == nil {
+		t.Error("more than MaxAcceptedKeys taken")
+	}
+	if _, ae := ValidateKeys(k1, many[:MaxAcceptedKeys]); ae != nil {
+		t.Error(ae)
+	}
 	if ke, _ := ValidateKeys("short", nil); ke == nil {
 		t.Error("a short key taken")
 	}
