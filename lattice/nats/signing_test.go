@@ -111,6 +111,10 @@ func TestSignedEvents(t *testing.T) {
 	forge(&natsgo.Msg{Subject: "axocoatl.Genuine", Data: []byte(`{"id":"y","type":"Genuine","produced_by":"x","timestamp":1,"payload":{"n":2}}`), Header: captured[0].Header})
 	// Another key's bus.
 	publish(t, wrong, "Wrong", 1)
+	// Flushed: the server has handed it on before the sentinel is sent.
+	if err := wrong.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
 
 	publish(t, a, "Sentinel", 1)
 	if ev := next(t, local); ev.Type != "Sentinel" {
