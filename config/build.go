@@ -159,7 +159,7 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 		// On NATS, webhooks share one durable queue across the daemons.
 		js := c.Lattice.JetStream
 		egCfg.JetStream = &egress.JetStream{Conn: nb.Conn(), Prefix: nb.Prefix(), Stream: js.Stream,
-			Consumer: js.Consumer, AckWait: js.AckWait}
+			Consumer: js.Consumer, AckWait: js.AckWait, Keys: nb.Keyring()}
 	}
 	if rt.Egress, err = egress.New(egCfg); err == nil {
 		err = rt.Engine.Use(ctx, rt.Egress)

@@ -78,8 +78,10 @@ const LogEvery = 10 * time.Second
 
 // covered are the headers the MAC covers beside subject, reply and data:
 // the lattice's node, class and sequence (lattice/nats's NodeHeader,
-// ClassHeader, SeqHeader).
-var covered = [...]string{"Axocoatl-Node", "Axocoatl-Class", "Axocoatl-Seq"}
+// ClassHeader, SeqHeader) and a queued webhook delivery's id, event id,
+// event type and time (package egress).
+var covered = [...]string{"Axocoatl-Node", "Axocoatl-Class", "Axocoatl-Seq",
+	"Axocoatl-Delivery", "Axocoatl-Event-Id", "Axocoatl-Event-Type", "Axocoatl-Created"}
 
 // Reason is why a message was refused.
 type Reason int
