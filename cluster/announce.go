@@ -10,6 +10,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/internal/clustersig"
 )
 
 // announcement is a daemon's heartbeat: who it is, the agents it serves,
@@ -101,6 +102,13 @@ func (m *Module) logOnce(msg string, args ...any) {
 // onAnnounce runs on the NATS client's dispatch goroutine for every
 // daemon's heartbeat.
 func (m *Module) onAnnounce(msg *natsgo.Msg) {
+	if m.keys != nil && len(msg.Data) > m.cfg.MaxAnnounceBytes+clustersig.Overhead+2 {
+		// Too big to be one: not worth a MAC.
+		m.mu.Lock()
+		m.logOnce("announcement dropped: over cluster.max_announce_bytes", "bytes", len(msg.Data), "limit", m.cfg.MaxAnnounceBytes)
+		m.mu.Unlock()
+		return
+	}
 	if !m.keys.Open(msg, m.guardAnnounce, "announcement") {
 		return // counted, logged: no daemon joins unsigned
 	}

@@ -188,7 +188,7 @@ type Keyring struct {
 	byID     map[string]*macKey
 	instance string // this Keyring's nonces: instance + "." + counter
 	ctr      atomic.Uint64
-	log      *slog.Logger
+	log      atomic.Pointer[slog.Logger] // nil: no log lines
 
 	rejected [numReasons]atomic.Uint64
 	lastLog  atomic.Int64 // unix nanoseconds of the last refusal logged
@@ -211,8 +211,11 @@ func New(key secret.Secret, accepted []secret.Secret, log *slog.Logger) (*Keyrin
 	if _, err := rand.Read(inst[:]); err != nil {
 		return nil, err
 	}
-	k := &Keyring{sign: newMACKey(key.Reveal()), byID: map[string]*macKey{}, log: log,
+	k := &Keyring{sign: newMACKey(key.Reveal()), byID: map[string]*macKey{},
 		instance: base64.RawURLEncoding.EncodeToString(inst[:]), now: time.Now}
+	if log != nil {
+		k.log.Store(log)
+	}
 	k.byID[k.sign.id] = k.sign
 	for _, a := range accepted {
 		m := newMACKey(a.Reveal())
@@ -243,10 +246,11 @@ func (k *Keyring) AcceptedIDs() []string {
 	return out
 }
 
-// SetLogger gives a Keyring made without a logger one.
+// SetLogger gives a Keyring made without a logger one (safe while it is
+// in use).
 func (k *Keyring) SetLogger(log *slog.Logger) {
-	if k != nil && k.log == nil {
-		k.log = log
+	if k != nil && log != nil {
+		k.log.CompareAndSwap(nil, log)
 	}
 }
 
@@ -475,7 +479,8 @@ func (k *Keyring) check(v, subject, reply string, h natsgo.Header, data []byte, 
 
 func (k *Keyring) refuse(r Reason, what, subject, node, detail string) {
 	k.rejected[r].Add(1)
-	if k.log == nil {
+	log := k.log.Load()
+	if log == nil {
 		return
 	}
 	now := k.now().UnixNano()
@@ -488,7 +493,7 @@ func (k *Keyring) refuse(r Reason, what, subject, node, detail string) {
 	if node != "" {
 		args = append(args, "claims_node", node)
 	}
-	k.log.Warn("cluster message refused: "+what, args...)
+	log.Warn("cluster message refused: "+what, args...)
 }
 
 // Rejected is how many messages were refused for r.
@@ -498,9 +503,6 @@ func (k *Keyring) Rejected(r Reason) uint64 {
 	}
 	return k.rejected[r].Load()
 }
-
-// SetClock replaces the clock (tests).
-func (k *Keyring) SetClock(now func() time.Time) { k.now = now }
 
 var rejectedDesc = prometheus.NewDesc("axocoatl_cluster_rejected_total",
 	"NATS messages of the cluster refused (events, tasks, answers, cancels, announcements, queued deliveries), by reason: unsigned, malformed, unknown_key, bad_mac, stale, replayed.",
