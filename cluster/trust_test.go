@@ -15,9 +15,11 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
 	"github.com/axocoatl/axocoatl-go/approval"
 	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/internal/clustersig"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
@@ -449,4 +451,41 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// A streamed run between two daemons with a key: every 'E' frame is
+// signed and checked, the caller gets the deltas and the whole text, and
+// nothing genuine is refused.
+func TestSignedStreamAcrossDaemons(t *testing.T) {
+	chat := testutil.NewStreamingChat(t, 200, time.Millisecond)
+	ns := startNATS(t, -1)
+	model, err := builtin.New(chat.Wire, provider.Config{BaseURL: chat.URL, APIKey: "sk-test", Timeout: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newNodeWith(t, ns.ClientURL(), latticenats.Options{Prefix: "ct", Node: "node-b", Key: key1}, patient, map[string]agent.Model{"streamer": model})
+	a := newNodeWith(t, ns.ClientURL(), latticenats.Options{Prefix: "ct", Node: "node-a", Key: key1}, patient, nil)
+	eventually(t, "A lists streamer on B", 10*time.Second, func() bool { return lists(a.e, "streamer", "node-b") })
+	var mu sync.Mutex
+	var text strings.Builder
+	deltas := 0
+	res, err := a.e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "streamer", Input: "go", OnEvent: func(ev agent.RunEvent) {
+		if ev.Kind == agent.RunDelta {
+			mu.Lock()
+			deltas++
+			text.WriteString(ev.Delta.Text)
+			mu.Unlock()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if deltas < 2 || text.String() != chat.Text() || res.Output != chat.Text() {
+		t.Fatalf("%d deltas, %d bytes streamed, output %d bytes, the model wrote %d", deltas, text.Len(), len(res.Output), len(chat.Text()))
+	}
+	if n := rejected(a.m.Keyring()) + rejected(b.m.Keyring()); n != 0 {
+		t.Fatalf("%d genuine messages refused", n)
+	}
 }
