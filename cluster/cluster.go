@@ -55,8 +55,19 @@
 // Cluster traffic lives under "<prefix>-cluster." — beside, not under, the
 // lattice's "<prefix>." events, so a tap on the event stream sees events
 // only: announce (heartbeats), exec.<agent id> (requests, queue group
-// "exec"), cancel. Whoever may publish there may run agents: on a shared
-// NATS, limit who may publish under the prefix.
+// "exec"), cancel. Without a key, whoever may publish there may run
+// agents: on a shared NATS, limit who may publish under the prefix.
+//
+// # Signatures
+//
+// With [Config].Key (or the key of the Engine's lattice/nats bus, whose
+// Keyring the module then shares: [Module.Keyring]) every task, answer,
+// event frame, cancel and announcement carries an HMAC-SHA256 signature
+// after its data, and what arrives unsigned, forged, signed with a key
+// neither [Config].Key nor one of [Config].AcceptedKeys, outside 30 s of
+// this clock or a second time is dropped, counted by reason and logged
+// once per 10 s ([Module.Signed] says whether it signs). NATS's own "no
+// responders" status cannot be signed and is taken as it is.
 package cluster
 
 import (

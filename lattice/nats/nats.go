@@ -47,6 +47,13 @@
 //
 // Events lost in a gap that no later event of that node reveals (its last
 // events before it stopped) are not counted.
+//
+// With [Options.Key] every event is signed (the [SigHeader] header: an
+// HMAC-SHA256 over subject, the node, class and sequence headers and the
+// JSON) and every subscription drops what is unsigned, forged, signed
+// with a key it does not hold ([Options.AcceptedKeys] besides), outside
+// 30 s of this clock or seen by it before; [Bus.Collector] counts them
+// by reason. A forged event does not count as missed.
 package nats
 
 import (
