@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/approval"
@@ -195,4 +197,34 @@ func rejectedAll(k *clustersig.Keyring) uint64 {
 		n += k.Rejected(r)
 	}
 	return n
+}
+
+// doctor says whether the daemons' messages are signed: a warning without
+// cluster.key, the key ids (never a key) with one.
+func TestDoctorSaysClusterKey(t *testing.T) {
+	ns := natstest.Start(t, &server.Options{})
+	const key, old = "doctor-cluster-key-0123456789abc", "doctor-old-key-0123456789abcdef"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"no key", "", "warn cluster key: cluster.key is not set"},
+		{"key", "  key: " + key + "\n  accepted_keys: [" + old + "]\n", "ok   cluster key: messages signed with key id " + clustersig.KeyID(key) + ", also accepting key ids " + clustersig.KeyID(old)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(daemonYAML(t, ns.ClientURL(), "doc", "a", ""), "cluster:\n", "cluster:\n"+tc.yaml, 1)
+			cfg, err := config.ParseWith(context.Background(), "d.yaml", []byte(src), env(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			cfg.Doctor(context.Background()).Print(&out)
+			if !strings.Contains(out.String(), tc.want) || strings.Contains(out.String(), key) || strings.Contains(out.String(), old) {
+				t.Fatalf("want %q, and no key, in:\n%s", tc.want, out.String())
+			}
+		})
+	}
+	// A short key is refused at load, at its key, unnamed.
+	src := strings.Replace(daemonYAML(t, ns.ClientURL(), "doc", "a", ""), "cluster:\n", "cluster:\n  key: short-key\n", 1)
+	_, err := config.ParseWith(context.Background(), "d.yaml", []byte(src), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "cluster.key") || strings.Contains(err.Error(), "short-key") {
+		t.Fatalf("a short key: %v", err)
+	}
 }
