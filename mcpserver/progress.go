@@ -49,8 +49,10 @@ type answerTail struct {
 
 func newAnswerTail() *answerTail { return &answerTail{wake: make(chan struct{}, 1)} }
 
-// observe is the run's OnEvent: called from one goroutine, it must not
-// block (it does not: a short lock and a non-blocking send).
+// observe is the run's [axocoatl.Request].OnEventSync: called on the
+// model's goroutine, one call at a time, it must not block (it does not: a
+// short lock, an append to at most 2*ProgressTextBytes and a non-blocking
+// send).
 func (a *answerTail) observe(ev agent.RunEvent) {
 	switch {
 	case ev.Kind == agent.RunModelUsage:
