@@ -21,9 +21,9 @@
 // [axocoatl.Engine.ExecuteRequest] with [axocoatl.SourceMCP]; the tool list
 // follows [axocoatl.Engine.Agents] and is refreshed by
 // [axocoatl.Engine.WatchAgents] (a client with a GET stream gets
-// tools/list_changed); progress comes from the run's text deltas
-// ([axocoatl.Request].OnEvent) and the tool-call events on the Engine's
-// lattice ([axocoatl.Engine.Bus], a [lattice.Bus]); every HTTP
+// tools/list_changed); progress comes from the run's own events
+// ([axocoatl.Request].OnEventSync: its text deltas, [agent.RunToolStarted]
+// and [agent.RunToolFinished]); every HTTP
 // request passes the Engine's guard ([axocoatl.Engine.GuardHTTP]); and a gate
 // that asks the caller (approval) reaches the calling client through the
 // [axocoatl.UserPrompter] put on the run's context
