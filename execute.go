@@ -51,6 +51,19 @@ type Request struct {
 	// (the cluster module's: that daemon's run's events, over NATS).
 	// Zero: none.
 	OnEvent func(agent.RunEvent)
+	// OnEventSync is OnEvent without the hand-off, for a caller whose
+	// observer never blocks: it is called as each event happens, on the
+	// goroutine that reports it (the model's for deltas, a tool call's
+	// worker for tool events), one call at a time and in order, and not
+	// after ExecuteRequest returns. It must return at once: copy what it
+	// needs and wake its own reader with a non-blocking send, never I/O
+	// nor a lock held across I/O, as while it runs the model's answer is
+	// not read (and it gets every delta: nothing coalesces them for it).
+	// It saves OnEvent's goroutine hand-off, so a door's first delta goes
+	// out sooner (MCP progress uses it). A panic is logged and ends its
+	// calls, not the run. A run with it streams as a run with OnEvent
+	// does; a caller may set both. Zero: none.
+	OnEventSync func(agent.RunEvent)
 }
 
 // Result is a finished task. On failure Execute still returns the TaskID and
@@ -149,6 +162,9 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 			delivered = make(chan struct{})
 			go e.deliver(sub, req.OnEvent, &req, delivered)
 		}
+	}
+	if req.OnEventSync != nil {
+		cast.listenSync(req.OnEventSync, e.syncPanicked(&req))
 	}
 	defer func() {
 		e.endCast(req.TaskID, cast, registered)

@@ -204,6 +204,11 @@ func (e *Engine) executeRemote(ctx context.Context, r *remoteAgent, req Request)
 			sent.OnEvent = cast.observe
 		}
 	}
+	sent.OnEventSync = nil
+	if req.OnEventSync != nil {
+		cast.listenSync(req.OnEventSync, e.syncPanicked(&req))
+		sent.OnEvent = cast.observe
+	}
 	res, err := r.run(ctx, sent)
 	e.endCast(req.TaskID, cast, registered)
 	if delivered != nil {

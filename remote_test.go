@@ -270,3 +270,38 @@ func TestRemoteRunEventsReachTheCaller(t *testing.T) {
 		t.Fatalf("FollowRun after the end: %v", err)
 	}
 }
+
+// A remote run's caller with only an OnEventSync gets the run's fan-out
+// too: the remote run is asked for its events (its OnEvent is set, its
+// OnEventSync not passed on), and they reach the caller as the remote run
+// reports them, not after ExecuteRequest returns.
+func TestRemoteRunEventsReachOnEventSync(t *testing.T) {
+	e := axocoatl.New(axocoatl.Options{})
+	defer e.Close(context.Background())
+	var got string
+	returned := false
+	run := func(ctx context.Context, req axocoatl.Request) (axocoatl.Result, error) {
+		if req.OnEvent == nil || req.OnEventSync != nil {
+			return axocoatl.Result{Output: "plain"}, nil
+		}
+		req.OnEvent(agent.RunEvent{Kind: agent.RunDelta, Delta: agent.Delta{Kind: agent.DeltaText, Text: "he"}})
+		if got != "he" {
+			t.Errorf("after the remote run reported %q the caller had %q", "he", got)
+		}
+		req.OnEvent(agent.RunEvent{Kind: agent.RunDelta, Delta: agent.Delta{Kind: agent.DeltaText, Text: "llo"}})
+		return axocoatl.Result{Output: "hello"}, nil
+	}
+	if _, err := e.AddRemoteAgent(axocoatl.AgentInfo{Spec: agent.Spec{ID: "far"}, Node: "node-x"}, run); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "far", OnEventSync: func(ev agent.RunEvent) {
+		if returned {
+			t.Error("OnEventSync called after ExecuteRequest returned")
+		}
+		got += ev.Delta.Text
+	}})
+	returned = true
+	if err != nil || res.Output != "hello" || got != "hello" {
+		t.Fatalf("%+v, %v: events gave %q", res, err, got)
+	}
+}

@@ -51,6 +51,15 @@ type runCast struct {
 	mu    sync.Mutex
 	subs  []*RunSubscription
 	ended bool
+	// syncMu serialises the calls of sync, the [Request].OnEventSync of
+	// the run's caller (nil: none, or no more), called as each event is
+	// observed until the run ends; hasSync says whether it is set, without
+	// the lock. syncMu is taken before mu, never after.
+	syncMu  sync.Mutex
+	sync    func(agent.RunEvent)
+	hasSync atomic.Bool
+	// onPanic reports a panic of sync (which is then called no more).
+	onPanic func(v any)
 }
 
 func newRunCast(max int, agentID string) *runCast {
@@ -62,10 +71,62 @@ func (c *runCast) observe(ev agent.RunEvent) {
 	if c.n.Load() == 0 {
 		return
 	}
+	// The caller's own observer first: it is the door waiting to write.
+	if c.hasSync.Load() {
+		c.syncMu.Lock()
+		if c.sync != nil {
+			c.callSync(ev)
+		}
+		c.syncMu.Unlock()
+	}
 	c.mu.Lock()
 	for _, s := range c.subs {
 		s.push(ev)
 	}
+	c.mu.Unlock()
+}
+
+// callSync hands ev to the caller's OnEventSync; c.syncMu held. A panic (a
+// door's code) is contained: reported, and that observer is called no
+// more; the run goes on.
+func (c *runCast) callSync(ev agent.RunEvent) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.dropSync()
+			c.onPanic(v)
+		}
+	}()
+	c.sync(ev)
+}
+
+// dropSync ends the calls of the OnEventSync observer; c.syncMu held.
+func (c *runCast) dropSync() {
+	c.sync = nil
+	c.hasSync.Store(false)
+	c.mu.Lock()
+	c.n.Store(c.listeners())
+	c.mu.Unlock()
+}
+
+// listeners is what n holds: the subscriptions and the OnEventSync
+// observer; c.mu held.
+func (c *runCast) listeners() int32 {
+	n := int32(len(c.subs))
+	if c.hasSync.Load() {
+		n++
+	}
+	return n
+}
+
+// listenSync makes f the run's OnEventSync observer; onPanic reports a
+// panic of f. Called before the run starts.
+func (c *runCast) listenSync(f func(agent.RunEvent), onPanic func(v any)) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	c.sync, c.onPanic = f, onPanic
+	c.hasSync.Store(true)
+	c.mu.Lock()
+	c.n.Store(c.listeners())
 	c.mu.Unlock()
 }
 
@@ -80,13 +141,20 @@ func (c *runCast) subscribe() (*RunSubscription, error) {
 	}
 	s := &RunSubscription{c: c, ring: make([]agent.RunEvent, RunListenerBuffer), wake: make(chan struct{}, 1)}
 	c.subs = append(c.subs, s)
-	c.n.Store(int32(len(c.subs)))
+	c.n.Store(c.listeners())
 	return s, nil
 }
 
 // end marks the run over: each listener gets what it has queued, then
 // io.EOF.
 func (c *runCast) end() {
+	// After a call in flight returns, OnEventSync is called no more: the
+	// caller's ExecuteRequest returns after this.
+	c.syncMu.Lock()
+	if c.hasSync.Load() {
+		c.dropSync()
+	}
+	c.syncMu.Unlock()
 	c.mu.Lock()
 	c.ended = true
 	for _, s := range c.subs {
@@ -234,7 +302,7 @@ func (s *RunSubscription) Close() {
 			break
 		}
 	}
-	c.n.Store(int32(len(c.subs)))
+	c.n.Store(c.listeners())
 	s.signal()
 }
 
@@ -306,6 +374,13 @@ func (e *Engine) deliver(s *RunSubscription, onEvent func(agent.RunEvent), req *
 			return
 		}
 		onEvent(ev)
+	}
+}
+
+// syncPanicked logs a panic of req's OnEventSync (a door's code).
+func (e *Engine) syncPanicked(req *Request) func(v any) {
+	return func(v any) {
+		e.log.Error("Request.OnEventSync panicked", "agent", req.AgentID, "task", req.TaskID, "panic", fmt.Sprint(v))
 	}
 }
 

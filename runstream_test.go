@@ -369,3 +369,130 @@ func TestOnlyFollowedRunsStream(t *testing.T) {
 		t.Fatalf("plain %d, streamed %d; want 1 each", m.plain.Load(), m.streamed.Load())
 	}
 }
+
+// checkedModel streams n deltas "w ", each from goroutines of its own
+// (one when goroutines is 1), and after each emit returns checks
+// (through after) what the caller's observer has seen; Generate fails: a
+// run with only an OnEventSync must stream too.
+type checkedModel struct {
+	n, goroutines int
+	after         func(emitted int)
+}
+
+func (m *checkedModel) Generate(context.Context, *agent.Request) (*agent.Response, error) {
+	return nil, errors.New("asked for a plain answer: the run has a listener, it should stream")
+}
+
+func (m *checkedModel) GenerateStream(_ context.Context, _ *agent.Request, emit func(agent.Delta)) (*agent.Response, error) {
+	done := make(chan struct{})
+	for g := range m.goroutines {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range m.n / m.goroutines {
+				emit(agent.Delta{Kind: agent.DeltaText, Text: "w "})
+				if m.after != nil {
+					m.after(g*(m.n/m.goroutines) + i + 1)
+				}
+			}
+		}()
+	}
+	for range m.goroutines {
+		<-done
+	}
+	return &agent.Response{Content: strings.Repeat("w ", m.n)}, nil
+}
+
+// OnEventSync is called on the model's goroutine as each delta is
+// emitted: when emit returns, the observer has it (no hand-off, nothing
+// coalesced), and it is not called after ExecuteRequest returns.
+func TestOnEventSyncIsCalledAsTheModelEmits(t *testing.T) {
+	e := newEngine(t)
+	seen := 0 // the model's goroutine alone touches it
+	var late atomic.Bool
+	returned := false
+	m := &checkedModel{n: 2000, goroutines: 1}
+	m.after = func(emitted int) {
+		if seen != emitted {
+			t.Errorf("emit %d returned with %d deltas observed: the observer is not called as the model emits", emitted, seen)
+			m.after = nil
+		}
+	}
+	if err := e.AddAgent(agent.Spec{ID: "checked"}, m); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "checked", Input: "go", OnEventSync: func(ev agent.RunEvent) {
+		if returned {
+			late.Store(true)
+		}
+		if ev.Kind == agent.RunDelta {
+			seen++
+		}
+	}})
+	returned = true
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != 2000 || res.Output != strings.Repeat("w ", 2000) {
+		t.Fatalf("%d deltas observed of 2000, output of %d bytes", seen, len(res.Output))
+	}
+	if late.Load() {
+		t.Fatal("OnEventSync called after ExecuteRequest returned")
+	}
+}
+
+// Events reported at once from several goroutines (a turn's parallel tool
+// calls do) reach OnEventSync one at a time, every one of them.
+func TestOnEventSyncOneCallAtATime(t *testing.T) {
+	e := newEngine(t)
+	if err := e.AddAgent(agent.Spec{ID: "checked"}, &checkedModel{n: 4000, goroutines: 4}); err != nil {
+		t.Fatal(err)
+	}
+	var inside, overlaps atomic.Int32
+	calls := 0 // safe if the calls are serialised: -race says otherwise
+	_, err := e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "checked", Input: "go", OnEventSync: func(ev agent.RunEvent) {
+		if inside.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		if ev.Kind == agent.RunDelta {
+			calls++
+			runtime.Gosched() // widen the window another call would enter
+		}
+		inside.Add(-1)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := overlaps.Load(); n > 0 {
+		t.Fatalf("%d calls of OnEventSync overlapped another", n)
+	}
+	if calls != 4000 {
+		t.Fatalf("%d deltas observed of 4000", calls)
+	}
+}
+
+// A panic of OnEventSync (a door's code, on the model's goroutine) ends
+// its calls, not the run, and leaves the fan-out usable: a FollowRun
+// listener still gets the rest.
+func TestOnEventSyncPanicContained(t *testing.T) {
+	e := newEngine(t)
+	if err := e.AddAgent(agent.Spec{ID: "echo"}, provider.EchoModel{}); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	var other strings.Builder
+	res, err := e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "echo", Input: "a b c d",
+		OnEvent: func(ev agent.RunEvent) { other.WriteString(ev.Delta.Text) },
+		OnEventSync: func(agent.RunEvent) {
+			calls++
+			panic("door bug")
+		}})
+	if err != nil || res.Output != "a b c d" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if calls != 1 {
+		t.Fatalf("%d calls after the panic of the first", calls)
+	}
+	if other.String() != res.Output {
+		t.Fatalf("the OnEvent beside it got %q, want %q", other.String(), res.Output)
+	}
+}

@@ -21,9 +21,9 @@
 // [axocoatl.Engine.ExecuteRequest] with [axocoatl.SourceMCP]; the tool list
 // follows [axocoatl.Engine.Agents] and is refreshed by
 // [axocoatl.Engine.WatchAgents] (a client with a GET stream gets
-// tools/list_changed); progress comes from the run's text deltas
-// ([axocoatl.Request].OnEvent) and the tool-call events on the Engine's
-// lattice ([axocoatl.Engine.Bus], a [lattice.Bus]); every HTTP
+// tools/list_changed); progress comes from the run's own events
+// ([axocoatl.Request].OnEventSync: its text deltas, [agent.RunToolStarted]
+// and [agent.RunToolFinished]); every HTTP
 // request passes the Engine's guard ([axocoatl.Engine.GuardHTTP]); and a gate
 // that asks the caller (approval) reaches the calling client through the
 // [axocoatl.UserPrompter] put on the run's context
@@ -766,6 +766,9 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 		var onEvent func(agent.RunEvent)
 		if token := req.Params.GetProgressToken(); token != nil {
 			text := newAnswerTail()
+			// On the model's goroutine (OnEventSync): observe copies the
+			// delta and wakes the reporter, which writes; no goroutine of
+			// the Engine's between them.
 			onEvent = text.observe
 			stop := s.reportProgress(ctx, req.Session, token, agentID, taskID, text)
 			defer stop()
@@ -781,7 +784,7 @@ func (s *Server) callAgent(agentID string) mcp.ToolHandler {
 			// The conversation ids of this door are the server's handles:
 			// an unknown one is an error (CreateConversation false), never
 			// a conversation started under a name the client made up.
-			res, err := s.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: agentID, Input: input, Source: axocoatl.SourceMCP, TaskID: taskID, ConversationID: convID, OnEvent: onEvent})
+			res, err := s.engine.ExecuteRequest(ctx, axocoatl.Request{AgentID: agentID, Input: input, Source: axocoatl.SourceMCP, TaskID: taskID, ConversationID: convID, OnEventSync: onEvent})
 			return callResult(taskID, res, err)
 		}
 		// The caller's identity: the Engine runs only agents it sees, and

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -10,9 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
-	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
 // Bounds of the text a call's progress carries (a tools/call with a
@@ -29,17 +26,24 @@ const (
 	ProgressTextInterval = 200 * time.Millisecond
 )
 
-// progressBuffer is the lattice buffer of one call's progress reporter. A
-// burst of tool events beyond it costs progress messages, never the run.
+// progressBuffer bounds the tool messages one call's progress reporter
+// has not sent yet. A burst of tool events beyond it costs progress
+// messages, never the run.
 const progressBuffer = 64
 
 // answerTail is the end of the answer a run's model is writing, as its
-// text deltas arrive ([axocoatl.Request].OnEvent); the progress reporter
-// reads it at most every [ProgressTextInterval]. The lock is held for an
-// append or a copy, never across I/O.
+// text deltas arrive ([axocoatl.Request].OnEventSync), and the run's tool
+// calls started and finished, not yet reported; the progress reporter
+// reads the text at most every [ProgressTextInterval], the tool messages
+// as they come. The lock is held for an append or a copy, never across
+// I/O.
 type answerTail struct {
 	mu  sync.Mutex
 	buf []byte
+	// tools are the messages of tool events not yet sent (at most
+	// progressBuffer; dropped counts those beyond).
+	tools   []string
+	dropped int
 	// fresh: a model call ended, so the next text starts a new answer.
 	fresh bool
 	// seq counts the text deltas; sent is seq as of the last notification.
@@ -49,10 +53,29 @@ type answerTail struct {
 
 func newAnswerTail() *answerTail { return &answerTail{wake: make(chan struct{}, 1)} }
 
-// observe is the run's OnEvent: called from one goroutine, it must not
-// block (it does not: a short lock and a non-blocking send).
+// observe is the run's [axocoatl.Request].OnEventSync: called on the
+// model's goroutine, one call at a time, it must not block (it does not: a
+// short lock, an append to at most 2*ProgressTextBytes and a non-blocking
+// send).
 func (a *answerTail) observe(ev agent.RunEvent) {
 	switch {
+	case ev.Kind == agent.RunToolStarted || ev.Kind == agent.RunToolFinished:
+		msg := "calling tool " + ev.ToolName
+		if ev.Kind == agent.RunToolFinished {
+			msg = "tool " + ev.ToolName + " done"
+			if ev.IsError {
+				msg = "tool " + ev.ToolName + " failed"
+			}
+		}
+		a.mu.Lock()
+		if len(a.tools) < progressBuffer {
+			a.tools = append(a.tools, msg)
+		} else {
+			a.dropped++
+		}
+		a.mu.Unlock()
+		a.signal()
+		return
 	case ev.Kind == agent.RunModelUsage:
 		a.mu.Lock()
 		a.fresh = true
@@ -74,10 +97,27 @@ func (a *answerTail) observe(ev agent.RunEvent) {
 	}
 	a.seq++
 	a.mu.Unlock()
+	a.signal()
+}
+
+// signal wakes the reporter, never blocking.
+func (a *answerTail) signal() {
 	select {
 	case a.wake <- struct{}{}:
 	default:
 	}
+}
+
+// takeTools returns the tool messages not sent yet, in order.
+func (a *answerTail) takeTools() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.tools) == 0 {
+		return nil
+	}
+	out := a.tools
+	a.tools = nil
+	return out
 }
 
 // take returns the text so far (its last ProgressTextBytes, from a rune
@@ -113,19 +153,14 @@ func lastRunes(b []byte, max int) string {
 
 // reportProgress sends notifications/progress for the call with this token
 // while the run goes: once when it starts, for each tool the run calls and
-// finishes, every ProgressInterval, and the text of the answer so far
-// (text, fed by the run's OnEvent) at most every [ProgressTextInterval].
+// finishes, every ProgressInterval, and the text of the answer so far at
+// most every [ProgressTextInterval] (text, fed with both by the run's
+// OnEventSync: no subscription to the lattice, whose tool events of every
+// task each reporter would decode).
 // All come from one goroutine, so the progress value increases. stop ends
 // the reporter and returns after its last notification (the answer's last
 // text among them), so none can follow the call's result.
 func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any, agentID, taskID string, text *answerTail) (stop func()) {
-	sub, err := s.engine.Bus().Subscribe(lattice.Filter{Types: []string{axocoatl.EventToolCalled, axocoatl.EventToolResult}}, progressBuffer)
-	if err != nil {
-		// A closed bus means a closing Engine: the run will fail on its own;
-		// report what we can (the periodic beat) without tool events.
-		s.log.Debug("progress without tool events", "error", err)
-		sub = nil
-	}
 	// Notifications go out with the request's ctx: its values are how the
 	// go-sdk routes them to the call's own HTTP stream, and it ends only
 	// when the call is cancelled. finish says the run is over.
@@ -149,10 +184,6 @@ func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, toke
 			defer t.Stop()
 			tick = t.C
 		}
-		var events <-chan lattice.Event
-		if sub != nil {
-			events = sub.Events()
-		}
 		// Text: a wake starts the coalescing timer unless one runs; when
 		// it fires the text so far goes out (one notification for all the
 		// deltas of the interval), and the next wake re-arms it.
@@ -171,29 +202,18 @@ func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, toke
 				}
 			}()
 		}
-		// drainEvents reports the tool events already buffered. The bus
-		// delivers a run's tool events as they are published, so those of
-		// the calls before a text are in the buffer by then: draining
-		// first keeps "calling tool" ahead of the answer it led to (a
-		// select among ready cases picks at random).
-		drainEvents := func() {
-			for events != nil {
-				select {
-				case ev, ok := <-events:
-					if !ok {
-						events = nil
-						continue
-					}
-					if msg, mine := describeToolEvent(ev, taskID); mine {
-						notify(msg)
-					}
-				default:
-					return
-				}
+		// sendTools reports the run's tool events not sent yet: they come
+		// with the text through the run's observer, in the run's order,
+		// and go at once (never through the text's timer); sending them
+		// before any text keeps "calling tool" ahead of the answer it
+		// led to.
+		sendTools := func() {
+			for _, msg := range text.takeTools() {
+				notify(msg)
 			}
 		}
 		sendText := func() {
-			drainEvents()
+			sendTools()
 			if msg, grew := text.take(&sentSeq); grew {
 				notify(msg)
 				lastText = time.Now()
@@ -205,15 +225,14 @@ func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, toke
 			case <-ctx.Done():
 				return
 			case <-finish:
-				// The run's events were published before it returned: they
-				// are in the buffer already. The run's OnEvent calls are
-				// over too (ExecuteRequest returned), so the text is whole.
-				drainEvents()
+				// The run's OnEventSync calls are over (ExecuteRequest
+				// returned): its tool events and its text are whole.
 				if text != nil {
 					sendText()
 				}
 				return
 			case <-textWake:
+				sendTools()
 				if textDue == nil {
 					wait := ProgressTextInterval - time.Since(lastText)
 					if wait <= 0 {
@@ -234,42 +253,11 @@ func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, toke
 				sendText()
 			case <-tick:
 				notify(fmt.Sprintf("agent %s running for %s", agentID, time.Since(start).Round(time.Second)))
-			case ev, ok := <-events:
-				if !ok {
-					events = nil
-					continue
-				}
-				if msg, mine := describeToolEvent(ev, taskID); mine {
-					notify(msg)
-				}
 			}
 		}
 	}()
 	return func() {
 		close(finish)
 		<-done
-		if sub != nil {
-			sub.Close()
-		}
 	}
-}
-
-// describeToolEvent turns a ToolCalled or ToolResult event of the task into a
-// progress message; mine is false for other tasks' events.
-func describeToolEvent(ev lattice.Event, taskID string) (msg string, mine bool) {
-	var p struct {
-		TaskID string `json:"task_id"`
-		Tool   string `json:"tool"`
-		OK     bool   `json:"ok"`
-	}
-	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.TaskID != taskID {
-		return "", false
-	}
-	switch {
-	case ev.Type == axocoatl.EventToolCalled:
-		return "calling tool " + p.Tool, true
-	case p.OK:
-		return "tool " + p.Tool + " done", true
-	}
-	return "tool " + p.Tool + " failed", true
 }

@@ -46,3 +46,32 @@ func TestAnswerTailBound(t *testing.T) {
 		}
 	}
 }
+
+// Tool events reach the reporter in the run's order, at most
+// progressBuffer of them unsent (a burst beyond costs messages, counted,
+// never the run: observe does not wait), and the text beside them is kept.
+func TestAnswerTailToolEvents(t *testing.T) {
+	a := newAnswerTail()
+	a.observe(agent.RunEvent{Kind: agent.RunDelta, Delta: agent.Delta{Kind: agent.DeltaText, Text: "let me look"}})
+	a.observe(agent.RunEvent{Kind: agent.RunToolStarted, ToolName: "clock"})
+	a.observe(agent.RunEvent{Kind: agent.RunToolFinished, ToolName: "clock"})
+	a.observe(agent.RunEvent{Kind: agent.RunToolStarted, ToolName: "web"})
+	a.observe(agent.RunEvent{Kind: agent.RunToolFinished, ToolName: "web", IsError: true})
+	want := []string{"calling tool clock", "tool clock done", "calling tool web", "tool web failed"}
+	if got := a.takeTools(); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("tool messages %q, want %q", got, want)
+	}
+	if got := a.takeTools(); got != nil {
+		t.Fatalf("taken twice: %q", got)
+	}
+	for range progressBuffer + 36 {
+		a.observe(agent.RunEvent{Kind: agent.RunToolStarted, ToolName: "x"})
+	}
+	if got := a.takeTools(); len(got) != progressBuffer || a.dropped != 36 {
+		t.Fatalf("%d messages kept, %d dropped, of %d: the bound is %d", len(got), a.dropped, progressBuffer+36, progressBuffer)
+	}
+	var seq uint64
+	if text, grew := a.take(&seq); !grew || text != "let me look" {
+		t.Fatalf("text %q beside the tool events", text)
+	}
+}

@@ -54,6 +54,27 @@ type StreamingChat struct {
 	Plain atomic.Int64
 
 	started, finished atomic.Int64
+	// firstAt is when the last streamed answer's first delta was sent
+	// (nil: none yet).
+	firstAt atomic.Pointer[time.Time]
+}
+
+// FirstDeltaAt is when the most recent streamed answer's first text delta
+// was sent: taken just before the server writes it to the connection (it
+// may reach the client before the write returns); zero before any. A
+// benchmark subtracts it from when its client got that delta: the time
+// the door adds between the model and its client.
+func (c *StreamingChat) FirstDeltaAt() time.Time {
+	if t := c.firstAt.Load(); t != nil {
+		return *t
+	}
+	return time.Time{}
+}
+
+// sentFirst records the time of a first delta, as it is written.
+func (c *StreamingChat) sentFirst() {
+	now := time.Now()
+	c.firstAt.Store(&now)
 }
 
 // NewStreamingChat starts a server on the OpenAI wire; it is closed with
@@ -144,6 +165,9 @@ func (c *StreamingChat) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		word, _ := json.Marshal(c.Word(i))
 		chunk = append(chunk, word...)
 		chunk = append(chunk, "},\"finish_reason\":null}]}\n\n"...)
+		if i == 0 {
+			c.sentFirst()
+		}
 		if _, err := w.Write(chunk); err != nil || rc.Flush() != nil {
 			return
 		}
@@ -226,6 +250,9 @@ func (c *StreamingChat) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		word, _ := json.Marshal(c.Word(i))
 		chunk = append(chunk, word...)
 		chunk = append(chunk, "}}\n\n"...)
+		if i == 0 {
+			c.sentFirst()
+		}
 		if _, err := w.Write(chunk); err != nil || rc.Flush() != nil {
 			return
 		}

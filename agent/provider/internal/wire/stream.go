@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
@@ -82,7 +83,10 @@ func (c *Client) Stream(ctx context.Context, path string, in any, onSSE func(*SS
 	var err error
 	switch {
 	case mt == "text/event-stream":
-		if err = onSSE(NewSSE(resp.Body)); err == nil {
+		sse := NewSSE(resp.Body)
+		err = onSSE(sse)
+		sse.release()
+		if err == nil {
 			// The answer is whole; what may follow its last event (the
 			// chunked body's end) is read, so that the connection goes back
 			// to the pool instead of being closed unread: the next call
@@ -156,7 +160,26 @@ type SSE struct {
 
 // NewSSE reads the stream r.
 func NewSSE(r io.Reader) *SSE {
-	return &SSE{r: bufio.NewReaderSize(r, sseBuffer)}
+	br := sseReaders.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &SSE{r: br}
+}
+
+// sseReaders keeps the read buffers of finished streams: a model call's
+// stream would otherwise allocate (and zero) sseBuffer bytes between its
+// response's headers and its first delta, and give the collector that
+// much more to do per call.
+var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, sseBuffer) }}
+
+// release gives s's read buffer back once the stream is read (what Next
+// returned is not used after it); s is not used after.
+func (s *SSE) release() {
+	if s.r == nil {
+		return
+	}
+	s.r.Reset(nil)
+	sseReaders.Put(s.r)
+	s.r = nil
 }
 
 // Next returns the next event's name (empty when it has none) and data,
