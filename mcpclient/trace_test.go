@@ -1,0 +1,169 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+)
+
+// seen is what a go-sdk server's tool was sent of the caller's trace:
+// the _meta traceparent and tracestate, and the HTTP header traceparent.
+type seen struct {
+	meta, state, header string
+	version             string
+}
+
+// traceServer is a go-sdk server whose "where" tool records what it saw.
+func traceServer() (*mcp.Server, <-chan seen) {
+	ch := make(chan seen, 8)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "traced", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "where", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var s seen
+		m := req.Params.GetMeta()
+		s.meta, _ = m["traceparent"].(string)
+		s.state, _ = m["tracestate"].(string)
+		if req.Extra != nil && req.Extra.Header != nil {
+			s.header = req.Extra.Header.Get("traceparent")
+		}
+		s.version = req.ProtocolVersion()
+		ch <- s
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "here"}}}, nil
+	})
+	return srv, ch
+}
+
+// tracedModule is startModule with an Engine that records its spans.
+func tracedModule(t *testing.T, cfg Config) (*axocoatl.Engine, *tracetest.SpanRecorder) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	e := axocoatl.New(axocoatl.Options{TracerProvider: tp})
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Use(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Errorf("engine close: %v", err)
+		}
+		_ = tp.Shutdown(ctx)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return e, rec
+}
+
+// A tools/call inside a trace carries the trace context of its client
+// span in _meta (SEP-414), in both eras, and over HTTP in the headers too;
+// the span is a client span, child of the caller's, named
+// "tools/call <tool>" with the MCP conventions' attributes. A call
+// outside any trace carries none.
+func TestTraceContextOut(t *testing.T) {
+	cases := []struct {
+		name    string
+		version string // the era the client ends up in
+		http    bool
+		server  func(*mcp.Server) ServerConfig
+	}{
+		{"memory", "2026-07-28", false, func(srv *mcp.Server) ServerConfig {
+			return ServerConfig{Name: "tr", Dial: func(ctx context.Context) (mcp.Transport, error) {
+				ct, st := mcp.NewInMemoryTransports()
+				if _, err := srv.Connect(ctx, st, nil); err != nil {
+					return nil, err
+				}
+				return ct, nil
+			}}
+		}},
+		{"http 2025-11-25", "2025-11-25", true, func(srv *mcp.Server) ServerConfig {
+			hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+			t.Cleanup(hs.Close)
+			return ServerConfig{Name: "tr", URL: hs.URL}
+		}},
+		{"http 2026-07-28", "2026-07-28", true, func(srv *mcp.Server) ServerConfig {
+			hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+			t.Cleanup(hs.Close)
+			return ServerConfig{Name: "tr", URL: hs.URL}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv, got := traceServer()
+			e, rec := tracedModule(t, Config{Servers: []ServerConfig{c.server(srv)}})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+
+			// The caller's span, with a tracestate to pass on.
+			ts, err := trace.ParseTraceState("axo=1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{1, 2, 3}, SpanID: [8]byte{4, 5, 6}, TraceFlags: trace.FlagsSampled, TraceState: ts, Remote: true})
+			pctx := trace.ContextWithRemoteSpanContext(ctx, parent)
+			if res, err := e.CallTool(pctx, axocoatl.ToolCall{Tool: "mcp__tr__where", Arguments: json.RawMessage(`{}`)}); err != nil || res.Content != "here" {
+				t.Fatalf("call: %+v %v", res, err)
+			}
+			s := <-got
+			if s.version != c.version {
+				t.Errorf("era %q, want %q", s.version, c.version)
+			}
+			spans := rec.Ended()
+			var span sdktrace.ReadOnlySpan
+			for _, sp := range spans {
+				if sp.Name() == "tools/call where" {
+					span = sp
+				}
+			}
+			if span == nil {
+				t.Fatalf("no span tools/call where among %d", len(spans))
+			}
+			if span.SpanKind() != trace.SpanKindClient || span.Parent().SpanID() != parent.SpanID() || span.SpanContext().TraceID() != parent.TraceID() {
+				t.Errorf("span kind %v parent %v trace %v", span.SpanKind(), span.Parent().SpanID(), span.SpanContext().TraceID())
+			}
+			attrs := map[string]string{}
+			for _, kv := range span.Attributes() {
+				attrs[string(kv.Key)] = kv.Value.Emit()
+			}
+			if attrs["mcp.method.name"] != "tools/call" || attrs["gen_ai.tool.name"] != "where" || attrs["mcp.protocol.version"] != c.version || attrs["axocoatl.mcp.server"] != "tr" {
+				t.Errorf("attributes %v", attrs)
+			}
+			want := "00-" + parent.TraceID().String() + "-" + span.SpanContext().SpanID().String() + "-01"
+			if s.meta != want || s.state != "axo=1" {
+				t.Errorf("_meta traceparent %q tracestate %q, want %q and axo=1", s.meta, s.state, want)
+			}
+			if c.http && s.header != want {
+				t.Errorf("header traceparent %q, want %q", s.header, want)
+			}
+
+			// Outside a trace: nothing sent, no span.
+			before := len(rec.Ended())
+			if _, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__tr__where", Arguments: json.RawMessage(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+			s = <-got
+			if s.meta != "" || s.state != "" || s.header != "" {
+				t.Errorf("a call outside a trace sent %+v", s)
+			}
+			if n := len(rec.Ended()); n != before {
+				t.Errorf("a call outside a trace made %d spans", n-before)
+			}
+		})
+	}
+}
