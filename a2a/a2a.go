@@ -421,7 +421,7 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	mux := http.NewServeMux()
 	for _, d := range h.table() {
 		mux.Handle(d.Method+" "+d.Pattern, e.GuardHTTP(axocoatl.HTTPRoute{
-			Scope: d.Scope, MaxBodyBytes: d.MaxBodyBytes, TooLarge: d.tooLarge}, d.serve))
+			Scope: d.Scope, MaxBodyBytes: d.MaxBodyBytes, TooLarge: d.tooLarge}, traced(e, d.serve)))
 	}
 	private := axocoatl.HTTPRoute{Scope: axocoatl.ScopeRead, MaxBodyBytes: h.cfg.MaxBodyBytes}
 	// Unknown routes are behind the token too: a host that mounts the
