@@ -43,7 +43,7 @@ func traceServer() (*mcp.Server, <-chan seen) {
 }
 
 // tracedModule is startModule with an Engine that records its spans.
-func tracedModule(t *testing.T, cfg Config) (*axocoatl.Engine, *tracetest.SpanRecorder) {
+func tracedModule(t *testing.T, cfg Config) (*axocoatl.Engine, *tracetest.SpanRecorder, *Module) {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -68,7 +68,7 @@ func tracedModule(t *testing.T, cfg Config) (*axocoatl.Engine, *tracetest.SpanRe
 	if err := m.Ready(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return e, rec
+	return e, rec, m
 }
 
 // A tools/call inside a trace carries the trace context of its client
@@ -106,7 +106,7 @@ func TestTraceContextOut(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			srv, got := traceServer()
-			e, rec := tracedModule(t, Config{Servers: []ServerConfig{c.server(srv)}})
+			e, rec, _ := tracedModule(t, Config{Servers: []ServerConfig{c.server(srv)}})
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 
@@ -165,5 +165,42 @@ func TestTraceContextOut(t *testing.T) {
 				t.Errorf("a call outside a trace made %d spans", n-before)
 			}
 		})
+	}
+}
+
+// Outside a trace (tracing off, no caller's traceparent) the tracing of a
+// call allocates nothing: no span, no _meta, no header clone.
+//
+// Guards: the bench/README.md figure "tracing off adds no allocation to
+// the MCP tool call".
+func TestTracingOffAllocatesNothing(t *testing.T) {
+	srv, _ := traceServer()
+	e, _, m := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}}}})
+	s := m.servers[0]
+	cs := s.liveSession()
+	ctx := context.Background()
+	params := &mcp.CallToolParams{Name: "where"}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prop := e.Propagator()
+	if n := testing.AllocsPerRun(100, func() {
+		_, span := s.startSpan(ctx, cs, "where", axocoatl.ToolCall{}, params)
+		endSpan(span, nil, nil, "")
+		if injectHeaders(prop, req, false) != req {
+			t.Fatal("a request outside a trace was cloned")
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per call outside a trace, want 0", n)
+	}
+	if params.Meta != nil {
+		t.Fatalf("_meta set outside a trace: %v", params.Meta)
 	}
 }
