@@ -6,12 +6,15 @@ import (
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
@@ -26,14 +29,18 @@ func (m spanModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Respo
 }
 
 // tracedNode is newNode with an Engine that records its spans.
-func tracedNode(t *testing.T, url, name string, agents map[string]agent.Model) (*node, *tracetest.SpanRecorder) {
+func tracedNode(t testing.TB, url, name string, agents map[string]agent.Model, processors ...sdktrace.SpanProcessor) (*node, *tracetest.SpanRecorder) {
 	t.Helper()
 	bus, err := latticenats.Connect(url, latticenats.Options{Prefix: "ct", Node: name}, natsgo.Name(name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := tracetest.NewSpanRecorder()
-	e := axocoatl.New(axocoatl.Options{Bus: bus, TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))})
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(rec)}
+	for _, p := range processors {
+		opts = []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(p)}
+	}
+	e := axocoatl.New(axocoatl.Options{Bus: bus, TracerProvider: sdktrace.NewTracerProvider(opts...)})
 	for id, model := range agents {
 		if err := e.AddAgent(agent.Spec{ID: id}, model); err != nil {
 			t.Fatal(err)
@@ -142,4 +149,48 @@ func recvHeader(t *testing.T, ch <-chan natsgo.Header) natsgo.Header {
 		t.Fatal("the task was not seen on NATS")
 		return nil
 	}
+}
+
+// BenchmarkRoundTripTracing compares, paired in one loop on the same two
+// daemons (each with an always-sampling SDK provider that batches to a
+// local OTLP/HTTP receiver), a remote Execute outside any trace ("off":
+// no span, no header) with one inside a caller's trace ("on": a client
+// span on the caller, the traceparent header, a server span on the
+// executing daemon). It reports on/off of the medians.
+func BenchmarkRoundTripTracing(b *testing.B) {
+	ns := startNATS(b, -1)
+	url := ns.ClientURL()
+	recv := testutil.NewOTLPReceiver(b)
+	exporter := func() sdktrace.SpanProcessor {
+		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(recv.URL+"/v1/traces"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bsp := sdktrace.NewBatchSpanProcessor(exp)
+		b.Cleanup(func() { _ = bsp.Shutdown(context.Background()) })
+		return bsp
+	}
+	a, _ := tracedNode(b, url, "node-a", map[string]agent.Model{"echo": provider.EchoModel{}}, exporter())
+	c, _ := tracedNode(b, url, "node-b", nil, exporter())
+	_ = a.local.Close()
+	_ = c.local.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for !lists(c.e, "echo", "node-a") {
+		if time.Now().After(deadline) {
+			b.Fatal("node-b does not list echo")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{1}, SpanID: [8]byte{2}, TraceFlags: trace.FlagsSampled, Remote: true})
+	on := trace.ContextWithRemoteSpanContext(context.Background(), parent)
+	off := context.Background()
+	call := func(ctx context.Context) func() {
+		return func() {
+			if res, err := c.e.Execute(ctx, "echo", "ping"); err != nil || res.Output != "ping" {
+				b.Fatal(res, err)
+			}
+		}
+	}
+	b.ReportAllocs()
+	testutil.Paired(b, call(on), call(off))
 }

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
 // seen is what a go-sdk server's tool was sent of the caller's trace:
@@ -203,4 +205,44 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 	if params.Meta != nil {
 		t.Fatalf("_meta set outside a trace: %v", params.Meta)
 	}
+}
+
+// BenchmarkToolCallTracing compares, paired in one loop on one Engine
+// (an always-sampling SDK provider batching to a local OTLP/HTTP
+// receiver) and one in-memory server, a tool call outside any trace
+// ("off") with one inside a caller's trace ("on": the client span, the
+// _meta traceparent, and the server reading it). It reports on/off.
+func BenchmarkToolCallTracing(b *testing.B) {
+	recv := testutil.NewOTLPReceiver(b)
+	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(recv.URL+"/v1/traces"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ts := newTestServer()
+	e := axocoatl.New(axocoatl.Options{TracerProvider: tp})
+	m, err := New(Config{Servers: []ServerConfig{{Name: "mem", Dial: ts.dial}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.Use(context.Background(), m); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = e.Close(context.Background()) })
+	if err := m.Ready(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{1}, SpanID: [8]byte{2}, TraceFlags: trace.FlagsSampled, Remote: true})
+	on := trace.ContextWithRemoteSpanContext(context.Background(), parent)
+	call := axocoatl.ToolCall{Tool: "mcp__mem__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
+	do := func(ctx context.Context) func() {
+		return func() {
+			if res, err := e.CallTool(ctx, call); err != nil || res.Content != "Echo: hi" {
+				b.Fatal(res, err)
+			}
+		}
+	}
+	b.ReportAllocs()
+	testutil.Paired(b, do(on), do(context.Background()))
 }
