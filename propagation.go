@@ -64,7 +64,16 @@ func stampTrace(ctx context.Context, ev *lattice.Event) {
 	if ev.TraceParent != "" || !trace.SpanContextFromContext(ctx).IsValid() {
 		return
 	}
-	traceContext.Inject(ctx, eventCarrier{ev})
+	ev.TraceParent, ev.TraceState = formatTrace(ctx)
+}
+
+// formatTrace is ctx's trace context as traceparent and tracestate. Its
+// carrier escapes (an interface): declared here, not in the caller, an
+// event outside a trace stays on the stack.
+func formatTrace(ctx context.Context) (traceParent, traceState string) {
+	var ev lattice.Event
+	traceContext.Inject(ctx, eventCarrier{&ev})
+	return ev.TraceParent, ev.TraceState
 }
 
 // EventContext returns ctx carrying the trace context of ev (the one of
