@@ -45,6 +45,9 @@ func TestEventTraceContext(t *testing.T) {
 
 // The Engine's propagator reads no value over MaxTraceHeaderBytes: an
 // oversize traceparent starts no trace, an oversize tracestate is dropped.
+//
+// Guards: bound "a caller's traceparent or tracestate value" (512 bytes,
+// docs/bounds.md, every door).
 func TestPropagatorBounded(t *testing.T) {
 	tp := "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	var state []string

@@ -16,7 +16,8 @@ import (
 // span, no header (so the frame goes with PublishRequest, as before).
 //
 // Guards: the bench/README.md figure "tracing off adds no allocation to
-// the cluster round trip".
+// the cluster round trip", and bound "a caller's traceparent or
+// tracestate value" (512 bytes, docs/bounds.md) on a task's NATS header.
 func TestTracingOffAllocatesNothing(t *testing.T) {
 	// Even with a recording provider: what decides is the caller's trace.
 	e := axocoatl.New(axocoatl.Options{TracerProvider: sdktrace.NewTracerProvider()})

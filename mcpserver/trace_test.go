@@ -41,6 +41,9 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // of the server span of the call, whose child the run is: both eras, in
 // memory, over stdio and over HTTP. An oversize tracestate is dropped, an
 // oversize traceparent starts a trace of our own.
+//
+// Guards: bound "a caller's traceparent or tracestate value" (512 bytes,
+// docs/bounds.md): the oversize subtest.
 func TestTraceContextIn(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
