@@ -92,7 +92,7 @@ func TestDeliveryTrace(t *testing.T) {
 				}
 				attrs := map[string]string{}
 				for _, kv := range sp.Attributes() {
-					attrs[string(kv.Key)] = kv.Value.Emit()
+					attrs[string(kv.Key)] = kv.Value.String()
 				}
 				switch n.N {
 				case 1:

@@ -141,7 +141,7 @@ func TestTraceContextOut(t *testing.T) {
 			}
 			attrs := map[string]string{}
 			for _, kv := range span.Attributes() {
-				attrs[string(kv.Key)] = kv.Value.Emit()
+				attrs[string(kv.Key)] = kv.Value.String()
 			}
 			if attrs["mcp.method.name"] != "tools/call" || attrs["gen_ai.tool.name"] != "where" || attrs["mcp.protocol.version"] != c.version || attrs["axocoatl.mcp.server"] != "tr" {
 				t.Errorf("attributes %v", attrs)
