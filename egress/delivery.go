@@ -166,8 +166,16 @@ func (d *delivery) record() record {
 }
 
 func (r record) delivery(key uint64) *delivery {
+	d := r.untraced(key)
+	// A JetStream dead letter may be written by any process of the
+	// cluster: bounded like a peer's.
+	d.traceOf(lattice.Event{TraceParent: r.TraceParent, TraceState: r.TraceState})
+	return d
+}
+
+func (r record) untraced(key uint64) *delivery {
 	return &delivery{id: r.ID, eventID: r.EventID, eventType: r.EventType, body: r.Body, created: r.Created,
 		key: key, status: r.Status, attempts: r.Attempts, base: r.Base, lastError: r.LastError,
 		url: r.URL, header: r.Header, allowPrivate: r.AllowPrivate,
-		traceParent: r.TraceParent, traceState: r.TraceState}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,5 +136,46 @@ func TestRecordKeepsTrace(t *testing.T) {
 	var old record
 	if err := json.Unmarshal([]byte(`{"id":"old","body":"e30="}`), &old); err != nil || old.delivery(1).traceParent != "" {
 		t.Fatalf("an old record: %v %+v", err, old)
+	}
+}
+
+// A delivery queued in the store keeps its trace across a restart: the
+// attempts after it are in the trace of the run whose event it was.
+func TestRestartKeepsTrace(t *testing.T) {
+	dir := t.TempDir()
+	var down atomic.Bool
+	down.Store(true)
+	rc := newReceiver(t, "", func(_ received, _ int) int {
+		if down.Load() {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	cfg := Config{DataDir: dir, Webhooks: []Webhook{{Name: "w", URL: rc.url(), MaxAttempts: 1000,
+		BackoffBase: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond}}}
+	h := start(t, cfg)
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{0x77}, SpanID: [8]byte{0x66}, TraceFlags: trace.FlagsSampled, Remote: true})
+	if err := h.eng.Publish(trace.ContextWithRemoteSpanContext(context.Background(), parent), "Deployed", "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "an attempt recorded", func() bool {
+		var ds struct{ Deliveries []Delivery }
+		h.api(t, "GET", "/api/webhooks/w/deliveries?limit=10", &ds)
+		return len(ds.Deliveries) == 1 && len(ds.Deliveries[0].Attempts) > 0
+	})
+	h.close(t)
+	n := rc.count()
+
+	down.Store(false)
+	h2 := start(t, cfg)
+	waitFor(t, 10*time.Second, "delivered after the restart", func() bool { return h2.status(t, "w").Delivered == 1 })
+	reqs := rc.requests()
+	if len(reqs) <= n {
+		t.Fatal("nothing sent after the restart")
+	}
+	for _, r := range reqs[n:] {
+		if tp := r.header.Get("traceparent"); len(tp) != 55 || tp[3:35] != parent.TraceID().String() {
+			t.Errorf("after the restart: traceparent %q, want trace %s", tp, parent.TraceID())
+		}
 	}
 }
