@@ -15,14 +15,16 @@ import (
 // startSpan starts the server span of a tools/call and returns the
 // context of the run it starts. Its parent is the caller's trace context:
 // the request's _meta traceparent (SEP-414; both eras, both transports),
-// else over HTTP the request's traceparent header, else whatever span ctx
-// already carries (a host's, the HTTP door's). A value over
+// else the span ctx already carries (the HTTP door's, a host's), else over
+// HTTP the request's traceparent header. A value over
 // [lattice.MaxTraceHeaderBytes] is ignored (the Engine's propagator).
 func (s *Server) startSpan(ctx context.Context, req *mcp.CallToolRequest) (context.Context, trace.Span) {
 	prop := s.engine.Propagator()
 	if m := req.Params.GetMeta(); axocoatl.MetaCarrier(m).Get("traceparent") != "" {
 		ctx = prop.Extract(ctx, axocoatl.MetaCarrier(m))
-	} else if req.Extra != nil && req.Extra.Header != nil && req.Extra.Header.Get("traceparent") != "" {
+	} else if !trace.SpanContextFromContext(ctx).IsValid() && req.Extra != nil && req.Extra.Header != nil && req.Extra.Header.Get("traceparent") != "" {
+		// A span already on ctx (the HTTP door's, from the same header)
+		// stays the parent.
 		ctx = prop.Extract(ctx, propagation.HeaderCarrier(req.Extra.Header))
 	}
 	attrs := []attribute.KeyValue{
