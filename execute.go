@@ -167,12 +167,14 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	e.publishEvent(ctx, event(EventAgentActivated, req.AgentID, start, p.done()))
 
 	tools := &runToolbox{engine: e, spec: &a.spec, taskID: req.TaskID}
+	// Each model call ends in a ModelResult event.
+	model := e.recorded(listened(a.model, cast), &a.spec, &req)
 	var run agent.Turn
 	var err error
 	if conv == nil {
-		run, err = e.runContained(ctx, a.spec, listened(a.model, cast), tools, nil, req, cast.observe)
+		run, err = e.runContained(ctx, a.spec, model, tools, nil, req, cast.observe)
 	} else {
-		run, err = e.runContained(ctx, withOmittedNote(a.spec, conv.omitted), listened(a.model, cast), tools, conv.history, req, cast.observe)
+		run, err = e.runContained(ctx, withOmittedNote(a.spec, conv.omitted), model, tools, conv.history, req, cast.observe)
 	}
 	res.Usage = run.Usage
 	if err != nil {

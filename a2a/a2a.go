@@ -20,7 +20,11 @@
 // [axocoatl.Engine.Agents] (an agent another daemon of the cluster runs
 // names its [axocoatl.AgentInfo].Node); every request passes the Engine's
 // guard ([axocoatl.Engine.GuardHTTP]), configured by [axocoatl.HTTPOptions]
-// like every door, which also gives the public URL the cards carry.
+// like every door, which also gives the public URL the cards carry. A
+// caller's W3C traceparent header continues in the run it starts, also one
+// that outlives its request, read with the Engine's propagator
+// ([axocoatl.Engine.Propagator]), so the run's spans and its lattice
+// events ([lattice.Event].TraceParent) are in the caller's trace.
 //
 // # Two surfaces
 //
