@@ -198,13 +198,16 @@ func (e *Engine) Logger() *slog.Logger { return e.log }
 
 // Publish builds an event with a fresh id and publishes it on the lattice,
 // of the class the Engine or a module declared for its type
-// ([EventDeclarer]; coordination when none did).
+// ([EventDeclarer]; coordination when none did). The event carries the
+// trace context of ctx's span, if any ([lattice.Event].TraceParent): so
+// do the Engine's own events of a run.
 func (e *Engine) Publish(ctx context.Context, eventType, producedBy string, payload any) error {
 	ev, err := lattice.New(eventType, producedBy, payload)
 	if err != nil {
 		return err
 	}
 	ev.Class = e.ClassOf(eventType)
+	stampTrace(ctx, &ev)
 	return e.bus.Publish(ctx, ev)
 }
 

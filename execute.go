@@ -284,6 +284,7 @@ func (e *Engine) publishEvent(ctx context.Context, ev lattice.Event) {
 	if ctx.Err() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
+	stampTrace(ctx, &ev)
 	if err := e.bus.Publish(ctx, ev); err != nil && !errors.Is(err, lattice.ErrClosed) {
 		e.log.Warn("publish failed", "type", ev.Type, "error", err)
 	}

@@ -14,7 +14,9 @@ const TracerName = "github.com/axocoatl/axocoatl-go"
 // propagation format every door and every outbound call speaks. A fixed
 // value rather than otel's global propagator, so a host's choice of
 // propagator for its own traffic does not change what we send to peers.
-var traceContext propagation.TextMapPropagator = propagation.TraceContext{}
+//
+// Extract ignores a value over [lattice.MaxTraceHeaderBytes].
+var traceContext propagation.TextMapPropagator = boundedTraceContext{}
 
 func newTracer(tp trace.TracerProvider) trace.Tracer {
 	if tp == nil {

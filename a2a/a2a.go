@@ -20,7 +20,11 @@
 // [axocoatl.Engine.Agents] (an agent another daemon of the cluster runs
 // names its [axocoatl.AgentInfo].Node); every request passes the Engine's
 // guard ([axocoatl.Engine.GuardHTTP]), configured by [axocoatl.HTTPOptions]
-// like every door, which also gives the public URL the cards carry.
+// like every door, which also gives the public URL the cards carry. A
+// caller's W3C traceparent header continues in the run it starts, also one
+// that outlives its request, read with the Engine's propagator
+// ([axocoatl.Engine.Propagator]), so the run's spans and its lattice
+// events ([lattice.Event].TraceParent) are in the caller's trace.
 //
 // # Two surfaces
 //
@@ -421,7 +425,7 @@ func (h *Handler) Start(_ context.Context, e *axocoatl.Engine) error {
 	mux := http.NewServeMux()
 	for _, d := range h.table() {
 		mux.Handle(d.Method+" "+d.Pattern, e.GuardHTTP(axocoatl.HTTPRoute{
-			Scope: d.Scope, MaxBodyBytes: d.MaxBodyBytes, TooLarge: d.tooLarge}, d.serve))
+			Scope: d.Scope, MaxBodyBytes: d.MaxBodyBytes, TooLarge: d.tooLarge}, traced(e, d.serve)))
 	}
 	private := axocoatl.HTTPRoute{Scope: axocoatl.ScopeRead, MaxBodyBytes: h.cfg.MaxBodyBytes}
 	// Unknown routes are behind the token too: a host that mounts the

@@ -228,7 +228,8 @@ func (h *Handler) startTask(ctx context.Context, sr *sendRequest, pathAgent stri
 	}
 	// The run outlives the request: it carries the caller's identity over,
 	// so the Engine checks what it may run and the gates see who asked.
-	ctx, cancel := context.WithCancel(axocoatl.WithIdentity(h.ctx, axocoatl.IdentityFrom(ctx)))
+	// So does the caller's trace.
+	ctx, cancel := context.WithCancel(withSpanOf(axocoatl.WithIdentity(h.ctx, axocoatl.IdentityFrom(ctx)), ctx))
 	t := newTask(id, contextID, agentID, stored, input, cancel)
 	t.caller = callerOf(sr.req)
 	if running := h.store.addTurn(t, sr.size+int64(len(input))); running != nil {

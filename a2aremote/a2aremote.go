@@ -290,7 +290,7 @@ func Check(ctx context.Context, ac AgentConfig, scrub []secret.Secret) (CardInfo
 	red, _ := newRedactor(ac, scrub)
 	tr := newTransport()
 	defer tr.CloseIdleConnections()
-	card, _, gen, err := resolve(ctx, ac, newHTTPClient(ac, tr))
+	card, _, gen, err := resolve(ctx, ac, newHTTPClient(ac, tr, nil))
 	if err != nil {
 		return CardInfo{}, fmt.Errorf("a2a agent %s: %w", ac.Name, red.Error(err))
 	}
@@ -367,7 +367,7 @@ func newRemote(ac AgentConfig, mcfg Config, e *axocoatl.Engine, log *slog.Logger
 	return &remote{
 		cfg: ac, mcfg: mcfg, eng: e, log: log,
 		red:          red,
-		hc:           newHTTPClient(ac, base),
+		hc:           newHTTPClient(ac, base, e.Propagator()),
 		sem:          make(chan struct{}, ac.maxConcurrent()),
 		firstAttempt: make(chan struct{}),
 		inflight:     make(map[uint64]context.CancelCauseFunc),

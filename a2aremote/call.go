@@ -43,6 +43,14 @@ func (r *remote) call(ctx context.Context, call axocoatl.ToolCall) (axocoatl.Too
 	if err != nil {
 		return axocoatl.ToolResult{}, fmt.Errorf("a2a agent %s: %w", r.cfg.Name, err)
 	}
+	ctx, span := r.startSpan(ctx)
+	res, err := r.callTraced(ctx, input)
+	endSpan(span, err, res.IsError)
+	return res, err
+}
+
+// callTraced is call, once its span started.
+func (r *remote) callTraced(ctx context.Context, input string) (axocoatl.ToolResult, error) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r.mu.Lock()

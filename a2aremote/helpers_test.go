@@ -65,6 +65,7 @@ type remotePeer struct {
 	release chan struct{} // closed when the test ends: blocked executions return
 	auth    atomic.Value  // the last Authorization header received
 	version atomic.Value  // the last A2A-Version header received on a POST
+	tparent atomic.Value  // the last traceparent header received on a POST
 	calls   atomic.Int64  // HTTP requests received
 	conns   atomic.Int64  // TCP connections accepted
 }
@@ -83,6 +84,7 @@ func (p *remotePeer) serve(t testing.TB, mux *http.ServeMux) *httptest.Server {
 		p.auth.Store(r.Header.Get("Authorization"))
 		if r.Method == http.MethodPost {
 			p.version.Store(r.Header.Get("A2A-Version"))
+			p.tparent.Store(r.Header.Get("traceparent"))
 		}
 		mux.ServeHTTP(w, r)
 	}))

@@ -53,7 +53,7 @@ func TestSendTransportBadAnswers(t *testing.T) {
 				_, _ = w.Write([]byte(c.body))
 			}))
 			defer srv.Close()
-			hc := newHTTPClient(AgentConfig{Name: "x", URL: srv.URL, MaxResponseBytes: 1024}, http.DefaultTransport)
+			hc := newHTTPClient(AgentConfig{Name: "x", URL: srv.URL, MaxResponseBytes: 1024}, http.DefaultTransport, nil)
 			tr := newSendTransport(srv.URL, hc)
 			res, err := tr.SendMessage(context.Background(), a2aclient.ServiceParams{"A2A-Version": {"1.0"}},
 				&a2a1.SendMessageRequest{Message: a2a1.NewMessage(a2a1.MessageRoleUser, a2a1.NewTextPart("hi"))})

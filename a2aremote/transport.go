@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/propagation"
 	"io"
 	"net/http"
 	"net/url"
@@ -30,13 +31,16 @@ var ErrResponseTooLarge = errors.New("a2a response over its bound")
 // credentials, to wherever the remote points). It has no overall timeout:
 // each call's context carries the agent's timeout, and a streamed answer
 // may legitimately last that long.
-func newHTTPClient(a AgentConfig, base http.RoundTripper) *http.Client {
+//
+// prop, when set, puts the trace context of a request's span (a call's:
+// see remote.startSpan) in its traceparent and tracestate headers.
+func newHTTPClient(a AgentConfig, base http.RoundTripper, prop propagation.TextMapPropagator) *http.Client {
 	h := make(http.Header, len(a.Headers))
 	for k, v := range a.Headers {
 		h.Set(k, v.Reveal())
 	}
 	return &http.Client{
-		Transport: &roundTripper{base: base, headers: h, limit: int64(a.maxResponse())},
+		Transport: &roundTripper{base: base, headers: h, limit: int64(a.maxResponse()), prop: prop},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -57,6 +61,7 @@ type roundTripper struct {
 	base    http.RoundTripper
 	headers http.Header
 	limit   int64
+	prop    propagation.TextMapPropagator // nil: no trace headers
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -66,6 +71,7 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header[k] = v
 		}
 	}
+	req = injectHeaders(t.prop, req, len(t.headers) > 0)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return nil, err

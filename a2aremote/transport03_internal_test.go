@@ -40,7 +40,7 @@ func (a *answer03) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // module's HTTP client with max_response_bytes 2048.
 func transport03(t *testing.T, binding a2a1.TransportProtocol, srv *httptest.Server) a2aclient.Transport {
 	t.Helper()
-	hc := newHTTPClient(AgentConfig{Name: "r", URL: srv.URL, MaxResponseBytes: 2048}, srv.Client().Transport)
+	hc := newHTTPClient(AgentConfig{Name: "r", URL: srv.URL, MaxResponseBytes: 2048}, srv.Client().Transport, nil)
 	tr, err := newTransport03(binding, srv.URL, hc)
 	if err != nil {
 		t.Fatal(err)

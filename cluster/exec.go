@@ -71,6 +71,46 @@ func send(c *call, r execReply) {
 // for the answer, the caller's ctx, or the loss of the daemon that took it
 // or of NATS.
 func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.Result, error) {
+	// A hop inside a trace is a client span; its trace context rides in
+	// the task's NATS headers (trace.go).
+	span, hdr := m.startCallSpan(ctx, req.AgentID, req.TaskID)
+	res, err := m.runRemoteTraced(ctx, req, hdr)
+	if span != nil {
+		endSpan(span, kindOfCall(err))
+	}
+	return res, err
+}
+
+// kindOfCall is the error.type of a hop's span.
+func kindOfCall(err error) string {
+	if err == nil {
+		return ""
+	}
+	var re *remoteError
+	if errors.As(err, &re) {
+		return re.kind
+	}
+	return errorKind(err)
+}
+
+// publishTask sends a task frame, with its trace headers if it has any.
+func (m *Module) publishTask(subj, reply string, data []byte, hdr natsgo.Header) error {
+	if hdr == nil {
+		return m.publish(subj, reply, data)
+	}
+	// The trace context rides in headers, outside the signature: it
+	// names a parent span and changes nothing a daemon does.
+	data = m.keys.Seal(subj, reply, data)
+	err := m.nc.PublishMsg(&natsgo.Msg{Subject: subj, Reply: reply, Data: data, Header: hdr})
+	if errors.Is(err, natsgo.ErrHeadersNotSupported) {
+		// A server without headers: the task goes, its trace does not.
+		return m.nc.PublishRequest(subj, reply, data)
+	}
+	return err
+}
+
+// runRemoteTraced is runRemote once its span started.
+func (m *Module) runRemoteTraced(ctx context.Context, req axocoatl.Request, hdr natsgo.Header) (axocoatl.Result, error) {
 	start := time.Now()
 	res := axocoatl.Result{TaskID: req.TaskID, AgentID: req.AgentID}
 	if err := ctx.Err(); err != nil {
@@ -109,7 +149,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 		c.over = true
 		c.evMu.Unlock()
 	}()
-	if err := m.publish(m.subj+".exec."+req.AgentID, m.inbox+"."+token, data); err != nil {
+	if err := m.publishTask(m.subj+".exec."+req.AgentID, m.inbox+"."+token, data, hdr); err != nil {
 		return res, unavailable("agent %s: sending the task over NATS: %v", req.AgentID, err)
 	}
 	accept := time.NewTimer(m.cfg.AcceptTimeout)
@@ -142,7 +182,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 				// A daemon of a version before events: the task again,
 				// as that daemon reads it (not streamed).
 				t.events = false
-				if err := m.publish(m.subj+".exec."+req.AgentID, m.inbox+"."+token, t.encode()); err != nil {
+				if err := m.publishTask(m.subj+".exec."+req.AgentID, m.inbox+"."+token, t.encode(), hdr); err != nil {
 					return res, unavailable("agent %s: sending the task over NATS: %v", req.AgentID, err)
 				}
 			case r.Done:
@@ -458,12 +498,13 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 			m.mu.Unlock()
 			cancel(nil)
 		}()
-		runCtx := context.Context(ctx)
+		// The caller's trace goes on here (trace.go).
+		runCtx, span := m.startServeSpan(ctx, msg.Header, agentID, req.taskID, req.from)
 		// A timeout beyond what a Duration holds (only a peer's invention:
 		// a caller's deadline is at most ~292 years away) is no deadline.
 		if req.timeoutMS > 0 && req.timeoutMS <= int64(maxTimeout/time.Millisecond) {
 			var stop context.CancelFunc
-			runCtx, stop = context.WithTimeout(ctx, time.Duration(req.timeoutMS)*time.Millisecond)
+			runCtx, stop = context.WithTimeout(runCtx, time.Duration(req.timeoutMS)*time.Millisecond)
 			defer stop()
 		}
 		// The door the task came in by, if it is one of ours: the value
@@ -485,6 +526,9 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 			run.OnEvent = fwd.onEvent
 		}
 		res, err := m.eng.ExecuteRequest(runCtx, run)
+		if span != nil {
+			endSpan(span, kindOfCall(err))
+		}
 		r := execReply{Done: true, Output: res.Output, DurationMS: res.Duration.Milliseconds(), ConversationID: res.ConversationID}
 		if fwd != nil {
 			r.withUsage, r.Usage, r.Frames = true, res.Usage, fwd.close()

@@ -101,6 +101,9 @@ var boundGuards = map[string]guard{
 	"server.auth.oauth.max_jwks_bytes":               {int64(httpguard.DefaultMaxJWKSBytes), []string{"internal/httpguard:TestJWKSBodyBound"}},
 	"Every door / an access token (JWT)":             {int64(httpguard.MaxJWTBytes), []string{"internal/httpguard:TestJWTSizeBound"}},
 	"Every door / verified access tokens remembered": {httpguard.MaxVerifiedTokens, []string{"internal/httpguard:TestVerifiedTokensBounded"}},
+	// Trace context (issue 28): W3C's suggested limit of a tracestate.
+	"Every door / a caller's traceparent or tracestate value (HTTP header, MCP `_meta`, NATS header, a queued webhook delivery)": {lattice.MaxTraceHeaderBytes,
+		[]string{".:TestPropagatorBounded", "mcpserver:TestTraceContextIn", "cluster:TestTracingOffAllocatesNothing"}},
 	"Every door / store pages one conversation listing reads for a token with agent globs": {nil, []string{"config:TestFilteredConversationPagesBounded"}},
 	"server.request_timeout":                         {config.DefaultRequestTimeout, []string{"examples/daemon:TestExecuteUpstreamStatuses"}},
 	"server.body_timeout":                            {config.DefaultBodyTimeout, []string{"examples/daemon:TestSlowBodyTimesOut", "mcpserver:TestHTTPSlowBodyTimesOut", "a2a:TestSlowBodyTimesOut"}},

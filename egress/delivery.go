@@ -91,6 +91,11 @@ type delivery struct {
 	url          string
 	header       map[string]string
 	allowPrivate bool
+
+	// traceParent and traceState are the W3C trace context of the run
+	// whose event this delivery is (empty: none): the parent of its
+	// attempts' spans, stored and queued with it.
+	traceParent, traceState string
 }
 
 // wireBody is the body of every request, per the contract.
@@ -118,7 +123,9 @@ func newDelivery(ev lattice.Event, now time.Time) (*delivery, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &delivery{id: id, eventID: ev.ID, eventType: ev.Type, body: body, created: now, status: StatusQueued}, nil
+	d := &delivery{id: id, eventID: ev.ID, eventType: ev.Type, body: body, created: now, status: StatusQueued}
+	d.traceOf(ev)
+	return d, nil
 }
 
 // view copies the delivery for the API; the hook's mu is held.
@@ -143,6 +150,10 @@ type record struct {
 	URL          string            `json:"url,omitempty"`
 	Header       map[string]string `json:"header,omitempty"`
 	AllowPrivate bool              `json:"allow_private,omitempty"`
+	// The trace context of the event's run (absent in a store written
+	// before it was kept: such a delivery has no parent trace).
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 }
 
 // record copies what is stored; the hook's mu is held (or the delivery is
@@ -150,11 +161,21 @@ type record struct {
 func (d *delivery) record() record {
 	return record{ID: d.id, EventID: d.eventID, EventType: d.eventType, Created: d.created, Status: d.status,
 		Attempts: slices.Clone(d.attempts), Base: d.base, LastError: d.lastError, Body: d.body,
-		URL: d.url, Header: cloneHeader(d.header), AllowPrivate: d.allowPrivate}
+		URL: d.url, Header: cloneHeader(d.header), AllowPrivate: d.allowPrivate,
+		TraceParent: d.traceParent, TraceState: d.traceState}
 }
 
 func (r record) delivery(key uint64) *delivery {
+	d := r.untraced(key)
+	// A JetStream dead letter may be written by any process of the
+	// cluster: bounded like a peer's.
+	d.traceOf(lattice.Event{TraceParent: r.TraceParent, TraceState: r.TraceState})
+	return d
+}
+
+func (r record) untraced(key uint64) *delivery {
 	return &delivery{id: r.ID, eventID: r.EventID, eventType: r.EventType, body: r.Body, created: r.Created,
 		key: key, status: r.Status, attempts: r.Attempts, base: r.Base, lastError: r.LastError,
-		url: r.URL, header: r.Header, allowPrivate: r.AllowPrivate}
+		url: r.URL, header: r.Header, allowPrivate: r.AllowPrivate,
+	}
 }

@@ -116,6 +116,9 @@ type Module struct {
 	ingestDone chan struct{}
 	handler    atomic.Pointer[http.Handler]
 
+	// tracing traces the deliveries with the Engine's tracer (trace.go).
+	tracing tracing
+
 	seq    atomic.Uint64 // the last store key handed out
 	missed atomic.Uint64 // events the lattice dropped before egress took them
 }
@@ -159,6 +162,7 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 		return err
 	}
 	m.log = e.Logger().With("module", "egress")
+	m.tracing = tracing{tracer: e.Tracer(), prop: e.Propagator()}
 	var h http.Handler = m.routes(e)
 	if len(m.hooks) == 0 && m.push == nil {
 		m.state.MarkStarted()

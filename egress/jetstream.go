@@ -283,6 +283,12 @@ func (b *jsBackend) queueMsg(webhook string, d *delivery, msgID string) *nats.Ms
 	m.Header.Set(hdrEventID, d.eventID)
 	m.Header.Set(hdrEventType, d.eventType)
 	m.Header.Set(hdrCreated, strconv.FormatInt(d.created.UnixNano(), 10))
+	if d.traceParent != "" {
+		m.Header.Set(hdrTraceParent, d.traceParent)
+		if d.traceState != "" {
+			m.Header.Set(hdrTraceState, d.traceState)
+		}
+	}
 	if name := b.cfg.Conn.Opts.Name; name != "" {
 		m.Header.Set(hdrNode, name)
 	}
@@ -500,6 +506,8 @@ func deliveryOf(msg jetstream.Msg) (*delivery, error) {
 	if ns, err := strconv.ParseInt(hd.Get(hdrCreated), 10, 64); err == nil {
 		d.created = time.Unix(0, ns).UTC()
 	}
+	// Queued by any process of the cluster: bounded like a peer's.
+	d.traceOf(lattice.Event{TraceParent: hd.Get(hdrTraceParent), TraceState: hd.Get(hdrTraceState)})
 	return d, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"maps"
 	"net"
 	"net/http"
@@ -92,7 +93,7 @@ func (m *Module) Pushes() bool {
 // retries. Without p.AllowPrivate the request may reach only public
 // addresses, checked on the address dialed. The header values are kept
 // with the delivery (in the store with a data dir) and never shown.
-func (m *Module) Push(_ context.Context, p axocoatl.PushRequest) (string, error) {
+func (m *Module) Push(ctx context.Context, p axocoatl.PushRequest) (string, error) {
 	h := m.push
 	if h == nil {
 		return "", fmt.Errorf("%w: egress push is not enabled", axocoatl.ErrPushUnavailable)
@@ -122,6 +123,10 @@ func (m *Module) Push(_ context.Context, p axocoatl.PushRequest) (string, error)
 	now := time.Now()
 	d := &delivery{id: lattice.NewID(now), eventID: p.Subject, eventType: p.EventType, body: p.Body, created: now,
 		status: StatusQueued, url: p.URL, header: hdr, allowPrivate: p.AllowPrivate}
+	if m.tracing.prop != nil && trace.SpanContextFromContext(ctx).IsValid() {
+		// The trace of the push (an A2A task's run) goes on with it.
+		m.tracing.prop.Inject(ctx, traceCarrier{d})
+	}
 	d.key = m.nextKey()
 	if m.pushBackend.put(h, []*delivery{d}) > 0 {
 		return "", fmt.Errorf("%w: %d push deliveries waiting (egress push queue_size)", ErrQueueFull, h.cfg.QueueSize)

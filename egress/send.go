@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/axocoatl/axocoatl-go/internal/netguard"
 )
@@ -62,6 +63,10 @@ type attemptState struct {
 	start     time.Time
 	retryable bool
 	exhausted bool
+	// parent is the context of the delivery's trace (trace.go); span is
+	// the attempt's in flight.
+	parent context.Context
+	span   trace.Span
 }
 
 type stateKey struct{}
@@ -73,7 +78,7 @@ func stateOf(ctx context.Context) *attemptState {
 
 // send makes up to the remaining attempts of d.
 func (h *hook) send(ctx context.Context, d *delivery) outcome {
-	st := &attemptState{d: d}
+	st := &attemptState{d: d, parent: h.m.tracing.parent(ctx, d)}
 	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, stateKey{}, st), http.MethodPost, h.urlOf(d), d.body)
 	if err != nil { // the URL was validated; only a broken one gets here
 		h.record(st, 0, fmt.Errorf("building the request: %w", err))
@@ -96,6 +101,7 @@ func (h *hook) send(ctx context.Context, d *delivery) outcome {
 
 func (h *hook) beforeAttempt(_ retryablehttp.Logger, r *http.Request, _ int) {
 	if st := stateOf(r.Context()); st != nil {
+		h.startAttempt(st, r)
 		st.start = time.Now()
 	}
 }
@@ -115,14 +121,19 @@ func (h *hook) prepareRetry(r *http.Request) error {
 // another: on connection errors and timeouts, 5xx and 429, while the
 // delivery has attempts left. Other 4xx and every 3xx end it.
 func (h *hook) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	st := stateOf(ctx)
 	if ctx.Err() != nil {
+		if st != nil {
+			h.endAttempt(st, 0, context.Canceled, false)
+		}
 		return false, ctx.Err() // stopping: not an attempt
 	}
-	st := stateOf(ctx)
 	code := 0
 	if err == nil && resp != nil {
 		code = resp.StatusCode
 	}
+	var ne net.Error
+	h.endAttempt(st, code, err, errors.As(err, &ne) && ne.Timeout())
 	var retry bool
 	switch {
 	case errors.Is(err, netguard.ErrRefused):

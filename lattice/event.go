@@ -42,6 +42,16 @@ type Event struct {
 	// (lattice/nats: the ClassHeader header). The bus names no event
 	// type: the Engine and each module declare the classes of their own.
 	Class Class `json:"-"`
+	// TraceParent and TraceState are the W3C trace context (the
+	// traceparent and tracestate values) of the run or request that
+	// published the event; empty when it had none. The Engine sets them
+	// from the publishing context. Like Class they are not part of the
+	// JSON form: a Bus over a network carries them beside the event
+	// (lattice/nats: the traceparent and tracestate headers), and an
+	// observer that carries the event further (a webhook delivery)
+	// continues the trace with them.
+	TraceParent string `json:"-"`
+	TraceState  string `json:"-"`
 }
 
 // Class separates events other systems act on (coordination) from events
@@ -257,3 +267,8 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	return append(b, '"')
 }
+
+// MaxTraceHeaderBytes bounds a traceparent or tracestate value taken from
+// outside the process (a peer's request, a NATS header): a longer one is
+// ignored. 512 is W3C Trace Context's suggested limit of a tracestate.
+const MaxTraceHeaderBytes = 512

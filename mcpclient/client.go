@@ -299,7 +299,7 @@ func CheckWithTokens(ctx context.Context, cfg ServerConfig, scrub []secret.Secre
 	r, tooShort := newRedactor(cfg, scrub)
 	warnTooShort(log, cfg.Name, tooShort)
 	log = r.Logger(log)
-	d := newDialer(cfg, log, r)
+	d := newDialer(cfg, log, r, nil)
 	defer d.close()
 	if cfg.OAuth != nil {
 		oc, err := newOAuthClient(cfg, Config{Tokens: tokens}, log)

@@ -88,7 +88,7 @@ func newServer(stopped context.Context, cfg ServerConfig, mcfg Config, e *axocoa
 		eng:          e,
 		log:          log,
 		redact:       r,
-		dial:         newDialer(cfg, log, r),
+		dial:         newDialer(cfg, log, r, e.Propagator()),
 		refresh:      make(chan struct{}, 1),
 		wake:         make(chan struct{}, 1),
 		broken:       make(chan struct{}, 1),
@@ -568,6 +568,8 @@ func (s *server) call(ctx context.Context, bare string, call axocoatl.ToolCall) 
 		params.Arguments = args
 	}
 	timeout := s.cfg.timeout()
+	// A client span, its trace context in _meta (and the HTTP headers).
+	ctx, span := s.startSpan(ctx, cs, bare, call, params)
 	info := &callInfo{call: call}
 	cctx, id := s.calls.startCall(ctx, timeout, info)
 	defer s.calls.end(id)
@@ -580,12 +582,16 @@ func (s *server) call(ctx context.Context, bare string, call axocoatl.ToolCall) 
 			// The caller cancelled (a client's cancel, the run's end): not
 			// a failure of the server, and not a sign that its session is
 			// dead. Checkable with errors.Is(err, context.Canceled).
+			endSpan(span, nil, err, "canceled")
 			return axocoatl.ToolResult{}, fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, ctx.Err())
 		case cause == errStopping:
+			endSpan(span, nil, err, "stopped")
 			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s cancelled", ErrStopped, s.cfg.Name, bare)
 		case cause == errDeadline && ctx.Err() == nil:
+			endSpan(span, nil, err, "timeout")
 			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s: no result within %s: %w", ErrTimeout, s.cfg.Name, bare, timeout, context.DeadlineExceeded)
 		case sessionDead(err):
+			endSpan(span, nil, err, "session_closed")
 			s.brokenCS.Store(cs)
 			select {
 			case s.broken <- struct{}{}:
@@ -593,8 +599,10 @@ func (s *server) call(ctx context.Context, bare string, call axocoatl.ToolCall) 
 			}
 			return axocoatl.ToolResult{}, fmt.Errorf("%w: %s (tool %s): %w", ErrServerDown, s.cfg.Name, bare, s.redact.Error(err))
 		}
+		endSpan(span, nil, err, "_OTHER")
 		return axocoatl.ToolResult{}, fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, s.redact.Error(err))
 	}
+	endSpan(span, res, nil, "")
 	// Every result, successful or failed, is scrubbed here, before the
 	// model, an event, a log or an answer sees it: a server may quote the
 	// credentials it was sent or could read (get-env of server-everything

@@ -24,6 +24,8 @@ import (
 	"github.com/axocoatl/axocoatl-go/secret"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // dialer makes the transport of one connection attempt and remembers what
@@ -33,6 +35,8 @@ type dialer struct {
 	log    *slog.Logger
 	redact *scrub.Scrubber
 	http   *http.Client // shared by the server's attempts; nil for stdio
+	// netAttrs are the server's network attributes of a call's span.
+	netAttrs []attribute.KeyValue
 	// onListChanged, when set, is called for each list_changed
 	// notification of a stdio server, which the SDK then never sees.
 	onListChanged func()
@@ -46,14 +50,15 @@ type dialer struct {
 	isStdio bool
 }
 
-func newDialer(cfg ServerConfig, log *slog.Logger, r *scrub.Scrubber) *dialer {
-	d := &dialer{cfg: cfg, log: log, redact: r, isStdio: cfg.Dial == nil && cfg.Command != ""}
+// prop, when set, puts a call's trace context in its HTTP headers.
+func newDialer(cfg ServerConfig, log *slog.Logger, r *scrub.Scrubber, prop propagation.TextMapPropagator) *dialer {
+	d := &dialer{cfg: cfg, log: log, redact: r, isStdio: cfg.Dial == nil && cfg.Command != "", netAttrs: netAttrs(cfg)}
 	if cfg.URL != "" && cfg.Dial == nil {
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		d.http = &http.Client{
 			// No overall timeout: the standalone SSE stream is long-lived.
 			// Every request is bounded by its context instead.
-			Transport: &headerTransport{base: base, headers: cfg.Headers, log: log, server: cfg.Name},
+			Transport: &headerTransport{base: base, headers: cfg.Headers, log: log, server: cfg.Name, prop: prop},
 			// A redirect could carry the headers to another host.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
@@ -336,12 +341,15 @@ func childEnv(cfg ServerConfig) []string {
 	return env
 }
 
-// headerTransport adds the configured headers to every request.
+// headerTransport adds the configured headers to every request, and the
+// trace context of the request's span (a tools/call's: traceparent,
+// tracestate; the same as its _meta).
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]secret.Secret
 	log     *slog.Logger
 	server  string
+	prop    propagation.TextMapPropagator // nil: no trace headers
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -350,6 +358,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		for k, v := range t.headers {
 			req.Header.Set(k, v.Reveal())
 		}
+	}
+	if t.prop != nil {
+		req = injectHeaders(t.prop, req, len(t.headers) > 0)
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err == nil && resp.Body != nil {

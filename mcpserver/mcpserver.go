@@ -751,7 +751,10 @@ const MetaConversationID = "axocoatl/conversation_id"
 
 // callAgent bridges a tools/call of agent_<id> to Engine.ExecuteRequest.
 func (s *Server) callAgent(agentID string) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		// The caller's trace continues in the run (trace.go).
+		ctx, span := s.startSpan(ctx, req)
+		defer func() { endSpan(span, res, err) }()
 		input, err := axocoatl.ParseInput(req.Params.Arguments)
 		if err != nil {
 			return errorResult(err.Error(), nil), nil

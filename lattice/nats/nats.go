@@ -140,6 +140,15 @@ const SeqHeader = "Axocoatl-Seq"
 // the header is taken).
 const ClassHeader = "Axocoatl-Class"
 
+// TraceParentHeader and TraceStateHeader carry an event's W3C trace
+// context ([lattice.Event].TraceParent, TraceState), which its JSON form
+// does not; absent when it has none. A value over
+// [lattice.MaxTraceHeaderBytes] is dropped on receipt.
+const (
+	TraceParentHeader = "traceparent"
+	TraceStateHeader  = "tracestate"
+)
+
 // MaxTrackedNodes bounds the nodes whose numbering one subscription
 // follows (gap counting); beyond it the tracking is cleared.
 const MaxTrackedNodes = 4096
@@ -270,6 +279,12 @@ func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 	if ev.EffectiveClass() == lattice.ClassTelemetry {
 		msg.Header[ClassHeader] = []string{lattice.ClassTelemetry.String()}
 	}
+	if ev.TraceParent != "" {
+		msg.Header[TraceParentHeader] = []string{ev.TraceParent}
+		if ev.TraceState != "" {
+			msg.Header[TraceStateHeader] = []string{ev.TraceState}
+		}
+	}
 	b.pubMu.Lock()
 	// A failed publish keeps its number: the gap tells other nodes.
 	b.seq++
@@ -388,6 +403,15 @@ func (s *subscription) deliver(m *natsgo.Msg) {
 	}
 	if m.Header.Get(ClassHeader) == lattice.ClassTelemetry.String() {
 		ev.Class = lattice.ClassTelemetry
+	}
+	// A peer's trace context, bounded as every one from outside is (the
+	// propagator that reads it parses it; this keeps an oversized one
+	// from being carried on).
+	if tp := m.Header.Get(TraceParentHeader); tp != "" && len(tp) <= lattice.MaxTraceHeaderBytes {
+		ev.TraceParent = tp
+		if ts := m.Header.Get(TraceStateHeader); len(ts) <= lattice.MaxTraceHeaderBytes {
+			ev.TraceState = ts
+		}
 	}
 	if !s.filter.Match(ev) {
 		return // one a glob or class filter does not want

@@ -1,0 +1,196 @@
+package cluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/agent/provider"
+	"github.com/axocoatl/axocoatl-go/cluster"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
+	"github.com/axocoatl/axocoatl-go/lattice"
+	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
+)
+
+// spanModel answers "ok" and sends the span context of its run.
+type spanModel struct{ seen chan trace.SpanContext }
+
+func (m spanModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Response, error) {
+	m.seen <- trace.SpanContextFromContext(ctx)
+	return &agent.Response{Content: "ok"}, nil
+}
+
+// tracedNode is newNode with an Engine that records its spans.
+func tracedNode(t testing.TB, url, name string, agents map[string]agent.Model, processors ...sdktrace.SpanProcessor) (*node, *tracetest.SpanRecorder) {
+	t.Helper()
+	bus, err := latticenats.Connect(url, latticenats.Options{Prefix: "ct", Node: name}, natsgo.Name(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := tracetest.NewSpanRecorder()
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(rec)}
+	for _, p := range processors {
+		opts = []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(p)}
+	}
+	e := axocoatl.New(axocoatl.Options{Bus: bus, TracerProvider: sdktrace.NewTracerProvider(opts...)})
+	for id, model := range agents {
+		if err := e.AddAgent(agent.Spec{ID: id}, model); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local, err := bus.Subscribe(lattice.Filter{Local: true, Types: []string{axocoatl.EventTaskCompleted, axocoatl.EventAgentFailed}}, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cluster.New(fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Use(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	n := &node{name: name, e: e, bus: bus, m: m, local: local}
+	t.Cleanup(n.close)
+	return n, rec
+}
+
+func spanNamed(rec *tracetest.SpanRecorder, name string) sdktrace.ReadOnlySpan {
+	for _, sp := range rec.Ended() {
+		if sp.Name() == name {
+			return sp
+		}
+	}
+	return nil
+}
+
+// A run that crosses to another daemon keeps its trace id there: the
+// caller's hop is a client span, the executing daemon's a server span
+// whose child the run is, and the run's events there carry the trace
+// (over NATS, in their headers). A task outside any trace crosses with
+// no trace headers and makes no span on either side.
+func TestTraceCrossesDaemons(t *testing.T) {
+	ns := startNATS(t, -1)
+	seen := make(chan trace.SpanContext, 2)
+	a, recA := tracedNode(t, ns.ClientURL(), "node-a", map[string]agent.Model{"tracer": spanModel{seen}})
+	b, recB := tracedNode(t, ns.ClientURL(), "node-b", nil)
+	eventually(t, "B lists tracer", 5*time.Second, func() bool { return lists(b.e, "tracer", "node-a") })
+
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{0x42, 1}, SpanID: [8]byte{0x17}, TraceFlags: trace.FlagsSampled, Remote: true})
+	ctx, cancel := context.WithTimeout(trace.ContextWithRemoteSpanContext(context.Background(), parent), 10*time.Second)
+	defer cancel()
+	res, err := b.e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "tracer", Input: "x"})
+	if err != nil || res.Output != "ok" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	sc := <-seen
+	if sc.TraceID() != parent.TraceID() {
+		t.Fatalf("the run on A has trace %s, want %s", sc.TraceID(), parent.TraceID())
+	}
+	call := spanNamed(recB, "cluster.exec tracer")
+	if call == nil || call.SpanKind() != trace.SpanKindClient || call.Parent().SpanID() != parent.SpanID() {
+		t.Fatalf("B's hop span %v", call)
+	}
+	ev, _ := a.nextRun(t)
+	serve := spanNamed(recA, "cluster.exec tracer")
+	if serve == nil || serve.SpanKind() != trace.SpanKindServer || serve.Parent().SpanID() != call.SpanContext().SpanID() || serve.SpanContext().TraceID() != parent.TraceID() {
+		t.Fatalf("A's hop span %v", serve)
+	}
+	if sc.SpanID() != serve.SpanContext().SpanID() {
+		t.Errorf("the run's span %s is not A's hop %s", sc.SpanID(), serve.SpanContext().SpanID())
+	}
+	if want := "00-" + parent.TraceID().String() + "-" + sc.SpanID().String() + "-01"; ev.TraceParent != want {
+		t.Errorf("A's TaskCompleted carries traceparent %q, want %q", ev.TraceParent, want)
+	}
+
+	// Outside a trace: no headers, no spans.
+	hdrs := make(chan natsgo.Header, 1)
+	sub, err := b.bus.Conn().Subscribe("ct-cluster.exec.tracer", func(m *natsgo.Msg) {
+		select {
+		case hdrs <- m.Header:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := b.bus.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	nA, nB := len(recA.Ended()), len(recB.Ended())
+	if _, err := b.e.Execute(context.Background(), "tracer", "y"); err != nil {
+		t.Fatal(err)
+	}
+	if sc := <-seen; sc.IsValid() {
+		t.Errorf("a task outside a trace ran in trace %s", sc.TraceID())
+	}
+	if h := recvHeader(t, hdrs); len(h) != 0 {
+		t.Errorf("a task outside a trace had headers %v", h)
+	}
+	if len(recA.Ended()) != nA || len(recB.Ended()) != nB {
+		t.Errorf("a task outside a trace made spans: A %d, B %d", len(recA.Ended())-nA, len(recB.Ended())-nB)
+	}
+}
+
+func recvHeader(t *testing.T, ch <-chan natsgo.Header) natsgo.Header {
+	t.Helper()
+	select {
+	case h := <-ch:
+		return h
+	case <-time.After(10 * time.Second):
+		t.Fatal("the task was not seen on NATS")
+		return nil
+	}
+}
+
+// BenchmarkRoundTripTracing compares, paired in one loop on the same two
+// daemons (each with an always-sampling SDK provider that batches to a
+// local OTLP/HTTP receiver), a remote Execute outside any trace ("off":
+// no span, no header) with one inside a caller's trace ("on": a client
+// span on the caller, the traceparent header, a server span on the
+// executing daemon). It reports on/off of the medians.
+func BenchmarkRoundTripTracing(b *testing.B) {
+	ns := startNATS(b, -1)
+	url := ns.ClientURL()
+	recv := testutil.NewOTLPReceiver(b)
+	exporter := func() sdktrace.SpanProcessor {
+		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(recv.URL+"/v1/traces"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bsp := sdktrace.NewBatchSpanProcessor(exp)
+		b.Cleanup(func() { _ = bsp.Shutdown(context.Background()) })
+		return bsp
+	}
+	a, _ := tracedNode(b, url, "node-a", map[string]agent.Model{"echo": provider.EchoModel{}}, exporter())
+	c, _ := tracedNode(b, url, "node-b", nil, exporter())
+	_ = a.local.Close()
+	_ = c.local.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for !lists(c.e, "echo", "node-a") {
+		if time.Now().After(deadline) {
+			b.Fatal("node-b does not list echo")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{1}, SpanID: [8]byte{2}, TraceFlags: trace.FlagsSampled, Remote: true})
+	on := trace.ContextWithRemoteSpanContext(context.Background(), parent)
+	off := context.Background()
+	call := func(ctx context.Context) func() {
+		return func() {
+			if res, err := c.e.Execute(ctx, "echo", "ping"); err != nil || res.Output != "ping" {
+				b.Fatal(res, err)
+			}
+		}
+	}
+	b.ReportAllocs()
+	testutil.Paired(b, call(on), call(off))
+}

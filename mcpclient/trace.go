@@ -1,0 +1,118 @@
+package mcpclient
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	axocoatl "github.com/axocoatl/axocoatl-go"
+)
+
+// Attribute keys of the client span of a tools/call (OpenTelemetry's MCP
+// semantic conventions, and the Engine's name of the server).
+const (
+	attrMCPMethod   = attribute.Key("mcp.method.name")
+	attrMCPSession  = attribute.Key("mcp.session.id")
+	attrMCPVersion  = attribute.Key("mcp.protocol.version")
+	attrToolName    = attribute.Key("gen_ai.tool.name")
+	attrTransport   = attribute.Key("network.transport")
+	attrServerAddr  = attribute.Key("server.address")
+	attrServerPort  = attribute.Key("server.port")
+	attrErrorType   = attribute.Key("error.type")
+	attrServerName  = attribute.Key("axocoatl.mcp.server")
+	attrTaskID      = attribute.Key("axocoatl.task.id")
+	attrToolIsError = attribute.Key("axocoatl.mcp.tool.is_error")
+)
+
+// startSpan starts the client span of one tools/call, a child of ctx's
+// span, and puts its trace context in the request's _meta (SEP-414:
+// traceparent, tracestate; both eras). Only a call inside a trace gets a
+// span: with tracing off and no caller's traceparent, nothing is
+// allocated (a context lookup). The HTTP transport puts the same context
+// in the request's headers (headerTransport).
+func (s *server) startSpan(ctx context.Context, cs *mcp.ClientSession, bare string, call axocoatl.ToolCall, params *mcp.CallToolParams) (context.Context, trace.Span) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, nil
+	}
+	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs = append(attrs, attrMCPMethod.String("tools/call"), attrToolName.String(bare), attrServerName.String(s.cfg.Name))
+	if call.TaskID != "" {
+		attrs = append(attrs, attrTaskID.String(call.TaskID))
+	}
+	if id := cs.ID(); id != "" {
+		attrs = append(attrs, attrMCPSession.String(id))
+	}
+	if v := protocolVersion(cs); v != "" {
+		attrs = append(attrs, attrMCPVersion.String(v))
+	}
+	attrs = append(attrs, s.dial.netAttrs...)
+	ctx, span := s.eng.Tracer().Start(ctx, "tools/call "+bare, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	meta := mcp.Meta{}
+	s.eng.Propagator().Inject(ctx, axocoatl.MetaCarrier(meta))
+	params.Meta = meta
+	return ctx, span
+}
+
+// endSpan ends a call's span with how it went (kind: an error.type, when
+// err is not nil).
+func endSpan(span trace.Span, res *mcp.CallToolResult, err error, kind string) {
+	if span == nil {
+		return
+	}
+	switch {
+	case err != nil:
+		span.SetAttributes(attrErrorType.String(kind))
+		span.SetStatus(codes.Error, "tools/call failed")
+	case res != nil && res.IsError:
+		// A tool's own failure: MCP semconv's error.type "tool_error".
+		span.SetAttributes(attrToolIsError.Bool(true), attrErrorType.String("tool_error"))
+		span.SetStatus(codes.Error, "tool error")
+	}
+	span.End()
+}
+
+// netAttrs are a server's network attributes: its transport, and for
+// HTTP its host and port (never the URL: its query or userinfo may hold
+// a credential).
+func netAttrs(cfg ServerConfig) []attribute.KeyValue {
+	switch {
+	case cfg.Dial != nil:
+		return nil
+	case cfg.URL != "":
+		u, err := url.Parse(cfg.URL)
+		if err != nil {
+			return []attribute.KeyValue{attrTransport.String("tcp")}
+		}
+		host, port := u.Hostname(), u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		out := []attribute.KeyValue{attrTransport.String("tcp"), attrServerAddr.String(host)}
+		if p, err := strconv.Atoi(port); err == nil {
+			out = append(out, attrServerPort.Int(p))
+		}
+		return out
+	}
+	return []attribute.KeyValue{attrTransport.String("pipe")}
+}
+
+// injectHeaders returns req with the trace context of its context's span
+// in its headers (traceparent, tracestate), cloned first unless the
+// transport already did; req itself when it has no span.
+func injectHeaders(prop propagation.TextMapPropagator, req *http.Request, cloned bool) *http.Request {
+	if !trace.SpanContextFromContext(req.Context()).IsValid() {
+		return req
+	}
+	if !cloned {
+		req = req.Clone(req.Context())
+	}
+	prop.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
+	return req
+}
