@@ -1,6 +1,7 @@
 package clustersig
 
 import (
+	"encoding/base64"
 	"bytes"
 	"log/slog"
 	"strings"
@@ -31,6 +32,16 @@ func msg() *natsgo.Msg {
 		Header: natsgo.Header{"Axocoatl-Node": []string{"a"}, "Axocoatl-Seq": []string{"7"}}}
 }
 
+// alterSig flips a bit of byte i of m's signature.
+func alterSig(m *natsgo.Msg, i int) {
+	b, err := base64.RawURLEncoding.DecodeString(m.Header.Get(Header))
+	if err != nil {
+		panic(err)
+	}
+	b[i] ^= 1
+	m.Header.Set(Header, base64.RawURLEncoding.EncodeToString(b))
+}
+
 func TestSignCheck(t *testing.T) {
 	a, b := ring(t, k1), ring(t, k1)
 	m := msg()
@@ -52,11 +63,10 @@ func TestSignCheck(t *testing.T) {
 		"node":    func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Node", "b") },
 		"class":   func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Class", "telemetry") },
 		"seq":     func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Seq", "8") },
-		"time": func(m *natsgo.Msg) {
-			f := strings.Fields(m.Header.Get(Header))
-			f[2] = "zzz"
-			m.Header.Set(Header, strings.Join(f, " "))
-		},
+		"time":     func(m *natsgo.Msg) { alterSig(m, 12) },
+		"instance": func(m *natsgo.Msg) { alterSig(m, 13) },
+		"counter":  func(m *natsgo.Msg) { alterSig(m, fieldsLen-1) },
+		"tag":      func(m *natsgo.Msg) { alterSig(m, SigLen-1) },
 	} {
 		m := msg()
 		a.Sign(m)
@@ -122,19 +132,20 @@ func TestWindow(t *testing.T) {
 // (ReplayWindow, 1024) and "senders followed per subscription"
 // (MaxSenders, 4096) of docs/bounds.md.
 func TestGuardWindow(t *testing.T) {
+	inst := func(s string) (i [instanceLen]byte) { copy(i[:], s); return i }
 	g := NewGuard()
 	for _, c := range []uint64{5, 3, 4, 2000, 1500, 977} {
-		if !g.take("i", c) {
+		if !g.take(inst("i"), c) {
 			t.Fatalf("counter %d refused", c)
 		}
 	}
 	for _, c := range []uint64{5, 3, 2000, 1500, 976, 1} {
-		if g.take("i", c) {
+		if g.take(inst("i"), c) {
 			t.Errorf("counter %d taken twice (or below the window)", c)
 		}
 	}
 	for i := range MaxSenders + 10 {
-		g.take(string(rune(i+100)), 1)
+		g.take(inst(string(rune(i+100))), 1)
 	}
 	if len(g.senders) > MaxSenders {
 		t.Errorf("%d senders kept", len(g.senders))
@@ -220,8 +231,10 @@ func BenchmarkSealOpen(b *testing.B) {
 func BenchmarkMACOnly(b *testing.B) {
 	k, _ := New(k1, nil, nil)
 	data := bytes.Repeat([]byte("x"), 100)
+	var sig [SigLen]byte
+	now := time.Now()
 	for b.Loop() {
-		k.sign.mac("axocoatl-cluster.exec.echo", "_INBOX.abc.1", nil, "v1 abcdefgh 12345678 abcdefghijkl.1", data)
+		k.sigAt(sig[:0], "axocoatl-cluster.exec.echo", "_INBOX.abc.1", &Covered{}, data, now)
 	}
 }
 

@@ -266,15 +266,22 @@ func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 	}
 	// Validated: the payload is an object, so the encoding cannot fail.
 	data := ev.AppendJSON(make([]byte, 0, 96+len(ev.ID)+len(ev.Type)+len(ev.ProducedBy)+len(ev.Payload)))
-	msg := &natsgo.Msg{Subject: b.subject(ev.Type), Data: data, Header: natsgo.Header{NodeHeader: []string{b.node}}}
+	msg := &natsgo.Msg{Subject: b.subject(ev.Type), Data: data, Header: make(natsgo.Header, 4)}
+	msg.Header[NodeHeader] = []string{b.node}
+	class := ""
 	if ev.EffectiveClass() == lattice.ClassTelemetry {
-		msg.Header[ClassHeader] = []string{lattice.ClassTelemetry.String()}
+		class = lattice.ClassTelemetry.String()
+		msg.Header[ClassHeader] = []string{class}
 	}
 	b.pubMu.Lock()
 	// A failed publish keeps its number: the gap tells other nodes.
 	b.seq++
-	msg.Header[SeqHeader] = []string{strconv.FormatUint(b.seq, 10)}
-	b.keys.Sign(msg)
+	seq := strconv.FormatUint(b.seq, 10)
+	msg.Header[SeqHeader] = []string{seq}
+	if b.keys != nil {
+		// What Keyring.Sign would read back off the header, given.
+		msg.Header[SigHeader] = []string{b.keys.SignHeader(msg.Subject, &clustersig.Covered{b.node, class, seq}, data)}
+	}
 	err := b.nc.PublishMsg(msg)
 	b.pubMu.Unlock()
 	if err != nil {
