@@ -7,14 +7,19 @@
 // accepted during a rotation (cluster.accepted_keys). [Keyring.Sign] puts
 // the [Header] on a message: a version, the key's id (derived from the
 // key: [KeyID]), the time of signing, a nonce (this Keyring's random
-// instance and a counter) and an HMAC-SHA256, cut to 128 bits, over the
-// subject, the reply subject, the lattice headers (node, class, sequence),
-// the payload and those fields. [Keyring.Check] refuses a message that
-// carries none, one signed by a key not held, one whose MAC does not match,
-// one stamped outside [Window] of this process's clock, or one seen before
-// (a [Guard] per receiving subscription: per sender instance, the highest
-// counter and the [ReplayWindow] counters below it), and counts the refusal
-// by [Reason]; one log line per [LogEvery] says why.
+// instance and a counter) and a tag over the subject, the reply subject,
+// the lattice headers (node, class, sequence), the payload and those
+// fields. The tag is AES-256-GCM's (a GMAC: nothing is encrypted) under a
+// subkey of the sender instance, HMAC-SHA256(key, instance), with the
+// counter as the GCM nonce, so that no two messages under one subkey share
+// a nonce; a receiver derives a sender's subkey once and keeps it (at most
+// [MaxSenders] per key, only for senders whose messages passed).
+// [Keyring.Check] refuses a message that carries none, one signed by a key
+// not held, one whose tag does not match, one stamped outside [Window] of
+// this process's clock, or one seen before (a [Guard] per receiving
+// subscription: per sender instance, the highest counter and the
+// [ReplayWindow] counters below it), and counts the refusal by [Reason];
+// one log line per [LogEvery] says why.
 //
 // A nil *Keyring is the cluster without a key: Sign does nothing and Check
 // accepts everything, as the daemons did before keys.
@@ -42,8 +47,8 @@ import (
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
-// Header is the NATS header that carries a message's signature:
-// "v1 <key id> <unix ms, base 36> <instance>.<counter, base 36> <MAC, base64url>".
+// Header is the NATS header that carries a message's signature: its
+// [SigLen] bytes, base64url-encoded (66 characters).
 const Header = "Axocoatl-Sig"
 
 // Window is how far a message's time of signing may be from the receiver's
@@ -57,7 +62,9 @@ const ReplayWindow = 1024
 
 // MaxSenders bounds the sender instances one [Guard] follows (only senders
 // whose messages passed the MAC: key holders); beyond it the one heard
-// from longest ago is forgotten, and [Window] alone guards against its replays.
+// from longest ago is forgotten, and [Window] alone guards against its
+// replays. It bounds the subkeys a Keyring keeps per key too (beyond it one
+// is forgotten, and derived again when its sender is heard from).
 const MaxSenders = 4096
 
 // MinKeyBytes is the shortest key taken; MaxAcceptedKeys the most accepted
@@ -363,7 +370,7 @@ func (k *Keyring) headerValue(subject, reply string, c Covered, data []byte, t t
 	var sig [SigLen]byte
 	k.sigAt(sig[:0], subject, reply, &c, data, t)
 	var out [headerLen]byte
-	base64.RawURLEncoding.Encode(out[:], sig[:])
+	b64.Encode(out[:], sig[:])
 	return string(out[:])
 }
 
@@ -507,6 +514,9 @@ func (k *Keyring) CheckStored(subject string, h natsgo.Header, data []byte, what
 	return false
 }
 
+// b64 is the [Header]'s encoding; strict: one signature has one spelling.
+var b64 = base64.RawURLEncoding.Strict()
+
 // decodeHeader is the signature bytes of a [Header] value: nil when it is
 // empty, a non-signature when it does not decode.
 func decodeHeader(v string) []byte {
@@ -517,7 +527,7 @@ func decodeHeader(v string) []byte {
 		return []byte{0}
 	}
 	out := make([]byte, SigLen)
-	if n, err := base64.RawURLEncoding.Decode(out, []byte(v)); err != nil || n != SigLen {
+	if n, err := b64.Decode(out, []byte(v)); err != nil || n != SigLen {
 		return []byte{0}
 	}
 	return out

@@ -1,8 +1,8 @@
 package clustersig
 
 import (
-	"encoding/base64"
 	"bytes"
+	"encoding/base64"
 	"log/slog"
 	"strings"
 	"testing"
@@ -57,12 +57,12 @@ func TestSignCheck(t *testing.T) {
 		t.Fatal("another subscription's guard refused it")
 	}
 	for name, change := range map[string]func(*natsgo.Msg){
-		"data":    func(m *natsgo.Msg) { m.Data = bytes.Replace(m.Data, []byte("a1"), []byte("a2"), 1) },
-		"subject": func(m *natsgo.Msg) { m.Subject = "axocoatl.Resolved" },
-		"reply":   func(m *natsgo.Msg) { m.Reply = "_INBOX.y" },
-		"node":    func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Node", "b") },
-		"class":   func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Class", "telemetry") },
-		"seq":     func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Seq", "8") },
+		"data":     func(m *natsgo.Msg) { m.Data = bytes.Replace(m.Data, []byte("a1"), []byte("a2"), 1) },
+		"subject":  func(m *natsgo.Msg) { m.Subject = "axocoatl.Resolved" },
+		"reply":    func(m *natsgo.Msg) { m.Reply = "_INBOX.y" },
+		"node":     func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Node", "b") },
+		"class":    func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Class", "telemetry") },
+		"seq":      func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Seq", "8") },
 		"time":     func(m *natsgo.Msg) { alterSig(m, 12) },
 		"instance": func(m *natsgo.Msg) { alterSig(m, 13) },
 		"counter":  func(m *natsgo.Msg) { alterSig(m, fieldsLen-1) },
@@ -83,6 +83,17 @@ func TestSignCheck(t *testing.T) {
 	m.Header.Set(Header, "v1 nonsense")
 	if b.Check(m, g, "test") || b.Rejected(Malformed) != 1 {
 		t.Error("a malformed signature taken")
+	}
+	// Another spelling of a genuine signature (the last character's
+	// unused bits set) does not decode.
+	m = msg()
+	a.Sign(m)
+	v := []byte(m.Header.Get(Header))
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	v[len(v)-1] = alphabet[strings.IndexByte(alphabet, v[len(v)-1])|1]
+	m.Header.Set(Header, string(v))
+	if b.Check(m, g, "test") || b.Rejected(Malformed) != 2 {
+		t.Error("a signature spelt otherwise taken")
 	}
 	other := ring(t, k2)
 	m = msg()
@@ -254,4 +265,45 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("taken as a header: %q", data)
 		}
 	})
+}
+
+// TestSubkeysBounded: a checker keeps at most MaxSenders senders' subkeys
+// per key, only of senders whose messages passed, and still takes a
+// sender it forgot.
+func TestSubkeysBounded(t *testing.T) {
+	b := ring(t, k1)
+	first := ring(t, k1)
+	m := msg()
+	first.Sign(m)
+	if !b.Check(m, NewGuard(), "test") {
+		t.Fatal("refused")
+	}
+	// A new sender's message with a wrong tag: its subkey is derived,
+	// but not kept.
+	forged := msg()
+	ring(t, k1).Sign(forged)
+	alterSig(forged, SigLen-1)
+	for range MaxSenders + 10 {
+		a := ring(t, k1)
+		m := msg()
+		a.Sign(m)
+		if !b.Check(m, NewGuard(), "test") {
+			t.Fatal("refused")
+		}
+	}
+	if n := len(b.sign.senders); n > MaxSenders {
+		t.Errorf("%d subkeys kept", n)
+	}
+	m = msg()
+	first.Sign(m)
+	if !b.Check(m, NewGuard(), "test") {
+		t.Error("a sender forgotten is refused")
+	}
+	if b.Check(forged, NewGuard(), "test") || b.Rejected(BadMAC) != 1 {
+		t.Error("forged taken")
+	}
+	p, _ := parse(decodeHeader(forged.Header.Get(Header)))
+	if _, kept := b.sign.senders[p.instance]; kept {
+		t.Error("a forger's subkey kept")
+	}
 }
