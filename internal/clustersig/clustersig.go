@@ -252,7 +252,7 @@ type Keyring struct {
 	own      cipher.AEAD       // its subkey under sign
 	ctr      atomic.Uint64
 	log      atomic.Pointer[slog.Logger] // nil: no log lines
-	bufs     sync.Pool                   // *[]byte: the tag's input
+	scratch  sync.Pool                   // *scratch
 
 	rejected [numReasons]atomic.Uint64
 	lastLog  atomic.Int64 // unix nanoseconds of the last refusal logged
@@ -276,7 +276,7 @@ func New(key secret.Secret, accepted []secret.Secret, log *slog.Logger) (*Keyrin
 		return nil, err
 	}
 	k.own = k.sign.subkey(k.instance)
-	k.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
+	k.scratch.New = func() any { return &scratch{aad: make([]byte, 0, 1024)} }
 	if log != nil {
 		k.log.Store(log)
 	}
@@ -367,11 +367,29 @@ func (k *Keyring) SignHeader(subject string, c *Covered, data []byte) string {
 }
 
 func (k *Keyring) headerValue(subject, reply string, c Covered, data []byte, t time.Time) string {
-	var sig [SigLen]byte
-	k.sigAt(sig[:0], subject, reply, &c, data, t)
-	var out [headerLen]byte
-	b64.Encode(out[:], sig[:])
-	return string(out[:])
+	sc := k.getScratch()
+	k.sigAt(sc, sc.sig[:0], subject, reply, &c, data, t)
+	b64.Encode(sc.text[:], sc.sig[:])
+	v := string(sc.text[:])
+	k.putScratch(sc)
+	return v
+}
+
+// scratch is what signing or checking one message needs beside the
+// message: kept in a pool, nothing is allocated per message.
+type scratch struct {
+	aad   []byte // what the tag covers
+	nonce [12]byte
+	sig   [SigLen]byte
+	text  [headerLen]byte
+}
+
+func (k *Keyring) getScratch() *scratch { return k.scratch.Get().(*scratch) }
+
+func (k *Keyring) putScratch(sc *scratch) {
+	if cap(sc.aad) <= 1<<16 { // one huge message keeps no huge buffer
+		k.scratch.Put(sc)
+	}
 }
 
 // Seal returns data with its signature after it, for a message that
@@ -390,7 +408,9 @@ func (k *Keyring) Seal(subject, reply string, data []byte) []byte {
 		out = make([]byte, len(data), len(data)+SealOverhead)
 		copy(out, data)
 	}
-	out = k.sigAt(out, subject, reply, &Covered{}, out, k.now())
+	sc := k.getScratch()
+	out = k.sigAt(sc, out, subject, reply, &Covered{}, out, k.now())
+	k.putScratch(sc)
 	return append(out, 0, SigLen)
 }
 
@@ -407,7 +427,9 @@ func (k *Keyring) Open(m *natsgo.Msg, g *Guard, what string) bool {
 			sig, data = m.Data[n-2-l:n-2], m.Data[:n-2-l]
 		}
 	}
-	r, detail := k.check(sig, m.Subject, m.Reply, &Covered{}, data, g)
+	sc := k.getScratch()
+	r, detail := k.check(sc, sig, m.Subject, m.Reply, &Covered{}, data, g)
+	k.putScratch(sc)
 	if r < 0 {
 		m.Data = data
 		return true
@@ -418,7 +440,7 @@ func (k *Keyring) Open(m *natsgo.Msg, g *Guard, what string) bool {
 
 // sigAt appends to b the signature of a message at t. data may be b
 // itself (Seal): it is read before b is written beyond len(data).
-func (k *Keyring) sigAt(b []byte, subject, reply string, c *Covered, data []byte, t time.Time) []byte {
+func (k *Keyring) sigAt(sc *scratch, b []byte, subject, reply string, c *Covered, data []byte, t time.Time) []byte {
 	var f [fieldsLen]byte
 	f[0] = sigVersion
 	copy(f[1:5], k.sign.raw[:])
@@ -426,17 +448,10 @@ func (k *Keyring) sigAt(b []byte, subject, reply string, c *Covered, data []byte
 	copy(f[13:13+instanceLen], k.instance[:])
 	ctr := k.ctr.Add(1)
 	binary.BigEndian.PutUint64(f[13+instanceLen:], ctr)
-	bp := k.bufs.Get().(*[]byte)
-	aad := appendInput((*bp)[:0], subject, reply, f[:], c, data)
-	var nonce [12]byte
-	binary.BigEndian.PutUint64(nonce[4:], ctr)
+	sc.aad = appendInput(sc.aad[:0], subject, reply, f[:], c, data)
+	binary.BigEndian.PutUint64(sc.nonce[4:], ctr)
 	b = append(b, f[:]...)
-	b = k.own.Seal(b, nonce[:], nil, aad)
-	if cap(aad) <= 1<<16 {
-		*bp = aad[:0]
-		k.bufs.Put(bp)
-	}
-	return b
+	return k.own.Seal(b, sc.nonce[:], nil, sc.aad)
 }
 
 // appendInput appends what the tag covers: every part length-prefixed,
@@ -491,7 +506,9 @@ func (k *Keyring) Check(m *natsgo.Msg, g *Guard, what string) bool {
 		return true
 	}
 	c := HeaderValues(m.Header)
-	r, detail := k.check(decodeHeader(m.Header.Get(Header)), m.Subject, m.Reply, &c, m.Data, g)
+	sc := k.getScratch()
+	r, detail := k.check(sc, sc.decode(m.Header.Get(Header)), m.Subject, m.Reply, &c, m.Data, g)
+	k.putScratch(sc)
 	if r < 0 {
 		return true
 	}
@@ -506,7 +523,9 @@ func (k *Keyring) CheckStored(subject string, h natsgo.Header, data []byte, what
 		return true
 	}
 	c := HeaderValues(h)
-	r, detail := k.check(decodeHeader(h.Get(Header)), subject, "", &c, data, nil)
+	sc := k.getScratch()
+	r, detail := k.check(sc, sc.decode(h.Get(Header)), subject, "", &c, data, nil)
+	k.putScratch(sc)
 	if r < 0 {
 		return true
 	}
@@ -517,23 +536,26 @@ func (k *Keyring) CheckStored(subject string, h natsgo.Header, data []byte, what
 // b64 is the [Header]'s encoding; strict: one signature has one spelling.
 var b64 = base64.RawURLEncoding.Strict()
 
-// decodeHeader is the signature bytes of a [Header] value: nil when it is
-// empty, a non-signature when it does not decode.
-func decodeHeader(v string) []byte {
+// decode is the signature bytes of a [Header] value (in sc.sig): none
+// when it is empty, a non-signature when it does not decode.
+func (sc *scratch) decode(v string) []byte {
 	if v == "" {
 		return nil
 	}
+	bad := sc.sig[:1]
+	bad[0] = 0
 	if len(v) != headerLen {
-		return []byte{0}
+		return bad
 	}
-	out := make([]byte, SigLen)
-	if n, err := b64.Decode(out, []byte(v)); err != nil || n != SigLen {
-		return []byte{0}
+	n := copy(sc.text[:], v)
+	if n, err := b64.Decode(sc.sig[:], sc.text[:n]); err != nil || n != SigLen {
+		bad[0] = 0
+		return bad
 	}
-	return out
+	return sc.sig[:]
 }
 
-func (k *Keyring) check(v []byte, subject, reply string, c *Covered, data []byte, g *Guard) (Reason, string) {
+func (k *Keyring) check(sc *scratch, v []byte, subject, reply string, c *Covered, data []byte, g *Guard) (Reason, string) {
 	if len(v) == 0 {
 		return Unsigned, "it carries no signature: its sender has no cluster.key, or is no daemon"
 	}
@@ -549,16 +571,9 @@ func (k *Keyring) check(v []byte, subject, reply string, c *Covered, data []byte
 	if mk != k.sign || p.instance != k.instance {
 		aead, known = mk.sender(p.instance)
 	}
-	bp := k.bufs.Get().(*[]byte)
-	aad := appendInput((*bp)[:0], subject, reply, p.fields, c, data)
-	var nonce [12]byte
-	binary.BigEndian.PutUint64(nonce[4:], p.counter)
-	_, err := aead.Open(nil, nonce[:], p.tag, aad)
-	if cap(aad) <= 1<<16 {
-		*bp = aad[:0]
-		k.bufs.Put(bp)
-	}
-	if err != nil {
+	sc.aad = appendInput(sc.aad[:0], subject, reply, p.fields, c, data)
+	binary.BigEndian.PutUint64(sc.nonce[4:], p.counter)
+	if _, err := aead.Open(nil, sc.nonce[:], p.tag, sc.aad); err != nil {
 		return BadMAC, "its signature does not match: forged, or altered on the way"
 	}
 	if !known {
