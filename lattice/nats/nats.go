@@ -49,7 +49,7 @@
 // events before it stopped) are not counted.
 //
 // With [Options.Key] every event is signed (the [SigHeader] header: an
-// HMAC-SHA256 over subject, the node, class and sequence headers and the
+// AES-256-GCM tag under this Bus's subkey of the key, over subject, the node, class and sequence headers and the
 // JSON) and every subscription drops what is unsigned, forged, signed
 // with a key it does not hold ([Options.AcceptedKeys] besides), outside
 // 30 s of this clock or seen by it before; [Bus.Collector] counts them
@@ -94,7 +94,7 @@ type Options struct {
 	// beyond what the URL carries. [New] takes the connection as it is.
 	Security Security
 	// Key is the cluster key (cluster.key): every event this Bus publishes
-	// is signed with it (HMAC-SHA256, the SigHeader header) and every
+	// is signed with it (an AES-256-GCM tag, the SigHeader header) and every
 	// event received must be signed with it or one of AcceptedKeys, within
 	// 30 s of this clock and not seen before by the subscription; others
 	// are dropped and counted ([Bus.Collector]). Zero: events are neither
