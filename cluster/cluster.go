@@ -62,7 +62,8 @@
 //
 // With [Config].Key (or the key of the Engine's lattice/nats bus, whose
 // Keyring the module then shares: [Module.Keyring]) every task, answer,
-// event frame, cancel and announcement carries an HMAC-SHA256 signature
+// event frame, cancel and announcement carries a signature (an AES-256-GCM
+// tag under a subkey of the key: package doc of internal/clustersig)
 // after its data, and what arrives unsigned, forged, signed with a key
 // neither [Config].Key nor one of [Config].AcceptedKeys, outside 30 s of
 // this clock or a second time is dropped, counted by reason and logged
@@ -142,7 +143,7 @@ type Config struct {
 
 	// Key is the cluster key (a secret; AXOCOATL_CLUSTER_KEY in the daemon):
 	// every task, answer, cancel and announcement this daemon sends is
-	// signed with it (HMAC-SHA256) and every one it receives must be
+	// signed with it (an AES-256-GCM tag) and every one it receives must be
 	// signed with it or one of AcceptedKeys, within 30 s of this clock and
 	// not seen before; others are dropped, counted
 	// (axocoatl_cluster_rejected_total) and logged once per 10 s. At least

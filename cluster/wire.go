@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/internal/clustersig"
 )
 
 // The wire form of a task (the body of a message on exec.<agent id>) and of
@@ -76,7 +77,7 @@ type task struct {
 }
 
 func (t task) encode() []byte {
-	b := make([]byte, 0, 2+4*binary.MaxVarintLen64+len(t.taskID)+len(t.from)+len(t.source)+binary.MaxVarintLen64+len(t.conversationID)+len(t.input))
+	b := make([]byte, 0, clustersig.SealOverhead+2+4*binary.MaxVarintLen64+len(t.taskID)+len(t.from)+len(t.source)+binary.MaxVarintLen64+len(t.conversationID)+len(t.input))
 	turn := t.conversationID != "" || t.create || t.events
 	if turn {
 		b = append(b, taskConversation)
@@ -147,7 +148,7 @@ func (r execReply) encode() []byte {
 			kind = kindFailed
 		}
 	}
-	b := make([]byte, 0, 1+7*binary.MaxVarintLen64+len(r.ConversationID)+len(kind)+len(text))
+	b := make([]byte, 0, clustersig.SealOverhead+1+7*binary.MaxVarintLen64+len(r.ConversationID)+len(kind)+len(text))
 	if r.withUsage {
 		b = append(b, answerUsage)
 		b = binary.AppendUvarint(b, r.Frames)

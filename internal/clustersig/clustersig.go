@@ -7,20 +7,27 @@
 // accepted during a rotation (cluster.accepted_keys). [Keyring.Sign] puts
 // the [Header] on a message: a version, the key's id (derived from the
 // key: [KeyID]), the time of signing, a nonce (this Keyring's random
-// instance and a counter) and an HMAC-SHA256, cut to 128 bits, over the
-// subject, the reply subject, the lattice headers (node, class, sequence),
-// the payload and those fields. [Keyring.Check] refuses a message that
-// carries none, one signed by a key not held, one whose MAC does not match,
-// one stamped outside [Window] of this process's clock, or one seen before
-// (a [Guard] per receiving subscription: per sender instance, the highest
-// counter and the [ReplayWindow] counters below it), and counts the refusal
-// by [Reason]; one log line per [LogEvery] says why.
+// instance and a counter) and a tag over the subject, the reply subject,
+// the lattice headers (node, class, sequence), the payload and those
+// fields. The tag is AES-256-GCM's (a GMAC: nothing is encrypted) under a
+// subkey of the sender instance, HMAC-SHA256(key, instance), with the
+// counter as the GCM nonce, so that no two messages under one subkey share
+// a nonce; a receiver derives a sender's subkey once and keeps it (at most
+// [MaxSenders] per key, only for senders whose messages passed).
+// [Keyring.Check] refuses a message that carries none, one signed by a key
+// not held, one whose tag does not match, one stamped outside [Window] of
+// this process's clock, or one seen before (a [Guard] per receiving
+// subscription: per sender instance, the highest counter and the
+// [ReplayWindow] counters below it), and counts the refusal by [Reason];
+// one log line per [LogEvery] says why.
 //
 // A nil *Keyring is the cluster without a key: Sign does nothing and Check
 // accepts everything, as the daemons did before keys.
 package clustersig
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -29,10 +36,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,8 +47,8 @@ import (
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
-// Header is the NATS header that carries a message's signature:
-// "v1 <key id> <unix ms, base 36> <instance>.<counter, base 36> <MAC, base64url>".
+// Header is the NATS header that carries a message's signature: its
+// [SigLen] bytes, base64url-encoded (66 characters).
 const Header = "Axocoatl-Sig"
 
 // Window is how far a message's time of signing may be from the receiver's
@@ -58,7 +62,9 @@ const ReplayWindow = 1024
 
 // MaxSenders bounds the sender instances one [Guard] follows (only senders
 // whose messages passed the MAC: key holders); beyond it the one heard
-// from longest ago is forgotten, and [Window] alone guards against its replays.
+// from longest ago is forgotten, and [Window] alone guards against its
+// replays. It bounds the subkeys a Keyring keeps per key too (beyond it one
+// is forgotten, and derived again when its sender is heard from).
 const MaxSenders = 4096
 
 // MinKeyBytes is the shortest key taken; MaxAcceptedKeys the most accepted
@@ -159,36 +165,94 @@ func ValidateKeys(key secret.Secret, accepted []secret.Secret) (keyErr, accepted
 	return keyErr, nil
 }
 
-type macKey struct {
-	id   string
-	pool sync.Pool // *macState
-}
+// The signature, as bytes (the [Header] carries them base64url-encoded,
+// a sealed message's data ends with them and two bytes of their length):
+// version (1 byte), key id (4), time of signing (unix ms, 8, big-endian),
+// the signer's instance (12), its counter (8) and the tag (16).
+const (
+	sigVersion  = 2
+	instanceLen = 12
+	fieldsLen   = 1 + 4 + 8 + instanceLen + 8 // what the tag covers of the signature
+	tagLen      = 16
+	// SigLen is a signature's length in bytes.
+	SigLen = fieldsLen + tagLen
+	// SealOverhead is what [Keyring.Seal] appends to data: the signature
+	// and its length. A sender that leaves this much spare capacity in
+	// data spares Seal an allocation and a copy.
+	SealOverhead = SigLen + 2
+	// headerLen is the [Header]'s length: SigLen bytes base64url-encoded.
+	headerLen = (SigLen*8 + 5) / 6
+)
 
-// macState is one HMAC-SHA256 under a key, with its buffers (kept with
-// it: nothing is allocated per message).
-type macState struct {
-	h   hash.Hash
-	buf []byte
-	sum []byte
+// macKey is one key: its id, and the AES-256-GCM instances of the sender
+// instances whose messages passed under it (each sender MACs under a subkey
+// of its own, so that its counter alone makes every GCM nonce unique).
+type macKey struct {
+	id  string
+	raw [4]byte // id as bytes
+	key []byte
+
+	mu      sync.RWMutex
+	senders map[[instanceLen]byte]cipher.AEAD
 }
 
 func newMACKey(key string) *macKey {
-	k := &macKey{id: KeyID(key)}
-	raw := []byte(key)
-	k.pool.New = func() any {
-		return &macState{h: hmac.New(sha256.New, raw), buf: make([]byte, 0, 512), sum: make([]byte, 0, sha256.Size)}
-	}
+	k := &macKey{id: KeyID(key), key: []byte(key), senders: map[[instanceLen]byte]cipher.AEAD{}}
+	_, _ = hex.Decode(k.raw[:], []byte(k.id))
 	return k
+}
+
+// subkey is the AES-256-GCM of one sender instance under mk: its AES key
+// is HMAC-SHA256(key, label, instance).
+func (mk *macKey) subkey(inst [instanceLen]byte) cipher.AEAD {
+	h := hmac.New(sha256.New, mk.key)
+	h.Write([]byte("axocoatl/clustersig/v2 sender subkey\x00"))
+	h.Write(inst[:])
+	blk, err := aes.NewCipher(h.Sum(nil))
+	if err != nil {
+		panic(err) // a 32-byte key: cannot fail
+	}
+	g, err := cipher.NewGCM(blk)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// sender is the AEAD of a sender instance that passed before, or a new
+// one (remembered by remember once a message of it passes).
+func (mk *macKey) sender(inst [instanceLen]byte) (g cipher.AEAD, known bool) {
+	mk.mu.RLock()
+	g = mk.senders[inst]
+	mk.mu.RUnlock()
+	if g != nil {
+		return g, true
+	}
+	return mk.subkey(inst), false
+}
+
+func (mk *macKey) remember(inst [instanceLen]byte, g cipher.AEAD) {
+	mk.mu.Lock()
+	if len(mk.senders) >= MaxSenders {
+		for i := range mk.senders { // any one: it is derived again when heard from
+			delete(mk.senders, i)
+			break
+		}
+	}
+	mk.senders[inst] = g
+	mk.mu.Unlock()
 }
 
 // Keyring signs with one key and checks with it and the accepted ones. It
 // is safe for concurrent use; nil is "no key" (see the package doc).
 type Keyring struct {
 	sign     *macKey
-	byID     map[string]*macKey
-	instance string // this Keyring's nonces: instance + "." + counter
+	byID     map[[4]byte]*macKey
+	instance [instanceLen]byte // this Keyring's nonces: instance and counter
+	own      cipher.AEAD       // its subkey under sign
 	ctr      atomic.Uint64
 	log      atomic.Pointer[slog.Logger] // nil: no log lines
+	scratch  sync.Pool                   // *scratch
 
 	rejected [numReasons]atomic.Uint64
 	lastLog  atomic.Int64 // unix nanoseconds of the last refusal logged
@@ -207,19 +271,19 @@ func New(key secret.Secret, accepted []secret.Secret, log *slog.Logger) (*Keyrin
 	if key.IsZero() {
 		return nil, nil
 	}
-	var inst [9]byte
-	if _, err := rand.Read(inst[:]); err != nil {
+	k := &Keyring{sign: newMACKey(key.Reveal()), byID: map[[4]byte]*macKey{}, now: time.Now}
+	if _, err := rand.Read(k.instance[:]); err != nil {
 		return nil, err
 	}
-	k := &Keyring{sign: newMACKey(key.Reveal()), byID: map[string]*macKey{},
-		instance: base64.RawURLEncoding.EncodeToString(inst[:]), now: time.Now}
+	k.own = k.sign.subkey(k.instance)
+	k.scratch.New = func() any { return &scratch{aad: make([]byte, 0, 1024)} }
 	if log != nil {
 		k.log.Store(log)
 	}
-	k.byID[k.sign.id] = k.sign
+	k.byID[k.sign.raw] = k.sign
 	for _, a := range accepted {
 		m := newMACKey(a.Reveal())
-		k.byID[m.id] = m
+		k.byID[m.raw] = m
 	}
 	return k, nil
 }
@@ -238,9 +302,9 @@ func (k *Keyring) AcceptedIDs() []string {
 		return nil
 	}
 	out := []string{k.sign.id}
-	for id := range k.byID {
-		if id != k.sign.id {
-			out = append(out, id)
+	for _, m := range k.byID {
+		if m.id != k.sign.id {
+			out = append(out, m.id)
 		}
 	}
 	return out
@@ -252,6 +316,24 @@ func (k *Keyring) SetLogger(log *slog.Logger) {
 	if k != nil && log != nil {
 		k.log.CompareAndSwap(nil, log)
 	}
+}
+
+// Covered are the values of the headers a signature covers, in the order
+// of the covered names (a missing header is ""); [HeaderValues] reads
+// them off a message.
+type Covered [len(covered)]string
+
+// HeaderValues is the Covered of h.
+func HeaderValues(h natsgo.Header) (c Covered) {
+	if len(h) == 0 {
+		return c
+	}
+	for i, name := range covered {
+		if vs := h[name]; len(vs) > 0 {
+			c[i] = vs[0]
+		}
+	}
+	return c
 }
 
 // Sign puts the signature header on m, for its subject, reply, lattice
@@ -271,24 +353,65 @@ func (k *Keyring) SignAt(m *natsgo.Msg, t time.Time) {
 	if m.Header == nil {
 		m.Header = natsgo.Header{}
 	}
-	m.Header[Header] = []string{string(k.appendSig(make([]byte, 0, 96), m.Subject, m.Reply, m.Header, m.Data, t))}
+	m.Header[Header] = []string{k.headerValue(m.Subject, m.Reply, HeaderValues(m.Header), m.Data, t)}
+}
+
+// SignHeader is the value of the [Header] for a message of subject, with
+// no reply, whose covered headers are c: what [Keyring.Sign] sets, for a
+// sender that knows its headers' values (the lattice). "" for nil.
+func (k *Keyring) SignHeader(subject string, c *Covered, data []byte) string {
+	if k == nil {
+		return ""
+	}
+	return k.headerValue(subject, "", *c, data, k.now())
+}
+
+func (k *Keyring) headerValue(subject, reply string, c Covered, data []byte, t time.Time) string {
+	sc := k.getScratch()
+	k.sigAt(sc, sc.sig[:0], subject, reply, &c, data, t)
+	b64.Encode(sc.text[:], sc.sig[:])
+	v := string(sc.text[:])
+	k.putScratch(sc)
+	return v
+}
+
+// scratch is what signing or checking one message needs beside the
+// message: kept in a pool, nothing is allocated per message.
+type scratch struct {
+	aad   []byte // what the tag covers
+	nonce [12]byte
+	sig   [SigLen]byte
+	text  [headerLen]byte
+}
+
+func (k *Keyring) getScratch() *scratch { return k.scratch.Get().(*scratch) }
+
+func (k *Keyring) putScratch(sc *scratch) {
+	if cap(sc.aad) <= 1<<16 { // one huge message keeps no huge buffer
+		k.scratch.Put(sc)
+	}
 }
 
 // Seal returns data with its signature after it, for a message that
 // carries no headers (NATS parses a message's headers at some cost: the
-// cluster's tasks and answers have none): data, the signature as in the
-// [Header], and the signature's length as two bytes, big-endian. The
-// MAC covers subject, reply and data; data is not modified.
+// cluster's tasks and answers have none): data, the signature, and the
+// signature's length as two bytes, big-endian. The tag covers subject,
+// reply and data. data[:len(data)] is not modified, but Seal appends in its
+// spare capacity when there are [SealOverhead] bytes of it: the caller
+// gives data up.
 func (k *Keyring) Seal(subject, reply string, data []byte) []byte {
 	if k == nil {
 		return data
 	}
-	out := make([]byte, len(data), len(data)+Overhead)
-	copy(out, data)
-	n := len(out)
-	out = k.appendSig(out, subject, reply, nil, data, k.now())
-	l := len(out) - n
-	return append(out, byte(l>>8), byte(l))
+	out := data
+	if cap(data)-len(data) < SealOverhead {
+		out = make([]byte, len(data), len(data)+SealOverhead)
+		copy(out, data)
+	}
+	sc := k.getScratch()
+	out = k.sigAt(sc, out, subject, reply, &Covered{}, out, k.now())
+	k.putScratch(sc)
+	return append(out, 0, SigLen)
 }
 
 // Open checks a message sealed by [Keyring.Seal] as Check does, and cuts
@@ -297,13 +420,16 @@ func (k *Keyring) Open(m *natsgo.Msg, g *Guard, what string) bool {
 	if k == nil {
 		return true
 	}
-	sig, data := "", m.Data
+	var sig []byte
+	data := m.Data
 	if n := len(m.Data); n >= 2 {
 		if l := int(m.Data[n-2])<<8 | int(m.Data[n-1]); l <= n-2 && l <= Overhead {
-			sig, data = string(m.Data[n-2-l:n-2]), m.Data[:n-2-l]
+			sig, data = m.Data[n-2-l:n-2], m.Data[:n-2-l]
 		}
 	}
-	r, detail := k.check(sig, m.Subject, m.Reply, nil, data, g)
+	sc := k.getScratch()
+	r, detail := k.check(sc, sig, m.Subject, m.Reply, &Covered{}, data, g)
+	k.putScratch(sc)
 	if r < 0 {
 		m.Data = data
 		return true
@@ -312,110 +438,62 @@ func (k *Keyring) Open(m *natsgo.Msg, g *Guard, what string) bool {
 	return false
 }
 
-// appendSig appends the signature of a message at t to b.
-func (k *Keyring) appendSig(b []byte, subject, reply string, h natsgo.Header, data []byte, t time.Time) []byte {
-	start := len(b)
-	b = append(b, "v1 "...)
-	b = append(b, k.sign.id...)
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, t.UnixMilli(), 36)
-	b = append(b, ' ')
-	b = append(b, k.instance...)
-	b = append(b, '.')
-	b = strconv.AppendUint(b, k.ctr.Add(1), 36)
-	mac := k.sign.mac(subject, reply, h, string(b[start:]), data)
-	b = append(b, ' ')
-	return base64.RawURLEncoding.AppendEncode(b, mac[:])
+// sigAt appends to b the signature of a message at t. data may be b
+// itself (Seal): it is read before b is written beyond len(data).
+func (k *Keyring) sigAt(sc *scratch, b []byte, subject, reply string, c *Covered, data []byte, t time.Time) []byte {
+	var f [fieldsLen]byte
+	f[0] = sigVersion
+	copy(f[1:5], k.sign.raw[:])
+	binary.BigEndian.PutUint64(f[5:13], uint64(t.UnixMilli()))
+	copy(f[13:13+instanceLen], k.instance[:])
+	ctr := k.ctr.Add(1)
+	binary.BigEndian.PutUint64(f[13+instanceLen:], ctr)
+	sc.aad = appendInput(sc.aad[:0], subject, reply, f[:], c, data)
+	binary.BigEndian.PutUint64(sc.nonce[4:], ctr)
+	b = append(b, f[:]...)
+	return k.own.Seal(b, sc.nonce[:], nil, sc.aad)
 }
 
-// mac computes the MAC of a message whose signature fields are fields:
-// its first 16 bytes.
-func (mk *macKey) mac(subject, reply string, h natsgo.Header, fields string, data []byte) (out [16]byte) {
-	st := mk.pool.Get().(*macState)
-	st.h.Reset()
-	b := append(st.buf[:0], "axocoatl/clustersig/v1"...)
+// appendInput appends what the tag covers: every part length-prefixed,
+// after a label.
+func appendInput(b []byte, subject, reply string, fields []byte, c *Covered, data []byte) []byte {
+	b = append(b, "axocoatl/clustersig/v2"...)
 	b = binary.AppendUvarint(b, uint64(len(subject)))
 	b = append(b, subject...)
 	b = binary.AppendUvarint(b, uint64(len(reply)))
 	b = append(b, reply...)
 	b = binary.AppendUvarint(b, uint64(len(fields)))
 	b = append(b, fields...)
-	for _, name := range covered {
-		v := ""
-		if vs := h[name]; len(vs) > 0 {
-			v = vs[0]
-		}
+	for _, v := range c {
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
 	}
 	b = binary.AppendUvarint(b, uint64(len(data)))
-	b = append(b, data...)
-	st.h.Write(b)
-	st.sum = st.h.Sum(st.sum[:0])
-	copy(out[:], st.sum)
-	if cap(b) <= 4096 {
-		st.buf = b[:0]
-	}
-	mk.pool.Put(st)
-	return out
+	return append(b, data...)
 }
 
 // parsed is a signature read.
 type parsed struct {
-	keyID    string
+	keyID    [4]byte
 	at       time.Time
-	instance string
+	instance [instanceLen]byte
 	counter  uint64
-	fields   string // what the MAC covers of the signature
-	mac      [16]byte
+	fields   []byte // what the tag covers of the signature
+	tag      []byte
 }
 
-// parse reads "v1 <key id> <ms> <instance>.<counter> <mac>".
-func parse(v string) (parsed, bool) {
+// parse reads a signature's bytes.
+func parse(v []byte) (parsed, bool) {
 	var p parsed
-	if len(v) > Overhead || !strings.HasPrefix(v, "v1 ") {
+	if len(v) != SigLen || v[0] != sigVersion {
 		return p, false
 	}
-	cut := strings.LastIndexByte(v, ' ')
-	if cut < 3 {
-		return p, false
-	}
-	p.fields = v[:cut]
-	rest := v[3:cut]
-	var f [3]string
-	for i := range f {
-		j := strings.IndexByte(rest, ' ')
-		if i == 2 {
-			j = len(rest)
-		}
-		if j <= 0 {
-			return p, false
-		}
-		f[i], rest = rest[:j], rest[min(j+1, len(rest)):]
-	}
-	if strings.IndexByte(f[2], ' ') >= 0 {
-		return p, false
-	}
-	ms, err := strconv.ParseInt(f[1], 36, 64)
-	if err != nil {
-		return p, false
-	}
-	inst, ctr, ok := strings.Cut(f[2], ".")
-	if !ok || inst == "" {
-		return p, false
-	}
-	if p.counter, err = strconv.ParseUint(ctr, 36, 64); err != nil || p.counter == 0 {
-		return p, false
-	}
-	mac := v[cut+1:]
-	if base64.RawURLEncoding.DecodedLen(len(mac)) != len(p.mac) {
-		return p, false
-	}
-	if n, err := base64.RawURLEncoding.Decode(p.mac[:], []byte(mac)); err != nil || n != len(p.mac) {
-		return p, false
-	}
-	p.keyID, p.at, p.instance = f[0], time.UnixMilli(ms), inst
-	return p, true
+	copy(p.keyID[:], v[1:5])
+	p.at = time.UnixMilli(int64(binary.BigEndian.Uint64(v[5:13])))
+	copy(p.instance[:], v[13:13+instanceLen])
+	p.counter = binary.BigEndian.Uint64(v[13+instanceLen : fieldsLen])
+	p.fields, p.tag = v[:fieldsLen], v[fieldsLen:]
+	return p, p.counter != 0
 }
 
 // Check reports whether m is signed by a key this Keyring holds, within
@@ -427,11 +505,14 @@ func (k *Keyring) Check(m *natsgo.Msg, g *Guard, what string) bool {
 	if k == nil {
 		return true
 	}
-	r, detail := k.check(m.Header.Get(Header), m.Subject, m.Reply, m.Header, m.Data, g)
+	c := HeaderValues(m.Header)
+	sc := k.getScratch()
+	r, detail := k.check(sc, sc.decode(m.Header.Get(Header)), m.Subject, m.Reply, &c, m.Data, g)
+	k.putScratch(sc)
 	if r < 0 {
 		return true
 	}
-	k.refuse(r, what, m.Subject, m.Header.Get(covered[0]), detail)
+	k.refuse(r, what, m.Subject, c[0], detail)
 	return false
 }
 
@@ -441,29 +522,62 @@ func (k *Keyring) CheckStored(subject string, h natsgo.Header, data []byte, what
 	if k == nil {
 		return true
 	}
-	r, detail := k.check(h.Get(Header), subject, "", h, data, nil)
+	c := HeaderValues(h)
+	sc := k.getScratch()
+	r, detail := k.check(sc, sc.decode(h.Get(Header)), subject, "", &c, data, nil)
+	k.putScratch(sc)
 	if r < 0 {
 		return true
 	}
-	k.refuse(r, what, subject, h.Get(covered[0]), detail)
+	k.refuse(r, what, subject, c[0], detail)
 	return false
 }
 
-func (k *Keyring) check(v, subject, reply string, h natsgo.Header, data []byte, g *Guard) (Reason, string) {
+// b64 is the [Header]'s encoding; strict: one signature has one spelling.
+var b64 = base64.RawURLEncoding.Strict()
+
+// decode is the signature bytes of a [Header] value (in sc.sig): none
+// when it is empty, a non-signature when it does not decode.
+func (sc *scratch) decode(v string) []byte {
 	if v == "" {
+		return nil
+	}
+	bad := sc.sig[:1]
+	bad[0] = 0
+	if len(v) != headerLen {
+		return bad
+	}
+	n := copy(sc.text[:], v)
+	if n, err := b64.Decode(sc.sig[:], sc.text[:n]); err != nil || n != SigLen {
+		bad[0] = 0
+		return bad
+	}
+	return sc.sig[:]
+}
+
+func (k *Keyring) check(sc *scratch, v []byte, subject, reply string, c *Covered, data []byte, g *Guard) (Reason, string) {
+	if len(v) == 0 {
 		return Unsigned, "it carries no signature: its sender has no cluster.key, or is no daemon"
 	}
 	p, ok := parse(v)
 	if !ok {
-		return Malformed, "its signature header does not parse"
+		return Malformed, "its signature does not parse"
 	}
 	mk := k.byID[p.keyID]
 	if mk == nil {
-		return UnknownKey, fmt.Sprintf("it is signed with key id %s, which is neither cluster.key (id %s) nor one of cluster.accepted_keys: the sender holds another key", p.keyID, k.sign.id)
+		return UnknownKey, fmt.Sprintf("it is signed with key id %x, which is neither cluster.key (id %s) nor one of cluster.accepted_keys: the sender holds another key", p.keyID, k.sign.id)
 	}
-	want := mk.mac(subject, reply, h, p.fields, data)
-	if !hmac.Equal(want[:], p.mac[:]) {
+	aead, known := k.own, true
+	if mk != k.sign || p.instance != k.instance {
+		aead, known = mk.sender(p.instance)
+	}
+	sc.aad = appendInput(sc.aad[:0], subject, reply, p.fields, c, data)
+	binary.BigEndian.PutUint64(sc.nonce[4:], p.counter)
+	if _, err := aead.Open(nil, sc.nonce[:], p.tag, sc.aad); err != nil {
 		return BadMAC, "its signature does not match: forged, or altered on the way"
+	}
+	if !known {
+		mk.remember(p.instance, aead)
 	}
 	if g == nil {
 		return -1, ""
@@ -526,7 +640,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 // only key holders' traffic fills it. Safe for concurrent use.
 type Guard struct {
 	mu      sync.Mutex
-	senders map[string]*window
+	senders map[[instanceLen]byte]*window
 	tick    uint64
 }
 
@@ -537,9 +651,9 @@ type window struct {
 }
 
 // NewGuard returns an empty Guard.
-func NewGuard() *Guard { return &Guard{senders: map[string]*window{}} }
+func NewGuard() *Guard { return &Guard{senders: map[[instanceLen]byte]*window{}} }
 
-func (g *Guard) take(instance string, c uint64) bool {
+func (g *Guard) take(instance [instanceLen]byte, c uint64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.tick++
@@ -576,11 +690,12 @@ func (w *window) set(c uint64)      { i := c % ReplayWindow; w.bits[i/64] |= 1 <
 func (w *window) clear(c uint64)    { i := c % ReplayWindow; w.bits[i/64] &^= 1 << (i % 64) }
 
 func (g *Guard) evictLocked() {
-	var oldest string
-	var at uint64
+	var oldest [instanceLen]byte
+	at := uint64(0)
+	first := true
 	for id, w := range g.senders {
-		if oldest == "" || w.used < at {
-			oldest, at = id, w.used
+		if first || w.used < at {
+			oldest, at, first = id, w.used, false
 		}
 	}
 	delete(g.senders, oldest)

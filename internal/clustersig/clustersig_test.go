@@ -2,6 +2,7 @@ package clustersig
 
 import (
 	"bytes"
+	"encoding/base64"
 	"log/slog"
 	"strings"
 	"testing"
@@ -31,6 +32,16 @@ func msg() *natsgo.Msg {
 		Header: natsgo.Header{"Axocoatl-Node": []string{"a"}, "Axocoatl-Seq": []string{"7"}}}
 }
 
+// alterSig flips a bit of byte i of m's signature.
+func alterSig(m *natsgo.Msg, i int) {
+	b, err := base64.RawURLEncoding.DecodeString(m.Header.Get(Header))
+	if err != nil {
+		panic(err)
+	}
+	b[i] ^= 1
+	m.Header.Set(Header, base64.RawURLEncoding.EncodeToString(b))
+}
+
 func TestSignCheck(t *testing.T) {
 	a, b := ring(t, k1), ring(t, k1)
 	m := msg()
@@ -46,17 +57,16 @@ func TestSignCheck(t *testing.T) {
 		t.Fatal("another subscription's guard refused it")
 	}
 	for name, change := range map[string]func(*natsgo.Msg){
-		"data":    func(m *natsgo.Msg) { m.Data = bytes.Replace(m.Data, []byte("a1"), []byte("a2"), 1) },
-		"subject": func(m *natsgo.Msg) { m.Subject = "axocoatl.Resolved" },
-		"reply":   func(m *natsgo.Msg) { m.Reply = "_INBOX.y" },
-		"node":    func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Node", "b") },
-		"class":   func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Class", "telemetry") },
-		"seq":     func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Seq", "8") },
-		"time": func(m *natsgo.Msg) {
-			f := strings.Fields(m.Header.Get(Header))
-			f[2] = "zzz"
-			m.Header.Set(Header, strings.Join(f, " "))
-		},
+		"data":     func(m *natsgo.Msg) { m.Data = bytes.Replace(m.Data, []byte("a1"), []byte("a2"), 1) },
+		"subject":  func(m *natsgo.Msg) { m.Subject = "axocoatl.Resolved" },
+		"reply":    func(m *natsgo.Msg) { m.Reply = "_INBOX.y" },
+		"node":     func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Node", "b") },
+		"class":    func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Class", "telemetry") },
+		"seq":      func(m *natsgo.Msg) { m.Header.Set("Axocoatl-Seq", "8") },
+		"time":     func(m *natsgo.Msg) { alterSig(m, 12) },
+		"instance": func(m *natsgo.Msg) { alterSig(m, 13) },
+		"counter":  func(m *natsgo.Msg) { alterSig(m, fieldsLen-1) },
+		"tag":      func(m *natsgo.Msg) { alterSig(m, SigLen-1) },
 	} {
 		m := msg()
 		a.Sign(m)
@@ -73,6 +83,17 @@ func TestSignCheck(t *testing.T) {
 	m.Header.Set(Header, "v1 nonsense")
 	if b.Check(m, g, "test") || b.Rejected(Malformed) != 1 {
 		t.Error("a malformed signature taken")
+	}
+	// Another spelling of a genuine signature (the last character's
+	// unused bits set) does not decode.
+	m = msg()
+	a.Sign(m)
+	v := []byte(m.Header.Get(Header))
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	v[len(v)-1] = alphabet[strings.IndexByte(alphabet, v[len(v)-1])|1]
+	m.Header.Set(Header, string(v))
+	if b.Check(m, g, "test") || b.Rejected(Malformed) != 2 {
+		t.Error("a signature spelt otherwise taken")
 	}
 	other := ring(t, k2)
 	m = msg()
@@ -122,19 +143,20 @@ func TestWindow(t *testing.T) {
 // (ReplayWindow, 1024) and "senders followed per subscription"
 // (MaxSenders, 4096) of docs/bounds.md.
 func TestGuardWindow(t *testing.T) {
+	inst := func(s string) (i [instanceLen]byte) { copy(i[:], s); return i }
 	g := NewGuard()
 	for _, c := range []uint64{5, 3, 4, 2000, 1500, 977} {
-		if !g.take("i", c) {
+		if !g.take(inst("i"), c) {
 			t.Fatalf("counter %d refused", c)
 		}
 	}
 	for _, c := range []uint64{5, 3, 2000, 1500, 976, 1} {
-		if g.take("i", c) {
+		if g.take(inst("i"), c) {
 			t.Errorf("counter %d taken twice (or below the window)", c)
 		}
 	}
 	for i := range MaxSenders + 10 {
-		g.take(string(rune(i+100)), 1)
+		g.take(inst(string(rune(i+100))), 1)
 	}
 	if len(g.senders) > MaxSenders {
 		t.Errorf("%d senders kept", len(g.senders))
@@ -220,8 +242,11 @@ func BenchmarkSealOpen(b *testing.B) {
 func BenchmarkMACOnly(b *testing.B) {
 	k, _ := New(k1, nil, nil)
 	data := bytes.Repeat([]byte("x"), 100)
+	var sig [SigLen]byte
+	now := time.Now()
+	sc := k.getScratch()
 	for b.Loop() {
-		k.sign.mac("axocoatl-cluster.exec.echo", "_INBOX.abc.1", nil, "v1 abcdefgh 12345678 abcdefghijkl.1", data)
+		k.sigAt(sc, sig[:0], "axocoatl-cluster.exec.echo", "_INBOX.abc.1", &Covered{}, data, now)
 	}
 }
 
@@ -241,4 +266,45 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("taken as a header: %q", data)
 		}
 	})
+}
+
+// TestSubkeysBounded: a checker keeps at most MaxSenders senders' subkeys
+// per key, only of senders whose messages passed, and still takes a
+// sender it forgot.
+func TestSubkeysBounded(t *testing.T) {
+	b := ring(t, k1)
+	first := ring(t, k1)
+	m := msg()
+	first.Sign(m)
+	if !b.Check(m, NewGuard(), "test") {
+		t.Fatal("refused")
+	}
+	// A new sender's message with a wrong tag: its subkey is derived,
+	// but not kept.
+	forged := msg()
+	ring(t, k1).Sign(forged)
+	alterSig(forged, SigLen-1)
+	for range MaxSenders + 10 {
+		a := ring(t, k1)
+		m := msg()
+		a.Sign(m)
+		if !b.Check(m, NewGuard(), "test") {
+			t.Fatal("refused")
+		}
+	}
+	if n := len(b.sign.senders); n > MaxSenders {
+		t.Errorf("%d subkeys kept", n)
+	}
+	m = msg()
+	first.Sign(m)
+	if !b.Check(m, NewGuard(), "test") {
+		t.Error("a sender forgotten is refused")
+	}
+	if b.Check(forged, NewGuard(), "test") || b.Rejected(BadMAC) != 1 {
+		t.Error("forged taken")
+	}
+	p, _ := parse(new(scratch).decode(forged.Header.Get(Header)))
+	if _, kept := b.sign.senders[p.instance]; kept {
+		t.Error("a forger's subkey kept")
+	}
 }

@@ -49,7 +49,7 @@
 // events before it stopped) are not counted.
 //
 // With [Options.Key] every event is signed (the [SigHeader] header: an
-// HMAC-SHA256 over subject, the node, class and sequence headers and the
+// AES-256-GCM tag under this Bus's subkey of the key, over subject, the node, class and sequence headers and the
 // JSON) and every subscription drops what is unsigned, forged, signed
 // with a key it does not hold ([Options.AcceptedKeys] besides), outside
 // 30 s of this clock or seen by it before; [Bus.Collector] counts them
@@ -94,7 +94,7 @@ type Options struct {
 	// beyond what the URL carries. [New] takes the connection as it is.
 	Security Security
 	// Key is the cluster key (cluster.key): every event this Bus publishes
-	// is signed with it (HMAC-SHA256, the SigHeader header) and every
+	// is signed with it (an AES-256-GCM tag, the SigHeader header) and every
 	// event received must be signed with it or one of AcceptedKeys, within
 	// 30 s of this clock and not seen before by the subscription; others
 	// are dropped and counted ([Bus.Collector]). Zero: events are neither
@@ -275,9 +275,12 @@ func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 	}
 	// Validated: the payload is an object, so the encoding cannot fail.
 	data := ev.AppendJSON(make([]byte, 0, 96+len(ev.ID)+len(ev.Type)+len(ev.ProducedBy)+len(ev.Payload)))
-	msg := &natsgo.Msg{Subject: b.subject(ev.Type), Data: data, Header: natsgo.Header{NodeHeader: []string{b.node}}}
+	msg := &natsgo.Msg{Subject: b.subject(ev.Type), Data: data, Header: make(natsgo.Header, 4)}
+	msg.Header[NodeHeader] = []string{b.node}
+	class := ""
 	if ev.EffectiveClass() == lattice.ClassTelemetry {
-		msg.Header[ClassHeader] = []string{lattice.ClassTelemetry.String()}
+		class = lattice.ClassTelemetry.String()
+		msg.Header[ClassHeader] = []string{class}
 	}
 	if ev.TraceParent != "" {
 		msg.Header[TraceParentHeader] = []string{ev.TraceParent}
@@ -288,8 +291,12 @@ func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 	b.pubMu.Lock()
 	// A failed publish keeps its number: the gap tells other nodes.
 	b.seq++
-	msg.Header[SeqHeader] = []string{strconv.FormatUint(b.seq, 10)}
-	b.keys.Sign(msg)
+	seq := strconv.FormatUint(b.seq, 10)
+	msg.Header[SeqHeader] = []string{seq}
+	if b.keys != nil {
+		// What Keyring.Sign would read back off the header, given.
+		msg.Header[SigHeader] = []string{b.keys.SignHeader(msg.Subject, &clustersig.Covered{b.node, class, seq}, data)}
+	}
 	err := b.nc.PublishMsg(msg)
 	b.pubMu.Unlock()
 	if err != nil {

@@ -116,6 +116,15 @@ func TestSignedEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A telemetry event (its class in a header the tag covers) passes too.
+	publishClass(t, a, "Telemetry", lattice.ClassTelemetry, 1)
+	if ev := next(t, local); ev.Type != "Telemetry" || ev.Class != lattice.ClassTelemetry {
+		t.Fatalf("a's Local subscription took %s (%v)", ev.Type, ev.Class)
+	}
+	if ev := next(t, whole); ev.Type != "Telemetry" || ev.Class != lattice.ClassTelemetry {
+		t.Fatalf("b took %s (%v)", ev.Type, ev.Class)
+	}
+
 	publish(t, a, "Sentinel", 1)
 	if ev := next(t, local); ev.Type != "Sentinel" {
 		t.Fatalf("a's Local subscription took %s", ev.Type)
