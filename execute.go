@@ -114,6 +114,15 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	if remote != nil {
 		return e.executeRemote(ctx, remote, req)
 	}
+	ctx, span := e.startRun(ctx, &a.spec, &req)
+	res, err := e.executeLocal(ctx, a, req, start)
+	endRun(span, &res, err)
+	return res, err
+}
+
+// executeLocal runs a task of a local agent: ExecuteRequest's work once
+// the task was admitted, inside its invoke_agent span.
+func (e *Engine) executeLocal(ctx context.Context, a *registeredAgent, req Request, start time.Time) (Result, error) {
 	res := Result{TaskID: req.TaskID, AgentID: req.AgentID}
 	var conv *turn
 	if req.ConversationID != "" {
@@ -170,9 +179,9 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	var run agent.Turn
 	var err error
 	if conv == nil {
-		run, err = e.runContained(ctx, a.spec, listened(a.model, cast), tools, nil, req, cast.observe)
+		run, err = e.runContained(ctx, a.spec, e.traced(listened(a.model, cast), a.model, &a.spec), tools, nil, req, cast.observe)
 	} else {
-		run, err = e.runContained(ctx, withOmittedNote(a.spec, conv.omitted), listened(a.model, cast), tools, conv.history, req, cast.observe)
+		run, err = e.runContained(ctx, withOmittedNote(a.spec, conv.omitted), e.traced(listened(a.model, cast), a.model, &a.spec), tools, conv.history, req, cast.observe)
 	}
 	res.Usage = run.Usage
 	if err != nil {
