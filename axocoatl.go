@@ -186,6 +186,7 @@ func New(opts Options) *Engine {
 		BodyTimeout: opts.HTTP.BodyTimeout, WriteTimeout: opts.HTTP.WriteTimeout, Logger: e.log,
 		Failures:    httpguard.FailureLimit{Max: opts.HTTP.MaxAuthFailures},
 		Credentials: credentials(opts.HTTP.Tokens), OAuth: opts.HTTP.OAuth.guard(), Bind: bindIdentity,
+		Tracing: httpguard.Tracing{Tracer: e.tracing.tracer, Propagator: traceContext, On: e.tracing.on},
 	})
 	if err != nil {
 		// The bad entries are ignored (they allow nothing); a host that

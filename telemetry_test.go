@@ -256,3 +256,55 @@ type loopModel struct{}
 func (loopModel) Generate(context.Context, *agent.Request) (*agent.Response, error) {
 	return &agent.Response{ToolCalls: []agent.ToolCall{{ID: "x", Name: "lookup", Arguments: json.RawMessage(`{}`)}}}, nil
 }
+
+// A guarded door continues the caller's traceparent in a server span
+// named by its route (no id in the name), and the run is its child.
+func TestDoorSpan(t *testing.T) {
+	e, exp := tracedEngine(t, chatServer(t, "lookup"), false)
+	inner := http.NewServeMux()
+	inner.HandleFunc("POST /run/{agent}", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := e.ExecuteRequest(r.Context(), axocoatl.Request{AgentID: r.PathValue("agent"), Input: "hi", Source: axocoatl.SourceAPI}); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	outer := http.NewServeMux()
+	outer.Handle("/api/", http.StripPrefix("/api", e.GuardHTTP(axocoatl.HTTPRoute{Public: true}, inner)))
+	srv := httptest.NewServer(outer)
+	defer srv.Close()
+
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	post := func(path string) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader("{}"))
+		req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := post("/api/run/ops"); code != http.StatusAccepted {
+		t.Fatalf("status %d", code)
+	}
+	spans := exp.GetSpans()
+	door := spanNamed(t, spans, "POST /api/run/{agent}")[0]
+	if door.SpanContext.TraceID().String() != traceID || door.Parent.SpanID().String() != "00f067aa0ba902b7" || !door.Parent.IsRemote() {
+		t.Fatalf("the door span does not continue the caller's trace: %v parent %v", door.SpanContext.TraceID(), door.Parent.SpanID())
+	}
+	wantAttrs(t, door, map[string]any{"http.request.method": "POST", "http.route": "/api/run/{agent}", "http.response.status_code": 202})
+	run := spanNamed(t, spans, "invoke_agent Ops")[0]
+	if run.Parent.SpanID() != door.SpanContext.SpanID() {
+		t.Fatal("the run is not the door span's child")
+	}
+	exp.Reset()
+	if code := post("/api/run/nobody"); code != http.StatusInternalServerError {
+		t.Fatalf("status %d", code)
+	}
+	door = spanNamed(t, exp.GetSpans(), "POST /api/run/{agent}")[0]
+	if door.Status.Code != codes.Error {
+		t.Errorf("a 500 answer: status %v", door.Status)
+	}
+	wantAttrs(t, door, map[string]any{"error.type": "500", "http.response.status_code": 500})
+}
