@@ -53,11 +53,16 @@ func chatServer(t *testing.T, tool string) string {
 // tracedEngine is an Engine exporting to memory, with agent "ops" on the
 // model at modelURL and the tool "lookup" from server "kb".
 func tracedEngine(t *testing.T, modelURL string, capture bool) (*axocoatl.Engine, *tracetest.InMemoryExporter) {
+	return tracedEngineWith(t, modelURL, axocoatl.Options{CaptureContent: capture})
+}
+
+func tracedEngineWith(t *testing.T, modelURL string, opts axocoatl.Options) (*axocoatl.Engine, *tracetest.InMemoryExporter) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	e := axocoatl.New(axocoatl.Options{TracerProvider: tp, CaptureContent: capture})
+	opts.TracerProvider = tp
+	e := axocoatl.New(opts)
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	m, err := openai.New(provider.Config{BaseURL: modelURL + "/v1", APIKey: secret.Secret("sk-never-in-a-span-4242")})
 	if err != nil {
@@ -260,7 +265,8 @@ func (loopModel) Generate(context.Context, *agent.Request) (*agent.Response, err
 // A guarded door continues the caller's traceparent in a server span
 // named by its route (no id in the name), and the run is its child.
 func TestDoorSpan(t *testing.T) {
-	e, exp := tracedEngine(t, chatServer(t, "lookup"), false)
+	const token = "door-token-0123456789abcdef"
+	e, exp := tracedEngineWith(t, chatServer(t, "lookup"), axocoatl.Options{HTTP: axocoatl.HTTPOptions{APIToken: secret.Secret(token)}})
 	inner := http.NewServeMux()
 	inner.HandleFunc("POST /run/{agent}", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := e.ExecuteRequest(r.Context(), axocoatl.Request{AgentID: r.PathValue("agent"), Input: "hi", Source: axocoatl.SourceAPI}); err != nil {
@@ -270,7 +276,7 @@ func TestDoorSpan(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	})
 	outer := http.NewServeMux()
-	outer.Handle("/api/", http.StripPrefix("/api", e.GuardHTTP(axocoatl.HTTPRoute{Public: true}, inner)))
+	outer.Handle("/api/", http.StripPrefix("/api", e.GuardHTTP(axocoatl.HTTPRoute{Scope: axocoatl.ScopeExecute}, inner)))
 	srv := httptest.NewServer(outer)
 	defer srv.Close()
 
@@ -278,6 +284,7 @@ func TestDoorSpan(t *testing.T) {
 	post := func(path string) int {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader("{}"))
 		req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+		req.Header.Set("Authorization", "Bearer "+token)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -307,4 +314,11 @@ func TestDoorSpan(t *testing.T) {
 		t.Errorf("a 500 answer: status %v", door.Status)
 	}
 	wantAttrs(t, door, map[string]any{"error.type": "500", "http.response.status_code": 500})
+	for _, s := range exp.GetSpans() {
+		for _, kv := range s.Attributes {
+			if strings.Contains(kv.Value.Emit(), token) {
+				t.Errorf("span %q carries the token in %s", s.Name, kv.Key)
+			}
+		}
+	}
 }
