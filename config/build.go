@@ -125,7 +125,7 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 		CaptureContent: c.Telemetry.CaptureContent}
 	// Off (the default), no provider is made: nothing starts, nothing is
 	// dialed, and the Engine uses otel's global (a host's, or a no-op).
-	if tp, err := c.Telemetry.TracerProvider(ctx); err != nil {
+	if tp, err := c.Telemetry.TracerProvider(); err != nil {
 		return nil, errors.Join(err, rt.closeStores())
 	} else if tp != nil {
 		rt.tracerProvider = tp

@@ -1,14 +1,12 @@
 package config
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -16,12 +14,12 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/otlpexport"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -377,7 +375,7 @@ func (t TelemetryConfig) ratio() float64 {
 // and retries), parent-based sampling at SampleRatio, service.name set.
 // It returns nil when export is off: nothing is started, nothing dialed.
 // The caller shuts it down (flushing what is queued), bounded in time.
-func (t TelemetryConfig) TracerProvider(ctx context.Context) (*sdktrace.TracerProvider, error) {
+func (t TelemetryConfig) TracerProvider() (*sdktrace.TracerProvider, error) {
 	if !t.Exports() {
 		return nil, nil
 	}
@@ -389,30 +387,15 @@ func (t TelemetryConfig) TracerProvider(ctx context.Context) (*sdktrace.TracerPr
 	for k, v := range t.Headers {
 		headers[k] = v.Reveal()
 	}
-	opts := []otlptracehttp.Option{
-		// Every option is given, so that the exporter reads none of the
-		// process's OTEL_* variables itself: the config said it all.
-		otlptracehttp.WithEndpointURL(t.TracesURL()),
-		otlptracehttp.WithHeaders(headers),
-		otlptracehttp.WithTimeout(timeout),
-		otlptracehttp.WithCompression(otlptracehttp.GzipCompression),
-		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: TelemetryRetryElapsed}),
-		// No proxy from the environment: egress goes where doctor says.
-		otlptracehttp.WithProxy(func(*http.Request) (*url.URL, error) { return nil, nil }),
-	}
-	if strings.HasPrefix(t.TracesURL(), "http://") {
-		opts = append(opts, otlptracehttp.WithInsecure())
-	} else {
+	eo := otlpexport.Options{URL: t.TracesURL(), Headers: headers, Timeout: timeout, RetryElapsed: TelemetryRetryElapsed}
+	if strings.HasPrefix(eo.URL, "https://") {
 		tc, err := t.TLS.config()
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, otlptracehttp.WithTLSClientConfig(tc))
+		eo.TLS = tc
 	}
-	exp, err := otlptracehttp.New(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("telemetry: %w", err)
-	}
+	exp := otlpexport.New(eo)
 	res := resource.NewSchemaless(semconv.ServiceName(t.serviceName()))
 	return sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(TelemetryQueueSpans), sdktrace.WithMaxExportBatchSize(TelemetryBatchSpans),
