@@ -152,4 +152,3 @@ func (c collect) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 func (c collect) OnEnd(s sdktrace.ReadOnlySpan)                   { *c.spans = append(*c.spans, s) }
 func (c collect) Shutdown(context.Context) error                  { return nil }
 func (c collect) ForceFlush(context.Context) error                { return nil }
-
