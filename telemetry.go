@@ -323,19 +323,22 @@ func (e *Engine) startTool(ctx context.Context, call *ToolCall, callID string) (
 	}
 	ctx, span := e.tracing.tracer.Start(ctx, "execute_tool "+call.Tool, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
-		span.SetAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(call.Tool), semconv.GenAIToolTypeKey.String("function"))
+		// One SetAttributes: each call takes the span's lock and dedupes.
+		kvs := make([]attribute.KeyValue, 0, 7)
+		kvs = append(kvs, semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(call.Tool), semconv.GenAIToolTypeKey.String("function"))
 		if callID != "" {
-			span.SetAttributes(semconv.GenAIToolCallID(callID))
+			kvs = append(kvs, semconv.GenAIToolCallID(callID))
 		}
 		if call.AgentID != "" {
-			span.SetAttributes(semconv.GenAIAgentID(call.AgentID))
+			kvs = append(kvs, semconv.GenAIAgentID(call.AgentID))
 		}
 		if call.TaskID != "" {
-			span.SetAttributes(AttrTaskID.String(call.TaskID))
+			kvs = append(kvs, AttrTaskID.String(call.TaskID))
 		}
 		if e.tracing.capture && len(call.Arguments) > 0 {
-			span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(clipText(string(call.Arguments), MaxSpanContentBytes)))
+			kvs = append(kvs, semconv.GenAIToolCallArgumentsKey.String(clipText(string(call.Arguments), MaxSpanContentBytes)))
 		}
+		span.SetAttributes(kvs...)
 	}
 	return ctx, span
 }

@@ -187,7 +187,9 @@ func TestRunSpans(t *testing.T) {
 }
 
 // With CaptureContent the chat spans carry the messages in the
-// conventions' shape and the tool span its arguments and result.
+// conventions' shape and the tool span its arguments and result. Guards:
+// a content attribute (16 KiB, MaxSpanContentBytes): a 40 KiB input is
+// cut to fit, the newest messages kept.
 func TestRunSpansCaptureContent(t *testing.T) {
 	e, exp := tracedEngine(t, chatServer(t, "lookup"), true)
 	if _, err := e.Execute(context.Background(), "ops", "what is "+strings.Repeat("x", 40<<10)); err != nil {
@@ -321,4 +323,30 @@ func TestDoorSpan(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Guards: a name a peer chose in a span (256 bytes): a service answering
+// with a model name of 10 KiB does not put it whole in the chat span.
+func TestSpanPeerNamesBounded(t *testing.T) {
+	e, exp := tracedEngine(t, chatServer(t, "lookup"), false)
+	if err := e.AddAgent(agent.Spec{ID: "big"}, agent.Model(bigNames{})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Execute(context.Background(), "big", "hi"); err != nil {
+		t.Fatal(err)
+	}
+	chat := spanNamed(t, exp.GetSpans(), "chat")[0]
+	got := attrsOf(chat)
+	if m := got["gen_ai.response.model"].AsString(); len(m) > 256 || !strings.HasPrefix(m, "mmm") {
+		t.Errorf("gen_ai.response.model is %d bytes", len(m))
+	}
+	if f := got["gen_ai.response.finish_reasons"].AsStringSlice(); len(f) != 1 || len(f[0]) > 256 {
+		t.Errorf("gen_ai.response.finish_reasons %d bytes", len(f[0]))
+	}
+}
+
+type bigNames struct{}
+
+func (bigNames) Generate(context.Context, *agent.Request) (*agent.Response, error) {
+	return &agent.Response{Content: "ok", Model: strings.Repeat("m", 10<<10), FinishReason: strings.Repeat("f", 10<<10)}, nil
 }

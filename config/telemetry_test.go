@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/axocoatl/axocoatl-go/config"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
@@ -242,5 +243,76 @@ func TestTelemetryExports(t *testing.T) {
 	cfg.Doctor(ctx).Print(&doc)
 	if !strings.Contains(doc.String(), host+"  (telemetry") || strings.Contains(doc.String(), "collector-key-1234") {
 		t.Fatalf("doctor:\n%s", doc.String())
+	}
+}
+
+// Guards: telemetry.headers (at most 32, the variables' included): a 33rd
+// is a validate error naming the count.
+func TestTelemetryHeadersBound(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("telemetry:\n  headers:\n")
+	for i := range config.MaxTelemetryHeaders + 1 {
+		fmt.Fprintf(&b, "    h%d: v\n", i)
+	}
+	_, err := config.ParseWith(context.Background(), "t.yaml", []byte(telemetryAgents+b.String()), env(nil))
+	var fe *config.FieldError
+	if !errors.As(err, &fe) || fe.Key != "telemetry.headers" || !strings.Contains(fe.Msg, "33 headers: at most 32") {
+		t.Fatalf("33 headers: %v", err)
+	}
+	_, err = config.ParseWith(context.Background(), "t.yaml", []byte(telemetryAgents+"telemetry:\n  enabled: true\n"),
+		env(map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "h=v," + func() string {
+			var s []string
+			for i := range config.MaxTelemetryHeaders {
+				s = append(s, fmt.Sprintf("x%d=v", i))
+			}
+			return strings.Join(s, ",")
+		}()}))
+	if !errors.As(err, &fe) || fe.Source != "OTEL_EXPORTER_OTLP_HEADERS" {
+		t.Fatalf("33 headers from the variable: %v", err)
+	}
+}
+
+// Guards: the flush of queued spans at shutdown (5 s): a collector that
+// takes the connection and never answers does not hold Runtime.Close
+// past the bound.
+func TestTelemetryCloseBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns sync.WaitGroup
+	stop := make(chan struct{})
+	defer func() { close(stop); conns.Wait() }()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Go(func() { <-stop; c.Close() }) // reads nothing, answers nothing
+		}
+	}()
+	section := fmt.Sprintf("telemetry:\n  enabled: true\n  endpoint: http://%s\n  timeout: 1m\n", ln.Addr())
+	cfg, err := config.ParseWith(context.Background(), "t.yaml", []byte(telemetryAgents+section), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Server.DataDir = t.TempDir()
+	ctx := context.Background()
+	rt, err := cfg.Build(ctx, config.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Engine.Execute(ctx, "a", "hi"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = rt.Close(ctx)
+	if took := time.Since(start); took > config.TelemetryShutdownTimeout+5*time.Second {
+		t.Fatalf("Close took %v with a collector that never answers", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "telemetry: flushing spans") {
+		t.Fatalf("Close: %v, want the failed flush said", err)
 	}
 }

@@ -75,7 +75,9 @@ func TestSameAsOTLPTraceHTTP(t *testing.T) {
 }
 
 // A collector that is overloaded (503) is retried; one that refuses the
-// request (400) is not; headers go with every request.
+// request (400) is not; headers go with every request. Guards: the
+// retries of one failed export (30 s, RetryElapsed): a collector that
+// stays down is given up on within the bound.
 func TestRetriesAndHeaders(t *testing.T) {
 	var calls atomic.Int32
 	recv := testutil.NewOTLPReceiver(t)
@@ -152,3 +154,18 @@ func (c collect) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 func (c collect) OnEnd(s sdktrace.ReadOnlySpan)                   { *c.spans = append(*c.spans, s) }
 func (c collect) Shutdown(context.Context) error                  { return nil }
 func (c collect) ForceFlush(context.Context) error                { return nil }
+
+// Guards: telemetry.timeout (one export request): a collector that never
+// answers fails the request at the timeout, and with retries off the
+// export ends there.
+func TestRequestTimeout(t *testing.T) {
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-stop }))
+	defer hang.Close()
+	defer close(stop)
+	start := time.Now()
+	err := otlpexport.New(otlpexport.Options{URL: hang.URL, Timeout: 200 * time.Millisecond, RetryElapsed: -1}).ExportSpans(context.Background(), spansOf(t))
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("a collector that never answers: %v after %v", err, time.Since(start))
+	}
+}
