@@ -77,6 +77,8 @@ type Options struct {
 	// TracerProvider makes the Engine's and its modules' spans ([Engine.Tracer]).
 	// Zero: OpenTelemetry's global provider, a no-op unless the host set one
 	// (otel.SetTracerProvider), so a default Engine records and exports nothing.
+	// The Engine does not shut a provider down: its owner does, after
+	// [Engine.Close], to flush the spans of the close.
 	TracerProvider trace.TracerProvider
 	// CaptureContent lets spans carry what runs say: the messages sent to
 	// and received from models (gen_ai.input.messages,

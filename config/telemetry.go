@@ -399,7 +399,8 @@ func (t TelemetryConfig) TracerProvider() (*sdktrace.TracerProvider, error) {
 	res := resource.NewSchemaless(semconv.ServiceName(t.serviceName()))
 	return sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(TelemetryQueueSpans), sdktrace.WithMaxExportBatchSize(TelemetryBatchSpans),
-			sdktrace.WithExportTimeout(timeout)),
+			// An export's retries end within it; each request within timeout.
+			sdktrace.WithExportTimeout(TelemetryRetryElapsed)),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(t.ratio()))),
 		sdktrace.WithResource(res),
 	), nil

@@ -21,8 +21,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -177,13 +179,13 @@ func (e *Exporter) post(ctx context.Context, body []byte) (time.Duration, error)
 	}
 	// The collector's words, bounded, without bytes that could forge a
 	// log line.
-	text := bytes.Map(func(r rune) rune {
+	said := bytes.Map(func(r rune) rune {
 		if r < ' ' || r == 0x7f {
 			return ' '
 		}
 		return r
 	}, msg[:min(len(msg), 256)])
-	err = fmt.Errorf("otlpexport: the collector answered %s: %s", res.Status, text)
+	err = fmt.Errorf("otlpexport: the collector answered %s: %s", text(res.Status), text(string(said)))
 	switch res.StatusCode {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		var after time.Duration
@@ -223,7 +225,7 @@ func ResourceSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
 		rkey := res.Equivalent()
 		rs, ok := byRes[rkey]
 		if !ok {
-			rs = &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: keyValues(res.Attributes())}, SchemaUrl: res.SchemaURL()}
+			rs = &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: keyValues(res.Attributes())}, SchemaUrl: text(res.SchemaURL())}
 			byRes[rkey] = rs
 			out = append(out, rs)
 		}
@@ -231,7 +233,7 @@ func ResourceSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
 		skey := scopeKey{rkey, sc.Name, sc.Version, sc.SchemaURL, sc.Attributes.Equivalent()}
 		ss, ok := byScope[skey]
 		if !ok {
-			ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: sc.Name, Version: sc.Version, Attributes: keyValues(sc.Attributes.ToSlice())}, SchemaUrl: sc.SchemaURL}
+			ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: text(sc.Name), Version: text(sc.Version), Attributes: keyValues(sc.Attributes.ToSlice())}, SchemaUrl: text(sc.SchemaURL)}
 			byScope[skey] = ss
 			rs.ScopeSpans = append(rs.ScopeSpans, ss)
 		}
@@ -261,8 +263,8 @@ func span(s sdktrace.ReadOnlySpan) *tracepb.Span {
 	p := &tracepb.Span{
 		TraceId:                tid[:],
 		SpanId:                 sid[:],
-		TraceState:             sc.TraceState().String(),
-		Name:                   s.Name(),
+		TraceState:             text(sc.TraceState().String()),
+		Name:                   text(s.Name()),
 		Kind:                   tracepb.Span_SpanKind(s.SpanKind()),
 		StartTimeUnixNano:      uint64(max(s.StartTime().UnixNano(), 0)),
 		EndTimeUnixNano:        uint64(max(s.EndTime().UnixNano(), 0)),
@@ -283,14 +285,14 @@ func span(s sdktrace.ReadOnlySpan) *tracepb.Span {
 	}
 	for _, ev := range s.Events() {
 		p.Events = append(p.Events, &tracepb.Span_Event{
-			TimeUnixNano: uint64(max(ev.Time.UnixNano(), 0)), Name: ev.Name,
+			TimeUnixNano: uint64(max(ev.Time.UnixNano(), 0)), Name: text(ev.Name),
 			Attributes: keyValues(ev.Attributes), DroppedAttributesCount: uint32(max(ev.DroppedAttributeCount, 0)),
 		})
 	}
 	for _, l := range s.Links() {
 		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
 		p.Links = append(p.Links, &tracepb.Span_Link{
-			TraceId: ltid[:], SpanId: lsid[:], TraceState: l.SpanContext.TraceState().String(),
+			TraceId: ltid[:], SpanId: lsid[:], TraceState: text(l.SpanContext.TraceState().String()),
 			Attributes: keyValues(l.Attributes), DroppedAttributesCount: uint32(max(l.DroppedAttributeCount, 0)),
 			Flags: flags(l.SpanContext, l.SpanContext.IsRemote()),
 		})
@@ -303,11 +305,21 @@ func status(s sdktrace.Status) *tracepb.Status {
 	switch s.Code {
 	case codes.Error:
 		st.Code = tracepb.Status_STATUS_CODE_ERROR
-		st.Message = s.Description
+		st.Message = text(s.Description)
 	case codes.Ok:
 		st.Code = tracepb.Status_STATUS_CODE_OK
 	}
 	return st
+}
+
+// text is s as valid UTF-8: proto3 refuses a string that is not, and one
+// bad byte in a peer's text (a tool's result, a route) would lose the
+// whole batch of spans.
+func text(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 func keyValues(kvs []attribute.KeyValue) []*commonpb.KeyValue {
@@ -316,7 +328,7 @@ func keyValues(kvs []attribute.KeyValue) []*commonpb.KeyValue {
 	}
 	out := make([]*commonpb.KeyValue, 0, len(kvs))
 	for _, kv := range kvs {
-		out = append(out, &commonpb.KeyValue{Key: string(kv.Key), Value: anyValue(kv.Value)})
+		out = append(out, &commonpb.KeyValue{Key: text(string(kv.Key)), Value: anyValue(kv.Value)})
 	}
 	return out
 }
@@ -330,7 +342,7 @@ func anyValue(v attribute.Value) *commonpb.AnyValue {
 	case attribute.FLOAT64:
 		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: v.AsFloat64()}}
 	case attribute.STRING:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.AsString()}}
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: text(v.AsString())}}
 	case attribute.BYTESLICE:
 		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: v.AsByteSlice()}}
 	case attribute.BOOLSLICE:
@@ -348,7 +360,7 @@ func anyValue(v attribute.Value) *commonpb.AnyValue {
 	case attribute.EMPTY:
 		return &commonpb.AnyValue{}
 	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.Emit()}}
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: text(v.Emit())}}
 }
 
 func array[T any](xs []T, conv func(T) *commonpb.AnyValue) *commonpb.AnyValue {

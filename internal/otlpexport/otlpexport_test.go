@@ -169,3 +169,24 @@ func TestRequestTimeout(t *testing.T) {
 		t.Fatalf("a collector that never answers: %v after %v", err, time.Since(start))
 	}
 }
+
+// A span with bytes that are not UTF-8 (a peer's text in an attribute, a
+// name, a status) is exported with them replaced: proto3 would refuse the
+// whole batch.
+func TestInvalidUTF8Exported(t *testing.T) {
+	recv := testutil.NewOTLPReceiver(t)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces"})))
+	_, s := tp.Tracer("t").Start(context.Background(), "bad \xff name")
+	s.SetAttributes(attribute.String("k", "v\xc3"), attribute.StringSlice("ss", []string{"\xfe"}))
+	s.SetStatus(codes.Error, "oops \xff")
+	s.End()
+	_, ok := tp.Tracer("t").Start(context.Background(), "fine")
+	ok.End()
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := recv.Spans()
+	if len(spans) != 2 || spans[0].Name != "bad \uFFFD name" || spans[0].Attrs["k"] != "v\uFFFD" {
+		t.Fatalf("spans %+v", spans)
+	}
+}
