@@ -1,6 +1,7 @@
 package axocoatl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -412,10 +413,10 @@ func inputMessages(msgs []agent.Message, limit int) string {
 	var kept [][]byte
 	size := 2 // []
 	for i := len(msgs) - 1; i >= 0; i-- {
-		b, _ := json.Marshal(toSpanMessage(msgs[i], limit/2))
+		b := marshalContent(toSpanMessage(msgs[i], limit/2))
 		if size+len(b)+1 > limit {
 			if len(kept) == 0 {
-				b, _ = json.Marshal(toSpanMessage(msgs[i], limit/4))
+				b = marshalContent(toSpanMessage(msgs[i], limit/4))
 				if size+len(b) > limit {
 					break
 				}
@@ -441,19 +442,29 @@ func inputMessages(msgs []agent.Message, limit int) string {
 func outputMessage(m agent.Message, finish string, limit int) string {
 	sm := toSpanMessage(m, limit/2)
 	sm.FinishReason = finish
-	b, _ := json.Marshal([]spanMessage{sm})
+	b := marshalContent([]spanMessage{sm})
 	if len(b) > limit {
 		sm = toSpanMessage(agent.Message{Role: m.Role, Content: m.Content}, limit/4)
 		sm.FinishReason = finish
-		b, _ = json.Marshal([]spanMessage{sm})
+		b = marshalContent([]spanMessage{sm})
 	}
 	return string(b)
 }
 
 // textParts is gen_ai.system_instructions: one text part.
 func textParts(s string, limit int) string {
-	b, _ := json.Marshal([]spanPart{{Type: "text", Content: clipText(s, limit/2)}})
+	b := marshalContent([]spanPart{{Type: "text", Content: clipText(s, limit/2)}})
 	return string(b)
+}
+
+// marshalContent is JSON without HTML escaping: text full of < and &
+// would grow six times and no longer fit its bound.
+func marshalContent(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // clipText cuts s to at most limit bytes on a rune boundary, saying so.
