@@ -56,7 +56,7 @@ func TestApprovalWaitSpan(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, kv := range wait.Attributes {
-		got[string(kv.Key)] = kv.Value.Emit()
+		got[string(kv.Key)] = kv.Value.String()
 	}
 	want := map[string]string{"axocoatl.approval.id": req["approval_id"].(string), "axocoatl.approval.status": approval.StatusApproved,
 		"axocoatl.approval.decision": approval.Allow, "axocoatl.approval.resolved_by": "websocket", "gen_ai.tool.name": "deploy", "axocoatl.tool.server": "ops"}

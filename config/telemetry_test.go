@@ -280,11 +280,16 @@ func TestTelemetryCloseBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
 	var conns sync.WaitGroup
-	stop := make(chan struct{})
-	defer func() { close(stop); conns.Wait() }()
+	stop, accepting := make(chan struct{}), make(chan struct{})
+	defer func() {
+		ln.Close()
+		<-accepting // no conns.Go after this: Wait may begin
+		close(stop)
+		conns.Wait()
+	}()
 	go func() {
+		defer close(accepting)
 		for {
 			c, err := ln.Accept()
 			if err != nil {

@@ -360,7 +360,7 @@ func anyValue(v attribute.Value) *commonpb.AnyValue {
 	case attribute.EMPTY:
 		return &commonpb.AnyValue{}
 	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: text(v.Emit())}}
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: text(v.String())}}
 }
 
 func array[T any](xs []T, conv func(T) *commonpb.AnyValue) *commonpb.AnyValue {
