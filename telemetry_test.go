@@ -350,3 +350,36 @@ type bigNames struct{}
 func (bigNames) Generate(context.Context, *agent.Request) (*agent.Response, error) {
 	return &agent.Response{Content: "ok", Model: strings.Repeat("m", 10<<10), FinishReason: strings.Repeat("f", 10<<10)}, nil
 }
+
+// A run cancelled mid-call ends its spans: the chat span and the run's
+// are Error with error.type canceled, none left open.
+func TestCanceledRunSpans(t *testing.T) {
+	e, exp := tracedEngine(t, chatServer(t, "lookup"), false)
+	started := make(chan struct{})
+	if err := e.AddAgent(agent.Spec{ID: "slow"}, agent.Model(blockModel{started})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := e.Execute(ctx, "slow", "hi"); done <- err }()
+	<-started
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled run succeeded")
+	}
+	spans := exp.GetSpans()
+	run, chat := spanNamed(t, spans, "invoke_agent slow")[0], spanNamed(t, spans, "chat")[0]
+	for _, s := range []tracetest.SpanStub{run, chat} {
+		if s.Status.Code != codes.Error || attrsOf(s)["error.type"].AsString() != "canceled" {
+			t.Errorf("span %q: status %v, error.type %q", s.Name, s.Status, attrsOf(s)["error.type"].AsString())
+		}
+	}
+}
+
+type blockModel struct{ started chan struct{} }
+
+func (m blockModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Response, error) {
+	close(m.started)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
