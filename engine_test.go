@@ -74,9 +74,18 @@ func TestExecuteEcho(t *testing.T) {
 	if ev.Type != axocoatl.EventAgentActivated || p["task_id"] != res.TaskID || p["source"] != "library" || p["agent_id"] != "assistant" {
 		t.Fatalf("first event %s %v", ev.Type, p)
 	}
+	// The model call, recorded without its text.
+	ev, p = next(t, events)
+	if ev.Type != axocoatl.EventModelResult || p["task_id"] != res.TaskID || p["call"] != 1.0 || p["ok"] != true ||
+		p["finish_reason"] != axocoatl.FinishStop || ev.Class != lattice.ClassTelemetry {
+		t.Fatalf("second event %s %v", ev.Type, p)
+	}
+	if u, _ := p["usage"].(map[string]any); u["input_tokens"] != 2.0 || u["output_tokens"] != 2.0 || strings.Contains(string(ev.Payload), "hello") {
+		t.Fatalf("ModelResult payload %s", ev.Payload)
+	}
 	ev, p = next(t, events)
 	if ev.Type != axocoatl.EventTaskCompleted || p["output"] != "hello there" || p["task_id"] != res.TaskID {
-		t.Fatalf("second event %s %v", ev.Type, p)
+		t.Fatalf("third event %s %v", ev.Type, p)
 	}
 	if _, ok := p["duration_ms"]; !ok {
 		t.Fatalf("TaskCompleted lacks duration_ms: %v", p)

@@ -23,13 +23,19 @@ const (
 	EventToolCalled = "ToolCalled"
 	// EventToolResult: a tool call ended. Telemetry.
 	EventToolResult = "ToolResult"
+	// EventModelResult: a model call of a run ended: the run's door, the
+	// call's number in the run, duration, tokens, finish reason ([FinishStop],
+	// [FinishToolCalls], [FinishError]) and error. Telemetry: a webhook
+	// gets it only when its events name it. The answer's text is not in
+	// it, and its deltas are never events.
+	EventModelResult = "ModelResult"
 )
 
 // coreClass is the class of the Engine's own event types, and of any
 // other type lattice.ClassAny (which a filter takes for coordination).
 func coreClass(eventType string) lattice.Class {
 	switch eventType {
-	case EventAgentActivated, EventToolCalled, EventToolResult:
+	case EventAgentActivated, EventToolCalled, EventToolResult, EventModelResult:
 		return lattice.ClassTelemetry
 	case EventTaskCompleted, EventAgentFailed:
 		return lattice.ClassCoordination

@@ -114,20 +114,21 @@ func TestEngineOnNATS(t *testing.T) {
 	if p["task_id"] != res.TaskID || p["output"] != "over nats" {
 		t.Fatalf("TaskCompleted payload %s", ev.Payload)
 	}
-	// Events arrive in publish order: AgentActivated, TaskCompleted, then
-	// the ToolCalled published now. The telemetry filter passes the first
-	// and the last, the coordination filter the one between.
+	// Events arrive in publish order: AgentActivated, ModelResult,
+	// TaskCompleted, then the ToolCalled published now. The telemetry
+	// filter passes all but TaskCompleted, the coordination filter that
+	// one.
 	if err := e.Publish(context.Background(), axocoatl.EventToolCalled, "test", nil); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for range 2 {
+	for range 3 {
 		ev, _ := next(t, tel)
 		got = append(got, ev.Type+"/"+ev.Class.String())
 	}
 	ev, _ = next(t, coord)
 	got = append(got, ev.Type)
-	if want := "AgentActivated/telemetry ToolCalled/telemetry TaskCompleted"; strings.Join(got, " ") != want {
+	if want := "AgentActivated/telemetry ModelResult/telemetry ToolCalled/telemetry TaskCompleted"; strings.Join(got, " ") != want {
 		t.Fatalf("got %s, want %s", strings.Join(got, " "), want)
 	}
 }

@@ -176,12 +176,15 @@ func (e *Engine) executeLocal(ctx context.Context, a *registeredAgent, req Reque
 	e.publishEvent(ctx, event(EventAgentActivated, req.AgentID, start, p.done()))
 
 	tools := &runToolbox{engine: e, spec: &a.spec, taskID: req.TaskID}
+	// Each model call ends in a ModelResult event.
+	// and, tracing on, is a chat span.
+	model := e.traced(e.recorded(listened(a.model, cast), &a.spec, &req), a.model, &a.spec)
 	var run agent.Turn
 	var err error
 	if conv == nil {
-		run, err = e.runContained(ctx, a.spec, e.traced(listened(a.model, cast), a.model, &a.spec), tools, nil, req, cast.observe)
+		run, err = e.runContained(ctx, a.spec, model, tools, nil, req, cast.observe)
 	} else {
-		run, err = e.runContained(ctx, withOmittedNote(a.spec, conv.omitted), e.traced(listened(a.model, cast), a.model, &a.spec), tools, conv.history, req, cast.observe)
+		run, err = e.runContained(ctx, withOmittedNote(a.spec, conv.omitted), model, tools, conv.history, req, cast.observe)
 	}
 	res.Usage = run.Usage
 	if err != nil {

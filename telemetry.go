@@ -245,6 +245,9 @@ func (m *tracedStreamer) GenerateStream(ctx context.Context, req *agent.Request,
 	return resp, err
 }
 
+// Offline passes the model's [agent.Offline] on.
+func (m *tracedModel) Offline() bool { return agent.IsOffline(m.Model) }
+
 // MaxToolDefinitions passes the model's [agent.ToolLimiter] on (0: none).
 func (m *tracedModel) MaxToolDefinitions() int {
 	if l, ok := m.Model.(agent.ToolLimiter); ok {

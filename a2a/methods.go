@@ -160,6 +160,7 @@ func (h *Handler) startTask(ctx context.Context, sr *sendRequest, pathAgent stri
 		if push, rerr = h.inlinePush(sr); rerr != nil {
 			return nil, nil, rerr
 		}
+		push.owner = pushOwner(ctx)
 	}
 	if rerr := needScope(ctx, axocoatl.ScopeExecute, "send messages"); rerr != nil {
 		return nil, nil, rerr

@@ -66,6 +66,27 @@ type pushConfig struct {
 	scheme       string
 	cred         secret.Secret
 	allowPrivate bool
+	// owner is who registered it ([pushOwner]): only that caller (or an
+	// admin) reads, replaces or deletes it.
+	owner string
+}
+
+// pushOwner is the owner of the configs ctx's caller registers: its
+// identity's name (a server.tokens name, "api_token", "jwt:<sub>"), ""
+// for an unrestricted caller.
+func pushOwner(ctx context.Context) string {
+	if id := axocoatl.IdentityFrom(ctx); id != nil {
+		return id.Name
+	}
+	return ""
+}
+
+// seesConfig reports whether ctx's caller may read or delete c: the
+// caller that registered it, or one with scope admin (an unrestricted
+// caller included). Another caller's config is not found, as if it did
+// not exist.
+func seesConfig(ctx context.Context, c *pushConfig) bool {
+	return axocoatl.IdentityFrom(ctx).Can(axocoatl.ScopeAdmin) || c.owner == pushOwner(ctx)
 }
 
 // pushTask is the configs of one task.
@@ -199,7 +220,9 @@ func (h *Handler) register(t *task, c *pushConfig) *rpcError {
 	if pt == nil {
 		pt = &pushTask{}
 	}
-	i := slices.IndexFunc(pt.configs, func(o *pushConfig) bool { return o.id == c.id })
+	// Each caller has its own config ids: one of the same id registered
+	// by another caller is another config.
+	i := slices.IndexFunc(pt.configs, func(o *pushConfig) bool { return o.id == c.id && o.owner == c.owner })
 	if i < 0 {
 		if len(pt.configs) >= r.perTsk {
 			r.mu.Unlock()
@@ -375,25 +398,35 @@ func (r *pushRegistry) sweepLocked(s *taskStore) {
 	}
 }
 
-// configs returns t's configs (a copy), the one of id when id is set.
-func (r *pushRegistry) configs(id a2a03.TaskID) []*pushConfig {
+// configs returns task id's configs that ctx's caller sees (a copy).
+func (r *pushRegistry) configs(ctx context.Context, id a2a03.TaskID) []*pushConfig {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var out []*pushConfig
 	if pt := r.tasks[id]; pt != nil {
-		return slices.Clone(pt.configs)
+		for _, c := range pt.configs {
+			if seesConfig(ctx, c) {
+				out = append(out, c)
+			}
+		}
 	}
-	return nil
+	return out
 }
 
-// remove deletes config cid of task id; false when there is none.
-func (r *pushRegistry) remove(id a2a03.TaskID, cid string) bool {
+// remove deletes config cid of task id that ctx's caller sees (its own
+// first); false when there is none.
+func (r *pushRegistry) remove(ctx context.Context, id a2a03.TaskID, cid string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	pt := r.tasks[id]
 	if pt == nil {
 		return false
 	}
-	i := slices.IndexFunc(pt.configs, func(c *pushConfig) bool { return c.id == cid })
+	owner := pushOwner(ctx)
+	i := slices.IndexFunc(pt.configs, func(c *pushConfig) bool { return c.id == cid && c.owner == owner })
+	if i < 0 {
+		i = slices.IndexFunc(pt.configs, func(c *pushConfig) bool { return c.id == cid && seesConfig(ctx, c) })
+	}
 	if i < 0 {
 		return false
 	}
@@ -451,6 +484,7 @@ func (h *Handler) pushCreate1(ctx context.Context, pc *a2a1.PushConfig, pathAgen
 	if rerr != nil {
 		return nil, rerr
 	}
+	c.owner = pushOwner(ctx)
 	if rerr := h.register(t, c); rerr != nil {
 		return nil, rerr
 	}
@@ -477,6 +511,7 @@ func (h *Handler) pushSet03(ctx context.Context, raw json.RawMessage, pathAgent 
 	if rerr != nil {
 		return nil, rerr
 	}
+	c.owner = pushOwner(ctx)
 	if rerr := h.register(t, c); rerr != nil {
 		return nil, rerr
 	}
@@ -502,9 +537,15 @@ func (h *Handler) pushGet(ctx context.Context, id a2a03.TaskID, cid, pathAgent s
 	if _, rerr := h.lookup(ctx, id, pathAgent); rerr != nil {
 		return nil, rerr
 	}
-	cs := h.push.configs(id)
+	cs := h.push.configs(ctx, id)
 	if cid == "" && len(cs) == 1 { // 0.3: the id is optional
 		return cs[0], nil
+	}
+	owner := pushOwner(ctx)
+	for _, c := range cs { // the caller's own first (an admin sees others' of the same id)
+		if c.id == cid && c.owner == owner {
+			return c, nil
+		}
 	}
 	for _, c := range cs {
 		if c.id == cid {
@@ -522,7 +563,7 @@ func (h *Handler) pushList(ctx context.Context, id a2a03.TaskID, pathAgent strin
 	if _, rerr := h.lookup(ctx, id, pathAgent); rerr != nil {
 		return nil, rerr
 	}
-	return h.push.configs(id), nil
+	return h.push.configs(ctx, id), nil
 }
 
 // pushDelete deletes one config.
@@ -536,7 +577,7 @@ func (h *Handler) pushDelete(ctx context.Context, id a2a03.TaskID, cid, pathAgen
 	if _, rerr := h.lookup(ctx, id, pathAgent); rerr != nil {
 		return rerr
 	}
-	if !h.push.remove(id, cid) {
+	if !h.push.remove(ctx, id, cid) {
 		return configNotFound(id, cid)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
+	v1client "github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/a2a"
@@ -73,9 +74,16 @@ func (s *syncBuffer) String() string {
 
 func newPushFixture(t testing.TB, cfg a2a.Config, push egress.Push) *pushFixture {
 	t.Helper()
+	return newPushFixtureWith(t, cfg, push, axocoatl.HTTPOptions{})
+}
+
+// newPushFixtureWith is newPushFixture with the Engine's HTTP guard
+// options (tokens).
+func newPushFixtureWith(t testing.TB, cfg a2a.Config, push egress.Push, hopts axocoatl.HTTPOptions) *pushFixture {
+	t.Helper()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	f := &fixture{eng: axocoatl.New(axocoatl.Options{Logger: log}), started: make(chan string, 16)}
+	f := &fixture{eng: axocoatl.New(axocoatl.Options{Logger: log, HTTP: hopts}), started: make(chan string, 16)}
 	pf := &pushFixture{fixture: f, release: make(chan struct{}), logs: logs}
 	must(t, f.eng.AddAgent(agent.Spec{ID: "gated", Timeout: time.Minute}, gatedModel{pf.release}))
 	must(t, f.eng.AddAgent(agent.Spec{ID: "slow", Timeout: time.Minute}, slowModel{f.started}))
@@ -528,5 +536,81 @@ func TestPushDisabled(t *testing.T) {
 	status, out := post(t, f.fixture, "/a2a", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"x","pushNotificationConfig":{"url":"https://e"}}}`)
 	if status != http.StatusOK || !strings.Contains(out, "-32003") {
 		t.Fatalf("set without push delivery: %d %s", status, out)
+	}
+}
+
+// A push notification config belongs to the caller that registered it:
+// another token that sees the task neither lists, reads nor deletes it
+// (not found, as if it did not exist), and registering the same id makes
+// a config of its own, leaving the first as it was; a token with scope
+// admin sees and deletes them all. Both bindings, both clients' own ids.
+func TestPushConfigsOwnedByTheirCaller(t *testing.T) {
+	const aliceTok, bobTok, adminTok = "alice-token-0123456789", "bob-token-0123456789ab", "admin-token-0123456789"
+	rw := []axocoatl.Scope{axocoatl.ScopeRead, axocoatl.ScopeExecute}
+	for _, binding := range []a2a1.TransportProtocol{a2a1.TransportProtocolJSONRPC, a2a1.TransportProtocolHTTPJSON} {
+		t.Run(string(binding), func(t *testing.T) {
+			rc := newReceiver(t)
+			f := newPushFixtureWith(t, a2a.Config{PushAllowedHosts: []string{"127.0.0.1"}}, fastPush, axocoatl.HTTPOptions{Tokens: []axocoatl.Token{
+				{Name: "alice", Token: aliceTok, Scopes: rw}, {Name: "bob", Token: bobTok, Scopes: rw},
+				{Name: "ops", Token: adminTok, Scopes: []axocoatl.Scope{axocoatl.ScopeAdmin}}}})
+			base := f.client.Transport
+			as := func(tok string) *v1client.Client {
+				f.client.Transport = bearer{tok, base}
+				defer func() { f.client.Transport = base }()
+				c, _, _ := f.v1Client(t, f.srv.URL, binding)
+				return c
+			}
+			alice, bob, admin := as(aliceTok), as(bobTok), as(adminTok)
+			ctx := context.Background()
+			// A send's own config is its sender's too.
+			req := v1Message("hello", map[string]any{a2a.ReceiverKey: "gated"})
+			req.Config = &a2a1.SendMessageConfig{ReturnImmediately: true, PushConfig: &a2a1.PushConfig{ID: "inline", URL: rc.srv.URL + "/alice-inline"}}
+			task := v1Send(t, alice, req)
+			defer close(f.release)
+			if list, err := alice.ListTaskPushConfigs(ctx, &a2a1.ListTaskPushConfigRequest{TaskID: task.ID}); err != nil || len(list) != 1 || list[0].ID != "inline" {
+				t.Fatalf("alice lists %+v, %v: want her send's config", list, err)
+			}
+			if _, err := alice.CreateTaskPushConfig(ctx, &a2a1.PushConfig{TaskID: task.ID, ID: "cfg1", URL: rc.srv.URL + "/alice"}); err != nil {
+				t.Fatal(err)
+			}
+			// Bob sees the task (no agent globs) but not Alice's config.
+			if _, err := bob.GetTask(ctx, &a2a1.GetTaskRequest{ID: task.ID}); err != nil {
+				t.Fatalf("bob reads the task: %v", err)
+			}
+			if list, err := bob.ListTaskPushConfigs(ctx, &a2a1.ListTaskPushConfigRequest{TaskID: task.ID}); err != nil || len(list) != 0 {
+				t.Fatalf("bob lists %+v, %v: want none", list, err)
+			}
+			if err := bob.DeleteTaskPushConfig(ctx, &a2a1.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "inline"}); err == nil {
+				t.Fatal("bob deleted alice's send's config")
+			}
+			must(t, alice.DeleteTaskPushConfig(ctx, &a2a1.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "inline"}))
+			if got, err := bob.GetTaskPushConfig(ctx, &a2a1.GetTaskPushConfigRequest{TaskID: task.ID, ID: "cfg1"}); err == nil {
+				t.Fatalf("bob reads alice's config: %+v", got)
+			}
+			if err := bob.DeleteTaskPushConfig(ctx, &a2a1.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "cfg1"}); err == nil {
+				t.Fatal("bob deleted alice's config")
+			}
+			// Bob's cfg1 is his own; Alice's stays.
+			if _, err := bob.CreateTaskPushConfig(ctx, &a2a1.PushConfig{TaskID: task.ID, ID: "cfg1", URL: rc.srv.URL + "/bob"}); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := alice.GetTaskPushConfig(ctx, &a2a1.GetTaskPushConfigRequest{TaskID: task.ID, ID: "cfg1"}); err != nil || got.URL != rc.srv.URL+"/alice" {
+				t.Fatalf("alice's config after bob's of the same id: %+v, %v", got, err)
+			}
+			if list, err := alice.ListTaskPushConfigs(ctx, &a2a1.ListTaskPushConfigRequest{TaskID: task.ID}); err != nil || len(list) != 1 || list[0].URL != rc.srv.URL+"/alice" {
+				t.Fatalf("alice lists %+v, %v", list, err)
+			}
+			if list, err := admin.ListTaskPushConfigs(ctx, &a2a1.ListTaskPushConfigRequest{TaskID: task.ID}); err != nil || len(list) != 2 {
+				t.Fatalf("admin lists %+v, %v: want both", list, err)
+			}
+			must(t, alice.DeleteTaskPushConfig(ctx, &a2a1.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "cfg1"}))
+			if list, err := bob.ListTaskPushConfigs(ctx, &a2a1.ListTaskPushConfigRequest{TaskID: task.ID}); err != nil || len(list) != 1 || list[0].URL != rc.srv.URL+"/bob" {
+				t.Fatalf("bob's config after alice deleted hers: %+v, %v", list, err)
+			}
+			must(t, admin.DeleteTaskPushConfig(ctx, &a2a1.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "cfg1"}))
+			if list, err := bob.ListTaskPushConfigs(ctx, &a2a1.ListTaskPushConfigRequest{TaskID: task.ID}); err != nil || len(list) != 0 {
+				t.Fatalf("after the admin's delete: %+v, %v", list, err)
+			}
+		})
 	}
 }

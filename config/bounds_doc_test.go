@@ -114,6 +114,9 @@ var boundGuards = map[string]guard{
 	"Event stream / runs one socket follows or has started at once (`follow`, `execute`)": {nil, []string{"httpapi:TestWebSocketMaxLiveRuns"}},
 	"Event stream / text pending per run of a socket":                                     {nil, []string{"httpapi:TestLivePendingBounds", "httpapi:TestWebSocketSlowReaderCoalesced", "httpapi:TestWebSocketStuckClientsBounded"}},
 	"Event stream / text of one delta frame":                                              {nil, []string{"httpapi:TestWebSocketDeltaFrameBound"}},
+	// Run timelines (issue 28): a run's waterfall.
+	"Run timelines / timelines kept (in Go `httpapi.Config.TimelineRuns`)":                              {httpapi.DefaultTimelineRuns, []string{"httpapi:TestTimelineBounds", "httpapi:TestTimelineOfARun"}},
+	"Run timelines / rows of one run's timeline, from its events (in Go `httpapi.Config.TimelineRows`)": {httpapi.DefaultTimelineRows, []string{"httpapi:TestTimelineBounds", "httpapi:TestTimelineOfARun"}},
 
 	"Config file / the config file `--config` or `AXOCOATL_CONFIG` names": {config.MaxFileBytes, []string{"config:TestConfigFileBound"}},
 
@@ -166,6 +169,8 @@ var boundGuards = map[string]guard{
 	"MCP client / `list_changed` re-lists":                        {nil, []string{"mcpclient:TestListChangedFlood"}},
 	"MCP client / a child's stderr":                               {nil, []string{"mcpclient:TestStderrFlood", "mcpclient:TestStderrCutKeepsSecrets"}},
 	"MCP client / OAuth logins waiting for their callback":        {mcpclient.DefaultLoginTimeout, []string{"mcpclient:TestOAuthLoginOverHTTP"}},
+	"MCP client / entries of `oauth.allow_hosts` (hosts inside that a public server's OAuth requests may reach)": {mcpclient.MaxOAuthAllowHosts, []string{"mcpclient:TestOAuthConfigValidate"}},
+	"MCP client / a token endpoint's answer (private_key_jwt)":                                                   {int64(mcpclient.MaxTokenAnswerBytes), []string{"mcpclient:TestOAuthTokenAnswerBound"}},
 
 	// A2A server
 	"a2a.max_tasks":            {a2a.DefaultMaxTasks, []string{"a2a:TestStoreCountBound"}},

@@ -289,12 +289,37 @@ func (c *Config) httpAPIConfig(rt *Runtime, log *slog.Logger) httpapi.Config {
 			},
 		},
 		Collectors: []prometheus.Collector{rt.Egress.Collector()},
+		// A run's timeline: its approval waits from the gate's events,
+		// the webhook deliveries its events caused from egress.
+		Timeline: httpapi.Timeline{
+			ApprovalRequested: approval.EventRequested,
+			ApprovalResolved:  approval.EventResolved,
+			Deliveries: func(_ context.Context, eventIDs []string, limit int) []httpapi.WebhookDelivery {
+				return webhookDeliveries(rt.Egress.DeliveriesOf(eventIDs, limit))
+			},
+		},
 		// The MCP client's and the remote agents' events are the runtime's
 		// even where this daemon starts neither module: another daemon on
 		// the lattice may, and its dashboard must not show forged ones.
 		ReservedEvents: moduleEvents(new(mcpclient.Module), new(a2aremote.Module)),
 		Logger:         log,
 	}
+}
+
+// webhookDeliveries are egress's deliveries as a run's timeline shows them.
+func webhookDeliveries(ds []egress.Delivery) []httpapi.WebhookDelivery {
+	out := make([]httpapi.WebhookDelivery, len(ds))
+	for i, d := range ds {
+		w := httpapi.WebhookDelivery{Webhook: d.Webhook, EventType: d.EventType, Status: string(d.Status), CreatedAt: d.CreatedAt}
+		for _, a := range d.Attempts {
+			// An attempt is recorded when it ends.
+			latency := time.Duration(a.LatencyMS * float64(time.Millisecond))
+			w.Attempts = append(w.Attempts, httpapi.WebhookAttempt{Start: a.At.Add(-latency), StatusCode: a.StatusCode,
+				Latency: latency, Error: a.Error})
+		}
+		out[i] = w
+	}
+	return out
 }
 
 // watchNATS logs the connection's losses and returns (the URL redacted).

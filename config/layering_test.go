@@ -29,7 +29,7 @@ const modulePath = "github.com/axocoatl/axocoatl-go"
 // that already imports every module.)
 func TestLatticeKnowsNoModule(t *testing.T) {
 	names := []string{axocoatl.EventAgentActivated, axocoatl.EventTaskCompleted, axocoatl.EventAgentFailed,
-		axocoatl.EventToolCalled, axocoatl.EventToolResult}
+		axocoatl.EventToolCalled, axocoatl.EventToolResult, axocoatl.EventModelResult}
 	ap, err := approval.New(approval.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -27,15 +27,17 @@ func TestMCPOAuthConfig(t *testing.T) {
 	const head = "agents:\n  - id: a\nmcp_servers:\n  - name: hosted\n    url: https://mcp.example/mcp\n    oauth:\n"
 	for _, tc := range []struct{ yaml, want string }{
 		{head + "      grant: password\n", `o.yaml:7: mcp_servers[0].oauth.grant: "password" must be authorization_code or client_credentials`},
-		{head + "      grant: client_credentials\n      client_id: m\n", "mcp_servers[0].oauth.client_secret: is required for grant client_credentials"},
+		{head + "      grant: client_credentials\n      client_id: m\n", "mcp_servers[0].oauth.client_secret: (or private_key) is required for grant client_credentials"},
 		{head + "      client_id: c\n", "mcp_servers[0].oauth: grant authorization_code keeps its tokens encrypted in data_dir: set server.oauth_token_key"},
 		{"server:\n  oauth_token_key: short\n" + head + "      client_id: c\n", "o.yaml:2: server.oauth_token_key: is 5 characters long"},
+		{head + "      grant: client_credentials\n      client_id: m\n      private_key: |\n        -----BEGIN PRIVATE KEY-----\n        c2VjcmV0LWJ5dGVz\n        -----END PRIVATE KEY-----\n", "o.yaml:9: mcp_servers[0].oauth.private_key: is not a readable private key"},
+		{head + "      client_id: c\n      allow_hosts: [\"https://idp.internal\"]\n", "o.yaml:8: mcp_servers[0].oauth.allow_hosts:"},
 	} {
 		_, err := config.ParseWith(ctx, "o.yaml", []byte(tc.yaml), env(nil))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s\nerr = %v\nwant %q", tc.yaml, err, tc.want)
 		}
-		if err != nil && strings.Contains(err.Error(), "short\n") {
+		if err != nil && (strings.Contains(err.Error(), "short\n") || strings.Contains(err.Error(), "c2VjcmV0")) {
 			t.Errorf("the key is in the error: %v", err)
 		}
 	}

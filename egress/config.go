@@ -76,7 +76,7 @@ type Webhook struct {
 	// Events selects what is sent: event types or [path.Match] globs
 	// ("Task*"). Zero: every coordination event (TaskCompleted,
 	// AgentFailed, approvals, custom events). Telemetry events
-	// (AgentActivated, ToolCalled, ToolResult, McpServer*) are sent only
+	// (AgentActivated, ToolCalled, ToolResult, ModelResult, McpServer*) are sent only
 	// when a pattern names them: exactly, or by a glob that is not the bare
 	// "*" ("Tool*").
 	Events []string `yaml:"events"`

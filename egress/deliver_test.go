@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -343,5 +345,49 @@ func TestLifecycle(t *testing.T) {
 	}
 	if code := h.api(t, "POST", "/api/webhooks/w/deliveries/"+ds.Deliveries[0].ID+"/retry", &body); code != 503 || body.Error.Code != "not_running" {
 		t.Fatalf("retry after stop: %d %+v", code, body)
+	}
+}
+
+// DeliveriesOf finds the deliveries of given events across webhooks, each
+// with its attempts, oldest first, bounded; other events' are left out, and
+// a webhook with no filter has none for a telemetry event (a model call's
+// ModelResult).
+func TestDeliveriesOf(t *testing.T) {
+	ok := newReceiver(t, "", nil)
+	refused := newReceiver(t, "", func(received, int) int { return http.StatusBadRequest })
+	h := start(t, Config{Webhooks: []Webhook{fast(Webhook{Name: "ok", URL: ok.url()}), fast(Webhook{Name: "refused", URL: refused.url()})}})
+	var ids []string
+	for i, typ := range []string{"Deployed", "Deployed", axocoatl.EventModelResult, "Deployed"} {
+		ev, err := lattice.New(typ, "test", map[string]int{"n": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Class = h.eng.ClassOf(typ)
+		if err := h.eng.Bus().Publish(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.ID)
+	}
+	waitFor(t, 10*time.Second, "delivered and refused", func() bool {
+		return h.status(t, "ok").Delivered == 3 && h.status(t, "refused").Failed == 3
+	})
+	got := h.mod.DeliveriesOf([]string{ids[0], ids[2], ids[3], "unknown"}, 0)
+	if len(got) != 4 || !slices.IsSortedFunc(got, func(a, b Delivery) int { return strings.Compare(a.ID, b.ID) }) {
+		t.Fatalf("%d deliveries, want 4 oldest first: %+v", len(got), got)
+	}
+	for _, d := range got {
+		if d.EventID != ids[0] && d.EventID != ids[3] {
+			t.Errorf("delivery of event %s (%s), not asked for", d.EventID, d.EventType)
+		}
+		want := map[string]Status{"ok": StatusDelivered, "refused": StatusFailed}[d.Webhook]
+		if d.Status != want || len(d.Attempts) != 1 || d.Attempts[0].StatusCode == 0 {
+			t.Errorf("%s: %s with %+v, want %s after one attempt", d.Webhook, d.Status, d.Attempts, want)
+		}
+	}
+	if got := h.mod.DeliveriesOf(ids, 2); len(got) != 2 {
+		t.Errorf("limit 2: %d deliveries", len(got))
+	}
+	if got := h.mod.DeliveriesOf(nil, 0); got != nil {
+		t.Errorf("no events: %+v", got)
 	}
 }

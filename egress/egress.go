@@ -56,6 +56,7 @@ import (
 	"path"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -562,6 +563,49 @@ func (m *Module) Deliveries(webhook string, status Status, limit int) ([]Deliver
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// DeliveriesOf lists the deliveries of the events named by eventIDs, to
+// every webhook (and [PushWebhook]), that this process keeps: queued, in
+// flight, failed and dead-lettered, and the last 100 delivered per
+// webhook; oldest first, at most limit (0: 100). It reads memory only,
+// never a store over the network, so a view may ask often (a run's
+// timeline shows the webhook deliveries its events caused with it).
+func (m *Module) DeliveriesOf(eventIDs []string, limit int) []Delivery {
+	if len(eventIDs) == 0 {
+		return nil
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	want := make(map[string]bool, len(eventIDs))
+	for _, id := range eventIDs {
+		want[id] = true
+	}
+	var out []Delivery
+	for _, h := range m.allHooks() {
+		h.mu.Lock()
+		take := func(d *delivery) {
+			if want[d.eventID] {
+				out = append(out, d.view(h.cfg.Name))
+			}
+		}
+		for _, d := range h.live {
+			take(d)
+		}
+		for _, d := range h.dead {
+			take(d)
+		}
+		for _, d := range h.recent {
+			take(d)
+		}
+		h.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b Delivery) int { return strings.Compare(a.ID, b.ID) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }
 
 // userAgent is "axocoatl/<version of this module>".

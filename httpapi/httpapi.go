@@ -1,6 +1,9 @@
 // Package httpapi is an Engine's operator door as a Module: the HTTP API
 // (agents, execute, conversations, tools, custom events), the health checks, Prometheus
-// metrics, the WebSocket event stream GET /api/events and the dashboard
+// metrics, the WebSocket event stream GET /api/events, the run timelines
+// GET /api/runs/{id}/timeline ([TimelineResponse]: a run's model calls,
+// tool calls, approval waits and webhook deliveries, built from lattice
+// events and the [Timeline] sources, tracing off or on) and the dashboard
 // page. It is what the daemon serves besides the protocol modules, and what
 // a host embedding the library mounts to get the same (config.Runtime's
 // Mount does).
@@ -88,6 +91,16 @@ type Config struct {
 	// HistoryEvents bounds the recent events of the ready frame (a
 	// [lattice.History]). Zero: [DefaultHistoryEvents].
 	HistoryEvents int
+	// TimelineRuns bounds the runs whose timeline GET
+	// /api/runs/{id}/timeline keeps. Zero: [DefaultTimelineRuns].
+	TimelineRuns int
+	// TimelineRows bounds the rows of one run's timeline from its events,
+	// and again its webhook deliveries. Zero: [DefaultTimelineRows].
+	TimelineRows int
+	// Timeline connects the run timelines to the approval gate and the
+	// webhooks ([Timeline]). Zero: model calls, tool calls and the run's
+	// outcome only.
+	Timeline Timeline
 	// Logger receives the module's logs. Zero: the Engine's.
 	Logger *slog.Logger
 }
@@ -115,6 +128,10 @@ func (c Config) Validate() error {
 		return errors.New("httpapi: RequestTimeout must not be negative")
 	case c.HistoryEvents < 0:
 		return errors.New("httpapi: HistoryEvents must not be negative")
+	case c.TimelineRuns < 0:
+		return errors.New("httpapi: TimelineRuns must not be negative")
+	case c.TimelineRows < 0:
+		return errors.New("httpapi: TimelineRows must not be negative")
 	}
 	return nil
 }
@@ -134,7 +151,9 @@ type Module struct {
 	ready    atomic.Bool
 	met      *metrics
 	hist     *lattice.History
-	stream   *stream
+	// timelines are the latest runs' timelines (GET /api/runs/{id}/timeline).
+	timelines *timelines
+	stream    *stream
 	// endStreams cancels the streams' context (Shutdown).
 	endStreams context.CancelFunc
 }
@@ -150,6 +169,12 @@ func New(cfg Config) (*Module, error) {
 	if cfg.HistoryEvents == 0 {
 		cfg.HistoryEvents = DefaultHistoryEvents
 	}
+	if cfg.TimelineRuns == 0 {
+		cfg.TimelineRuns = DefaultTimelineRuns
+	}
+	if cfg.TimelineRows == 0 {
+		cfg.TimelineRows = DefaultTimelineRows
+	}
 	m := &Module{cfg: cfg, reserved: make(map[string]bool, len(cfg.ReservedEvents))}
 	for _, t := range cfg.ReservedEvents {
 		m.reserved[t] = true
@@ -160,8 +185,8 @@ func New(cfg Config) (*Module, error) {
 // Name, Start and Stop make the Module an [axocoatl.Module].
 func (m *Module) Name() string { return "httpapi" }
 
-// Start subscribes the metrics counter and the history to the Engine's
-// lattice and builds the routes.
+// Start subscribes the metrics counter, the history and the run timelines
+// to the Engine's lattice and builds the routes.
 func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -181,8 +206,14 @@ func (m *Module) Start(_ context.Context, e *axocoatl.Engine) error {
 		met.close()
 		return err
 	}
+	tl, err := newTimelines(e.Bus(), m.cfg.TimelineRuns, m.cfg.TimelineRows, m.cfg.Timeline)
+	if err != nil {
+		met.close()
+		hist.Close()
+		return err
+	}
 	streamCtx, end := context.WithCancel(context.Background())
-	m.met, m.hist, m.endStreams = met, hist, end
+	m.met, m.hist, m.timelines, m.endStreams = met, hist, tl, end
 	m.stream = &stream{m: m, ctx: streamCtx, history: hist, writeTimeout: e.HTTPWriteTimeout()}
 	mux := http.NewServeMux()
 	for _, d := range m.table() {
@@ -229,8 +260,8 @@ func (m *Module) Shutdown(ctx context.Context) {
 	}
 }
 
-// Stop is [Module.Shutdown], then it ends the metrics counter and the
-// history.
+// Stop is [Module.Shutdown], then it ends the metrics counter, the
+// history and the run timelines.
 func (m *Module) Stop(ctx context.Context) error {
 	m.Shutdown(ctx)
 	m.mu.Lock()
@@ -238,6 +269,7 @@ func (m *Module) Stop(ctx context.Context) error {
 	if m.life.Stop() {
 		m.met.close()
 		m.hist.Close()
+		m.timelines.Close()
 	}
 	return nil
 }
@@ -261,6 +293,7 @@ type door struct {
 //	DELETE   /api/conversations/{id}                execute
 //	POST     /api/events                            admin: a custom event
 //	GET      /api/events                            read: the WebSocket event stream
+//	GET      /api/runs/{id}/timeline                read: a run's model calls, tool calls, approval waits, webhooks
 //	GET      /api/whoami                            public: the caller's identity
 //	GET      /metrics                               read, by a token that sees every agent
 //	GET      /.well-known/oauth-protected-resource[/…]  public, with server.auth.oauth (once started)
@@ -301,6 +334,7 @@ func (m *Module) table() []door {
 		scoped(exec, del, "/api/conversations/{id}", m.deleteConversation),
 		scoped(axocoatl.ScopeAdmin, post, "/api/events", m.publishEvent),
 		scoped(read, get, "/api/tools", m.listTools),
+		scoped(read, get, "/api/runs/{id}/timeline", m.getTimeline),
 		scoped(read, get, "/metrics", m.serveMetrics),
 		public(get, "/api/whoami", m.whoami),
 		// The stream checks the token itself: browsers cannot set headers

@@ -287,3 +287,28 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 		}
 	}
 }
+
+// An id tells when it was made, to the millisecond; a string that is not
+// one of ours says so.
+func TestIDTime(t *testing.T) {
+	// ids never go back in time (another test may have made one later
+	// than a fixed instant): take the clock's.
+	before := time.Now().Truncate(time.Millisecond)
+	got, ok := IDTime(NewID(time.Now()))
+	after := time.Now()
+	if !ok || got.Before(before) || got.After(after) {
+		t.Fatalf("IDTime = %v %v, want within [%v, %v]", got, ok, before, after)
+	}
+	if got.Nanosecond()%int(time.Millisecond) != 0 {
+		t.Fatalf("IDTime %v finer than the millisecond an id holds", got)
+	}
+	ev, _ := New("X", "test", nil)
+	if got, ok := IDTime(ev.ID); !ok || got.Unix() != ev.Timestamp {
+		t.Fatalf("event %s at %d: IDTime %v %v", ev.ID, ev.Timestamp, got, ok)
+	}
+	for _, bad := range []string{"", "h1", "0190d3e4-8c5a-4b2e-9f00-000000000000", "zz90d3e4-8c5a-7b2e-9f00-000000000000", NewID(time.Now()) + "x"} {
+		if _, ok := IDTime(bad); ok {
+			t.Errorf("IDTime(%q) ok", bad)
+		}
+	}
+}

@@ -62,3 +62,22 @@ func NewID(now time.Time) string {
 	hex.Encode(s[24:], u[10:])
 	return string(s[:])
 }
+
+// IDTime returns the creation time an id from [NewID] carries, to the
+// millisecond: the instant an event was built (an [Event]'s Timestamp has
+// only seconds). ok is false for a string that is not such an id (an event
+// a host built with an id of its own).
+func IDTime(id string) (t time.Time, ok bool) {
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[14] != '7' || id[18] != '-' || id[23] != '-' {
+		return time.Time{}, false
+	}
+	var b [6]byte
+	if _, err := hex.Decode(b[0:4], []byte(id[0:8])); err != nil {
+		return time.Time{}, false
+	}
+	if _, err := hex.Decode(b[4:6], []byte(id[9:13])); err != nil {
+		return time.Time{}, false
+	}
+	ms := int64(b[0])<<40 | int64(b[1])<<32 | int64(b[2])<<24 | int64(b[3])<<16 | int64(b[4])<<8 | int64(b[5])
+	return time.UnixMilli(ms), true
+}

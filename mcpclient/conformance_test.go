@@ -43,7 +43,7 @@ func TestMCPConformanceClient(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("conformance client: exit %d, want 0 (a failure not in %s, or an entry there that now passes):\n%s", code, conformanceClientBaseline, out)
 	}
-	testutil.RequireUnexpectedFailureFails(t, node, cli, "client", "--scenario", "auth/client-credentials-jwt", "--command", command)
+	testutil.RequireUnexpectedFailureFails(t, node, cli, "client", "--scenario", "auth/cross-app-access-complete-flow", "--command", command)
 }
 
 // conformanceClient is the client the suite runs: its last argument is the
@@ -101,9 +101,11 @@ func conformanceOAuth() *OAuthConfig {
 	var c struct {
 		ClientID     string `json:"client_id"`
 		ClientSecret string `json:"client_secret"`
+		PrivateKey   string `json:"private_key_pem"`
 	}
 	_ = json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &c)
-	o := &OAuthConfig{ClientID: c.ClientID, ClientSecret: secret.Secret(c.ClientSecret), RedirectURL: "http://localhost:3000/callback"}
+	o := &OAuthConfig{ClientID: c.ClientID, ClientSecret: secret.Secret(c.ClientSecret), PrivateKey: secret.Secret(c.PrivateKey),
+		RedirectURL: "http://localhost:3000/callback"}
 	if strings.HasPrefix(os.Getenv("MCP_CONFORMANCE_SCENARIO"), "auth/client-credentials") {
 		o.Grant = GrantClientCredentials
 		return o

@@ -48,6 +48,8 @@ func runHelper(mode string) {
 		serveStdio(0)
 	case "conformance-client":
 		conformanceClient()
+	case "oauth-guard-client":
+		oauthGuardClient()
 	case "slow":
 		serveStdio(time.Second)
 	case "garbage":

@@ -230,7 +230,7 @@ func (m *Module) serveCallback(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "<!doctype html><title>axocoatl</title><p>%s</p>\n", html.EscapeString(msg))
 	}
 	if state == "" || l == nil {
-		page(http.StatusBadRequest, "No login is waiting for this answer (it ended, or was answered already). Start it again: axocoatl mcp login <server>.")
+		page(http.StatusBadRequest, "No login is waiting for this answer (it ended, or was answered already). Start it again: the Connect button of the dashboard's MCP servers panel, or axocoatl mcp login <server>.")
 		return
 	}
 	if e := q.Get("error"); e != "" {

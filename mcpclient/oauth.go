@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -27,6 +28,9 @@ const (
 	GrantAuthorizationCode = "authorization_code"
 	GrantClientCredentials = "client_credentials"
 )
+
+// MaxOAuthAllowHosts bounds [OAuthConfig].AllowHosts.
+const MaxOAuthAllowHosts = 100
 
 // DefaultRefreshEarly is how long before its expiry an access token is
 // refreshed: calls made meanwhile carry the old, still valid token, so a
@@ -59,8 +63,25 @@ type OAuthConfig struct {
 	// dynamic client registration, in the order the spec gives.
 	ClientID string `yaml:"client_id"`
 	// ClientSecret is the pre-registered client's secret. Zero: a public
-	// client.
+	// client (or, with PrivateKey, one that signs).
 	ClientSecret secret.Secret `yaml:"client_secret"`
+	// PrivateKey is the PEM private key (PKCS#8, SEC 1 or PKCS#1; EC P-256
+	// or P-384, or RSA of 2048 bits or more) with which a client_credentials
+	// client authenticates by private_key_jwt (RFC 7523): each token
+	// request carries a client assertion signed with it (ES256, ES384 or
+	// RS256 by the key) instead of a client_secret. Zero: client_secret.
+	PrivateKey secret.Secret `yaml:"private_key"`
+	// AllowHosts are hosts the OAuth requests of a server at a public
+	// address may reach although they are on this machine or a private
+	// network (an authorization server inside the network). A server whose
+	// URL is public has its OAuth requests held to public addresses
+	// (beside its own host), so that its metadata cannot point this
+	// process at 169.254.169.254 or localhost; a server on localhost or a
+	// private address is not held. Zero: none.
+	AllowHosts []string `yaml:"allow_hosts"`
+	// KeyID is the kid of PrivateKey's client assertions, for an
+	// authorization server that knows the client's keys by id. Zero: none.
+	KeyID string `yaml:"key_id"`
 	// Scopes, when set, are requested instead of the ones the server's
 	// challenge or metadata name (authorization_code only). Zero: those.
 	Scopes []string `yaml:"scopes"`
@@ -90,8 +111,15 @@ func (o *OAuthConfig) validate() error {
 		if o.ClientID == "" {
 			return bad("client_id", "is required for grant client_credentials")
 		}
-		if o.ClientSecret.Reveal() == "" {
-			return bad("client_secret", "is required for grant client_credentials")
+		switch hasSecret, hasKey := o.ClientSecret.Reveal() != "", o.PrivateKey.Reveal() != ""; {
+		case hasSecret && hasKey:
+			return bad("private_key", "and client_secret are two ways to authenticate the client: set one")
+		case !hasSecret && !hasKey:
+			return bad("client_secret", "(or private_key) is required for grant client_credentials")
+		case hasKey:
+			if _, err := parseAssertionKey(o.PrivateKey.Reveal()); err != nil {
+				return bad("private_key", "%s", err.Error())
+			}
 		}
 		if len(o.Scopes) > 0 {
 			return bad("scopes", "apply to grant authorization_code only (client_credentials requests the scopes the server names)")
@@ -101,6 +129,26 @@ func (o *OAuthConfig) validate() error {
 		}
 	default:
 		return bad("grant", "%q must be authorization_code or client_credentials", o.Grant)
+	}
+	if o.grant() != GrantClientCredentials && o.PrivateKey.Reveal() != "" {
+		return bad("private_key", "applies to grant client_credentials only")
+	}
+	if len(o.AllowHosts) > MaxOAuthAllowHosts {
+		return bad("allow_hosts", "has %d entries, more than %d", len(o.AllowHosts), MaxOAuthAllowHosts)
+	}
+	for _, h := range o.AllowHosts {
+		if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
+			continue
+		}
+		if h == "" || len(h) > 253 || strings.ContainsAny(h, "/:@?#[]% \t\r\n") {
+			return bad("allow_hosts", "%q is not a host name or IP address (no scheme, port or path)", truncate(h, 64))
+		}
+	}
+	if o.KeyID != "" && o.PrivateKey.Reveal() == "" {
+		return bad("key_id", "needs private_key")
+	}
+	if len(o.KeyID) > 256 || strings.ContainsAny(o.KeyID, "\"\\\r\n") {
+		return bad("key_id", "must be at most 256 characters, without quotes, backslashes or line breaks")
 	}
 	if o.ClientSecret.Reveal() != "" && o.ClientID == "" {
 		return bad("client_secret", "needs client_id")
@@ -168,9 +216,13 @@ func newOAuthClient(cfg ServerConfig, mcfg Config, log *slog.Logger) (*oauthClie
 		o.RedirectURL = mcfg.RedirectURL
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
+	var rt http.RoundTripper = base
+	if g := newOAuthGuard(cfg.Name, cfg.URL, o.AllowHosts); g != nil {
+		rt = g.transport(base)
+	}
 	c := &oauthClient{
 		server: cfg.Name, cfg: &o, store: mcfg.Tokens, early: DefaultRefreshEarly, log: log,
-		http:     &http.Client{Transport: base, Timeout: cfg.timeout()},
+		http:     &http.Client{Transport: rt, Timeout: cfg.timeout()},
 		unattend: mcfg.FetchCode,
 	}
 	if c.unattend == nil {
@@ -215,6 +267,13 @@ func (c *oauthClient) build(hf *handlerFetch) (auth.OAuthHandler, error) {
 		if s := o.ClientSecret.Reveal(); s != "" {
 			creds.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: s}
 		}
+	}
+	if o.grant() == GrantClientCredentials && o.PrivateKey.Reveal() != "" {
+		key, err := parseAssertionKey(o.PrivateKey.Reveal())
+		if err != nil {
+			return nil, fmt.Errorf("oauth: %w: private_key %s", ErrInvalidConfig, err)
+		}
+		return &jwtClientHandler{clientID: o.ClientID, kid: o.KeyID, key: key, http: c.http}, nil
 	}
 	if o.grant() == GrantClientCredentials {
 		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{Credentials: creds, HTTPClient: c.http})

@@ -43,6 +43,10 @@ func newRedactor(cfg ServerConfig, hostSecrets []secret.Secret) (*scrub.Scrubber
 	for _, k := range sortedKeys(cfg.Headers) {
 		vals.Secret("headers."+k, cfg.Headers[k].Reveal())
 	}
+	if o := cfg.OAuth; o != nil {
+		vals.Secret("oauth.client_secret", o.ClientSecret.Reveal())
+		vals.Secret("oauth.private_key", o.PrivateKey.Reveal())
+	}
 	for i, v := range hostSecrets {
 		vals.Secret("scrub["+strconv.Itoa(i)+"]", v.Reveal())
 	}

@@ -240,7 +240,7 @@ func TestEventStream(t *testing.T) {
 	r := td.do(t, "POST", "/api/agents/assistant/execute", `{"input":"ping"}`)
 	taskID := r.json(t)["task_id"]
 	var types []string
-	for len(types) < 2 {
+	for len(types) < 3 {
 		f := readFrame(t, ctx, conn)
 		if f.Kind != "event" {
 			t.Fatalf("frame %+v", f)
@@ -252,7 +252,7 @@ func TestEventStream(t *testing.T) {
 		}
 		types = append(types, f.Event.Type)
 	}
-	if types[0] != axocoatl.EventAgentActivated || types[1] != axocoatl.EventTaskCompleted {
+	if types[0] != axocoatl.EventAgentActivated || types[1] != axocoatl.EventModelResult || types[2] != axocoatl.EventTaskCompleted {
 		t.Fatalf("events %v", types)
 	}
 

@@ -114,7 +114,7 @@ func TestBinary(t *testing.T) {
 			t.Fatalf("execute: %d %+v", resp.StatusCode, res)
 		}
 		var seen []string
-		for len(seen) < 2 {
+		for len(seen) < 3 {
 			f := readFrame(t, ctx, conn)
 			var p struct {
 				TaskID string `json:"task_id"`
@@ -129,7 +129,7 @@ func TestBinary(t *testing.T) {
 				t.Fatalf("TaskCompleted payload %s", f.Event.Payload)
 			}
 		}
-		if seen[0] != axocoatl.EventAgentActivated || seen[1] != axocoatl.EventTaskCompleted {
+		if seen[0] != axocoatl.EventAgentActivated || seen[1] != axocoatl.EventModelResult || seen[2] != axocoatl.EventTaskCompleted {
 			t.Fatalf("events %v", seen)
 		}
 		conn.CloseNow()

@@ -17,7 +17,7 @@ import (
 func TestRuntimeEventsCannotBeForged(t *testing.T) {
 	td := startDaemon(t, "", nil)
 	types := []string{axocoatl.EventAgentActivated, axocoatl.EventTaskCompleted, axocoatl.EventAgentFailed,
-		axocoatl.EventToolCalled, axocoatl.EventToolResult}
+		axocoatl.EventToolCalled, axocoatl.EventToolResult, axocoatl.EventModelResult}
 	for _, m := range []axocoatl.EventDeclarer{new(approval.Module), new(mcpclient.Module), new(a2aremote.Module)} {
 		for typ := range m.Events() {
 			types = append(types, typ)

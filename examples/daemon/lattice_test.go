@@ -42,7 +42,7 @@ func TestNATSLattice(t *testing.T) {
 
 	r := a.do(t, "POST", "/api/agents/assistant/execute", `{"input":"across"}`)
 	taskID := r.json(t)["task_id"]
-	for _, want := range []string{"AgentActivated", "TaskCompleted"} {
+	for _, want := range []string{"AgentActivated", "ModelResult", "TaskCompleted"} {
 		f := readFrame(t, ctx, conn)
 		var p map[string]any
 		json.Unmarshal(f.Event.Payload, &p)

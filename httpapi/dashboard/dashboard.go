@@ -13,7 +13,10 @@
 // for its next turn; delete), refreshed by the TaskCompleted and
 // AgentFailed events that carry a conversation_id, so a turn through
 // another door (A2A, MCP) shows up; the pending approvals with Allow/Deny;
-// the webhooks; and the raw event feed. Against an API without
+// the webhooks; the timeline of a run as a waterfall (GET
+// /api/runs/{id}/timeline: its model calls, tool calls, approval waits and
+// webhook deliveries as bars placed by offset and duration, read again on
+// the run's events and every second while it goes); and the raw event feed. Against an API without
 // conversations (GET /api/conversations answers 404) the page offers none
 // of that and runs one-shot.
 //

@@ -43,7 +43,7 @@ agents:
 	if got := b.eval(t, `document.querySelector('#agents tr[data-agent="billing"]') ? 'shown' : 'absent'`); got != "absent" {
 		t.Errorf("billing is %s to a support-* token", got)
 	}
-	if got := b.waitFor(t, "the scopes it lacks", `document.body.dataset.cannot`); got != "execute approve" {
+	if got := b.waitFor(t, "the scopes it lacks", `document.body.dataset.cannot`); got != "execute approve admin" {
 		t.Errorf("data-cannot = %q", got)
 	}
 	for _, id := range []string{"run", "conv-form", "conv-delete"} {

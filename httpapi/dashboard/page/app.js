@@ -856,15 +856,84 @@
           (seen.lastDrop ? ` · last drop ${new Date(seen.lastDrop * 1000).toLocaleTimeString()}` : '') +
           (seen.lastError && seen.lastError !== s.error ? ` (${seen.lastError})` : ''));
       }
-      return el('li', { 'data-server': s.name || '', 'data-state': s.connected ? 'connected' : 'disconnected' },
+      const needsLogin = !s.connected && !!s.needs_login;
+      const state = s.connected ? 'connected' : needsLogin ? 'needs-login' : 'disconnected';
+      const lg = logins.get(s.name);
+      let connect = '';
+      if (needsLogin) {
+        connect = el('div', { class: 'server-login' },
+          el('button', { type: 'button', class: 'server-connect', onclick: () => connectServer(s.name) },
+            lg && lg.state === 'pending' ? 'Connect again' : 'Connect'),
+          lg && lg.url ? el('a', { href: lg.url, target: '_blank', rel: 'noopener noreferrer', class: 'server-login-url' }, 'open the login page') : '',
+          lg && lg.text ? el('span', { class: lg.state === 'failed' ? 'error server-login-status' : 'muted server-login-status' }, lg.text) : '');
+      }
+      return el('li', { 'data-server': s.name || '', 'data-state': state },
         el('div', {}, el('strong', {}, s.name || '?'), ' ',
-          el('span', { class: s.connected ? 'status-ok' : 'status-bad' }, s.connected ? 'connected' : 'not connected'),
+          el('span', { class: s.connected ? 'status-ok' : 'status-bad' }, s.connected ? 'connected' : needsLogin ? 'needs login' : 'not connected'),
           el('span', { class: 'muted' }, ` · ${s.transport || ''} · ${tools.length} tool${tools.length === 1 ? '' : 's'}`)),
         s.error ? el('span', { class: 'error server-error' }, s.error) : '',
+        connect,
         history,
         tools.length ? el('details', {}, el('summary', {}, 'Tools'), el('code', {}, tools.join(', '))) : '');
     }));
     showLoaded('servers', serverList.length);
+  }
+
+  // A login to a server behind OAuth (POST /api/mcp/servers/{name}/login,
+  // admin): the authorization URL opens in a window of its own, the
+  // authorization server sends the user back to the daemon's
+  // /oauth/callback, and the server connects (its McpServerConnected event
+  // reloads the panel). The window is opened on the click, before the
+  // request, so that no popup blocker stops it; it gets no handle on this
+  // page. Without it, the link is shown.
+  const logins = new Map(); // server name → { state, url, text }
+  const LOGIN_POLL = 1000, LOGIN_POLLS = 600;
+
+  async function connectServer(name) {
+    const path = '/api/mcp/servers/' + encodeURIComponent(name) + '/login';
+    let win = null;
+    try { win = window.open('', 'axocoatl-login-' + name); } catch { win = null; }
+    logins.set(name, { state: 'pending', url: '', text: 'Starting the login…' });
+    renderServers();
+    let st;
+    try {
+      st = await api('POST', path);
+    } catch (err) {
+      if (win) win.close();
+      logins.set(name, { state: 'failed', url: '', text: String(err.message || err) });
+      renderServers();
+      return;
+    }
+    const url = st && typeof st.url === 'string' && /^https?:\/\//i.test(st.url) ? st.url : '';
+    if (!url) {
+      if (win) win.close();
+      logins.set(name, { state: 'failed', url: '', text: 'The daemon gave no login page to open.' });
+      renderServers();
+      return;
+    }
+    if (win) {
+      win.opener = null;
+      win.location.href = url;
+    }
+    logins.set(name, { state: 'pending', url, text: 'Waiting for the login in the other window…' });
+    renderServers();
+    for (let i = 0; i < LOGIN_POLLS; i++) {
+      await new Promise((r) => setTimeout(r, LOGIN_POLL));
+      const cur = logins.get(name);
+      if (!cur || cur.url !== url) return; // another login replaced this one
+      let now;
+      try { now = await api('GET', path); } catch { continue; }
+      if (now.state === 'done') {
+        logins.delete(name);
+        loadServers();
+        return;
+      }
+      if (now.state !== 'pending') {
+        logins.set(name, { state: 'failed', url: '', text: now.error || `The login ended (${now.state}).` });
+        renderServers();
+        return;
+      }
+    }
   }
 
   function onServerEvent(ev) {
@@ -1007,11 +1076,13 @@
       .sort((a, b) => b.start - a.start);
     $('runs').replaceChildren(...list.map((r) => {
       const when = r.start ? new Date(r.start * 1000).toLocaleTimeString() : '';
+      const attrs = { 'data-task': r.task, 'data-agent': r.agent, 'data-status': r.status };
+      if (r.task === tlTask) attrs['aria-current'] = 'true';
       const out = r.status === 'completed'
         ? el('pre', { class: 'run-output' }, typeof r.output === 'string' ? r.output : JSON.stringify(r.output ?? null, null, 2))
         : r.error ? el('pre', { class: 'run-error' }, r.error)
           : r.status === 'running' && r.live ? el('pre', { class: 'run-output run-live', 'data-live': 'true' }, r.live + (r.liveCut ? '…' : '')) : '';
-      return el('li', { 'data-task': r.task, 'data-agent': r.agent, 'data-status': r.status },
+      return el('li', attrs,
         el('div', { class: 'run-head' },
           el('time', {}, when),
           el('strong', { class: 'run-agent' }, r.agent || '?'),
@@ -1019,7 +1090,8 @@
           el('span', { class: 'run-status outcome-' + r.status }, r.status),
           el('span', { class: 'muted' }, fmtDuration(r.duration)),
           el('span', { class: 'muted run-usage' }, fmtUsage(r.usage)),
-          el('span', { class: 'muted run-task' }, 'task ' + r.task)),
+          el('span', { class: 'muted run-task' }, 'task ' + r.task),
+          el('button', { type: 'button', class: 'secondary run-timeline', onclick: () => openTimeline(r.task) }, 'Timeline')),
         r.tools.length ? el('ul', { class: 'run-tools' }, ...r.tools.map((t) =>
           el('li', { 'data-tool': t.tool, 'data-state': t.state },
             el('code', {}, t.tool),
@@ -1042,6 +1114,127 @@
     if (!runsTimer) runsTimer = setTimeout(() => { runsTimer = 0; renderRuns(); renderAgents(); }, 100);
   }
   for (const id of ['filter-agent', 'filter-type', 'filter-status']) $(id).addEventListener('change', renderRuns);
+
+  // ---- run timeline ------------------------------------------------------
+
+  // One run as a waterfall (GET /api/runs/{id}/timeline): its model
+  // calls, tool calls, approval waits and webhook deliveries, each a bar
+  // placed by its offset from the run's start and as wide as it lasted. It
+  // is read again on each event of the run, and every second while the
+  // run or one of its deliveries is still going.
+  let tlTask = '', tlTimer = 0, tlSoon = 0, tlSeq = 0;
+  const TL_KINDS = { run: 'run', model: 'model', tool: 'tool', approval: 'approval', question: 'question', webhook: 'webhook' };
+  const TL_FINAL = new Set(['delivered', 'failed', 'dead_lettered']);
+
+  function openTimeline(task) {
+    if (!task) return;
+    tlTask = task;
+    $('timeline').hidden = false;
+    $('timeline').dataset.task = task;
+    $('tl-title').textContent = '· task ' + task;
+    $('tl-meta').textContent = 'Loading…';
+    $('tl-rows').replaceChildren();
+    $('tl-axis').replaceChildren();
+    showError('tl-error', null);
+    loadTimeline();
+    renderRuns();
+    $('timeline').scrollIntoView({ block: 'nearest' });
+  }
+
+  function closeTimeline() {
+    tlTask = '';
+    clearTimeout(tlTimer);
+    clearTimeout(tlSoon);
+    tlTimer = tlSoon = 0;
+    $('timeline').hidden = true;
+    delete $('timeline').dataset.task;
+    renderRuns();
+  }
+  $('tl-close').addEventListener('click', closeTimeline);
+
+  // timelineSoon reads the open timeline again shortly after an event of
+  // its run (at most every 250 ms).
+  function timelineSoon(task) {
+    if (task && task === tlTask && !tlSoon) tlSoon = setTimeout(() => { tlSoon = 0; loadTimeline(); }, 250);
+  }
+
+  async function loadTimeline() {
+    const task = tlTask;
+    if (!task) return;
+    clearTimeout(tlTimer);
+    tlTimer = 0;
+    const seq = ++tlSeq;
+    try {
+      const tl = await api('GET', `/api/runs/${encodeURIComponent(task)}/timeline`);
+      if (seq !== tlSeq || task !== tlTask) return; // another was opened meanwhile
+      renderTimeline(tl || {});
+      showError('tl-error', null);
+      const going = tl && (tl.status === 'running' ||
+        listOf(tl, 'rows').some((r) => r && r.kind === 'webhook' && !TL_FINAL.has(r.status)));
+      if (going) tlTimer = setTimeout(loadTimeline, 1000);
+    } catch (err) {
+      if (seq !== tlSeq || task !== tlTask) return;
+      $('tl-meta').textContent = '';
+      showError('tl-error', err.status === 404 ? 'No timeline of this run: the daemon keeps those of its latest runs only.' : err);
+    }
+  }
+
+  const tlNum = (v) => (typeof v === 'number' && isFinite(v) && v > 0 ? v : 0);
+  const fmtMS = (ms) => (ms < 10 ? `${ms.toFixed(1)} ms` : ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`);
+
+  function renderTimeline(tl) {
+    const rows = listOf(tl, 'rows').filter((r) => r && typeof r === 'object');
+    let total = tlNum(tl.duration_ms);
+    for (const r of rows) {
+      total = Math.max(total, tlNum(r.start_ms) + tlNum(r.duration_ms));
+      for (const a of Array.isArray(r.attempts) ? r.attempts : []) total = Math.max(total, tlNum(a.start_ms) + tlNum(a.duration_ms));
+    }
+    total = total || 1;
+    const pct = (v) => Math.min(100, (tlNum(v) / total) * 100);
+    const place = (n, start, dur) => {
+      // CSSOM, not a style attribute: the page's policy allows no inline style.
+      n.style.left = Math.min(pct(start), 99.5) + '%';
+      n.style.width = pct(dur) + '%';
+      return n;
+    };
+    const status = String(tl.status || '');
+    $('tl-meta').replaceChildren(
+      el('strong', {}, String(tl.agent_id || '?')),
+      tl.source ? ` via ${tl.source}` : '', ' · ',
+      el('span', { class: 'outcome-' + status }, status), ' · ',
+      fmtMS(tlNum(tl.duration_ms)),
+      fmtUsage(tl.usage) ? ' · ' + fmtUsage(tl.usage) : '',
+      tl.started_at ? ' · started ' + when(tl.started_at) : '',
+      tl.dropped ? ` · ${tl.dropped} rows past the bound not kept` : '',
+      tl.missed ? ` · the daemon missed ${tl.missed} events: rows may be lacking` : '');
+    $('tl-axis').replaceChildren(...[0, 0.25, 0.5, 0.75, 1].map((f) => {
+      const tick = el('span', { class: 'tl-tick' }, fmtMS(total * f));
+      tick.style.left = f * 100 + '%';
+      return tick;
+    }));
+    $('tl-rows').replaceChildren(...rows.map((r) => {
+      const kind = TL_KINDS[r.kind] || 'other';
+      const st = String(r.status || '');
+      const dur = tlNum(r.duration_ms);
+      const bar = place(el('span', { class: 'tl-bar', title: `${r.name || ''}: ${fmtMS(dur)} from ${fmtMS(tlNum(r.start_ms))}` }), r.start_ms, r.duration_ms);
+      const attempts = (Array.isArray(r.attempts) ? r.attempts : []).map((a, i) => place(el('span', {
+        class: 'tl-attempt' + (a.status_code >= 200 && a.status_code < 300 ? '' : ' bad'),
+        title: `attempt ${i + 1}: ${a.status_code ? 'HTTP ' + a.status_code : 'no response'}${a.error ? ' (' + a.error + ')' : ''} in ${fmtMS(tlNum(a.duration_ms))}`,
+      }), a.start_ms, a.duration_ms));
+      const info = [fmtMS(dur)];
+      if (fmtUsage(r.tokens)) info.push(fmtUsage(r.tokens));
+      let what = st;
+      if ((kind === 'approval' || kind === 'question') && r.by) what += ' by ' + r.by;
+      if (kind === 'webhook' && attempts.length) what += ' · ' + r.attempts.map((a) => a.status_code || '—').join(' → ');
+      info.push(what);
+      return el('li', { class: 'tl-row', 'data-kind': kind, 'data-status': st },
+        el('span', { class: 'tl-label', title: String(r.name || '') },
+          el('span', { class: 'tl-kind' }, kind), el('code', {}, String(r.name || '?')),
+          r.detail ? el('span', { class: 'muted' }, ' ' + r.detail) : ''),
+        el('span', { class: 'tl-track' }, bar, ...attempts),
+        el('span', { class: 'tl-info' }, info.join(' · '), r.error ? el('span', { class: 'error' }, ' ' + r.error) : ''));
+    }));
+  }
 
   // ---- live runs ---------------------------------------------------------
 
@@ -1202,7 +1395,7 @@
       if (seenEvents.size > 5000) seenEvents.delete(seenEvents.values().next().value);
     }
     if (ev.type) seenTypes.add(ev.type);
-    if (addToRun(ev)) renderRunsSoon();
+    if (addToRun(ev)) { renderRunsSoon(); timelineSoon(String((ev.payload || {}).task_id || '')); }
     const when = ev.timestamp ? new Date(ev.timestamp * 1000).toLocaleTimeString() : '';
     let payload = JSON.stringify(ev.payload ?? {});
     if (payload.length > 400) payload = payload.slice(0, 400) + '…';
@@ -1313,7 +1506,7 @@
       const who = await api('GET', '/api/whoami');
       const scopes = new Set((who && who.scopes) || []);
       const can = (s) => scopes.has(s) || scopes.has('admin');
-      document.body.dataset.cannot = ['execute', 'approve'].filter((s) => !can(s)).join(' ');
+      document.body.dataset.cannot = ['execute', 'approve', 'admin'].filter((s) => !can(s)).join(' ');
       $('whoami').textContent = who && who.name ? `Signed in as ${who.name} (${[...scopes].join(', ')})` : '';
     } catch { /* an older daemon: show everything */ }
   }
