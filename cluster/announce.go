@@ -10,6 +10,7 @@ import (
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/internal/clustersig"
 )
 
 // announcement is a daemon's heartbeat: who it is, the agents it serves,
@@ -86,7 +87,7 @@ func (m *Module) announceLocked(hello, leaving bool) {
 	}
 	// A publish while NATS is down is buffered by the client (bounded by
 	// its reconnect buffer) or refused: either way the next beat follows.
-	_ = m.nc.Publish(m.subj+".announce", data)
+	_ = m.publish(m.subj+".announce", "", data)
 }
 
 // logOnce logs a bound reached, once per distinct message until the next
@@ -101,6 +102,16 @@ func (m *Module) logOnce(msg string, args ...any) {
 // onAnnounce runs on the NATS client's dispatch goroutine for every
 // daemon's heartbeat.
 func (m *Module) onAnnounce(msg *natsgo.Msg) {
+	if m.keys != nil && len(msg.Data) > m.cfg.MaxAnnounceBytes+clustersig.Overhead+2 {
+		// Too big to be one: not worth a MAC.
+		m.mu.Lock()
+		m.logOnce("announcement dropped: over cluster.max_announce_bytes", "bytes", len(msg.Data), "limit", m.cfg.MaxAnnounceBytes)
+		m.mu.Unlock()
+		return
+	}
+	if !m.keys.Open(msg, m.guardAnnounce, "announcement") {
+		return // counted, logged: no daemon joins unsigned
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopping {

@@ -11,6 +11,8 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
+	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
+	"github.com/axocoatl/axocoatl-go/secret"
 )
 
 // BenchmarkRoundTrip compares, one after the other in one process, on one
@@ -175,4 +177,56 @@ func natsEcho(b *testing.B, url string) *natsgo.Conn {
 		b.Fatal(err)
 	}
 	return cli
+}
+
+// BenchmarkRoundTripSigned measures what cluster.key costs (issue 30's
+// goal: at most 5%): the cross-daemon Engine.Execute of the echo agent on
+// two daemons without a key and on two daemons with one (every task,
+// answer and event signed and checked), one of each per iteration in
+// alternating order, on one nats-server, so that both see the same moment
+// of a noisy machine. It reports each one's median, and signed/plain of
+// the medians and of the means.
+func BenchmarkRoundTripSigned(b *testing.B) {
+	ns := startNATS(b, -1)
+	url := ns.ClientURL()
+	pair := func(prefix string, key secret.Secret) *node {
+		newNodeWith(b, url, latticenats.Options{Prefix: prefix, Node: prefix + "-a", Key: key}, fast, map[string]agent.Model{"echo": provider.EchoModel{}}).local.Close()
+		c := newNodeWith(b, url, latticenats.Options{Prefix: prefix, Node: prefix + "-b", Key: key}, fast, nil)
+		_ = c.local.Close()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if info, err := c.e.Agent("echo"); err == nil && info.Node == prefix+"-a" {
+				return c
+			}
+			if time.Now().After(deadline) {
+				b.Fatal("the caller does not list echo")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	plain := pair("plain", "")
+	signed := pair("signed", "bench-cluster-key-0123456789abcdef")
+	if plain.m.Signed() || !signed.m.Signed() {
+		b.Fatal("keys not as meant")
+	}
+	ctx := context.Background()
+	calls := []*node{plain, signed}
+	took := make([][]time.Duration, len(calls))
+	n := 0
+	for b.Loop() {
+		for k := range calls {
+			i := (k + n) % len(calls)
+			start := time.Now()
+			if res, err := calls[i].e.Execute(ctx, "echo", "ping"); err != nil || res.Output != "ping" {
+				b.Fatal(res, err)
+			}
+			took[i] = append(took[i], time.Since(start))
+		}
+		n++
+	}
+	p, s := testutil.Median(took[0]), testutil.Median(took[1])
+	b.ReportMetric(float64(p.Nanoseconds()), "plain-ns")
+	b.ReportMetric(float64(s.Nanoseconds()), "signed-ns")
+	b.ReportMetric(float64(s)/float64(p), "signed/plain")
+	b.ReportMetric(float64(mean(took[1]))/float64(mean(took[0])), "mean-signed/plain")
 }

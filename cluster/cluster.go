@@ -55,8 +55,19 @@
 // Cluster traffic lives under "<prefix>-cluster." — beside, not under, the
 // lattice's "<prefix>." events, so a tap on the event stream sees events
 // only: announce (heartbeats), exec.<agent id> (requests, queue group
-// "exec"), cancel. Whoever may publish there may run agents: on a shared
-// NATS, limit who may publish under the prefix.
+// "exec"), cancel. Without a key, whoever may publish there may run
+// agents: on a shared NATS, limit who may publish under the prefix.
+//
+// # Signatures
+//
+// With [Config].Key (or the key of the Engine's lattice/nats bus, whose
+// Keyring the module then shares: [Module.Keyring]) every task, answer,
+// event frame, cancel and announcement carries an HMAC-SHA256 signature
+// after its data, and what arrives unsigned, forged, signed with a key
+// neither [Config].Key nor one of [Config].AcceptedKeys, outside 30 s of
+// this clock or a second time is dropped, counted by reason and logged
+// once per 10 s ([Module.Signed] says whether it signs). NATS's own "no
+// responders" status cannot be signed and is taken as it is.
 package cluster
 
 import (
@@ -77,8 +88,10 @@ import (
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/conversation"
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/clustersig"
 	"github.com/axocoatl/axocoatl-go/internal/lifecycle"
 	"github.com/axocoatl/axocoatl-go/lattice"
+	"github.com/axocoatl/axocoatl-go/secret"
 )
 
 // Defaults of the zero [Config] fields.
@@ -127,6 +140,21 @@ type Config struct {
 	// dropped (logged). Zero: 64.
 	MaxNodes int `yaml:"max_nodes"`
 
+	// Key is the cluster key (a secret; AXOCOATL_CLUSTER_KEY in the daemon):
+	// every task, answer, cancel and announcement this daemon sends is
+	// signed with it (HMAC-SHA256) and every one it receives must be
+	// signed with it or one of AcceptedKeys, within 30 s of this clock and
+	// not seen before; others are dropped, counted
+	// (axocoatl_cluster_rejected_total) and logged once per 10 s. At least
+	// 16 bytes. Zero: the Engine's bus's key (lattice/nats
+	// Options.Key), and without one nothing is signed or checked: anyone
+	// who may publish under the prefix can run agents.
+	Key secret.Secret `yaml:"key"`
+	// AcceptedKeys are further keys taken (not signed with): the old key
+	// (or the next) while a rolling restart changes Key. At most 8. Zero:
+	// Key only (or the bus's accepted keys when Key is zero).
+	AcceptedKeys []secret.Secret `yaml:"accepted_keys"`
+
 	// Conn, Node and Prefix are the NATS connection, this daemon's node
 	// name and the lattice's subject prefix. Zero: those of the Engine's
 	// bus, which must then be a lattice/nats Bus.
@@ -144,6 +172,13 @@ func (c Config) Validate() error {
 		cfgerr.N("accept_timeout", c.AcceptTimeout), cfgerr.N("max_concurrent_runs", c.MaxConcurrentRuns),
 		cfgerr.N("max_announce_bytes", c.MaxAnnounceBytes), cfgerr.N("max_nodes", c.MaxNodes)); err != nil {
 		return err
+	}
+	ke, ae := clustersig.ValidateKeys(c.Key, c.AcceptedKeys)
+	if ke != nil {
+		return cfgerr.Errorf("key", "%v", ke)
+	}
+	if ae != nil {
+		return cfgerr.Errorf("accepted_keys", "%v", ae)
 	}
 	d := c.withDefaults()
 	if d.ExpireAfter < 2*d.HeartbeatInterval {
@@ -179,6 +214,11 @@ type natsBus interface {
 	Conn() *natsgo.Conn
 	Node() string
 	Prefix() string
+}
+
+// keyedBus is a lattice/nats Bus's keys, shared when Config.Key is zero.
+type keyedBus interface {
+	Keyring() *clustersig.Keyring
 }
 
 // Module is the cluster membership and task routing of one Engine. Create
@@ -226,6 +266,12 @@ type Module struct {
 	dropped    uint64 // announcements dropped (bounds)
 	instance   string // this Module's announcements, among daemons of one name
 	twins      uint64 // announcements heard from another daemon of this name
+
+	// keys sign what this module sends and check what it receives (nil:
+	// no key); one guard per subscription, each of which sees a sender's
+	// messages in order.
+	keys                                              *clustersig.Keyring
+	guardAnnounce, guardCancel, guardReply, guardExec *clustersig.Guard
 }
 
 type peer struct {
@@ -278,8 +324,41 @@ func New(cfg Config) (*Module, error) {
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.instance = lattice.NewID(time.Now())
+	var err error
+	if m.keys, err = clustersig.New(cfg.Key, cfg.AcceptedKeys, nil); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	m.guardAnnounce, m.guardCancel, m.guardReply, m.guardExec = clustersig.NewGuard(), clustersig.NewGuard(), clustersig.NewGuard(), clustersig.NewGuard()
 	return m, nil
 }
+
+// publish sends a message, signed when the module has a key.
+func (m *Module) publish(subject, reply string, data []byte) error {
+	// Sealed (the signature after the data), not in a header: NATS
+	// parses headers at a cost a task's round trip would feel.
+	data = m.keys.Seal(subject, reply, data)
+	if reply != "" {
+		return m.nc.PublishRequest(subject, reply, data)
+	}
+	return m.nc.Publish(subject, data)
+}
+
+// maxPayload is what a message's data may take under NATS max_payload,
+// room for the signature kept.
+func (m *Module) maxPayload() int64 {
+	if m.keys == nil {
+		return m.nc.MaxPayload()
+	}
+	return m.nc.MaxPayload() - clustersig.Overhead
+}
+
+// Signed reports whether the module signs and checks its messages
+// ([Config].Key, or its bus's key).
+func (m *Module) Signed() bool { return m.keys != nil }
+
+// Keyring is the module's keys (its bus's when [Config].Key is zero); nil
+// without a key.
+func (m *Module) Keyring() *clustersig.Keyring { return m.keys }
 
 // Name implements [axocoatl.Module].
 func (m *Module) Name() string { return "cluster" }
@@ -325,6 +404,12 @@ func (m *Module) Start(ctx context.Context, e *axocoatl.Engine) error {
 		m.log = e.Logger()
 	}
 	m.log = m.log.With("module", "cluster", "node", m.node)
+	if kb, ok := e.Bus().(keyedBus); ok && m.keys == nil && m.cfg.Key.IsZero() {
+		m.keys = kb.Keyring() // its counts and its log, shared with the bus
+	}
+	if m.keys != nil {
+		m.keys.SetLogger(m.log)
+	}
 	m.subj = prefix + "-cluster"
 	m.url = m.nc.ConnectedUrlRedacted()
 	m.inbox = m.nc.NewInbox()

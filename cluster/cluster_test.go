@@ -58,7 +58,14 @@ type node struct {
 // cluster module; it is closed when the test ends (or earlier by the test).
 func newNode(t testing.TB, url, name string, cfg cluster.Config, agents map[string]agent.Model) *node {
 	t.Helper()
-	bus, err := latticenats.Connect(url, latticenats.Options{Prefix: "ct", Node: name},
+	return newNodeWith(t, url, latticenats.Options{Prefix: "ct", Node: name}, cfg, agents)
+}
+
+// newNodeWith is newNode with the bus's options (its keys).
+func newNodeWith(t testing.TB, url string, opts latticenats.Options, cfg cluster.Config, agents map[string]agent.Model) *node {
+	t.Helper()
+	name := opts.Node
+	bus, err := latticenats.Connect(url, opts,
 		natsgo.MaxReconnects(-1), natsgo.ReconnectWait(50*time.Millisecond), natsgo.Name(name))
 	if err != nil {
 		t.Fatal(err)

@@ -85,7 +85,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 		t.timeoutMS = max(time.Until(d).Milliseconds(), 1)
 	}
 	data := t.encode()
-	if limit := m.nc.MaxPayload(); int64(len(data)) > limit {
+	if limit := m.maxPayload(); int64(len(data)) > limit {
 		return res, fmt.Errorf("agent %s runs on another daemon: the task is %d bytes, over NATS max_payload (%d bytes)", req.AgentID, len(data), limit)
 	}
 	token := itoa(m.seq.Add(1))
@@ -109,7 +109,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 		c.over = true
 		c.evMu.Unlock()
 	}()
-	if err := m.nc.PublishRequest(m.subj+".exec."+req.AgentID, m.inbox+"."+token, data); err != nil {
+	if err := m.publish(m.subj+".exec."+req.AgentID, m.inbox+"."+token, data); err != nil {
 		return res, unavailable("agent %s: sending the task over NATS: %v", req.AgentID, err)
 	}
 	accept := time.NewTimer(m.cfg.AcceptTimeout)
@@ -142,7 +142,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 				// A daemon of a version before events: the task again,
 				// as that daemon reads it (not streamed).
 				t.events = false
-				if err := m.nc.PublishRequest(m.subj+".exec."+req.AgentID, m.inbox+"."+token, t.encode()); err != nil {
+				if err := m.publish(m.subj+".exec."+req.AgentID, m.inbox+"."+token, t.encode()); err != nil {
 					return res, unavailable("agent %s: sending the task over NATS: %v", req.AgentID, err)
 				}
 			case r.Done:
@@ -169,7 +169,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 			if accepted {
 				// As for a cancel: the run must not go on unheard of.
 				b, _ := json.Marshal(cancelMsg{TaskID: req.TaskID, From: m.node})
-				_ = m.nc.Publish(m.subj+".cancel", b)
+				_ = m.publish(m.subj+".cancel", "", b)
 				return res, unavailable("agent %s: daemon %s stopped answering while running the task (it may have completed there)", req.AgentID, node)
 			}
 			return res, unavailable("agent %s: no daemon took the task within %s", req.AgentID, m.cfg.AcceptTimeout)
@@ -178,7 +178,7 @@ func (m *Module) runRemote(ctx context.Context, req axocoatl.Request) (axocoatl.
 			// way, not to start it).
 			deadline := errors.Is(ctx.Err(), context.DeadlineExceeded)
 			b, _ := json.Marshal(cancelMsg{TaskID: req.TaskID, From: m.node, Deadline: deadline})
-			_ = m.nc.Publish(m.subj+".cancel", b)
+			_ = m.publish(m.subj+".cancel", "", b)
 			res.Duration = time.Since(start)
 			if deadline {
 				return res, fmt.Errorf("agent %s: timed out: %w", req.AgentID, context.DeadlineExceeded)
@@ -198,8 +198,12 @@ func (m *Module) onReply(msg *natsgo.Msg) {
 		return // the caller gave up
 	}
 	if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
+		// The server's "no responders": it cannot be signed.
 		send(c, execReply{noResponders: true})
 		return
+	}
+	if !m.keys.Open(msg, m.guardReply, "answer to a task") {
+		return // counted, logged: it reaches no caller
 	}
 	if len(msg.Data) > 0 && msg.Data[0] == answerEvents {
 		// Events: straight to the caller's fan-out (which never blocks),
@@ -245,6 +249,9 @@ type olderReply struct {
 // onCancel stops a task this daemon runs for another, or remembers that it
 // must not start.
 func (m *Module) onCancel(msg *natsgo.Msg) {
+	if !m.keys.Open(msg, m.guardCancel, "cancel") {
+		return
+	}
 	var c cancelMsg
 	if json.Unmarshal(msg.Data, &c) != nil || c.TaskID == "" || len(c.TaskID) > maxTaskID || !validNode(c.From) {
 		return
@@ -313,7 +320,7 @@ func (m *Module) keepAlive(reply string) *keepalive {
 }
 
 func (k *keepalive) fire() {
-	if err := k.m.nc.Publish(k.reply, execReply{Accepted: k.m.node}.encode()); err != nil {
+	if err := k.m.publish(k.reply, "", execReply{Accepted: k.m.node}.encode()); err != nil {
 		k.m.log.Debug("acceptance not sent", "error", err)
 	}
 	k.mu.Lock()
@@ -390,8 +397,11 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 	if msg.Reply == "" {
 		return
 	}
+	if !m.keys.Open(msg, m.guardExec, "task") {
+		return // counted, logged; not answered: it runs nothing
+	}
 	reply := func(r execReply) {
-		if err := m.nc.Publish(msg.Reply, r.encode()); err != nil {
+		if err := m.publish(msg.Reply, "", r.encode()); err != nil {
 			m.log.Debug("reply not sent", "error", err)
 		}
 	}
@@ -405,7 +415,7 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 			// The JSON task of a daemon of an older version: answered in
 			// the JSON it reads, so that it learns why at once.
 			b, _ := json.Marshal(olderReply{Done: true, Kind: kindUnavailable, Error: fmt.Sprintf("agent %s: daemon %s %s", agentID, m.node, errNewerWire)})
-			if err := m.nc.Publish(msg.Reply, b); err != nil {
+			if err := m.publish(msg.Reply, "", b); err != nil {
 				m.log.Debug("reply not sent", "error", err)
 			}
 			return
@@ -486,12 +496,12 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 			}
 		}
 		data := r.encode()
-		if limit := m.nc.MaxPayload(); int64(len(data)) > limit {
+		if limit := m.maxPayload(); int64(len(data)) > limit {
 			data = execReply{Done: true, Kind: kindFailed, DurationMS: r.DurationMS, ConversationID: r.ConversationID,
 				withUsage: r.withUsage, Usage: r.Usage, Frames: r.Frames,
 				Error: fmt.Sprintf("agent %s: its answer of %d bytes is over NATS max_payload (%d bytes) and cannot be sent back", agentID, len(data), limit)}.encode()
 		}
-		if err := m.nc.Publish(msg.Reply, data); err != nil {
+		if err := m.publish(msg.Reply, "", data); err != nil {
 			m.log.Warn("result not sent back", "agent", agentID, "task", req.taskID, "to", req.from, "error", err)
 		}
 	}()

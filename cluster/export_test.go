@@ -78,3 +78,8 @@ func EncodeEvents(seq uint64, events ...agent.RunEvent) []byte {
 	}
 	return f.buf
 }
+
+// OutputBody is the wire form of a run's successful end with output.
+func OutputBody(output string) []byte {
+	return execReply{Done: true, Output: output}.encode()
+}

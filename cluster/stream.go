@@ -74,7 +74,7 @@ type forwarder struct {
 
 func (m *Module) newForwarder(reply string) *forwarder {
 	f := &forwarder{m: m, reply: reply, limit: maxFrameBytes}
-	if p := m.nc.MaxPayload() - 64; p < int64(f.limit) {
+	if p := m.maxPayload() - 64; p < int64(f.limit) {
 		f.limit = int(max(p, 4*maxNameBytes))
 	}
 	f.timer = time.AfterFunc(time.Hour, f.fire)
@@ -179,7 +179,7 @@ func (f *forwarder) flushLocked() {
 	if len(f.buf) == 0 {
 		return
 	}
-	if err := f.m.nc.Publish(f.reply, f.buf); err != nil {
+	if err := f.m.publish(f.reply, "", f.buf); err != nil {
 		f.m.log.Debug("events not sent", "error", err)
 	}
 	f.seq++

@@ -24,6 +24,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/conversation"
 	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/httpapi"
+	"github.com/axocoatl/axocoatl-go/internal/clustersig"
 	"github.com/axocoatl/axocoatl-go/internal/httpguard"
 	"github.com/axocoatl/axocoatl-go/lattice"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
@@ -229,6 +230,12 @@ var boundGuards = map[string]guard{
 	"Lattice and cluster / one event frame of a remote run":             {nil, []string{"cluster:TestEventFrameBytesBounded"}},
 	"Lattice and cluster / event frames of a remote run":                {nil, []string{"cluster:TestEventFramesCoalesced"}},
 	"Lattice and cluster / a caller of a remote run that stops reading": {nil, []string{"cluster:TestStuckCallerDoesNotBlockRemoteRun"}},
+	// Signed cluster messages (issue 30).
+	"Lattice and cluster / a signed message's age (with `cluster.key`)":     {nil, []string{"internal/clustersig:TestWindow", "cluster:TestVerdictReplayRefused"}},
+	"Lattice and cluster / replays remembered, per sender and subscription": {int64(clustersig.ReplayWindow), []string{"internal/clustersig:TestGuardWindow"}},
+	"Lattice and cluster / senders followed per subscription":               {int64(clustersig.MaxSenders), []string{"internal/clustersig:TestGuardWindow"}},
+	"Lattice and cluster / log lines of refused cluster messages":           {nil, []string{"internal/clustersig:TestRefusalLogRateLimited"}},
+	"cluster.accepted_keys": {clustersig.MaxAcceptedKeys, []string{"internal/clustersig:TestValidateKeys"}},
 }
 
 // readBounds parses the tables of docs/bounds.md. The area of a row is its

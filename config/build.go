@@ -34,6 +34,7 @@ import (
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
 	"github.com/axocoatl/axocoatl-go/mcpserver"
+	"github.com/axocoatl/axocoatl-go/secret"
 )
 
 // Runtime is an [axocoatl.Engine] built from a [Config] by [Config.Build],
@@ -109,9 +110,12 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	bus, err := c.Lattice.Open()
+	bus, err := c.Lattice.open(c.Cluster.Key, c.Cluster.AcceptedKeys, log)
 	if err != nil {
 		return nil, c.natsError(err)
+	}
+	if c.Lattice.Backend == "nats" && c.Cluster.Key.IsZero() {
+		log.Warn("cluster.key is not set: the daemons' NATS messages are not signed, and any NATS user who may publish on the lattice's subjects can resolve approvals, run agents and announce daemons (set cluster.key or AXOCOATL_CLUSTER_KEY on every daemon; see the trust model in docs/cluster.md)")
 	}
 	convs, where, err := c.openConversations(ctx, bus, opts, log)
 	if err != nil {
@@ -170,7 +174,7 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 		// On NATS, webhooks share one durable queue across the daemons.
 		js := c.Lattice.JetStream
 		egCfg.JetStream = &egress.JetStream{Conn: nb.Conn(), Prefix: nb.Prefix(), Stream: js.Stream,
-			Consumer: js.Consumer, AckWait: js.AckWait}
+			Consumer: js.Consumer, AckWait: js.AckWait, Keys: nb.Keyring()}
 	}
 	if rt.Egress, err = egress.New(egCfg); err == nil {
 		err = rt.Engine.Use(ctx, rt.Egress)
@@ -243,6 +247,8 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 		// before the doors close.
 		clCfg := c.Cluster
 		clCfg.Logger = log
+		// The bus's keys: one Keyring, one count of refusals.
+		clCfg.Key, clCfg.AcceptedKeys = "", nil
 		if rt.Cluster, err = cluster.New(clCfg); err == nil {
 			err = rt.Engine.Use(ctx, rt.Cluster)
 		}
@@ -288,7 +294,7 @@ func (c *Config) httpAPIConfig(rt *Runtime, log *slog.Logger) httpapi.Config {
 				return err
 			},
 		},
-		Collectors: []prometheus.Collector{rt.Egress.Collector()},
+		Collectors: c.collectors(rt),
 		// A run's timeline: its approval waits from the gate's events,
 		// the webhook deliveries its events caused from egress.
 		Timeline: httpapi.Timeline{
@@ -318,6 +324,16 @@ func webhookDeliveries(ds []egress.Delivery) []httpapi.WebhookDelivery {
 				Latency: latency, Error: a.Error})
 		}
 		out[i] = w
+	}
+	return out
+}
+
+// collectors are the modules' metrics on /metrics: egress's, and on NATS
+// the refused cluster messages (axocoatl_cluster_rejected_total).
+func (c *Config) collectors(rt *Runtime) []prometheus.Collector {
+	out := []prometheus.Collector{rt.Egress.Collector()}
+	if nb, ok := rt.bus.(*latticenats.Bus); ok {
+		out = append(out, nb.Collector())
 	}
 	return out
 }
@@ -567,7 +583,11 @@ const natsReconnectWait = time.Second
 // Open returns the NATS bus ([latticenats.Bus]) when the section asks for
 // it (the caller closes it); nil means the Engine's own in-memory bus
 // ([lattice.Memory]).
-func (l LatticeConfig) Open() (lattice.Bus, error) {
+func (l LatticeConfig) Open() (lattice.Bus, error) { return l.open("", nil, nil) }
+
+// open is Open with the cluster's keys (cluster.key, cluster.accepted_keys)
+// and the logger of the refusals.
+func (l LatticeConfig) open(key secret.Secret, accepted []secret.Secret, log *slog.Logger) (lattice.Bus, error) {
 	if l.Backend != "nats" {
 		return nil, nil
 	}
@@ -583,7 +603,8 @@ func (l LatticeConfig) Open() (lattice.Bus, error) {
 	// Once connected, the client never gives up: it reconnects forever and
 	// buffers publishes (within buf) meanwhile, so that losing NATS stops
 	// nothing and everything resumes when it returns.
-	bus, err := latticenats.Connect(u, latticenats.Options{Prefix: l.Prefix, Node: node, Security: l.Security()},
+	bus, err := latticenats.Connect(u, latticenats.Options{Prefix: l.Prefix, Node: node, Security: l.Security(),
+		Key: key, AcceptedKeys: accepted, Logger: log},
 		natsgo.Name("axocoatl/"+node), natsgo.Timeout(natsConnectTimeout),
 		natsgo.MaxReconnects(-1), natsgo.ReconnectWait(natsReconnectWait), natsgo.ReconnectBufSize(buf))
 	if err != nil {

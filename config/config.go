@@ -468,6 +468,10 @@ type envOverrides struct {
 	NATSCA       *string        `env:"AXOCOATL_NATS_CA"`
 	NATSCert     *string        `env:"AXOCOATL_NATS_CERT"`
 	NATSKey      *string        `env:"AXOCOATL_NATS_KEY"`
+	// The cluster's keys (docs/cluster.md, trust model): the key, and
+	// the accepted keys comma-separated.
+	ClusterKey          *secret.Secret `env:"AXOCOATL_CLUSTER_KEY"`
+	ClusterAcceptedKeys *secret.Secret `env:"AXOCOATL_CLUSTER_ACCEPTED_KEYS"`
 }
 
 // natsAuthVars name the variable of each lattice.auth key.
@@ -693,6 +697,19 @@ func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides,
 	set(&cfg.Log.Level, env.LogLevel, "log.level", "AXOCOATL_LOG_LEVEL")
 	set(&cfg.Log.Format, env.LogFormat, "log.format", "AXOCOATL_LOG_FORMAT")
 	cfg.overrideNATS(env)
+	if env.ClusterKey != nil && !env.ClusterKey.IsZero() {
+		cfg.Cluster.Key = *env.ClusterKey
+		cfg.overrides["cluster.key"] = "AXOCOATL_CLUSTER_KEY"
+	}
+	if env.ClusterAcceptedKeys != nil && !env.ClusterAcceptedKeys.IsZero() {
+		cfg.Cluster.AcceptedKeys = nil
+		for _, k := range strings.Split(env.ClusterAcceptedKeys.Reveal(), ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				cfg.Cluster.AcceptedKeys = append(cfg.Cluster.AcceptedKeys, secret.Secret(k))
+			}
+		}
+		cfg.overrides["cluster.accepted_keys"] = "AXOCOATL_CLUSTER_ACCEPTED_KEYS"
+	}
 	for _, fe := range fieldErrors(cfg.validate()) {
 		if fe.Source != "" || !doc.Failed(fe.Key) {
 			errs = append(errs, fe)

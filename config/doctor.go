@@ -16,6 +16,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/a2aremote"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
 	"github.com/axocoatl/axocoatl-go/agent/provider/builtin"
+	"github.com/axocoatl/axocoatl-go/internal/clustersig"
 	"github.com/axocoatl/axocoatl-go/internal/redact"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
@@ -236,6 +237,19 @@ func checkLattice(ctx context.Context, cfg *Config, r *Report) {
 		if pu, err := url.Parse(strings.TrimSpace(p)); err == nil && pu.Host != "" {
 			r.addEgress(pu.Host, "lattice on NATS")
 		}
+	}
+	if cfg.Cluster.Key.IsZero() {
+		r.warn("cluster key", "cluster.key is not set: the daemons' NATS messages are not signed; any NATS user who may publish on the lattice's subjects can resolve approvals, run agents and announce daemons (set cluster.key or AXOCOATL_CLUSTER_KEY)")
+	} else {
+		ids := make([]string, 0, len(cfg.Cluster.AcceptedKeys))
+		for _, k := range cfg.Cluster.AcceptedKeys {
+			ids = append(ids, clustersig.KeyID(k.Reveal()))
+		}
+		detail := "messages signed with key id " + clustersig.KeyID(cfg.Cluster.Key.Reveal())
+		if len(ids) > 0 {
+			detail += ", also accepting key ids " + strings.Join(ids, ", ")
+		}
+		r.ok("cluster key", detail+" (every daemon must hold the same key, or accept it)")
 	}
 	bus, err := cfg.Lattice.Open()
 	if err != nil {

@@ -89,11 +89,12 @@ func TestLatticeKnowsNoModule(t *testing.T) {
 		}
 	}
 	// Below the lattice only leaves: the secret type, the config error type
-	// (NATS credentials are secrets, validated like every section), and in
-	// tests the test helpers.
+	// (NATS credentials are secrets, validated like every section), the
+	// cluster's signatures (which know only the secret type), and in tests
+	// the test helpers.
 	checkTree(filepath.Join("..", "lattice"), func(p string, test bool) bool {
 		return p == modulePath+"/lattice" || strings.HasPrefix(p, modulePath+"/lattice/") ||
-			p == modulePath+"/secret" || p == modulePath+"/internal/cfgerr" ||
+			p == modulePath+"/secret" || p == modulePath+"/internal/cfgerr" || p == modulePath+"/internal/clustersig" ||
 			test && (p == modulePath+"/internal/testutil" || p == modulePath+"/internal/natstest")
 	})
 	for _, leaf := range [][]string{{"internal", "testutil"}, {"internal", "natstest"}, {"secret"}, {"internal", "cfgerr"}} {
@@ -102,6 +103,7 @@ func TestLatticeKnowsNoModule(t *testing.T) {
 		// compiled into what imports the leaf.
 		checkTree(filepath.Join(append([]string{".."}, leaf...)...), func(_ string, test bool) bool { return test })
 	}
+	checkTree(filepath.Join("..", "internal", "clustersig"), func(p string, test bool) bool { return p == modulePath+"/secret" || test })
 	if checked < 10 {
 		t.Fatalf("only %d files checked", checked)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
+	"github.com/axocoatl/axocoatl-go/internal/clustersig"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -77,6 +78,11 @@ type JetStream struct {
 	// MaxMsgSize bounds one queued delivery in bytes. Zero: 1 MiB (NATS's
 	// default max_payload; a server's smaller limit wins).
 	MaxMsgSize int
+	// Keys are the cluster's keys (the lattice/nats Bus's Keyring, set
+	// with cluster.key): every queued delivery and dead letter is signed,
+	// and one whose signature does not check (queued by someone without
+	// the key) is removed unsent, or not retried, and counted. Zero: none.
+	Keys *clustersig.Keyring `json:"-" yaml:"-"`
 }
 
 // withDefaults fills the zero fields; subjects are "<root>.queue.<webhook>"
@@ -280,6 +286,7 @@ func (b *jsBackend) queueMsg(webhook string, d *delivery, msgID string) *nats.Ms
 	if name := b.cfg.Conn.Opts.Name; name != "" {
 		m.Header.Set(hdrNode, name)
 	}
+	b.cfg.Keys.Sign(m)
 	return m
 }
 
@@ -499,6 +506,10 @@ func deliveryOf(msg jetstream.Msg) (*delivery, error) {
 // deliver sends one queued delivery and settles its message: acked when
 // delivered or dead-lettered, left to another process (Nak) when stopping.
 func (b *jsBackend) deliver(ctx context.Context, h *hook, msg jetstream.Msg) {
+	if !b.cfg.Keys.CheckStored(msg.Subject(), msg.Headers(), msg.Data(), "queued webhook delivery") {
+		_ = msg.Term() // counted and logged: never sent
+		return
+	}
 	d, err := deliveryOf(msg)
 	if err != nil {
 		h.m.log.Error("webhook: unreadable message in the JetStream queue; removed", "webhook", h.cfg.Name, "error", err)
@@ -589,7 +600,10 @@ func (b *jsBackend) putDead(ctx context.Context, webhook string, rec record) err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jsCallTimeout)
 	defer cancel()
-	_, err = b.js.Publish(ctx, b.deadSubject(webhook, rec.ID), data)
+	m := nats.NewMsg(b.deadSubject(webhook, rec.ID))
+	m.Data = data
+	b.cfg.Keys.Sign(m)
+	_, err = b.js.PublishMsg(ctx, m)
 	return err
 }
 
@@ -653,7 +667,7 @@ func (b *jsBackend) stored(h *hook, limit int) ([]*delivery, error) {
 	var out []*delivery
 	err := scan(ctx, b.dead, b.root+".dead."+h.cfg.Name+".*", h.cfg.MaxDeadLetters, func(m *jetstream.RawStreamMsg) {
 		var r record
-		if json.Unmarshal(m.Data, &r) == nil && r.ID != "" {
+		if b.cfg.Keys.CheckStored(m.Subject, m.Header, m.Data, "webhook dead letter") && json.Unmarshal(m.Data, &r) == nil && r.ID != "" {
 			out = append(out, r.delivery(m.Sequence))
 		}
 	})
@@ -676,7 +690,7 @@ func (b *jsBackend) stored(h *hook, limit int) ([]*delivery, error) {
 		if ns, err := strconv.ParseInt(m.Header.Get(hdrCreated), 10, 64); err == nil {
 			d.created = time.Unix(0, ns).UTC()
 		}
-		if d.id != "" {
+		if d.id != "" && b.cfg.Keys.CheckStored(m.Subject, m.Header, m.Data, "queued webhook delivery") {
 			out = append(out, d)
 		}
 	})
@@ -705,6 +719,9 @@ func (b *jsBackend) retry(h *hook, id string) (Delivery, error) {
 	}
 	if err != nil {
 		return Delivery{}, unavailable("reading dead letter "+id, err)
+	}
+	if !b.cfg.Keys.CheckStored(m.Subject, m.Header, m.Data, "webhook dead letter") {
+		return Delivery{}, fmt.Errorf("%w: %q (its dead letter is not signed with the cluster key)", ErrDeliveryNotFound, id)
 	}
 	var r record
 	if err := json.Unmarshal(m.Data, &r); err != nil {

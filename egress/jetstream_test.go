@@ -15,6 +15,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
+	"github.com/axocoatl/axocoatl-go/internal/clustersig"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 )
@@ -238,5 +239,73 @@ func TestJetStreamNotEnabled(t *testing.T) {
 	err = eng.Use(context.Background(), m)
 	if err == nil || !strings.Contains(err.Error(), "AXOCOATL_EGRESS") || !strings.Contains(err.Error(), "nats-server with -js") {
 		t.Fatalf("start without JetStream: %v", err)
+	}
+}
+
+// With the cluster's keys, a delivery queued in JetStream by a NATS user
+// without the key (on the queue's subject, with the headers of a genuine
+// one) is removed unsent and counted; the daemon's own are delivered, and
+// a forged dead letter is neither listed nor retried.
+func TestJetStreamForgedDeliveryRefused(t *testing.T) {
+	ns := jsServer(t)
+	rc := newReceiver(t, "js", func(received, int) int { return http.StatusOK })
+	w := fast(Webhook{Name: "w", URL: rc.url(), Secret: "js", Events: []string{"Deployed"}})
+	bus, err := latticenats.Connect("", latticenats.Options{Node: "a", Key: "egress-test-cluster-key-0123456789"}, natsgo.InProcessServer(ns), natsgo.Name("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testutil.SyncBuffer{}
+	eng := axocoatl.New(axocoatl.Options{Bus: bus, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	m, err := New(Config{Webhooks: []Webhook{w}, JetStream: &JetStream{Conn: bus.Conn(), Prefix: bus.Prefix(), AckWait: 2 * time.Second, Keys: bus.Keyring()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Use(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	a := &harness{eng: eng, mod: m, logs: logs}
+	t.Cleanup(func() { a.close(t); _ = bus.Close() })
+
+	raw, err := natsgo.Connect("", natsgo.InProcessServer(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	js, err := jetstream.New(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	forged := natsgo.NewMsg("axocoatl_egress.queue.w")
+	forged.Data = []byte(`{"delivery_id":"forged","event":{"type":"Deployed"}}`)
+	forged.Header.Set(hdrDelivery, "forged")
+	forged.Header.Set(hdrEventID, "forged")
+	forged.Header.Set(hdrEventType, "Deployed")
+	if _, err := js.PublishMsg(ctx, forged); err != nil {
+		t.Fatal(err)
+	}
+	dead := natsgo.NewMsg("axocoatl_egress.dead.w.forged-dead")
+	dead.Data = []byte(`{"id":"forged-dead","webhook":"w","event_type":"Deployed","body":"e30="}`)
+	if _, err := js.PublishMsg(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	k := bus.Keyring()
+	waitFor(t, 10*time.Second, "the forged delivery refused", func() bool { return k.Rejected(clustersig.Unsigned) > 0 })
+	a.publish(t, "Deployed", 0, 1)
+	waitFor(t, 10*time.Second, "the genuine delivery accepted", func() bool { return len(rc.accepted()) == 1 })
+	for id := range rc.byDelivery() {
+		if id == "forged" {
+			t.Fatal("the forged delivery was sent")
+		}
+	}
+	var list struct{ Deliveries []Delivery }
+	if code := a.api(t, "GET", "/api/webhooks/w/deliveries?status=failed", &list); code != 200 || len(list.Deliveries) != 0 {
+		t.Fatalf("dead letters listed: %d %+v", code, list)
+	}
+	if code := a.api(t, "POST", "/api/webhooks/w/deliveries/forged-dead/retry", nil); code != http.StatusNotFound && code != http.StatusConflict {
+		t.Fatalf("a forged dead letter retried: %d", code)
+	}
+	if got := rc.count(); got != 1 {
+		t.Fatalf("%d requests, want the genuine one", got)
 	}
 }

@@ -47,6 +47,13 @@
 //
 // Events lost in a gap that no later event of that node reveals (its last
 // events before it stopped) are not counted.
+//
+// With [Options.Key] every event is signed (the [SigHeader] header: an
+// HMAC-SHA256 over subject, the node, class and sequence headers and the
+// JSON) and every subscription drops what is unsigned, forged, signed
+// with a key it does not hold ([Options.AcceptedKeys] besides), outside
+// 30 s of this clock or seen by it before; [Bus.Collector] counts them
+// by reason. A forged event does not count as missed.
 package nats
 
 import (
@@ -55,6 +62,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -62,7 +70,11 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/axocoatl/axocoatl-go/internal/clustersig"
 	"github.com/axocoatl/axocoatl-go/lattice"
+	"github.com/axocoatl/axocoatl-go/secret"
 )
 
 // DefaultPrefix is the subject prefix when [Options.Prefix] is zero.
@@ -81,7 +93,39 @@ type Options struct {
 	// Security is the credentials and TLS [Connect] dials with. Zero: none
 	// beyond what the URL carries. [New] takes the connection as it is.
 	Security Security
+	// Key is the cluster key (cluster.key): every event this Bus publishes
+	// is signed with it (HMAC-SHA256, the SigHeader header) and every
+	// event received must be signed with it or one of AcceptedKeys, within
+	// 30 s of this clock and not seen before by the subscription; others
+	// are dropped and counted ([Bus.Collector]). Zero: events are neither
+	// signed nor checked, and anyone who may publish on the prefix can
+	// act as a daemon. At least 16 bytes ([Options.Validate]).
+	Key secret.Secret
+	// AcceptedKeys are further keys events may be signed with: the old
+	// key (or the next one) during a rolling change of Key. At most 8.
+	// Zero: Key only.
+	AcceptedKeys []secret.Secret
+	// Logger receives the refused events' log lines (one per 10 s). Zero:
+	// none.
+	Logger *slog.Logger
 }
+
+// Validate checks the keys (the connection's settings are
+// [Security.Validate]'s); its errors name neither key.
+func (o Options) Validate() error {
+	ke, ae := clustersig.ValidateKeys(o.Key, o.AcceptedKeys)
+	if ke != nil {
+		return fmt.Errorf("cluster key %w", ke)
+	}
+	if ae != nil {
+		return fmt.Errorf("accepted keys %w", ae)
+	}
+	return nil
+}
+
+// SigHeader carries an event's signature when the Bus has a key
+// ([Options.Key]).
+const SigHeader = clustersig.Header
 
 // NodeHeader is the NATS header that names the node an event came from.
 const NodeHeader = "Axocoatl-Node"
@@ -117,12 +161,19 @@ type Bus struct {
 	pubMu  sync.Mutex
 	seq    uint64
 	failed atomic.Uint64
+
+	keys *clustersig.Keyring // nil: no key
 }
 
 var _ lattice.Bus = (*Bus)(nil)
 
 // New returns a Bus on an existing connection, which Close leaves open.
-func New(nc *natsgo.Conn, opts Options) *Bus {
+// Keys [Options.Validate] refuses are an error; without keys it never
+// fails.
+func New(nc *natsgo.Conn, opts Options) (*Bus, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("lattice/nats: %w", err)
+	}
 	prefix := opts.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix
@@ -131,8 +182,25 @@ func New(nc *natsgo.Conn, opts Options) *Bus {
 	if node == "" {
 		node = lattice.NewID(time.Now())
 	}
-	return &Bus{nc: nc, prefix: prefix, node: node, subs: map[*subscription]struct{}{}}
+	keys, err := clustersig.New(opts.Key, opts.AcceptedKeys, opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("lattice/nats: %w", err)
+	}
+	return &Bus{nc: nc, prefix: prefix, node: node, subs: map[*subscription]struct{}{}, keys: keys}, nil
 }
+
+// Signed reports whether the Bus signs and checks events ([Options.Key]).
+func (b *Bus) Signed() bool { return b.keys != nil }
+
+// Keyring is the Bus's keys, for the modules of this repository that sign
+// their own NATS messages with them (cluster, egress); nil without a key.
+func (b *Bus) Keyring() *clustersig.Keyring { return b.keys }
+
+// Collector is axocoatl_cluster_rejected_total{reason}: the NATS messages
+// refused for want of a valid signature, by this Bus's subscriptions (each
+// counts an event it received) and by the modules signing with its
+// [Bus.Keyring]. All zero without a key.
+func (b *Bus) Collector() prometheus.Collector { return clustersig.Collector(b.keys) }
 
 // Node is the name of this process on the lattice ([Options.Node]).
 func (b *Bus) Node() string { return b.node }
@@ -154,6 +222,9 @@ func Connect(url string, opts Options, natsOpts ...natsgo.Option) (*Bus, error) 
 	if err := opts.Security.Validate(); err != nil {
 		return nil, fmt.Errorf("lattice/nats: connect: %w", err)
 	}
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("lattice/nats: connect: %w", err)
+	}
 	sec, err := opts.Security.NATSOptions()
 	if err != nil {
 		return nil, fmt.Errorf("lattice/nats: connect: %w", err)
@@ -162,7 +233,11 @@ func Connect(url string, opts Options, natsOpts ...natsgo.Option) (*Bus, error) 
 	if err != nil {
 		return nil, fmt.Errorf("lattice/nats: connect: %w", explain(err, opts.Security))
 	}
-	b := New(nc, opts)
+	b, err := New(nc, opts)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
 	b.ownConn = true
 	return b, nil
 }
@@ -199,6 +274,7 @@ func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 	// A failed publish keeps its number: the gap tells other nodes.
 	b.seq++
 	msg.Header[SeqHeader] = []string{strconv.FormatUint(b.seq, 10)}
+	b.keys.Sign(msg)
 	err := b.nc.PublishMsg(msg)
 	b.pubMu.Unlock()
 	if err != nil {
@@ -235,6 +311,8 @@ type subscription struct {
 	// last is each node's last number seen; only deliver (one goroutine
 	// per NATS subscription) touches it.
 	last map[string]uint64
+	// guard: the signed events this subscription took (replays refused).
+	guard *clustersig.Guard
 
 	mu     sync.Mutex // orders deliveries against close(ch)
 	closed bool
@@ -299,6 +377,9 @@ func (s *subscription) deliver(m *natsgo.Msg) {
 	if s.filter.Local && node != s.bus.node {
 		return // another node's event
 	}
+	if s.bus.keys != nil && !s.bus.keys.Check(m, s.guard, "lattice event") {
+		return // unsigned, forged, stale or replayed: counted
+	}
 	if s.whole {
 		s.countGap(node, m.Header.Get(SeqHeader))
 	}
@@ -350,6 +431,9 @@ func (b *Bus) Subscribe(filter lattice.Filter, buffer int) (lattice.Subscription
 		buffer = lattice.DefaultBuffer
 	}
 	s := &subscription{bus: b, filter: filter, ch: make(chan lattice.Event, buffer)}
+	if b.keys != nil {
+		s.guard = clustersig.NewGuard()
+	}
 	// One NATS subscription per Subscribe keeps events in publish order
 	// (each NATS subscription has its own dispatcher).
 	subject := b.prefix + ".>"

@@ -170,7 +170,10 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	bus := latticenats.New(nc, latticenats.Options{})
+	bus, err := latticenats.New(nc, latticenats.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, _ := bus.Subscribe(lattice.Filter{}, 1)
 	s2, _ := bus.Subscribe(lattice.Filter{}, 1)
 	if err := s2.Close(); err != nil {
