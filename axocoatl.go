@@ -77,7 +77,15 @@ type Options struct {
 	// TracerProvider makes the Engine's and its modules' spans ([Engine.Tracer]).
 	// Zero: OpenTelemetry's global provider, a no-op unless the host set one
 	// (otel.SetTracerProvider), so a default Engine records and exports nothing.
+	// The Engine does not shut a provider down: its owner does, after
+	// [Engine.Close], to flush the spans of the close.
 	TracerProvider trace.TracerProvider
+	// CaptureContent lets spans carry what runs say: the messages sent to
+	// and received from models (gen_ai.input.messages,
+	// gen_ai.output.messages, gen_ai.system_instructions) and tool calls'
+	// arguments and results, each attribute cut to [MaxSpanContentBytes].
+	// Zero: no prompt, answer or tool data in any span.
+	CaptureContent bool
 }
 
 // DefaultMaxRuns is Options.MaxRuns when zero.
@@ -91,7 +99,7 @@ type Engine struct {
 
 	httpOpts HTTPOptions
 	guard    *httpguard.Guard
-	tracer   trace.Tracer
+	tracing  tracing
 
 	// runCtx is cancelled by Close to stop in-flight runs.
 	runCtx     context.Context
@@ -173,19 +181,20 @@ func New(opts Options) *Engine {
 	if e.maxRuns == 0 {
 		e.maxRuns = DefaultMaxRuns
 	}
+	e.tracing = newTracing(opts.TracerProvider, opts.CaptureContent)
 	var err error
 	e.guard, err = httpguard.New(httpguard.Options{
 		PublicURL: opts.HTTP.PublicURL, Token: opts.HTTP.APIToken, AllowedOrigins: opts.HTTP.AllowedOrigins,
 		BodyTimeout: opts.HTTP.BodyTimeout, WriteTimeout: opts.HTTP.WriteTimeout, Logger: e.log,
 		Failures:    httpguard.FailureLimit{Max: opts.HTTP.MaxAuthFailures},
 		Credentials: credentials(opts.HTTP.Tokens), OAuth: opts.HTTP.OAuth.guard(), Bind: bindIdentity,
+		Tracing: httpguard.Tracing{Tracer: e.tracing.tracer, Propagator: traceContext, On: e.tracing.on},
 	})
 	if err != nil {
 		// The bad entries are ignored (they allow nothing); a host that
 		// wants an error calls HTTPOptions.Validate first.
 		e.log.Error("http options: entries ignored", "error", err)
 	}
-	e.tracer = newTracer(opts.TracerProvider)
 	e.runCtx, e.cancelRuns = context.WithCancel(context.Background())
 	return e
 }

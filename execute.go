@@ -127,6 +127,15 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	if remote != nil {
 		return e.executeRemote(ctx, remote, req)
 	}
+	ctx, span := e.startRun(ctx, &a.spec, &req)
+	res, err := e.executeLocal(ctx, a, req, start)
+	endRun(span, &res, err)
+	return res, err
+}
+
+// executeLocal runs a task of a local agent: ExecuteRequest's work once
+// the task was admitted, inside its invoke_agent span.
+func (e *Engine) executeLocal(ctx context.Context, a *registeredAgent, req Request, start time.Time) (Result, error) {
 	res := Result{TaskID: req.TaskID, AgentID: req.AgentID}
 	var conv *turn
 	if req.ConversationID != "" {
@@ -184,7 +193,8 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 
 	tools := &runToolbox{engine: e, spec: &a.spec, taskID: req.TaskID}
 	// Each model call ends in a ModelResult event.
-	model := e.recorded(listened(a.model, cast), &a.spec, &req)
+	// and, tracing on, is a chat span.
+	model := e.traced(e.recorded(listened(a.model, cast), &a.spec, &req), a.model, &a.spec)
 	var run agent.Turn
 	var err error
 	if conv == nil {

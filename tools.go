@@ -197,10 +197,22 @@ func (e *Engine) CallTool(ctx context.Context, call ToolCall) (ToolResult, error
 		}
 		spec = &a.spec
 	}
-	return e.callTool(ctx, spec, call)
+	return e.callTool(ctx, spec, call, "")
 }
 
-func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall) (ToolResult, error) {
+// callTool runs one call; callID is the model's id of it ("" outside a
+// run), for its span.
+func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall, callID string) (ToolResult, error) {
+	// The span covers the refused calls too (not allowed, not found): a
+	// trace shows what the model asked for.
+	ctx, span := e.startTool(ctx, &call, callID)
+	res, err := e.callToolTraced(ctx, spec, &call)
+	e.endTool(span, &call, &res, err)
+	return res, err
+}
+
+func (e *Engine) callToolTraced(ctx context.Context, spec *agent.Spec, c *ToolCall) (ToolResult, error) {
+	call := *c
 	if spec != nil && !spec.AllowsTool(call.Tool) {
 		return ToolResult{}, fmt.Errorf("%w: %s", ErrToolDenied, call.Tool)
 	}
@@ -212,6 +224,7 @@ func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall) 
 		return ToolResult{}, fmt.Errorf("%w: %s", ErrToolNotFound, call.Tool)
 	}
 	call.Server = t.Server
+	c.Server = t.Server
 
 	start := time.Now()
 	// Both events' payloads share one buffer: the ToolResult payload is
@@ -287,7 +300,7 @@ func (b *runToolbox) Tools() []agent.ToolDef {
 }
 
 func (b *runToolbox) Call(ctx context.Context, c agent.ToolCall) agent.ToolResult {
-	res, err := b.engine.callTool(ctx, b.spec, ToolCall{AgentID: b.spec.ID, TaskID: b.taskID, Tool: c.Name, Arguments: c.Arguments})
+	res, err := b.engine.callTool(ctx, b.spec, ToolCall{AgentID: b.spec.ID, TaskID: b.taskID, Tool: c.Name, Arguments: c.Arguments}, c.ID)
 	if err != nil {
 		return agent.ToolResult{Content: err.Error(), IsError: true}
 	}

@@ -107,26 +107,33 @@ func (h callerHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// expectedSpans are the spans of the acceptance trace, by name, with the
-// branch that makes them. Those of issue #28's first part (h/otelcore:
-// the door's server span, invoke_agent, chat, execute_tool) are checked
-// only when present until both branches are merged; the lead then sets
-// mergedCore to true so that every one is required.
-var expectedSpans = []struct {
-	name string
-	core bool // made by the spans of part 1 (h/otelcore)
-}{
-	{"invoke_agent assistant", true},
-	{"chat m", true},
-	{"execute_tool mcp__tools__lookup", true},
-	{"execute_tool a2a__remote", true},
-	{"tools/call lookup", false},
-	{"invoke_agent remote", false},
-	{"POST hook", false},
+// expectedSpans are the spans of the acceptance trace, by name: the A2A
+// door's request, the run (named for the agent's name), its model calls
+// and tool calls (part 1 of issue #28) and the hops out of the process
+// (part 2).
+var expectedSpans = []string{
+	"POST /a2a/agents/{id}",
+	"invoke_agent Assistant",
+	"chat m",
+	"execute_tool mcp__tools__lookup",
+	"execute_tool a2a__remote",
+	"tools/call lookup",
+	"invoke_agent remote",
+	"POST hook",
 }
 
-// mergedCore: set once h/otelcore's spans are on the branch.
-const mergedCore = false
+// spanAncestors are, for a span of the trace, a span it must descend
+// from: each hop out of the process from the tool call that made it,
+// each tool call and model call from the run, the run from the door.
+var spanAncestors = map[string]string{
+	"tools/call lookup":               "execute_tool mcp__tools__lookup",
+	"invoke_agent remote":             "execute_tool a2a__remote",
+	"execute_tool mcp__tools__lookup": "invoke_agent Assistant",
+	"execute_tool a2a__remote":        "invoke_agent Assistant",
+	"chat m":                          "invoke_agent Assistant",
+	"invoke_agent Assistant":          "POST /a2a/agents/{id}",
+	"POST hook":                       "invoke_agent Assistant",
+}
 
 // The acceptance test of issue #28: one A2A-started run (an a2a-go/v2
 // client sending a traceparent header) whose model calls an MCP tool (a
@@ -284,8 +291,8 @@ func TestOneTraceFromDoorToWebhook(t *testing.T) {
 		for _, sp := range s {
 			have[sp.Name] = true
 		}
-		for _, x := range expectedSpans {
-			if !x.core && !have[x.name] {
+		for _, name := range expectedSpans {
+			if !have[name] {
 				return false
 			}
 		}
@@ -299,10 +306,26 @@ func TestOneTraceFromDoorToWebhook(t *testing.T) {
 		}
 		byName[sp.Name] = sp
 	}
-	for _, x := range expectedSpans {
-		if _, ok := byName[x.name]; !ok && (!x.core || mergedCore) {
-			t.Errorf("no span %q among %v", x.name, names)
+	for _, name := range expectedSpans {
+		if _, ok := byName[name]; !ok {
+			t.Errorf("no span %q among %v", name, names)
 		}
+	}
+	byID := map[string]testutil.OTLPSpan{}
+	for _, sp := range spans {
+		byID[sp.SpanID] = sp
+	}
+	for child, ancestor := range spanAncestors {
+		found := false
+		for sp, ok := byName[child]; ok && !found; sp, ok = byID[sp.ParentID] {
+			found = byID[sp.ParentID].Name == ancestor
+		}
+		if !found {
+			t.Errorf("span %q does not descend from %q", child, ancestor)
+		}
+	}
+	if door := byName["POST /a2a/agents/{id}"]; door.ParentID != callerSpan {
+		t.Errorf("the door's span has parent %s, want the caller's %s", door.ParentID, callerSpan)
 	}
 	if sp := byName["tools/call lookup"]; sp.SpanID != parents["mcp _meta"] || sp.SpanID != parents["mcp header"] {
 		t.Errorf("the MCP server was sent span %s/%s, the call's is %s", parents["mcp _meta"], parents["mcp header"], sp.SpanID)
@@ -312,14 +335,6 @@ func TestOneTraceFromDoorToWebhook(t *testing.T) {
 	}
 	if sp := byName["POST hook"]; sp.SpanID != parents["webhook"] {
 		t.Errorf("the webhook was sent span %s, the delivery's is %s", parents["webhook"], sp.SpanID)
-	}
-	// Without part 1's spans the hops hang off the caller's span itself.
-	if !mergedCore {
-		for _, n := range []string{"tools/call lookup", "invoke_agent remote", "POST hook"} {
-			if _, hasCore := byName["invoke_agent assistant"]; !hasCore && byName[n].ParentID != callerSpan {
-				t.Errorf("span %q has parent %s, want the caller's %s", n, byName[n].ParentID, callerSpan)
-			}
-		}
 	}
 	t.Logf("spans: %s", strings.Join(names, ", "))
 }

@@ -238,6 +238,14 @@ type Response struct {
 	Content   string
 	ToolCalls []ToolCall
 	Usage     Usage
+	// Model is the model that answered, as the service named it (it may
+	// differ from [Request.Model]: a dated version); "" when the service
+	// did not say.
+	Model string
+	// FinishReason is why the model stopped, as the service said it
+	// ("stop", "tool_calls", "end_turn", "length", ...); "" when it did
+	// not say.
+	FinishReason string
 }
 
 // Model generates the next assistant turn. Implementations live in

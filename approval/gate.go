@@ -86,6 +86,9 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 
 	resume := axocoatl.PauseRunClock(ctx)
 	defer resume()
+	// The wait's span; a door's question to its user is its child, the
+	// tool's own run is not.
+	wctx, span := m.startWait(ctx, &p.info)
 	m.publish(EventRequested, p.info)
 	m.log.Info("approval requested", "approval", p.info.ApprovalID, "agent", call.AgentID, "task", call.TaskID,
 		"tool", call.Tool, "server", t.Server, "expires_at", p.info.ExpiresAt)
@@ -95,7 +98,7 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 	// end of it.
 	failed := make(chan error, 1)
 	if prompter != nil {
-		pctx, cancel := context.WithCancel(ctx)
+		pctx, cancel := context.WithCancel(wctx)
 		defer cancel() // the gate is done: withdraw the question
 		go func() {
 			defer m.wg.Done()
@@ -124,6 +127,7 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 		}
 	}
 	resume() // the tool's own run counts against the agent's timeout again
+	endWait(span, &r)
 	switch r.Status {
 	case StatusApproved:
 		return next(ctx, call)

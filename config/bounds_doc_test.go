@@ -124,6 +124,17 @@ var boundGuards = map[string]guard{
 
 	"Config file / the config file `--config` or `AXOCOATL_CONFIG` names": {config.MaxFileBytes, []string{"config:TestConfigFileBound"}},
 
+	// Telemetry (issue 28).
+	"telemetry.timeout": {config.DefaultTelemetryTimeout, []string{"internal/otlpexport:TestRequestTimeout"}},
+	"Telemetry / the retries of one failed export (429, 502, 503, 504, a transport error)": {config.TelemetryRetryElapsed, []string{"internal/otlpexport:TestRetriesAndHeaders"}},
+	"Telemetry / spans waiting for export":                                                 {config.TelemetryQueueSpans, nil},
+	"Telemetry / spans in one export request":                                              {config.TelemetryBatchSpans, nil},
+	"Telemetry / the flush of queued spans when the daemon stops":                          {config.TelemetryShutdownTimeout, []string{"config:TestTelemetryCloseBounded"}},
+	"telemetry.headers": {config.MaxTelemetryHeaders, []string{"config:TestTelemetryHeadersBound"}},
+	"Telemetry / one content attribute (`telemetry.capture_content`: messages, tool arguments, results)": {axocoatl.MaxSpanContentBytes, []string{".:TestRunSpansCaptureContent"}},
+	"Telemetry / a name a peer chose (a response's model, a finish reason)":                              {256, []string{".:TestSpanPeerNamesBounded"}},
+	"Telemetry / a collector's answer read":                                                              {64 << 10, nil},
+
 	// Agent runs
 	"agents[].max_iterations":                            {agent.DefaultMaxIterations, []string{".:TestMaxIterations"}},
 	"agents[].timeout":                                   {agent.DefaultTimeout, []string{".:TestTimeoutAndCloseCancelRuns"}},

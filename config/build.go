@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"log/slog"
 	"net/http"
 	"os"
@@ -71,6 +72,9 @@ type Runtime struct {
 	bus lattice.Bus
 	// convs is closed after the Engine.
 	convs conversation.Store
+	// tracerProvider exports the spans (telemetry:); shut down, flushing,
+	// last of all. Nil when telemetry is off.
+	tracerProvider *sdktrace.TracerProvider
 	// mcpReady is closed when every MCP server finished its first connect
 	// attempt; the goroutine that waits for it ends by then or on Close
 	// (stopWaiting, waited).
@@ -121,7 +125,18 @@ func (c *Config) Build(ctx context.Context, opts BuildOptions) (*Runtime, error)
 		return nil, err
 	}
 	rt := &Runtime{bus: bus, convs: convs, ConversationStore: where}
-	rt.Engine = axocoatl.New(axocoatl.Options{Logger: log, Bus: bus, HTTP: c.HTTPOptions(), MaxRuns: c.Server.MaxConcurrentRuns, Conversations: convs})
+	engineOpts := axocoatl.Options{Logger: log, Bus: bus, HTTP: c.HTTPOptions(), MaxRuns: c.Server.MaxConcurrentRuns, Conversations: convs,
+		CaptureContent: c.Telemetry.CaptureContent}
+	// Off (the default), no provider is made: nothing starts, nothing is
+	// dialed, and the Engine uses otel's global (a host's, or a no-op).
+	if tp, err := c.Telemetry.TracerProvider(); err != nil {
+		return nil, errors.Join(err, rt.closeStores())
+	} else if tp != nil {
+		rt.tracerProvider = tp
+		engineOpts.TracerProvider = tp
+		logTelemetry(log, c.Telemetry)
+	}
+	rt.Engine = axocoatl.New(engineOpts)
 	fail := func(err error) (*Runtime, error) {
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -532,6 +547,23 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		<-rt.waited
 	}
 	err := rt.Engine.Close(ctx)
+	err = errors.Join(err, rt.closeStores())
+	if rt.tracerProvider != nil {
+		// Last: the spans of the shutdown itself are flushed too, within
+		// a bound of its own (a collector that is gone must not hold the
+		// exit).
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TelemetryShutdownTimeout)
+		defer cancel()
+		if terr := rt.tracerProvider.Shutdown(flushCtx); terr != nil {
+			err = errors.Join(err, fmt.Errorf("telemetry: flushing spans: %w", terr))
+		}
+	}
+	return err
+}
+
+// closeStores closes the conversation store and the bus Build opened.
+func (rt *Runtime) closeStores() error {
+	var err error
 	if rt.convs != nil {
 		err = errors.Join(err, rt.convs.Close())
 	}

@@ -97,6 +97,9 @@ type Config struct {
 	// Conversations is where agents' conversations are kept, and their
 	// bounds.
 	Conversations ConversationsConfig `yaml:"conversations"`
+	// Telemetry exports OpenTelemetry spans (off by default;
+	// docs/telemetry.md).
+	Telemetry TelemetryConfig `yaml:"telemetry"`
 
 	// Source is where the config came from: a path, or "<built-in>".
 	Source string `yaml:"-"`
@@ -712,6 +715,9 @@ func parse(source string, data []byte, lookup yamlconf.Lookup, env envOverrides,
 			errs = append(errs, fe)
 		}
 	}
+	// After the file's section validated: the variables fill what it
+	// left unset, each checked and blamed by its name.
+	errs = append(errs, cfg.overrideTelemetry(lookup)...)
 	if len(errs) > 0 {
 		// In the file's order, top to bottom; those of no line (a
 		// variable's, a flag's) last.
@@ -891,6 +897,7 @@ func (c *Config) validate() error {
 	errs = append(errs, d.ValidateTree("push", reflect.ValueOf(&c.Push).Elem())...)
 	errs = append(errs, d.ValidateTree("cluster", reflect.ValueOf(&c.Cluster).Elem())...)
 	errs = append(errs, d.ValidateTree("conversations", reflect.ValueOf(&c.Conversations).Elem())...)
+	errs = append(errs, d.ValidateTree("telemetry", reflect.ValueOf(&c.Telemetry).Elem())...)
 	if c.Conversations.Store == StoreNATS && c.Lattice.Backend != "nats" && !d.Failed("conversations.store") {
 		errs = append(errs, d.Errorf("conversations.store", "nats needs lattice.backend: nats (the store lives in the lattice's JetStream)"))
 	}

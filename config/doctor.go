@@ -115,7 +115,30 @@ func (c *Config) DoctorWith(ctx context.Context, opts DoctorOptions) *Report {
 	checkMCPServers(ctx, c, r)
 	checkA2AAgents(ctx, c, r)
 	checkWebhooks(ctx, c, r, opts)
+	checkTelemetry(ctx, c, r)
 	return r
+}
+
+// doctorDialTimeout bounds doctor's connection to the collector.
+const doctorDialTimeout = 3 * time.Second
+
+// checkTelemetry connects to the collector spans go to (when telemetry
+// exports) and records its host as egress; it sends no span.
+func checkTelemetry(ctx context.Context, c *Config, r *Report) {
+	t := c.Telemetry
+	host := t.CollectorHost()
+	if host == "" {
+		return
+	}
+	r.addEgress(host, "telemetry (OTLP/HTTP spans)")
+	d := net.Dialer{Timeout: doctorDialTimeout}
+	conn, err := d.DialContext(ctx, "tcp", host)
+	if err != nil {
+		r.fail("telemetry", fmt.Sprintf("collector %s cannot be reached: %v (spans would be dropped)", host, err))
+		return
+	}
+	conn.Close()
+	r.ok("telemetry", fmt.Sprintf("spans to %s over OTLP/HTTP, service %s, sample ratio %v", host, t.serviceName(), t.ratio()))
 }
 
 func authNote(cfg *Config) string {

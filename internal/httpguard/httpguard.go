@@ -53,6 +53,9 @@ type Options struct {
 	// on (the root package's Identity). Zero: the request is handed on
 	// as it is.
 	Bind func(*http.Request, *Principal) *http.Request
+	// Tracing makes a server span of each request [Guard.Wrap] serves.
+	// Zero: none.
+	Tracing Tracing
 }
 
 // Route describes one guarded route.
@@ -68,6 +71,7 @@ type Route struct {
 
 // Guard applies Options to requests. It is safe for concurrent use.
 type Guard struct {
+	tracing      Tracing
 	token        bool // some credential is required on non-public routes
 	creds        []credential
 	oauth        *Verifier
@@ -93,6 +97,10 @@ func New(o Options) (*Guard, error) {
 		publicURL:    strings.TrimRight(o.PublicURL, "/"),
 		bodyTimeout:  o.BodyTimeout,
 		writeTimeout: o.WriteTimeout,
+		tracing:      o.Tracing,
+	}
+	if g.tracing.Tracer == nil || g.tracing.Propagator == nil {
+		g.tracing.On = nil
 	}
 	if g.bodyTimeout == 0 {
 		g.bodyTimeout = DefaultBodyTimeout
@@ -160,7 +168,7 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 	if rt.Public {
 		scope = ScopePublic
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	serve := func(w http.ResponseWriter, r *http.Request) {
 		ArmBodyDeadline(w, r, g.bodyTimeout)
 		r, ok := g.Authorize(w, r, scope)
 		if !ok {
@@ -178,6 +186,9 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
+		if sw, ok := w.(*statusWriter); ok {
+			sw.req = r // its span reads the route a mux under h matched
+		}
 		if g.writeTimeout < 0 {
 			h.ServeHTTP(w, r)
 			return
@@ -185,6 +196,13 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 		dw := newDeadlineWriter(w, g.writeTimeout)
 		h.ServeHTTP(dw, r)
 		dw.finish()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.tracing.On != nil && g.tracing.On() {
+			g.serveTraced(w, r, serve)
+			return
+		}
+		serve(w, r)
 	})
 }
 

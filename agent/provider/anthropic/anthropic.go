@@ -142,6 +142,7 @@ type (
 		} `json:"content"`
 		StopReason string     `json:"stop_reason"`
 		Usage      *wireUsage `json:"usage"`
+		Model      string     `json:"model"`
 	}
 
 	// wireUsage is the usage of a call; a stream's message_delta repeats
@@ -210,7 +211,7 @@ func (m *Model) response(raw []byte, res *messagesResponse) (*agent.Response, er
 	if res.Content == nil {
 		return nil, m.call.Malformed(raw, "no content")
 	}
-	out := &agent.Response{Usage: res.Usage.usage()}
+	out := &agent.Response{Usage: res.Usage.usage(), Model: res.Model, FinishReason: res.StopReason}
 	var text []string
 	for _, b := range *res.Content {
 		switch b.Type {

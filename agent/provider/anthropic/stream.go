@@ -94,6 +94,7 @@ type streamEvent struct {
 	Type    tag        `json:"type"`
 	Index   wire.Index `json:"index"`
 	Message *struct {
+		Model string     `json:"model"`
 		Usage *wireUsage `json:"usage"`
 	} `json:"message"`
 	ContentBlock *struct {
@@ -135,6 +136,7 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		blocks  []block
 		usage   wireUsage
 		stop    string
+		model   string // message_start's
 		started bool
 	)
 	for n := 1; ; n++ {
@@ -178,6 +180,7 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 			started = true
 			if ev.Message != nil {
 				usage.update(ev.Message.Usage)
+				model = ev.Message.Model
 			}
 		case tagBlockStart:
 			cb := ev.ContentBlock
@@ -231,7 +234,7 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 			if stop == "max_tokens" && a.Calls() > 0 {
 				return nil, m.cutShort()
 			}
-			return &agent.Response{Content: a.Content(), ToolCalls: a.ToolCalls(), Usage: usage.usage()}, nil
+			return &agent.Response{Content: a.Content(), ToolCalls: a.ToolCalls(), Usage: usage.usage(), Model: model, FinishReason: stop}, nil
 		case tagError:
 			return nil, m.call.Failed(data)
 		}

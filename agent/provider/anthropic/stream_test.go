@@ -66,6 +66,8 @@ func TestStreamRecorded(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// The recorded answers name their model and why they stopped.
+			tc.want.Model, tc.want.FinishReason = "claude-sonnet-4-5-20250929", map[string]string{"text": "end_turn", "cached": "end_turn", "tool_split": "tool_use", "parallel": "tool_use"}[tc.name]
 			srv := streamtest.Serve(t, tc.name+".sse")
 			var rec streamtest.Recorder
 			got, err := newModel(t, srv.URL).GenerateStream(context.Background(), hi(), rec.Emit)
@@ -171,7 +173,7 @@ func TestStreamMalformedEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := agent.Response{ToolCalls: calls("t", "f", `{"a":[1,2]}`), Usage: agent.Usage{InputTokens: 3, OutputTokens: 7}}
+	want := agent.Response{ToolCalls: calls("t", "f", `{"a":[1,2]}`), Usage: agent.Usage{InputTokens: 3, OutputTokens: 7}, FinishReason: "tool_use"}
 	if !reflect.DeepEqual(*got, want) {
 		t.Fatalf("assembled\n%s\nwant\n%s", streamtest.JSON(got), streamtest.JSON(want))
 	}

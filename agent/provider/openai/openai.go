@@ -167,6 +167,7 @@ type (
 			FinishReason string `json:"finish_reason"`
 		} `json:"choices"`
 		Usage *chatUsage `json:"usage"`
+		Model string     `json:"model"`
 	}
 
 	// chatUsage is the usage of one call; cached tokens are part of the
@@ -272,7 +273,7 @@ func (m *Model) response(raw []byte, res *chatResponse) (*agent.Response, error)
 	if choice.FinishReason == "length" && len(msg.ToolCalls) > 0 {
 		return nil, m.cutShort()
 	}
-	out := &agent.Response{Content: contentText(msg.Content), Usage: res.Usage.usage()}
+	out := &agent.Response{Content: contentText(msg.Content), Usage: res.Usage.usage(), Model: res.Model, FinishReason: choice.FinishReason}
 	if out.Content == "" {
 		out.Content = contentText(msg.Refusal)
 	}

@@ -106,6 +106,7 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		slots     []slot // by wire index of a tool call
 		usage     *chatUsage
 		finish    string
+		model     string // the first chunk's that names one
 		refusal   strings.Builder
 		sawChoice bool
 	)
@@ -129,6 +130,16 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 		c.reset()
 		if err := frames.Decode(data, c); err != nil {
 			return nil, wire.MalformedStream("event %d: %s", n, err)
+		}
+		if model == "" && n <= 2 {
+			// Every chunk repeats the model: it is read from the first
+			// ones, not decoded into each chunk (a string per delta).
+			var named struct {
+				Model string `json:"model"`
+			}
+			if json.Unmarshal(data, &named) == nil && named.Model != "" {
+				model = named.Model
+			}
 		}
 		if len(c.Error) > 0 && string(c.Error) != "null" {
 			return nil, m.call.Failed(data)
@@ -167,7 +178,7 @@ func (m *Model) readStream(s *wire.SSE, emit func(agent.Delta)) (*agent.Response
 			return nil, err
 		}
 	}
-	return &agent.Response{Content: a.Content(), ToolCalls: a.ToolCalls(), Usage: usage.usage()}, nil
+	return &agent.Response{Content: a.Content(), ToolCalls: a.ToolCalls(), Usage: usage.usage(), Model: model, FinishReason: finish}, nil
 }
 
 // slot is the call at one wire index.

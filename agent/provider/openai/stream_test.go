@@ -58,6 +58,8 @@ func TestStreamRecorded(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// The recorded answers name their model and why they stopped.
+			tc.want.Model, tc.want.FinishReason = "gpt-4o-mini-2024-07-18", map[string]string{"text": "stop", "cached": "stop", "tool_split": "tool_calls", "parallel": "tool_calls"}[tc.name]
 			srv := streamtest.Serve(t, tc.name+".sse")
 			var rec streamtest.Recorder
 			got, err := newModel(t, srv.URL).GenerateStream(context.Background(), hi(), rec.Emit)
@@ -171,8 +173,8 @@ func TestStreamCompatibleServers(t *testing.T) {
 			agent.Response{ToolCalls: calls("a", "f", `{"x":3}`)}},
 		{"refusal",
 			"data: {\"choices\":[{\"delta\":{\"refusal\":\"I can't\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"refusal\":\" help.\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
-			agent.Response{Content: "I can't help."}},
-		{"JSON answer", "", agent.Response{Content: "Hello!"}},
+			agent.Response{Content: "I can't help.", FinishReason: "stop"}},
+		{"JSON answer", "", agent.Response{Content: "Hello!", Model: "gpt-4o-mini", FinishReason: "stop"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

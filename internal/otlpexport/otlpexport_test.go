@@ -1,0 +1,192 @@
+package otlpexport_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/axocoatl/axocoatl-go/internal/otlpexport"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
+)
+
+// record makes the same spans through exp: a remote parent, kinds,
+// every attribute type, an event, a link, an error status.
+func record(t *testing.T, exp sdktrace.SpanExporter) {
+	t.Helper()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "svc"))))
+	tr := tp.Tracer("scope", trace.WithInstrumentationVersion("1.2"))
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	remote := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
+	ctx, door := tr.Start(trace.ContextWithRemoteSpanContext(context.Background(), remote), "POST /x", trace.WithSpanKind(trace.SpanKindServer))
+	_, run := tr.Start(ctx, "invoke_agent a", trace.WithLinks(trace.Link{SpanContext: remote, Attributes: []attribute.KeyValue{attribute.String("l", "v")}}))
+	run.SetAttributes(attribute.String("s", "v"), attribute.Int("i", 7), attribute.Float64("f", 1.5), attribute.Bool("b", true),
+		attribute.StringSlice("ss", []string{"stop"}), attribute.Int64Slice("is", []int64{1, 2}))
+	run.AddEvent("e", trace.WithAttributes(attribute.String("k", "v")))
+	run.SetStatus(codes.Error, "it failed")
+	run.End()
+	door.End()
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// What this exporter sends decodes, field by field, to what
+// otlptracehttp sends for the same spans (ids and times aside).
+func TestSameAsOTLPTraceHTTP(t *testing.T) {
+	ours, theirs := testutil.NewOTLPReceiver(t), testutil.NewOTLPReceiver(t)
+	record(t, otlpexport.New(otlpexport.Options{URL: ours.URL + "/v1/traces"}))
+	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(theirs.URL+"/v1/traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	record(t, exp)
+	a, b := ours.Spans(), theirs.Spans()
+	if len(a) != 2 || len(b) != 2 {
+		t.Fatalf("spans: %d and %d", len(a), len(b))
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.ParentID == "" || x.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+			t.Errorf("span %q: trace %s parent %q", x.Name, x.TraceID, x.ParentID)
+		}
+		x.SpanID, y.SpanID, x.Start, y.Start, x.End, y.End = "", "", time.Time{}, time.Time{}, time.Time{}, time.Time{}
+		if i == 0 { // the run: its parent is the door, whose id differs
+			x.ParentID, y.ParentID = "", ""
+		}
+		if !reflect.DeepEqual(x, y) {
+			t.Errorf("span %d\nours   %+v\ntheirs %+v", i, x, y)
+		}
+	}
+}
+
+// A collector that is overloaded (503) is retried; one that refuses the
+// request (400) is not; headers go with every request. Guards: the
+// retries of one failed export (30 s, RetryElapsed): a collector that
+// stays down is given up on within the bound.
+func TestRetriesAndHeaders(t *testing.T) {
+	var calls atomic.Int32
+	recv := testutil.NewOTLPReceiver(t)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		if r.Header.Get("Api-Key") != "k" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+			http.Error(w, "headers", http.StatusUnauthorized)
+			return
+		}
+		if n == 1 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, recv.URL+r.URL.Path, r.Body)
+		req.Header = r.Header.Clone()
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		res.Body.Close()
+		w.WriteHeader(res.StatusCode)
+	}))
+	defer front.Close()
+	record(t, otlpexport.New(otlpexport.Options{URL: front.URL + "/v1/traces", Headers: map[string]string{"Api-Key": "k"}}))
+	if calls.Load() != 2 || len(recv.Spans()) != 2 {
+		t.Fatalf("%d requests, %d spans received", calls.Load(), len(recv.Spans()))
+	}
+
+	calls.Store(0)
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "bad\nline", http.StatusBadRequest)
+	}))
+	defer refuse.Close()
+	exp := otlpexport.New(otlpexport.Options{URL: refuse.URL})
+	err := exp.ExportSpans(context.Background(), spansOf(t))
+	if err == nil || calls.Load() != 1 || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "400") {
+		t.Fatalf("a refused export: %v after %d requests", err, calls.Load())
+	}
+	// A collector that stays down is given up on within RetryElapsed.
+	calls.Store(0)
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "down", http.StatusBadGateway)
+	}))
+	defer down.Close()
+	start := time.Now()
+	err = otlpexport.New(otlpexport.Options{URL: down.URL, RetryElapsed: 1500 * time.Millisecond}).ExportSpans(context.Background(), spansOf(t))
+	if err == nil || time.Since(start) > 10*time.Second || calls.Load() < 1 {
+		t.Fatalf("a collector down: %v after %v and %d requests", err, time.Since(start), calls.Load())
+	}
+	if err := exp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := exp.ExportSpans(context.Background(), spansOf(t)); !errors.Is(err, otlpexport.ErrShutdown) {
+		t.Fatalf("after Shutdown: %v", err)
+	}
+}
+
+func spansOf(t *testing.T) []sdktrace.ReadOnlySpan {
+	t.Helper()
+	var got []sdktrace.ReadOnlySpan
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(collect{&got}))
+	_, s := tp.Tracer("t").Start(context.Background(), "s")
+	s.End()
+	return got
+}
+
+type collect struct{ spans *[]sdktrace.ReadOnlySpan }
+
+func (c collect) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (c collect) OnEnd(s sdktrace.ReadOnlySpan)                   { *c.spans = append(*c.spans, s) }
+func (c collect) Shutdown(context.Context) error                  { return nil }
+func (c collect) ForceFlush(context.Context) error                { return nil }
+
+// Guards: telemetry.timeout (one export request): a collector that never
+// answers fails the request at the timeout, and with retries off the
+// export ends there.
+func TestRequestTimeout(t *testing.T) {
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-stop }))
+	defer hang.Close()
+	defer close(stop)
+	start := time.Now()
+	err := otlpexport.New(otlpexport.Options{URL: hang.URL, Timeout: 200 * time.Millisecond, RetryElapsed: -1}).ExportSpans(context.Background(), spansOf(t))
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("a collector that never answers: %v after %v", err, time.Since(start))
+	}
+}
+
+// A span with bytes that are not UTF-8 (a peer's text in an attribute, a
+// name, a status) is exported with them replaced: proto3 would refuse the
+// whole batch.
+func TestInvalidUTF8Exported(t *testing.T) {
+	recv := testutil.NewOTLPReceiver(t)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces"})))
+	_, s := tp.Tracer("t").Start(context.Background(), "bad \xff name")
+	s.SetAttributes(attribute.String("k", "v\xc3"), attribute.StringSlice("ss", []string{"\xfe"}))
+	s.SetStatus(codes.Error, "oops \xff")
+	s.End()
+	_, ok := tp.Tracer("t").Start(context.Background(), "fine")
+	ok.End()
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := recv.Spans()
+	if len(spans) != 2 || spans[0].Name != "bad \uFFFD name" || spans[0].Attrs["k"] != "v\uFFFD" {
+		t.Fatalf("spans %+v", spans)
+	}
+}
