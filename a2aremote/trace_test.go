@@ -17,7 +17,9 @@ import (
 // A call of a remote agent inside a trace is a client span,
 // "invoke_agent <name>", child of the caller's, and every request of it
 // carries the span's traceparent header: A2A 1.0 and 0.3 (JSON-RPC and
-// HTTP+JSON). A call outside any trace sends none and makes no span.
+// HTTP+JSON). The Engine's execute_tool span stands between the two. A
+// call outside any trace starts its own (execute_tool is its root), and
+// sends that trace, never an earlier call's.
 func TestTraceContextOut(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -60,7 +62,16 @@ func TestTraceContextOut(t *testing.T) {
 			if span == nil {
 				t.Fatalf("no span invoke_agent remote among %d", len(rec.Ended()))
 			}
-			if span.SpanKind() != trace.SpanKindClient || span.Parent().SpanID() != parent.SpanID() || span.SpanContext().TraceID() != parent.TraceID() {
+			var tool sdktrace.ReadOnlySpan
+			for _, sp := range rec.Ended() {
+				if sp.SpanContext().SpanID() == span.Parent().SpanID() {
+					tool = sp
+				}
+			}
+			if tool == nil || tool.Name() != "execute_tool a2a__remote" || tool.Parent().SpanID() != parent.SpanID() {
+				t.Fatalf("the call's span is not a child of execute_tool a2a__remote, child of the caller's: parent %v", tool)
+			}
+			if span.SpanKind() != trace.SpanKindClient || span.SpanContext().TraceID() != parent.TraceID() {
 				t.Errorf("span kind %v parent %v trace %v", span.SpanKind(), span.Parent().SpanID(), span.SpanContext().TraceID())
 			}
 			want := "00-" + parent.TraceID().String() + "-" + span.SpanContext().SpanID().String() + "-01"
@@ -72,11 +83,22 @@ func TestTraceContextOut(t *testing.T) {
 			if _, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "a2a__remote", Arguments: args}); err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := p.tparent.Load().(string); got != "" {
-				t.Errorf("a call outside a trace sent traceparent %q", got)
+			ended := rec.Ended()[n:]
+			if len(ended) != 2 {
+				t.Fatalf("a call outside a trace made %d spans, want execute_tool and invoke_agent", len(ended))
 			}
-			if len(rec.Ended()) != n {
-				t.Errorf("a call outside a trace made %d spans", len(rec.Ended())-n)
+			var own sdktrace.ReadOnlySpan
+			for _, sp := range ended {
+				if sp.Name() == "invoke_agent remote" {
+					own = sp
+				}
+			}
+			if own == nil || own.SpanContext().TraceID() == parent.TraceID() {
+				t.Fatalf("a call outside a trace: spans %v", ended)
+			}
+			want = "00-" + own.SpanContext().TraceID().String() + "-" + own.SpanContext().SpanID().String() + "-01"
+			if got, _ := p.tparent.Load().(string); got != want {
+				t.Errorf("a call outside a trace sent traceparent %q, want its own trace's %q", got, want)
 			}
 		})
 	}

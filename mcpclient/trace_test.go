@@ -136,7 +136,18 @@ func TestTraceContextOut(t *testing.T) {
 			if span == nil {
 				t.Fatalf("no span tools/call where among %d", len(spans))
 			}
-			if span.SpanKind() != trace.SpanKindClient || span.Parent().SpanID() != parent.SpanID() || span.SpanContext().TraceID() != parent.TraceID() {
+			// The Engine's execute_tool span stands between the caller's and
+			// the call's.
+			var tool sdktrace.ReadOnlySpan
+			for _, sp := range spans {
+				if sp.SpanContext().SpanID() == span.Parent().SpanID() {
+					tool = sp
+				}
+			}
+			if tool == nil || tool.Name() != "execute_tool mcp__tr__where" || tool.Parent().SpanID() != parent.SpanID() {
+				t.Fatalf("the call's span is not a child of execute_tool mcp__tr__where, child of the caller's: parent %v", tool)
+			}
+			if span.SpanKind() != trace.SpanKindClient || span.SpanContext().TraceID() != parent.TraceID() {
 				t.Errorf("span kind %v parent %v trace %v", span.SpanKind(), span.Parent().SpanID(), span.SpanContext().TraceID())
 			}
 			attrs := map[string]string{}
@@ -154,17 +165,29 @@ func TestTraceContextOut(t *testing.T) {
 				t.Errorf("header traceparent %q, want %q", s.header, want)
 			}
 
-			// Outside a trace: nothing sent, no span.
+			// Outside a trace: the call starts its own (execute_tool is its
+			// root) and sends that one, never the earlier call's.
 			before := len(rec.Ended())
 			if _, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__tr__where", Arguments: json.RawMessage(`{}`)}); err != nil {
 				t.Fatal(err)
 			}
 			s = <-got
-			if s.meta != "" || s.state != "" || s.header != "" {
-				t.Errorf("a call outside a trace sent %+v", s)
+			ended := rec.Ended()[before:]
+			if len(ended) != 2 {
+				t.Fatalf("a call outside a trace made %d spans, want execute_tool and tools/call", len(ended))
 			}
-			if n := len(rec.Ended()); n != before {
-				t.Errorf("a call outside a trace made %d spans", n-before)
+			var own sdktrace.ReadOnlySpan
+			for _, sp := range ended {
+				if sp.Name() == "tools/call where" {
+					own = sp
+				}
+			}
+			if own == nil || own.SpanContext().TraceID() == parent.TraceID() {
+				t.Fatalf("a call outside a trace: spans %v", ended)
+			}
+			want = "00-" + own.SpanContext().TraceID().String() + "-" + own.SpanContext().SpanID().String() + "-01"
+			if s.meta != want || s.state != "" || (c.http && s.header != want) {
+				t.Errorf("a call outside a trace sent %+v, want its own trace's %q", s, want)
 			}
 		})
 	}
