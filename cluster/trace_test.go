@@ -73,9 +73,10 @@ func spanNamed(rec *tracetest.SpanRecorder, name string) sdktrace.ReadOnlySpan {
 
 // A run that crosses to another daemon keeps its trace id there: the
 // caller's hop is a client span, the executing daemon's a server span
-// whose child the run is, and the run's events there carry the trace
-// (over NATS, in their headers). A task outside any trace crosses with
-// no trace headers and makes no span on either side.
+// whose child the run (invoke_agent) is, and the run's events there carry
+// the trace (over NATS, in their headers). A task outside any trace
+// crosses with no trace headers and no hop span on either side; the run
+// on the executing daemon starts a trace of its own.
 func TestTraceCrossesDaemons(t *testing.T) {
 	ns := startNATS(t, -1)
 	seen := make(chan trace.SpanContext, 2)
@@ -103,10 +104,14 @@ func TestTraceCrossesDaemons(t *testing.T) {
 	if serve == nil || serve.SpanKind() != trace.SpanKindServer || serve.Parent().SpanID() != call.SpanContext().SpanID() || serve.SpanContext().TraceID() != parent.TraceID() {
 		t.Fatalf("A's hop span %v", serve)
 	}
-	if sc.SpanID() != serve.SpanContext().SpanID() {
-		t.Errorf("the run's span %s is not A's hop %s", sc.SpanID(), serve.SpanContext().SpanID())
+	run, chat := spanNamed(recA, "invoke_agent tracer"), spanNamed(recA, "chat")
+	if run == nil || run.Parent().SpanID() != serve.SpanContext().SpanID() {
+		t.Fatalf("the run's span %v is not a child of A's hop %s", run, serve.SpanContext().SpanID())
 	}
-	if want := "00-" + parent.TraceID().String() + "-" + sc.SpanID().String() + "-01"; ev.TraceParent != want {
+	if chat == nil || chat.Parent().SpanID() != run.SpanContext().SpanID() || sc.SpanID() != chat.SpanContext().SpanID() {
+		t.Errorf("the model ran in span %s, not in its chat span %v under the run", sc.SpanID(), chat)
+	}
+	if want := "00-" + parent.TraceID().String() + "-" + run.SpanContext().SpanID().String() + "-01"; ev.TraceParent != want {
 		t.Errorf("A's TaskCompleted carries traceparent %q, want %q", ev.TraceParent, want)
 	}
 
@@ -129,14 +134,19 @@ func TestTraceCrossesDaemons(t *testing.T) {
 	if _, err := b.e.Execute(context.Background(), "tracer", "y"); err != nil {
 		t.Fatal(err)
 	}
-	if sc := <-seen; sc.IsValid() {
-		t.Errorf("a task outside a trace ran in trace %s", sc.TraceID())
+	if sc := <-seen; sc.TraceID() == parent.TraceID() {
+		t.Errorf("a task outside a trace ran in the earlier task's trace %s", sc.TraceID())
 	}
 	if h := recvHeader(t, hdrs); len(h) != 0 {
 		t.Errorf("a task outside a trace had headers %v", h)
 	}
-	if len(recA.Ended()) != nA || len(recB.Ended()) != nB {
-		t.Errorf("a task outside a trace made spans: A %d, B %d", len(recA.Ended())-nA, len(recB.Ended())-nB)
+	if len(recB.Ended()) != nB {
+		t.Errorf("a task outside a trace made %d spans on the caller", len(recB.Ended())-nB)
+	}
+	for _, sp := range recA.Ended()[nA:] {
+		if sp.Name() == "cluster.exec tracer" || sp.Parent().IsValid() && sp.Parent().IsRemote() {
+			t.Errorf("a task outside a trace: span %q on A continues a trace from elsewhere", sp.Name())
+		}
 	}
 }
 
