@@ -94,11 +94,42 @@ func TestTraceContextIn(t *testing.T) {
 		if span.SpanKind() != trace.SpanKindServer || span.SpanContext().TraceID().String() != wantTrace {
 			t.Errorf("span kind %v trace %s", span.SpanKind(), span.SpanContext().TraceID())
 		}
-		if wantParent != "" && span.Parent().SpanID().String() != wantParent {
-			t.Errorf("span parent %s, want %s", span.Parent().SpanID(), wantParent)
+		// The caller's span is the call's parent, or its grandparent
+		// where the HTTP door's own span stands between them.
+		ended := rec.Ended()
+		byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+		for _, sp := range ended {
+			byID[sp.SpanContext().SpanID()] = sp
 		}
-		if sc.SpanID() != span.SpanContext().SpanID() {
-			t.Errorf("the run's span %s is not the call's %s", sc.SpanID(), span.SpanContext().SpanID())
+		if wantParent != "" {
+			found := false
+			for p := span.Parent(); p.IsValid() && !found; {
+				found = p.SpanID().String() == wantParent
+				sp, ok := byID[p.SpanID()]
+				if !ok {
+					break
+				}
+				p = sp.Parent()
+			}
+			if !found {
+				t.Errorf("span parent %s, want %s among its ancestors", span.Parent().SpanID(), wantParent)
+			}
+		}
+		// The run is the call's child and the model runs in its chat span.
+		var run, chat sdktrace.ReadOnlySpan
+		for _, sp := range ended[before:] {
+			switch {
+			case sp.Name() == "invoke_agent tracer" && sp.Parent().SpanID() == span.SpanContext().SpanID():
+				run = sp
+			case sp.SpanContext().SpanID() == sc.SpanID():
+				chat = sp
+			}
+		}
+		if run == nil {
+			t.Fatalf("no run span invoke_agent tracer under the call's %s", span.SpanContext().SpanID())
+		}
+		if chat == nil || chat.Parent().SpanID() != run.SpanContext().SpanID() {
+			t.Errorf("the model ran in span %s, not in a chat span under the run %s", sc.SpanID(), run.SpanContext().SpanID())
 		}
 		return sc
 	}
