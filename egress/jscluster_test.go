@@ -223,7 +223,13 @@ func (cr *clusterReceiver) check(t *testing.T, n int) map[int]string {
 		}
 		node := r.header.Get(nodeHeader)
 		if prev, ok := by[k]; ok {
-			t.Fatalf("event %d (delivery %s) accepted twice: by %s and by %s", k, r.msg.DeliveryID, prev, node)
+			var seen []string
+			for _, q := range cr.requests() {
+				if q.msg.DeliveryID == r.msg.DeliveryID {
+					seen = append(seen, fmt.Sprintf("%s %s → %d", q.at.Format("15:04:05.000"), q.header.Get(nodeHeader), q.code))
+				}
+			}
+			t.Fatalf("event %d (delivery %s) accepted twice: by %s and by %s; its requests: %s", k, r.msg.DeliveryID, prev, node, strings.Join(seen, ", "))
 		}
 		by[k] = node
 	}
