@@ -85,15 +85,15 @@ func TestJetStreamRedeliveryToTheSenderIsNotSentAgain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for msg := range batch.Messages() {
-			md, err := msg.Metadata()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return msg, md.NumDelivered
+		msg, ok := <-batch.Messages()
+		if !ok {
+			t.Fatalf("no message within 30s: %v", batch.Error())
 		}
-		t.Fatalf("no message within 30s: %v", batch.Error())
-		return nil, 0
+		md, err := msg.Metadata()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg, md.NumDelivered
 	}
 
 	// In flight here when it comes back.
