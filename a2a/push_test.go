@@ -22,6 +22,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/egress"
+	"github.com/axocoatl/axocoatl-go/secret"
 )
 
 // The push tests run the real egress module beside the handler, meeting
@@ -71,11 +72,15 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newPushFixture(t testing.TB, cfg a2a.Config, push egress.Push) *pushFixture {
+func newPushFixture(t testing.TB, cfg a2a.Config, push egress.Push, guard ...axocoatl.HTTPOptions) *pushFixture {
 	t.Helper()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	f := &fixture{eng: axocoatl.New(axocoatl.Options{Logger: log}), started: make(chan string, 16)}
+	opts := axocoatl.Options{Logger: log}
+	if len(guard) > 0 {
+		opts.HTTP = guard[0]
+	}
+	f := &fixture{eng: axocoatl.New(opts), started: make(chan string, 16)}
 	pf := &pushFixture{fixture: f, release: make(chan struct{}), logs: logs}
 	must(t, f.eng.AddAgent(agent.Spec{ID: "gated", Timeout: time.Minute}, gatedModel{pf.release}))
 	must(t, f.eng.AddAgent(agent.Spec{ID: "slow", Timeout: time.Minute}, slowModel{f.started}))
@@ -528,5 +533,60 @@ func TestPushDisabled(t *testing.T) {
 	status, out := post(t, f.fixture, "/a2a", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"x","pushNotificationConfig":{"url":"https://e"}}}`)
 	if status != http.StatusOK || !strings.Contains(out, "-32003") {
 		t.Fatalf("set without push delivery: %d %s", status, out)
+	}
+}
+
+// A config's token authenticates the notifications to the client's
+// receiver: a caller who may only read (it may not register configs)
+// sees the config without it, in Get and List, over both bindings.
+func TestPushTokenNotShownToReaders(t *testing.T) {
+	const readTok = "read-only-token-0123456789"
+	rc := newReceiver(t)
+	f := newPushFixture(t, a2a.Config{PushAllowedHosts: []string{"127.0.0.1"}}, fastPush, axocoatl.HTTPOptions{
+		APIToken: secret.Secret("executor-token-0123456789"),
+		Tokens:   []axocoatl.Token{{Name: "reader", Token: secret.Secret(readTok), Scopes: []axocoatl.Scope{axocoatl.ScopeRead}}},
+	})
+	f.client.Transport = bearer{"executor-token-0123456789", f.client.Transport}
+	c, _, _ := f.v1Client(t, f.srv.URL, a2a1.TransportProtocolJSONRPC)
+	ctx := context.Background()
+	req := v1Message("hello", map[string]any{a2a.ReceiverKey: "gated"})
+	req.Config = &a2a1.SendMessageConfig{ReturnImmediately: true}
+	task := v1Send(t, c, req)
+	defer close(f.release)
+	if _, err := c.CreateTaskPushConfig(ctx, &a2a1.PushConfig{TaskID: task.ID, ID: "cfg1", URL: rc.srv.URL + "/hook", Token: pushToken}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GetTaskPushConfig(ctx, &a2a1.GetTaskPushConfigRequest{TaskID: task.ID, ID: "cfg1"})
+	if err != nil || got.Token != pushToken {
+		t.Fatalf("the executor's GetTaskPushConfig = %+v, %v; want its token", got, err)
+	}
+	read := func(method, path, body string) string {
+		t.Helper()
+		r, err := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+		must(t, err)
+		r.Header.Set("Authorization", "Bearer "+readTok)
+		r.Header.Set("Content-Type", "application/json")
+		if !strings.Contains(body, "tasks/") { // 0.3 methods go without it
+			r.Header.Set("A2A-Version", "1.0")
+		}
+		resp, err := http.DefaultClient.Do(r)
+		must(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "cfg1") {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	for _, b := range []string{
+		read("GET", "/a2a/tasks/"+string(task.ID)+"/pushNotificationConfigs/cfg1", ""),
+		read("GET", "/a2a/tasks/"+string(task.ID)+"/pushNotificationConfigs", ""),
+		read("POST", "/a2a", `{"jsonrpc":"2.0","id":1,"method":"GetTaskPushNotificationConfig","params":{"taskId":"`+string(task.ID)+`","id":"cfg1"}}`),
+		read("POST", "/a2a", `{"jsonrpc":"2.0","id":2,"method":"ListTaskPushNotificationConfigs","params":{"taskId":"`+string(task.ID)+`"}}`),
+		read("POST", "/a2a", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/list","params":{"id":"`+string(task.ID)+`"}}`),
+	} {
+		if strings.Contains(b, pushToken) {
+			t.Errorf("a reader was shown the push token: %s", b)
+		}
 	}
 }
