@@ -439,18 +439,32 @@ func (r *pushRegistry) remove(ctx context.Context, id a2a03.TaskID, cid string) 
 }
 
 // The wire shapes, credentials left out (A2A: a server need not return
-// them).
+// them), and the token too unless showToken: it authenticates the
+// notifications to the client's receiver, so only a caller who may
+// register configs (execute scope) is shown it ([tokenShown]); a reader
+// would otherwise learn what makes a forged notification pass.
 
-func (c *pushConfig) v1() *a2a1.PushConfig {
-	out := &a2a1.PushConfig{TaskID: a2a1.TaskID(c.taskID), ID: c.id, URL: c.url, Token: c.token}
+// tokenShown: the caller may see configs' tokens.
+func tokenShown(ctx context.Context) bool {
+	return axocoatl.IdentityFrom(ctx).Can(axocoatl.ScopeExecute)
+}
+
+func (c *pushConfig) v1(showToken bool) *a2a1.PushConfig {
+	out := &a2a1.PushConfig{TaskID: a2a1.TaskID(c.taskID), ID: c.id, URL: c.url}
+	if showToken {
+		out.Token = c.token
+	}
 	if c.scheme != "" {
 		out.Auth = &a2a1.PushAuthInfo{Scheme: c.scheme}
 	}
 	return out
 }
 
-func (c *pushConfig) v03() *a2a03.TaskPushConfig {
-	out := &a2a03.TaskPushConfig{TaskID: c.taskID, Config: a2a03.PushConfig{ID: c.id, URL: c.url, Token: c.token}}
+func (c *pushConfig) v03(showToken bool) *a2a03.TaskPushConfig {
+	out := &a2a03.TaskPushConfig{TaskID: c.taskID, Config: a2a03.PushConfig{ID: c.id, URL: c.url}}
+	if showToken {
+		out.Config.Token = c.token
+	}
 	if c.scheme != "" {
 		out.Config.Auth = &a2a03.PushAuthInfo{Schemes: []string{c.scheme}}
 	}
@@ -488,7 +502,7 @@ func (h *Handler) pushCreate1(ctx context.Context, pc *a2a1.PushConfig, pathAgen
 	if rerr := h.register(t, c); rerr != nil {
 		return nil, rerr
 	}
-	return c.v1(), nil
+	return c.v1(true), nil
 }
 
 // pushSet03 is tasks/pushNotificationConfig/set.
@@ -515,7 +529,7 @@ func (h *Handler) pushSet03(ctx context.Context, raw json.RawMessage, pathAgent 
 	if rerr := h.register(t, c); rerr != nil {
 		return nil, rerr
 	}
-	return c.v03(), nil
+	return c.v03(true), nil
 }
 
 func (h *Handler) newPushConfig03(id a2a03.TaskID, pc *a2a03.PushConfig) (*pushConfig, *rpcError) {
@@ -597,7 +611,7 @@ func (h *Handler) servePush03(ctx context.Context, method string, raw json.RawMe
 		if rerr != nil {
 			return nil, rerr
 		}
-		return c.v03(), nil
+		return c.v03(tokenShown(ctx)), nil
 	case a2awire.Method03PushConfigList:
 		var q a2a03.ListTaskPushConfigParams
 		if rerr := decodeParams(raw, &q); rerr != nil {
@@ -609,7 +623,7 @@ func (h *Handler) servePush03(ctx context.Context, method string, raw json.RawMe
 		}
 		out := make([]*a2a03.TaskPushConfig, 0, len(cs))
 		for _, c := range cs {
-			out = append(out, c.v03())
+			out = append(out, c.v03(tokenShown(ctx)))
 		}
 		return out, nil
 	default: // delete
@@ -639,7 +653,7 @@ func (h *Handler) servePush1(ctx context.Context, method string, raw json.RawMes
 		if rerr != nil {
 			return nil, rerr
 		}
-		return c.v1(), nil
+		return c.v1(tokenShown(ctx)), nil
 	case a2awire.Method1PushList:
 		var q a2a1.ListTaskPushConfigRequest
 		if rerr := decodeParams(raw, &q); rerr != nil {
@@ -665,7 +679,7 @@ func (h *Handler) pushListV1(ctx context.Context, id a2a03.TaskID, pathAgent str
 	}
 	out := &a2a1.ListTaskPushConfigResponse{Configs: make([]*a2a1.PushConfig, 0, len(cs))}
 	for _, c := range cs {
-		out.Configs = append(out.Configs, c.v1())
+		out.Configs = append(out.Configs, c.v1(tokenShown(ctx)))
 	}
 	return out, nil
 }
@@ -720,7 +734,7 @@ func (h *Handler) restPush(w http.ResponseWriter, r *http.Request, pathAgent str
 			writeRESTError(w, rerr)
 			return
 		}
-		writeRESTJSON(w, c.v1())
+		writeRESTJSON(w, c.v1(tokenShown(ctx)))
 	default:
 		out, rerr := h.pushListV1(ctx, id, pathAgent)
 		if rerr != nil {

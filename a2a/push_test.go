@@ -23,6 +23,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/egress"
+	"github.com/axocoatl/axocoatl-go/secret"
 )
 
 // The push tests run the real egress module beside the handler, meeting
@@ -612,5 +613,62 @@ func TestPushConfigsOwnedByTheirCaller(t *testing.T) {
 				t.Fatalf("after the admin's delete: %+v, %v", list, err)
 			}
 		})
+	}
+}
+
+// A config's token authenticates the notifications to the client's
+// receiver: a caller who may only read (it may not register configs)
+// is never shown it, in Get and List, over both bindings. Configs belong
+// to their registrant, so a reader gets none of another's (and were one
+// shown, tokenShown would hide its token from a caller without execute).
+func TestPushTokenNotShownToReaders(t *testing.T) {
+	const readTok = "read-only-token-0123456789"
+	rc := newReceiver(t)
+	f := newPushFixtureWith(t, a2a.Config{PushAllowedHosts: []string{"127.0.0.1"}}, fastPush, axocoatl.HTTPOptions{
+		APIToken: secret.Secret("executor-token-0123456789"),
+		Tokens:   []axocoatl.Token{{Name: "reader", Token: secret.Secret(readTok), Scopes: []axocoatl.Scope{axocoatl.ScopeRead}}},
+	})
+	f.client.Transport = bearer{"executor-token-0123456789", f.client.Transport}
+	c, _, _ := f.v1Client(t, f.srv.URL, a2a1.TransportProtocolJSONRPC)
+	ctx := context.Background()
+	req := v1Message("hello", map[string]any{a2a.ReceiverKey: "gated"})
+	req.Config = &a2a1.SendMessageConfig{ReturnImmediately: true}
+	task := v1Send(t, c, req)
+	defer close(f.release)
+	if _, err := c.CreateTaskPushConfig(ctx, &a2a1.PushConfig{TaskID: task.ID, ID: "cfg1", URL: rc.srv.URL + "/hook", Token: pushToken}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GetTaskPushConfig(ctx, &a2a1.GetTaskPushConfigRequest{TaskID: task.ID, ID: "cfg1"})
+	if err != nil || got.Token != pushToken {
+		t.Fatalf("the executor's GetTaskPushConfig = %+v, %v; want its token", got, err)
+	}
+	read := func(method, path, body string) string {
+		t.Helper()
+		r, err := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+		must(t, err)
+		r.Header.Set("Authorization", "Bearer "+readTok)
+		r.Header.Set("Content-Type", "application/json")
+		if !strings.Contains(body, "tasks/") { // 0.3 methods go without it
+			r.Header.Set("A2A-Version", "1.0")
+		}
+		resp, err := http.DefaultClient.Do(r)
+		must(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode >= 500 || strings.Contains(string(b), rc.srv.URL+"/hook") {
+			t.Errorf("%s %s: a reader was shown the executor's config: %d %s", method, path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	for _, b := range []string{
+		read("GET", "/a2a/tasks/"+string(task.ID)+"/pushNotificationConfigs/cfg1", ""),
+		read("GET", "/a2a/tasks/"+string(task.ID)+"/pushNotificationConfigs", ""),
+		read("POST", "/a2a", `{"jsonrpc":"2.0","id":1,"method":"GetTaskPushNotificationConfig","params":{"taskId":"`+string(task.ID)+`","id":"cfg1"}}`),
+		read("POST", "/a2a", `{"jsonrpc":"2.0","id":2,"method":"ListTaskPushNotificationConfigs","params":{"taskId":"`+string(task.ID)+`"}}`),
+		read("POST", "/a2a", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/list","params":{"id":"`+string(task.ID)+`"}}`),
+	} {
+		if strings.Contains(b, pushToken) {
+			t.Errorf("a reader was shown the push token: %s", b)
+		}
 	}
 }

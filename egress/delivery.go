@@ -79,6 +79,7 @@ type delivery struct {
 	created   time.Time
 
 	key      uint64 // position in the store: deliveries are resent in key order
+	seq      uint64 // JetStream: the stream sequence of the message being sent
 	status   Status
 	attempts []Attempt
 	// base is the number of attempts made before the last retry through

@@ -524,7 +524,32 @@ func (b *jsBackend) deliver(ctx context.Context, h *hook, msg jetstream.Msg) {
 		_ = msg.Term()
 		return
 	}
+	var seq uint64
+	if md, err := msg.Metadata(); err == nil {
+		seq = md.Sequence.Stream
+	}
+	d.seq = seq
 	h.mu.Lock()
+	// A message redelivered to the process that still holds it (its
+	// renewals came late: a stall) stays with that sender, which settles
+	// it; one redelivered after this process delivered it (the ack came
+	// late) is acked, not sent again. Only the same message, by its stream
+	// sequence: another message under the same delivery_id is sent.
+	if prev := h.live[d.id]; prev != nil && seq != 0 && prev.seq == seq {
+		h.mu.Unlock()
+		h.m.log.Warn("webhook: a delivery came back while this process sends it (its lease lapsed); left to that sender",
+			"webhook", h.cfg.Name, "delivery_id", d.id)
+		return
+	}
+	for _, r := range h.recent {
+		if r.id == d.id && seq != 0 && r.seq == seq && r.status == StatusDelivered {
+			h.mu.Unlock()
+			h.m.log.Warn("webhook: a delivery came back after this process delivered it (its ack came late); acknowledged again, not sent",
+				"webhook", h.cfg.Name, "delivery_id", d.id)
+			_ = msg.Ack()
+			return
+		}
+	}
 	d.status = StatusInFlight
 	h.live[d.id] = d
 	h.inFlight++

@@ -37,6 +37,9 @@ const (
 	// nodeHeader is a static header each daemon's webhook adds: the
 	// receiver tells the daemons apart by it.
 	nodeHeader = "X-Test-Node"
+	// pidHeader is the daemon's process id: the receiver refuses a killed
+	// daemon's requests still in flight when it comes up.
+	pidHeader = "X-Test-Pid"
 )
 
 // jsChild is one daemon: an Engine on the NATS lattice (with the options
@@ -55,7 +58,7 @@ func jsChild() int {
 	}
 	eng := axocoatl.New(axocoatl.Options{Bus: bus, Logger: log})
 	m, err := New(Config{
-		Webhooks: []Webhook{{Name: "w", URL: os.Getenv(jsURLEnv), Secret: jsSecret, Headers: map[string]secret.Secret{nodeHeader: secret.Secret(node)},
+		Webhooks: []Webhook{{Name: "w", URL: os.Getenv(jsURLEnv), Secret: jsSecret, Headers: map[string]secret.Secret{nodeHeader: secret.Secret(node), pidHeader: secret.Secret(strconv.Itoa(os.Getpid()))},
 			MaxAttempts: 1000, BackoffBase: 20 * time.Millisecond, BackoffMax: 300 * time.Millisecond, Timeout: 5 * time.Second}},
 		JetStream: &JetStream{Conn: bus.Conn(), Prefix: bus.Prefix(), AckWait: 2 * time.Second},
 	})
@@ -172,6 +175,10 @@ func (p *daemonProc) alive(t *testing.T, node string) {
 type clusterReceiver struct {
 	*receiver
 	up atomic.Bool
+	// killed is the pid of a daemon killed: a request of its that reaches
+	// the handler late (read before the kill, answered after the receiver
+	// came up) is refused, as its sender can take no answer any more.
+	killed atomic.Int64
 
 	mu        sync.Mutex
 	verifyErr []string
@@ -185,6 +192,9 @@ func newClusterReceiver(t *testing.T) *clusterReceiver {
 			cr.verifyErr = append(cr.verifyErr, err.Error())
 			cr.mu.Unlock()
 			return http.StatusBadRequest
+		}
+		if pid, _ := strconv.ParseInt(r.header.Get(pidHeader), 10, 64); pid != 0 && pid == cr.killed.Load() {
+			return http.StatusServiceUnavailable
 		}
 		if cr.up.Load() {
 			return http.StatusOK
@@ -223,7 +233,13 @@ func (cr *clusterReceiver) check(t *testing.T, n int) map[int]string {
 		}
 		node := r.header.Get(nodeHeader)
 		if prev, ok := by[k]; ok {
-			t.Fatalf("event %d (delivery %s) accepted twice: by %s and by %s", k, r.msg.DeliveryID, prev, node)
+			var seen []string
+			for _, q := range cr.requests() {
+				if q.msg.DeliveryID == r.msg.DeliveryID {
+					seen = append(seen, fmt.Sprintf("%s %s → %d", q.at.Format("15:04:05.000"), q.header.Get(nodeHeader), q.code))
+				}
+			}
+			t.Fatalf("event %d (delivery %s) accepted twice: by %s and by %s; its requests: %s", k, r.msg.DeliveryID, prev, node, strings.Join(seen, ", "))
 		}
 		by[k] = node
 	}
@@ -268,6 +284,7 @@ func TestJetStreamClusterSurvivesKill(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "both daemons retrying", func() bool { return len(tried("a")) >= 20 && len(tried("b")) >= 20 })
 	a.alive(t, "a")
+	cr.killed.Store(int64(a.cmd.Process.Pid))
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

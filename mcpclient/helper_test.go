@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -20,6 +21,9 @@ import (
 
 // helperFlag selects what the re-executed test binary plays.
 const helperFlag = "-mcpclient.helper="
+
+// meetEnv names the Unix socket the "meet" helper waits on.
+const meetEnv = "MCPCLIENT_MEET"
 
 // helperMode returns the mode this process was started in, "" for tests.
 func helperMode() string {
@@ -52,6 +56,19 @@ func runHelper(mode string) {
 		oauthGuardClient()
 	case "slow":
 		serveStdio(time.Second)
+	case "meet":
+		// Dials the test's socket and serves once the test says all have
+		// arrived (TestStartupParallel).
+		c, err := net.Dial("unix", os.Getenv(meetEnv))
+		if err == nil {
+			_ = c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+			_, err = c.Read(make([]byte, 1))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "meet:", err)
+			os.Exit(4)
+		}
+		serveStdio(0)
 	case "garbage":
 		fmt.Println("Welcome to my server! <html>")
 		fmt.Println("{not json at all")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -270,9 +271,10 @@ const codeServerBusy = -32000
 // cannot all pass a check that none has joined yet (1,500 listens sent at
 // once held 1,487 streams against a bound of 1,000 when the count was
 // checked before the stream registered). An initialize holds its slot
-// while its POST is served, after which its session is in the go-sdk's
-// list: for that moment it is counted twice, so initializes racing at the
-// bound may be refused one slot early, never admitted one late.
+// until its answer starts ([releaseOnAnswer]); its session is in the
+// go-sdk's list from before that: for that moment it is counted twice, so
+// requests racing it at the bound may be refused one slot early, never
+// admitted one late; a request sent after the answer came is not.
 func (s *Server) reserveSession(listen bool) (release func()) {
 	counter := &s.initializing
 	if listen {
@@ -325,6 +327,41 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// releaseOnAnswer gives an initialize's MaxSessions slot back
+// ([Server.reserveSession]) when the go-sdk starts its answer: the go-sdk
+// lists the session before it handles the initialize, so from then on the
+// session is counted in its list, and the slot would count it twice for
+// as long as the handler takes to return, which a client that has its
+// answer and opens another session (a listen) may not wait for.
+type releaseOnAnswer struct {
+	http.ResponseWriter
+	release func()
+	once    sync.Once
+}
+
+func (r *releaseOnAnswer) answered() { r.once.Do(r.release) }
+
+func (r *releaseOnAnswer) WriteHeader(status int) {
+	r.answered()
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *releaseOnAnswer) Write(b []byte) (int, error) {
+	r.answered()
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush keeps the writer an http.Flusher for code that asserts it.
+func (r *releaseOnAnswer) Flush() {
+	r.answered()
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the writer below.
+func (r *releaseOnAnswer) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // jsonAnswerWriter sends a stateless call's JSON answer as soon as the
 // go-sdk writes it, with its Content-Length. The go-sdk writes the answer

@@ -510,8 +510,17 @@ func (s *Server) Start(_ context.Context, e *axocoatl.Engine) error {
 			} else {
 				defer s.posts.Done()
 			}
-			if p.release != nil {
+			switch {
+			case p.release != nil && p.listen:
 				defer p.release()
+			case p.release != nil:
+				// An initialize's slot goes back when its answer starts:
+				// its session is listed by then, and a client holding the
+				// answer must not find it counted twice (a handler
+				// descheduled after answering refused a listen that fitted).
+				ra := &releaseOnAnswer{ResponseWriter: w, release: p.release}
+				defer ra.answered()
+				w = ra
 			}
 		}
 		if r.Method == http.MethodPost && !era2026 && s.resume != nil {

@@ -19,10 +19,10 @@ import (
 // ErrRefused marks an address the guard refuses; check with errors.Is.
 var ErrRefused = errors.New("address refused")
 
-// special are the IPv4 ranges refused beside what netip classifies:
-// "this network", carrier-grade NAT (Alibaba's metadata service is
+// special are the ranges refused beside what netip classifies: "this
+// network", carrier-grade NAT (Alibaba's metadata service is
 // 100.100.100.200), IETF protocol assignments, benchmarking, reserved and
-// broadcast.
+// broadcast; NAT64, 6to4 and the other IPv6 forms of IPv4 addresses.
 var special = []struct {
 	p    netip.Prefix
 	what string
@@ -35,6 +35,14 @@ var special = []struct {
 	{netip.MustParsePrefix("64:ff9b::/96"), "a NAT64 address"},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "a NAT64 address"},
 	{netip.MustParsePrefix("2002::/16"), "a 6to4 address"},
+	// IPv4 in other IPv6 forms than the mapped one (Check unmaps that):
+	// IPv4-compatible (deprecated; a 6in4 route sends it as IPv4) and
+	// IPv4-translated. Teredo embeds an IPv4 address too.
+	{netip.MustParsePrefix("::/96"), "an IPv4-compatible IPv6 address"},
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "an IPv4-translated IPv6 address"},
+	{netip.MustParsePrefix("2001::/32"), "a Teredo address"},
+	{netip.MustParsePrefix("fec0::/10"), "a site-local address"},
+	{netip.MustParsePrefix("100::/64"), "a discard-only address"},
 }
 
 // Check says why ip may not be dialed (an error wrapping [ErrRefused]),

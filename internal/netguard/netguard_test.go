@@ -12,7 +12,14 @@ import (
 func TestCheck(t *testing.T) {
 	refused := []string{"127.0.0.1", "127.9.9.9", "::1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254",
 		"fe80::1", "fd00:ec2::254", "0.0.0.0", "::", "100.100.100.200", "224.0.0.1", "255.255.255.255", "::ffff:127.0.0.1",
-		"::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe", "0.1.2.3"}
+		"::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe", "0.1.2.3",
+		// IPv4 written in the other IPv6 forms: IPv4-compatible (::a.b.c.d,
+		// deprecated; a stack with a 6in4 route sends it as IPv4),
+		// IPv4-translated (::ffff:0:a.b.c.d); and the site-local range
+		// (deprecated, routed inside some networks still).
+		"::127.0.0.1", "::169.254.169.254", "::ffff:0:127.0.0.1", "::ffff:0:a9fe:a9fe", "fec0::1", "feff::1",
+		// Teredo embeds an IPv4 server; discard-only and ORCHIDs are never a receiver.
+		"2001::1", "100::1"}
 	for _, s := range refused {
 		if err := Check(netip.MustParseAddr(s)); !errors.Is(err, ErrRefused) {
 			t.Errorf("Check(%s) = %v, want refused", s, err)
