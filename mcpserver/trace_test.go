@@ -95,25 +95,37 @@ func TestTraceContextIn(t *testing.T) {
 			t.Errorf("span kind %v trace %s", span.SpanKind(), span.SpanContext().TraceID())
 		}
 		// The caller's span is the call's parent, or its grandparent
-		// where the HTTP door's own span stands between them.
-		ended := rec.Ended()
-		byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
-		for _, sp := range ended {
-			byID[sp.SpanContext().SpanID()] = sp
-		}
-		if wantParent != "" {
-			found := false
-			for p := span.Parent(); p.IsValid() && !found; {
-				found = p.SpanID().String() == wantParent
+		// where the HTTP door's own span stands between them (the door's
+		// span ends once the answer is written, maybe after the client
+		// has it: wait for it, 10 s at most).
+		var ended []sdktrace.ReadOnlySpan
+		descends := func() bool {
+			ended = rec.Ended()
+			byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+			for _, sp := range ended {
+				byID[sp.SpanContext().SpanID()] = sp
+			}
+			for p := span.Parent(); p.IsValid(); {
+				if p.SpanID().String() == wantParent {
+					return true
+				}
 				sp, ok := byID[p.SpanID()]
 				if !ok {
-					break
+					return false
 				}
 				p = sp.Parent()
 			}
-			if !found {
-				t.Errorf("span parent %s, want %s among its ancestors", span.Parent().SpanID(), wantParent)
+			return false
+		}
+		if wantParent != "" {
+			for deadline := time.Now().Add(10 * time.Second); !descends(); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Errorf("span parent %s, want %s among its ancestors", span.Parent().SpanID(), wantParent)
+					break
+				}
 			}
+		} else {
+			ended = rec.Ended()
 		}
 		// The run is the call's child and the model runs in its chat span.
 		var run, chat sdktrace.ReadOnlySpan
