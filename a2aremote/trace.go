@@ -2,13 +2,12 @@ package a2aremote
 
 import (
 	"context"
-	"net/http"
 	"net/url"
-	"strconv"
+
+	"github.com/axocoatl/axocoatl-go/internal/tracehttp"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -26,16 +25,8 @@ func (r *remote) startSpan(ctx context.Context) (context.Context, trace.Span) {
 		attribute.String("gen_ai.operation.name", "invoke_agent"),
 		attribute.String("gen_ai.agent.name", r.cfg.Name),
 	}
-	// The host and port only: the URL's path or query may hold a secret.
-	if u, err := url.Parse(r.cfg.URL); err == nil && u.Hostname() != "" {
-		attrs = append(attrs, attribute.String("server.address", u.Hostname()))
-		port := u.Port()
-		if port == "" {
-			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-		}
-		if p, err := strconv.Atoi(port); err == nil {
-			attrs = append(attrs, attribute.Int("server.port", p))
-		}
+	if u, err := url.Parse(r.cfg.URL); err == nil {
+		attrs = tracehttp.ServerAttrs(attrs, u)
 	}
 	r.mu.Lock()
 	gen := r.generation
@@ -60,18 +51,4 @@ func endSpan(span trace.Span, err error, isError bool) {
 		span.SetStatus(codes.Error, "remote task failed")
 	}
 	span.End()
-}
-
-// injectHeaders returns req with the trace context of its context's span
-// in its headers, cloned first unless cloned says the caller did; req
-// itself when it has no span.
-func injectHeaders(prop propagation.TextMapPropagator, req *http.Request, cloned bool) *http.Request {
-	if prop == nil || !trace.SpanContextFromContext(req.Context()).IsValid() {
-		return req
-	}
-	if !cloned {
-		req = req.Clone(req.Context())
-	}
-	prop.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
-	return req
 }

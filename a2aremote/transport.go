@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/propagation"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/axocoatl/axocoatl-go/internal/tracehttp"
+	"go.opentelemetry.io/otel/propagation"
 
 	a2a1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -71,7 +73,7 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header[k] = v
 		}
 	}
-	req = injectHeaders(t.prop, req, len(t.headers) > 0)
+	req = tracehttp.InjectHeaders(t.prop, req, len(t.headers) > 0)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return nil, err

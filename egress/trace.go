@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
+
+	"github.com/axocoatl/axocoatl-go/internal/tracehttp"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -95,17 +96,7 @@ func (h *hook) startAttempt(st *attemptState, r *http.Request) {
 	if attempt > 1 {
 		attrs = append(attrs, attribute.Int("http.request.resend_count", attempt-1))
 	}
-	// The host and port only: the URL's path or query may hold a secret.
-	if u, err := url.Parse(r.URL.String()); err == nil {
-		attrs = append(attrs, attribute.String("server.address", u.Hostname()))
-		port := u.Port()
-		if port == "" {
-			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-		}
-		if p, err := strconv.Atoi(port); err == nil {
-			attrs = append(attrs, attribute.Int("server.port", p))
-		}
-	}
+	attrs = tracehttp.ServerAttrs(attrs, r.URL)
 	ctx, span := t.tracer.Start(st.parent, "POST "+h.cfg.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	st.span = span
 	t.prop.Inject(ctx, propagation.HeaderCarrier(r.Header))

@@ -2,14 +2,13 @@ package mcpclient
 
 import (
 	"context"
-	"net/http"
 	"net/url"
-	"strconv"
+
+	"github.com/axocoatl/axocoatl-go/internal/tracehttp"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
@@ -90,29 +89,7 @@ func netAttrs(cfg ServerConfig) []attribute.KeyValue {
 		if err != nil {
 			return []attribute.KeyValue{attrTransport.String("tcp")}
 		}
-		host, port := u.Hostname(), u.Port()
-		if port == "" {
-			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-		}
-		out := []attribute.KeyValue{attrTransport.String("tcp"), attrServerAddr.String(host)}
-		if p, err := strconv.Atoi(port); err == nil {
-			out = append(out, attrServerPort.Int(p))
-		}
-		return out
+		return tracehttp.ServerAttrs([]attribute.KeyValue{attrTransport.String("tcp")}, u)
 	}
 	return []attribute.KeyValue{attrTransport.String("pipe")}
-}
-
-// injectHeaders returns req with the trace context of its context's span
-// in its headers (traceparent, tracestate), cloned first unless the
-// transport already did; req itself when it has no span.
-func injectHeaders(prop propagation.TextMapPropagator, req *http.Request, cloned bool) *http.Request {
-	if !trace.SpanContextFromContext(req.Context()).IsValid() {
-		return req
-	}
-	if !cloned {
-		req = req.Clone(req.Context())
-	}
-	prop.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
-	return req
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/axocoatl/axocoatl-go/internal/tracehttp"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -219,7 +221,7 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() {
 		_, span := s.startSpan(ctx, cs, "where", axocoatl.ToolCall{}, params)
 		endSpan(span, nil, nil, "")
-		if injectHeaders(prop, req, false) != req {
+		if tracehttp.InjectHeaders(prop, req, false) != req {
 			t.Fatal("a request outside a trace was cloned")
 		}
 	}); n != 0 {

@@ -20,6 +20,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/axocoatl/axocoatl-go/internal/tracehttp"
+
 	"github.com/axocoatl/axocoatl-go/internal/scrub"
 	"github.com/axocoatl/axocoatl-go/secret"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -360,7 +362,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	if t.prop != nil {
-		req = injectHeaders(t.prop, req, len(t.headers) > 0)
+		req = tracehttp.InjectHeaders(t.prop, req, len(t.headers) > 0)
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err == nil && resp.Body != nil {
