@@ -64,13 +64,21 @@ func newNode(t testing.TB, url, name string, cfg cluster.Config, agents map[stri
 // newNodeWith is newNode with the bus's options (its keys).
 func newNodeWith(t testing.TB, url string, opts latticenats.Options, cfg cluster.Config, agents map[string]agent.Model) *node {
 	t.Helper()
+	return newNodeEngine(t, url, opts, cfg, agents, axocoatl.Options{})
+}
+
+// newNodeEngine is newNodeWith with the Engine's options (its tracer
+// provider); their Bus is the node's own.
+func newNodeEngine(t testing.TB, url string, opts latticenats.Options, cfg cluster.Config, agents map[string]agent.Model, engOpts axocoatl.Options) *node {
+	t.Helper()
 	name := opts.Node
 	bus, err := latticenats.Connect(url, opts,
 		natsgo.MaxReconnects(-1), natsgo.ReconnectWait(50*time.Millisecond), natsgo.Name(name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := axocoatl.New(axocoatl.Options{Bus: bus})
+	engOpts.Bus = bus
+	e := axocoatl.New(engOpts)
 	for id, model := range agents {
 		if err := e.AddAgent(agent.Spec{ID: id, Description: "agent " + id + " of " + name}, model); err != nil {
 			t.Fatal(err)

@@ -14,9 +14,7 @@ import (
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/agent/provider"
-	"github.com/axocoatl/axocoatl-go/cluster"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
-	"github.com/axocoatl/axocoatl-go/lattice"
 	latticenats "github.com/axocoatl/axocoatl-go/lattice/nats"
 )
 
@@ -28,37 +26,21 @@ func (m spanModel) Generate(ctx context.Context, _ *agent.Request) (*agent.Respo
 	return &agent.Response{Content: "ok"}, nil
 }
 
-// tracedNode is newNode with an Engine that records its spans.
+// tracedNode is newNode with an Engine that records its spans, or, when
+// processors are given (a benchmark's exporter), hands them to those
+// instead, so no recorder grows beside them.
 func tracedNode(t testing.TB, url, name string, agents map[string]agent.Model, processors ...sdktrace.SpanProcessor) (*node, *tracetest.SpanRecorder) {
 	t.Helper()
-	bus, err := latticenats.Connect(url, latticenats.Options{Prefix: "ct", Node: name}, natsgo.Name(name))
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := tracetest.NewSpanRecorder()
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(rec)}
-	for _, p := range processors {
-		opts = []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(p)}
-	}
-	e := axocoatl.New(axocoatl.Options{Bus: bus, TracerProvider: sdktrace.NewTracerProvider(opts...)})
-	for id, model := range agents {
-		if err := e.AddAgent(agent.Spec{ID: id}, model); err != nil {
-			t.Fatal(err)
+	if len(processors) > 0 {
+		opts = opts[:0]
+		for _, p := range processors {
+			opts = append(opts, sdktrace.WithSpanProcessor(p))
 		}
 	}
-	local, err := bus.Subscribe(lattice.Filter{Local: true, Types: []string{axocoatl.EventTaskCompleted, axocoatl.EventAgentFailed}}, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := cluster.New(fast)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Use(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
-	n := &node{name: name, e: e, bus: bus, m: m, local: local}
-	t.Cleanup(n.close)
+	n := newNodeEngine(t, url, latticenats.Options{Prefix: "ct", Node: name}, fast, agents,
+		axocoatl.Options{TracerProvider: sdktrace.NewTracerProvider(opts...)})
 	return n, rec
 }
 
