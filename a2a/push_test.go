@@ -1,7 +1,6 @@
 package a2a_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/a2a"
 	"github.com/axocoatl/axocoatl-go/agent"
 	"github.com/axocoatl/axocoatl-go/egress"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/secret"
 )
 
@@ -53,24 +52,7 @@ type pushFixture struct {
 	*fixture
 	eg      *egress.Module
 	release chan struct{}
-	logs    *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs    *testutil.SyncBuffer
 }
 
 func newPushFixture(t testing.TB, cfg a2a.Config, push egress.Push) *pushFixture {
@@ -82,7 +64,7 @@ func newPushFixture(t testing.TB, cfg a2a.Config, push egress.Push) *pushFixture
 // options (tokens).
 func newPushFixtureWith(t testing.TB, cfg a2a.Config, push egress.Push, hopts axocoatl.HTTPOptions) *pushFixture {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f := &fixture{eng: axocoatl.New(axocoatl.Options{Logger: log, HTTP: hopts}), started: make(chan string, 16)}
 	pf := &pushFixture{fixture: f, release: make(chan struct{}), logs: logs}

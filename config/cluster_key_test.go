@@ -19,6 +19,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/config"
 	"github.com/axocoatl/axocoatl-go/internal/clustersig"
 	"github.com/axocoatl/axocoatl-go/internal/natstest"
+	"github.com/axocoatl/axocoatl-go/internal/testutil"
 	"github.com/axocoatl/axocoatl-go/lattice"
 )
 
@@ -30,24 +31,6 @@ func (gatedCaller) Generate(_ context.Context, req *agent.Request) (*agent.Respo
 		return &agent.Response{Content: "tool said: " + last.Content}, nil
 	}
 	return &agent.Response{ToolCalls: []agent.ToolCall{{ID: "1", Name: "deploy", Arguments: json.RawMessage(`{}`)}}}, nil
-}
-
-// syncBuffer is a log sink safe for the daemon's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -156,7 +139,7 @@ func TestSignedDaemonsOnSecuredNATS(t *testing.T) {
 	}
 
 	// Valid credentials, another key: it connects, but cannot join.
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	cfg, err := config.ParseWith(context.Background(), "c.yaml", []byte(withKey(daemonYAML(t, url, "c", "gamma", security("c")), wrongKey)), env(nil))
 	if err != nil {
 		t.Fatal(err)
