@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -138,17 +139,19 @@ func TestJetStreamRedeliveryToTheSenderIsNotSentAgain(t *testing.T) {
 	// An ack is fire-and-forget and the server settles it on the consumer's
 	// own goroutine: wait for the count to settle (a loaded machine takes
 	// its time), but a message never acked stays and fails the test.
-	var info *jetstream.ConsumerInfo
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		info, err = cons.Info(ctx)
+	var left string // logged when it changes, not on every poll
+	waitFor(t, 10*time.Second, "no message left in the consumer (none waiting, none unacknowledged)", func() bool {
+		info, err := cons.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.NumAckPending == 0 && info.NumPending == 0 || time.Now().After(deadline) {
-			break
+		if info.NumAckPending != 0 || info.NumPending != 0 {
+			if now := fmt.Sprintf("messages left: %d waiting, %d unacknowledged", info.NumPending, info.NumAckPending); now != left {
+				left = now
+				t.Log(now)
+			}
+			return false
 		}
-	}
-	if info.NumAckPending != 0 || info.NumPending != 0 {
-		t.Fatalf("messages left after 10s: %d waiting, %d unacknowledged", info.NumPending, info.NumAckPending)
-	}
+		return true
+	})
 }
