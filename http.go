@@ -225,6 +225,26 @@ func (e *Engine) GuardHTTP(rt HTTPRoute, h http.Handler) http.Handler {
 // the pending checks.
 func (e *Engine) ConnState(conn net.Conn, s http.ConnState) { e.guard.ConnState(conn, s) }
 
+// ConfigureServer sets srv up to serve the Engine's doors: it sets
+// [Engine.ConnState] as srv's ConnState hook (calling a hook srv already
+// had after it), and makes [http.Server.Shutdown] close the connections
+// that were accepted but have sent no request at once, instead of waiting
+// 5 s for each as net/http does (the spare connection a client's
+// transport dialed and left unused, a browser's preconnect: one of them
+// held a daemon's shutdown for its whole 5 s). net/http would serve no
+// request on them after Shutdown has begun anyway.
+// Call it once per server, before it serves.
+func (e *Engine) ConfigureServer(srv *http.Server) {
+	next := srv.ConnState
+	srv.ConnState = func(conn net.Conn, s http.ConnState) {
+		e.guard.ConnState(conn, s)
+		if next != nil {
+			next(conn, s)
+		}
+	}
+	httpguard.NewSilentConns(srv)
+}
+
 // HTTPWriteTimeout is the bound of each response write that [HTTPOptions]
 // gives, its default applied (zero: none); a door that writes outside
 // the guard's writer (a WebSocket frame) bounds its writes by it too.

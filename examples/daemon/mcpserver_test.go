@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -370,6 +371,14 @@ func TestMCPHTTPBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs2.Close()
+	// Nor a connection that never sent a request (a client's unused spare
+	// connection: net/http alone waits 5 s for it).
+	silent, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	time.Sleep(50 * time.Millisecond) // accepted
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {

@@ -149,7 +149,7 @@ func (d *daemon) httpServer(h http.Handler) *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
-	srv.ConnState = d.rt.Engine.ConnState // a client that stops reading a small answer is cut too
+	d.rt.Engine.ConfigureServer(srv) // a client that stops reading a small answer is cut too; silent connections do not hold the shutdown
 	return srv
 }
 

@@ -127,6 +127,7 @@ func serve(ctx context.Context, ln net.Listener, log *slog.Logger) error {
 	})
 
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	engine.ConfigureServer(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String())
