@@ -315,6 +315,35 @@ func TestInputRequiredStateExpires(t *testing.T) {
 	}
 }
 
+// A stdio session that ends between rounds ends its run at once: its
+// state is good on that session alone, so nobody could come back with the
+// answer, and waiting input_timeout would hold the run and its approval.
+func TestInputRequiredStdioSessionEndEndsTheRun(t *testing.T) {
+	v, fs, srv := elicitEnvMCP(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{}, mcpserver.Config{InputTimeout: time.Hour})
+	client := mcp.NewClient(&mcp.Implementation{Name: "leaves", Version: "1"}, &mcp.ClientOptions{
+		Capabilities:       &mcp.ClientCapabilities{},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
+		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, _ := connect2026(t, ctx, client, srv, false)
+	firstRound(t, ctx, cs, "agent_writer", ask("mcp__files__write", `{"path":"s.txt","text":"x"}`))
+	if n := srv.InputCalls(); n != 1 {
+		t.Fatalf("%d runs wait between rounds, want 1", n)
+	}
+	start := time.Now()
+	cs.Close()
+	if got := v.next(t, approval.EventResolved); got["status"] != "withdrawn" {
+		t.Fatalf("ApprovalResolved %v, want withdrawn when the session ended", got)
+	}
+	eventually(t, "no run waits between rounds", func() bool { return srv.InputCalls() == 0 })
+	t.Logf("the run ended %s after the session", time.Since(start))
+	if fs.calls.Load() != 0 {
+		t.Fatal("the tool ran")
+	}
+}
+
 // At most mcp_server.max_input_calls runs wait between rounds: the next
 // run's question is not put to its client; with no other channel its
 // approval is denied at once, saying why.

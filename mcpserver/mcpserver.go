@@ -215,8 +215,8 @@ type Config struct {
 	// InputTimeout is how long a 2026-07-28 call's run waits between rounds
 	// for its client to come back with its inputResponses, after an
 	// InputRequiredResult; its requestState expires then (or when the
-	// approval it asks about expires, if sooner) and the run ends. Zero:
-	// 5m.
+	// approval it asks about expires, if sooner) and the run ends; a run
+	// a stdio session started ends with the session. Zero: 5m.
 	InputTimeout time.Duration `yaml:"input_timeout"`
 	// MaxInputCalls bounds the 2026-07-28 calls whose runs wait between
 	// rounds at once; a run's question beyond it is not put to its client

@@ -488,6 +488,31 @@ func (s *Server) expire(r *inputRun, round int) {
 	r.cancel()
 }
 
+// endSessionRuns ends the runs a stdio session started that wait for its
+// client's next round: their states are good on that session alone, so
+// once it is over nobody can answer them, and waiting InputTimeout would
+// only hold the run (and its approval) for nothing.
+func (s *Server) endSessionRuns(ss *mcp.ServerSession) {
+	in := &s.inputs
+	var ended []*inputRun
+	in.mu.Lock()
+	for id, r := range in.runs {
+		if r.session == ss && r.parked {
+			delete(in.runs, id)
+			r.parked = false
+			if r.timer != nil {
+				r.timer.Stop()
+			}
+			ended = append(ended, r)
+		}
+	}
+	in.mu.Unlock()
+	for _, r := range ended {
+		s.log.Info("a 2026-07-28 call's stdio session ended before its client answered; its run ends", "tool", r.tool)
+		r.cancel()
+	}
+}
+
 // forget drops a run from the table.
 func (s *Server) forget(r *inputRun) {
 	in := &s.inputs

@@ -76,6 +76,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 			ss.Close()
 			err = <-waited
 		}
+		s.endSessionRuns(ss)
 	}
 	close(stop)
 	pr.Close() // unblocks the pump if it is writing a frame nobody reads
