@@ -30,9 +30,11 @@ import (
 // log), with the Authorization of the config's authentication and the
 // Pusher's signature. A 1.0 config gets StreamResponse objects: a status
 // update (the state when it was registered, if the task was still going),
-// then at the end the artifact update (a completed task's output), the
-// final status update and the final task. A 0.3 config gets the Task
-// object, then (as a2a-go v0.3's sender does). Deliveries are concurrent
+// one each time the task asks its caller for input (input-required, the
+// question in its message), then at the end the artifact update (a
+// completed task's output), the final status update and the final task.
+// A 0.3 config gets the Task object at each of these moments (as a2a-go
+// v0.3's sender does). Deliveries are concurrent
 // and may arrive out of order: the final task carries the whole outcome.
 
 // Header names of a push notification's token.
@@ -214,6 +216,11 @@ func (h *Handler) register(t *task, c *pushConfig) *rpcError {
 	if rerr != nil {
 		return rerr
 	}
+	// Taken before the status below is read: a prompt shown after it is
+	// pushed by the watcher (at worst a status twice, never one missed).
+	t.mu.Lock()
+	asked := t.asked
+	t.mu.Unlock()
 	r := h.push
 	r.mu.Lock()
 	pt := r.tasks[t.id]
@@ -263,22 +270,59 @@ func (h *Handler) register(t *task, c *pushConfig) *rpcError {
 		}
 		go func() {
 			defer h.runs.Done()
-			select {
-			case <-t.done:
-			case <-h.ctx.Done():
-				// Close cancels every run: their tasks end at once.
-				timer := time.NewTimer(5 * time.Second)
-				defer timer.Stop()
-				select {
-				case <-t.done:
-				case <-timer.C:
-					return
-				}
-			}
-			h.watchEnd(t)
+			h.watchTask(t, asked)
 		}()
 	}
 	return nil
+}
+
+// watchTask queues t's notifications as it goes: each question it puts to
+// its caller (input-required: the moment a caller who left must hear of,
+// or the run waits for nobody), then its end.
+// asked is t.asked as the first config was registered: it is closed, and
+// replaced, as the task shows a prompt.
+func (h *Handler) watchTask(t *task, asked <-chan struct{}) {
+	for {
+		select {
+		case <-t.done:
+			h.watchEnd(t)
+			return
+		case <-asked:
+			t.mu.Lock()
+			asked = t.asked
+			t.mu.Unlock()
+			h.pushStatus(t)
+		case <-h.ctx.Done():
+			// Close cancels every run: their tasks end at once.
+			timer := time.NewTimer(5 * time.Second)
+			defer timer.Stop()
+			select {
+			case <-t.done:
+				h.watchEnd(t)
+			case <-timer.C:
+			}
+			return
+		}
+	}
+}
+
+// pushStatus queues t's current status to every config it has (a prompt
+// it shows now: the status carries the question).
+func (h *Handler) pushStatus(t *task) {
+	r := h.push
+	r.mu.Lock()
+	var cs []*pushConfig
+	if pt := r.tasks[t.id]; pt != nil {
+		cs = slices.Clone(pt.configs)
+	}
+	r.mu.Unlock()
+	p, ok := h.eng.Pusher()
+	if len(cs) == 0 || !ok {
+		return
+	}
+	for _, c := range cs {
+		h.deliver(p, t, c, h.statusBody(t, c.g))
+	}
 }
 
 // watchEnd queues the end of t to every config it has, through the

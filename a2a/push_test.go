@@ -50,9 +50,10 @@ func (m gatedModel) Generate(ctx context.Context, req *agent.Request) (*agent.Re
 // delivery; logs go to logs.
 type pushFixture struct {
 	*fixture
-	eg      *egress.Module
-	release chan struct{}
-	logs    *testutil.SyncBuffer
+	eg         *egress.Module
+	release    chan struct{}
+	askRelease chan struct{}
+	logs       *testutil.SyncBuffer
 }
 
 func newPushFixture(t testing.TB, cfg a2a.Config, push egress.Push) *pushFixture {
@@ -71,6 +72,24 @@ func newPushFixtureWith(t testing.TB, cfg a2a.Config, push egress.Push, hopts ax
 	must(t, f.eng.AddAgent(agent.Spec{ID: "gated", Timeout: time.Minute}, gatedModel{pf.release}))
 	must(t, f.eng.AddAgent(agent.Spec{ID: "slow", Timeout: time.Minute}, slowModel{f.started}))
 	must(t, f.eng.AddAgent(agent.Spec{ID: "upper"}, prefixModel{"upper"}))
+	// "asker" calls tool "ask", which, once askRelease is closed, puts a
+	// question to the run's caller (input-required).
+	pf.askRelease = make(chan struct{})
+	must(t, f.eng.RegisterTool(axocoatl.Tool{Name: "ask", Description: "Asks the user.",
+		Call: func(ctx context.Context, c axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+			select {
+			case <-pf.askRelease:
+			case <-ctx.Done():
+				return axocoatl.ToolResult{}, ctx.Err()
+			}
+			a, err := axocoatl.UserPrompterFrom(ctx).PromptUser(ctx, axocoatl.UserPrompt{Message: "Where to?", Schema: questionSchema})
+			if err != nil {
+				return axocoatl.ToolResult{Content: err.Error(), IsError: true}, nil
+			}
+			b, _ := json.Marshal(a.Content)
+			return axocoatl.ToolResult{Content: string(b)}, nil
+		}}))
+	must(t, f.eng.AddAgent(agent.Spec{ID: "asker", Tools: []string{"ask"}, Timeout: time.Minute}, toolModel{"ask", make(chan string, 4)}))
 	eg, err := egress.New(egress.Config{Push: push})
 	must(t, err)
 	must(t, f.eng.Use(context.Background(), eg))
@@ -236,6 +255,45 @@ func TestPushV1(t *testing.T) {
 				t.Fatal("the client's credential is in the logs")
 			}
 		})
+	}
+}
+
+// A task that asks its caller for input while a push config is registered
+// (the caller left: ReturnImmediately) pushes an input-required status
+// with the question; answered, its end is pushed as ever.
+func TestPushInputRequired(t *testing.T) {
+	rc := newReceiver(t)
+	f := newPushFixture(t, a2a.Config{PushAllowedHosts: []string{"127.0.0.1"}}, fastPush)
+	c, _, _ := f.v1Client(t, f.srv.URL, a2a1.TransportProtocolJSONRPC)
+	ctx := context.Background()
+	req := v1Message(`{}`, map[string]any{a2a.ReceiverKey: "asker"})
+	req.Config = &a2a1.SendMessageConfig{ReturnImmediately: true}
+	task := v1Send(t, c, req)
+	_, err := c.CreateTaskPushConfig(ctx, &a2a1.PushConfig{TaskID: task.ID, ID: "cfg1", URL: rc.srv.URL + "/hook",
+		Token: pushToken, Auth: &a2a1.PushAuthInfo{Scheme: "Bearer", Credentials: pushCred}})
+	must(t, err)
+	var first a2a1.StreamResponse
+	must(t, json.Unmarshal(rc.next(t, "A2A-Notification-Token"), &first))
+	if st, ok := first.Event.(*a2a1.TaskStatusUpdateEvent); !ok || st.Status.State.Terminal() || st.Status.State == a2a1.TaskStateInputRequired {
+		t.Fatalf("first notification %#v, want the running task's status", first.Event)
+	}
+
+	close(f.askRelease) // the tool asks now, after the registration
+	var asked a2a1.StreamResponse
+	must(t, json.Unmarshal(rc.next(t, "A2A-Notification-Token"), &asked))
+	st, ok := asked.Event.(*a2a1.TaskStatusUpdateEvent)
+	if !ok || st.Status.State != a2a1.TaskStateInputRequired || st.Status.Message == nil ||
+		!strings.Contains(st.Status.Message.Parts[0].Text(), "Where to?") {
+		t.Fatalf("after the question: %#v, want an input-required status with the question", asked.Event)
+	}
+
+	done := v1Send(t, c, v1Answer(task, a2a1.NewDataPart(map[string]any{"city": "Oaxaca"})))
+	if done.Status.State != a2a1.TaskStateCompleted {
+		t.Fatalf("after the answer: %s", done.Status.State)
+	}
+	kinds, final := nextEnd(t, rc, 3)
+	if final.Status.State != a2a1.TaskStateCompleted {
+		t.Fatalf("end notifications %v: final %s", kinds, final.Status.State)
 	}
 }
 
