@@ -285,9 +285,13 @@ func (e *Engine) CheckHTTP(w http.ResponseWriter, r *http.Request, public bool) 
 	if status == 0 {
 		return true
 	}
-	if status == http.StatusTooManyRequests {
+	switch status {
+	case http.StatusTooManyRequests:
 		w.Header().Set("Retry-After", code)
 		code = "too_many_requests"
+	case http.StatusServiceUnavailable: // the OAuth issuer's key set is out of reach
+		w.Header().Set("Retry-After", code)
+		code = "unavailable"
 	}
 	jsonio.WriteError(w, status, code, msg)
 	return false

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/axocoatl/axocoatl-go/internal/cfgerr"
@@ -71,6 +72,8 @@ type Route struct {
 
 // Guard applies Options to requests. It is safe for concurrent use.
 type Guard struct {
+	log          *slog.Logger
+	jwksLogged   atomic.Int64 // unix ms of the last "key set unavailable" log line
 	tracing      Tracing
 	token        bool // some credential is required on non-public routes
 	creds        []credential
@@ -110,6 +113,10 @@ func New(o Options) (*Guard, error) {
 	}
 	if g.writeTimeout > 0 {
 		g.idle = NewIdleCutter(g.writeTimeout)
+	}
+	g.log = o.Logger
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
 	}
 	var errs []error
 	g.creds = newCredentials(o.Token, o.Credentials)
@@ -215,7 +222,7 @@ func (g *Guard) Authorize(w http.ResponseWriter, r *http.Request, scope string) 
 	if f != nil {
 		code := f.code
 		switch f.status {
-		case http.StatusTooManyRequests:
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 			w.Header().Set("Retry-After", fmt.Sprint(f.retryAfterSecs))
 		case http.StatusUnauthorized:
 			w.Header().Set("WWW-Authenticate", g.challenge(r, f))
@@ -251,7 +258,7 @@ func ArmBodyDeadline(w http.ResponseWriter, r *http.Request, timeout time.Durati
 
 // Check applies the Host, token and Origin rules to r. It returns 0 when r
 // passes, else the status, error code and message to answer with; for 429
-// the code is the Retry-After value in seconds. A route that is not public
+// and 503 the code is the Retry-After value in seconds. A route that is not public
 // asks for ScopeAdmin here; Authorize takes the scope.
 func (g *Guard) Check(r *http.Request, public bool) (status int, code, msg string) {
 	scope := ""
@@ -259,7 +266,7 @@ func (g *Guard) Check(r *http.Request, public bool) (status int, code, msg strin
 		scope = ScopePublic
 	}
 	if _, f := g.authorize(r, scope); f != nil {
-		if f.status == http.StatusTooManyRequests {
+		if f.retryAfterSecs > 0 {
 			return f.status, fmt.Sprint(f.retryAfterSecs), f.msg
 		}
 		return f.status, f.code, f.msg
@@ -282,7 +289,8 @@ func (g *Guard) authorize(r *http.Request, scope string) (*Principal, *authFailu
 			// public route is no oracle for guessing, and a client past
 			// the bound is anonymous here.
 			if client := clientOf(r); presented != "" && g.failures.blocked(client) == 0 {
-				if p, _ = g.identify(r, presented); p == nil {
+				var err error
+				if p, err = g.identify(r, presented); p == nil && !errors.Is(err, ErrJWKS) {
 					g.failures.fail(client)
 				}
 			}
@@ -296,7 +304,16 @@ func (g *Guard) authorize(r *http.Request, scope string) (*Principal, *authFailu
 				return nil, &authFailure{status: http.StatusUnauthorized, code: "unauthorized", msg: "missing or wrong API token"}
 			}
 			var err error
-			if p, err = g.identify(r, presented); p == nil {
+			if p, err = g.identify(r, presented); p == nil && errors.Is(err, ErrJWKS) {
+				// Our issuer's key set is out of reach: the token may be
+				// good, so this is not the client's failure (counting it
+				// would lock out every client of an issuer's outage).
+				g.logJWKS(err)
+				return nil, &authFailure{status: http.StatusServiceUnavailable, code: "unavailable",
+					msg:            "the access token cannot be checked now: the token issuer's key set is out of reach; retry later",
+					retryAfterSecs: int((g.oauth.cfg.MinRefresh + time.Second - 1) / time.Second)}
+			}
+			if p == nil {
 				g.failures.fail(client)
 				f := &authFailure{status: http.StatusUnauthorized, code: "unauthorized", msg: "missing or wrong API token"}
 				if err != nil {
@@ -338,6 +355,17 @@ func (g *Guard) identify(r *http.Request, presented string) (*Principal, error) 
 		return nil, nil
 	}
 	return g.oauth.Verify(r.Context(), presented)
+}
+
+// logJWKS logs why the issuer's key set is out of reach, at most once per
+// MinRefresh (the client is told only that it is: the cause may name
+// internal addresses).
+func (g *Guard) logJWKS(err error) {
+	now, last := time.Now().UnixMilli(), g.jwksLogged.Load()
+	if now-last < g.oauth.cfg.MinRefresh.Milliseconds() || !g.jwksLogged.CompareAndSwap(last, now) {
+		return
+	}
+	g.log.Warn("OAuth: the token issuer's key set cannot be fetched; requests whose key is not cached are answered 503", "error", err)
 }
 
 // Verifier is the OAuth verifier, or nil without OAuth.

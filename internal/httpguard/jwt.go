@@ -92,7 +92,11 @@ type Verifier struct {
 	mu      sync.RWMutex
 	keys    map[string]crypto.PublicKey
 	fetched time.Time // last fetch attempt
-	jwksURL string
+	// fetchErr is why the last fetch failed (nil: it worked): while
+	// MinRefresh keeps the next one back, a token whose key is not cached
+	// is refused for it, the issuer's outage, not for a kid it lacks.
+	fetchErr error
+	jwksURL  string
 	scopes  []string // the scope values the ScopeMap names (for metadata)
 	// The issuer's endpoints, from its metadata (Endpoints).
 	authURL, tokenURL string
@@ -481,16 +485,26 @@ func (v *Verifier) refresh(ctx context.Context) error {
 	defer v.fetchMu.Unlock()
 	v.mu.RLock()
 	recent := !v.fetched.IsZero() && v.now().Sub(v.fetched) < v.cfg.MinRefresh
-	jwksURL := v.jwksURL
+	jwksURL, lastErr := v.jwksURL, v.fetchErr
 	v.mu.RUnlock()
 	if recent {
-		return nil
+		return lastErr
 	}
 	ctx, cancel := context.WithTimeout(ctx, v.cfg.Timeout)
 	defer cancel()
 	v.mu.Lock()
 	v.fetched = v.now()
 	v.mu.Unlock()
+	err := v.fetchKeys(ctx, jwksURL)
+	v.mu.Lock()
+	v.fetchErr = err
+	v.mu.Unlock()
+	return err
+}
+
+// fetchKeys fetches the key set (discovering its URL first when none is
+// known) and makes it the one tokens are checked with.
+func (v *Verifier) fetchKeys(ctx context.Context, jwksURL string) error {
 	if jwksURL == "" {
 		u, err := v.discover(ctx)
 		if err != nil {

@@ -217,6 +217,55 @@ func TestGuardJWTChallenge(t *testing.T) {
 	}
 }
 
+// An outage of the issuer's key set is not the clients' failure: a token
+// whose key is not cached is answered 503 with Retry-After, and however
+// many such requests a client makes it is not locked out (max auth
+// failures): once the set is back its token is accepted. Wrong tokens
+// still count.
+func TestJWKSOutageIsNotAClientFailure(t *testing.T) {
+	k1 := jwttest.NewRSA(t, "k1")
+	as := jwttest.New(t, k1)
+	as.Down.Store(true)
+	g, err := httpguard.New(httpguard.Options{PublicURL: "https://axocoatl.example", Failures: httpguard.FailureLimit{Max: 3},
+		OAuth: &httpguard.OAuth{Issuer: as.URL, Audience: testAud, MinRefresh: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.StopIdle()
+	h := g.Wrap(httpguard.Route{Scope: "execute"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	do := func(tok string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "https://axocoatl.example/mcp", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	good := jwttest.Sign(t, k1, claims(as.URL, nil), "")
+	for i := range 10 {
+		w := do(good)
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+			t.Fatalf("request %d during the outage: %d (Retry-After %q) %s, want 503 with Retry-After", i, w.Code, w.Header().Get("Retry-After"), w.Body)
+		}
+		if strings.Contains(w.Body.String(), as.URL) {
+			t.Fatalf("the answer names the issuer's address: %s", w.Body)
+		}
+		if i%3 == 0 {
+			time.Sleep(25 * time.Millisecond) // past MinRefresh: the next request fetches (and fails) again
+		}
+	}
+	as.Down.Store(false)
+	time.Sleep(25 * time.Millisecond)
+	if w := do(good); w.Code != http.StatusOK {
+		t.Fatalf("after the outage: %d %s, want 200 (the client was locked out by our outage?)", w.Code, w.Body)
+	}
+	for range 3 {
+		do("not-a-token-0123456789")
+	}
+	if w := do(good); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("after 3 wrong tokens: %d, want 429: wrong tokens must still count", w.Code)
+	}
+}
+
 // BenchmarkVerifyJWTCachedToken is the check of an access token the
 // Verifier has seen (a client sends the same one until it expires): a
 // SHA-256 of the token, a map look-up and exp/nbf (issue #29: at most 20 µs).

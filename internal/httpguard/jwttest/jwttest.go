@@ -55,6 +55,7 @@ type Server struct {
 	keys  []Key
 	Hits  atomic.Int64 // JWKS fetches
 	Extra []byte       // appended raw to the JWKS body, for bound tests
+	Down  atomic.Bool  // while set, every endpoint answers 503 (an outage)
 }
 
 // New starts a server publishing keys.
@@ -74,7 +75,13 @@ func New(t testing.TB, keys ...Key) *Server {
 		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": s.URL, "jwks_uri": s.URL + "/jwks",
 			"token_endpoint": s.URL + "/token", "response_types_supported": []string{"code"}})
 	})
-	s.Server = httptest.NewServer(mux)
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(s.Close)
 	return s
 }
