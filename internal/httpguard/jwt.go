@@ -97,7 +97,7 @@ type Verifier struct {
 	// is refused for it, the issuer's outage, not for a kid it lacks.
 	fetchErr error
 	jwksURL  string
-	scopes  []string // the scope values the ScopeMap names (for metadata)
+	scopes   []string // the scope values the ScopeMap names (for metadata)
 	// The issuer's endpoints, from its metadata (Endpoints).
 	authURL, tokenURL string
 	metaTried         time.Time
