@@ -134,6 +134,17 @@ func TestInputRequiredApprovesInnerCall(t *testing.T) {
 	}
 }
 
+// manualRoundsClient is a 2026-07-28 client that declares form
+// elicitation but handles InputRequiredResults itself (the test plays
+// its rounds), as a client whose user has not answered yet.
+func manualRoundsClient(name string) *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{
+		Capabilities:       &mcp.ClientCapabilities{},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
+		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+}
+
 // firstRound makes a call whose run waits for an approval and returns the
 // InputRequiredResult (the client handles no round itself).
 func firstRound(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool, input string) *mcp.CallToolResult {
@@ -171,11 +182,7 @@ func TestInputRequiredStateRefused(t *testing.T) {
 			if err := v.e.AddAgent(agent.Spec{ID: "other", Provider: "openai"}, newOpenAIPeer(t).model(t)); err != nil {
 				t.Fatal(err)
 			}
-			client := mcp.NewClient(&mcp.Implementation{Name: "manual-rounds", Version: "1"}, &mcp.ClientOptions{
-				Capabilities:       &mcp.ClientCapabilities{},
-				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
-				MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
-			})
+			client := manualRoundsClient("manual-rounds")
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cs, _ := connect2026(t, ctx, client, srv, overHTTP)
@@ -236,11 +243,7 @@ func TestInputRequiredStateBoundToClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	connectAs := func(auth string) *mcp.ClientSession {
-		client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
-			Capabilities:       &mcp.ClientCapabilities{},
-			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
-			MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
-		})
+		client := manualRoundsClient("c")
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1,
 			HTTPClient: &http.Client{Transport: authHeader(auth)}}, nil)
 		if err != nil {
@@ -262,14 +265,7 @@ func TestInputRequiredStateBoundToClient(t *testing.T) {
 	}
 
 	// stdio: a second session cannot resume the first's run.
-	manual := func() *mcp.Client {
-		return mcp.NewClient(&mcp.Implementation{Name: "s", Version: "1"}, &mcp.ClientOptions{
-			Capabilities:       &mcp.ClientCapabilities{},
-			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
-			MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
-		})
-	}
-	one, two := connectEra(t, ctx, manual(), srv, false, nil), connectEra(t, ctx, manual(), srv, false, nil)
+	one, two := connectEra(t, ctx, manualRoundsClient("s"), srv, false, nil), connectEra(t, ctx, manualRoundsClient("s"), srv, false, nil)
 	res = firstRound(t, ctx, one, "agent_writer", input)
 	if _, err := two.CallTool(ctx, &mcp.CallToolParams{Name: "agent_writer", Arguments: map[string]any{"input": input}, InputResponses: accept(res), RequestState: res.RequestState}); err == nil || !strings.Contains(err.Error(), "another client") {
 		t.Fatalf("another session's retry: %v", err)
@@ -292,11 +288,7 @@ func (a authHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 // Guards: mcp_server.input_timeout
 func TestInputRequiredStateExpires(t *testing.T) {
 	v, fs, srv := elicitEnvMCP(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{}, mcpserver.Config{InputTimeout: 300 * time.Millisecond})
-	client := mcp.NewClient(&mcp.Implementation{Name: "gone", Version: "1"}, &mcp.ClientOptions{
-		Capabilities:       &mcp.ClientCapabilities{},
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
-		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
-	})
+	client := manualRoundsClient("gone")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, _ := connect2026(t, ctx, client, srv, true)
@@ -320,11 +312,7 @@ func TestInputRequiredStateExpires(t *testing.T) {
 // answer, and waiting input_timeout would hold the run and its approval.
 func TestInputRequiredStdioSessionEndEndsTheRun(t *testing.T) {
 	v, fs, srv := elicitEnvMCP(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{}, mcpserver.Config{InputTimeout: time.Hour})
-	client := mcp.NewClient(&mcp.Implementation{Name: "leaves", Version: "1"}, &mcp.ClientOptions{
-		Capabilities:       &mcp.ClientCapabilities{},
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
-		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
-	})
+	client := manualRoundsClient("leaves")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, _ := connect2026(t, ctx, client, srv, false)
@@ -352,11 +340,7 @@ func TestInputRequiredStdioSessionEndEndsTheRun(t *testing.T) {
 func TestInputRequiredMaxInputCalls(t *testing.T) {
 	v, fs, srv := elicitEnvMCP(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{}, mcpserver.Config{MaxInputCalls: 1})
 	v.m.DeclareChannels()
-	client := mcp.NewClient(&mcp.Implementation{Name: "many", Version: "1"}, &mcp.ClientOptions{
-		Capabilities:       &mcp.ClientCapabilities{},
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
-		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
-	})
+	client := manualRoundsClient("many")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, _ := connect2026(t, ctx, client, srv, true)
@@ -556,11 +540,7 @@ func BenchmarkMCPHumanInput(b *testing.B) {
 // the stale question again.
 func TestInputRequiredAnsweredElsewhere(t *testing.T) {
 	v, fs, srv := elicitEnv(t, approval.Config{Timeout: time.Minute}, axocoatl.Options{})
-	client := mcp.NewClient(&mcp.Implementation{Name: "slow-user", Version: "1"}, &mcp.ClientOptions{
-		Capabilities:       &mcp.ClientCapabilities{},
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
-		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
-	})
+	client := manualRoundsClient("slow-user")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, _ := connect2026(t, ctx, client, srv, true)

@@ -179,6 +179,21 @@ func TestJWTSizeBound(t *testing.T) {
 // Through the guard: a refused JWT answers 401 with a Bearer challenge
 // naming the resource metadata and invalid_token; a valid one without the
 // route's scope 403 insufficient_scope; a valid one passes.
+// executeRoute wraps a route asking for the execute scope with g, and
+// returns a func sending it a GET with a bearer token ("": none).
+func executeRoute(g *httpguard.Guard) func(tok string) *httptest.ResponseRecorder {
+	h := g.Wrap(httpguard.Route{Scope: "execute"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	return func(tok string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "https://axocoatl.example/mcp", nil)
+		if tok != "" {
+			r.Header.Set("Authorization", "Bearer "+tok)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+}
+
 func TestGuardJWTChallenge(t *testing.T) {
 	k1 := jwttest.NewRSA(t, "k1")
 	as := jwttest.New(t, k1)
@@ -188,16 +203,7 @@ func TestGuardJWTChallenge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.StopIdle()
-	h := g.Wrap(httpguard.Route{Scope: "execute"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	do := func(tok string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(http.MethodGet, "https://axocoatl.example/mcp", nil)
-		if tok != "" {
-			r.Header.Set("Authorization", "Bearer "+tok)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w
-	}
+	do := executeRoute(g)
 	if w := do(""); w.Code != 401 || !strings.Contains(w.Header().Get("WWW-Authenticate"), `resource_metadata="https://axocoatl.example/.well-known/oauth-protected-resource/mcp"`) {
 		t.Errorf("no token: %d %q", w.Code, w.Header().Get("WWW-Authenticate"))
 	}
@@ -232,14 +238,7 @@ func TestJWKSOutageIsNotAClientFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.StopIdle()
-	h := g.Wrap(httpguard.Route{Scope: "execute"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	do := func(tok string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(http.MethodGet, "https://axocoatl.example/mcp", nil)
-		r.Header.Set("Authorization", "Bearer "+tok)
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w
-	}
+	do := executeRoute(g)
 	good := jwttest.Sign(t, k1, claims(as.URL, nil), "")
 	for i := range 10 {
 		w := do(good)
