@@ -43,7 +43,14 @@ func startNATS(t testing.TB, port int) *server.Server {
 }
 
 // fast is a heartbeat quick enough for tests to watch daemons come and go.
+// Only tests of expiry use it: under the race detector on a loaded
+// machine a daemon's heartbeat is late past 600 ms now and then, and a
+// peer then takes it for gone (its runs for others canceled).
 var fast = cluster.Config{HeartbeatInterval: 100 * time.Millisecond, ExpireAfter: 600 * time.Millisecond}
+
+// patient is a heartbeat that still lists daemons quickly but forgives a
+// silence of seconds: for tests of what crosses daemons, not of expiry.
+var patient = cluster.Config{HeartbeatInterval: 100 * time.Millisecond, ExpireAfter: 10 * time.Second}
 
 type node struct {
 	name string
@@ -195,8 +202,8 @@ func (b *blocking) Generate(ctx context.Context, req *agent.Request) (*agent.Res
 // wins over the remote one.
 func TestRemoteExecute(t *testing.T) {
 	ns := startNATS(t, -1)
-	a := newNode(t, ns.ClientURL(), "node-a", fast, map[string]agent.Model{"echo": provider.EchoModel{}, "shared": provider.EchoModel{}})
-	b := newNode(t, ns.ClientURL(), "node-b", fast, map[string]agent.Model{"shared": provider.EchoModel{}})
+	a := newNode(t, ns.ClientURL(), "node-a", patient, map[string]agent.Model{"echo": provider.EchoModel{}, "shared": provider.EchoModel{}})
+	b := newNode(t, ns.ClientURL(), "node-b", patient, map[string]agent.Model{"shared": provider.EchoModel{}})
 
 	eventually(t, "B lists A's echo", 5*time.Second, func() bool { return lists(b.e, "echo", "node-a") })
 	info, _ := b.e.Agent("echo")
@@ -240,8 +247,8 @@ func TestRemoteExecute(t *testing.T) {
 func TestCancelAndDeadlineCross(t *testing.T) {
 	ns := startNATS(t, -1)
 	slow := newBlocking()
-	a := newNode(t, ns.ClientURL(), "node-a", fast, map[string]agent.Model{"slow": slow})
-	b := newNode(t, ns.ClientURL(), "node-b", fast, nil)
+	a := newNode(t, ns.ClientURL(), "node-a", patient, map[string]agent.Model{"slow": slow})
+	b := newNode(t, ns.ClientURL(), "node-b", patient, nil)
 	eventually(t, "B lists slow", 5*time.Second, func() bool { return lists(b.e, "slow", "node-a") })
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -366,9 +373,9 @@ func TestNATSDownUnavailableThenRecovers(t *testing.T) {
 // exactly once, on one of them.
 func TestOneExecutorPerTask(t *testing.T) {
 	ns := startNATS(t, -1)
-	a := newNode(t, ns.ClientURL(), "node-a", fast, map[string]agent.Model{"dup": provider.EchoModel{}})
-	c := newNode(t, ns.ClientURL(), "node-c", fast, map[string]agent.Model{"dup": provider.EchoModel{}})
-	b := newNode(t, ns.ClientURL(), "node-b", fast, nil)
+	a := newNode(t, ns.ClientURL(), "node-a", patient, map[string]agent.Model{"dup": provider.EchoModel{}})
+	c := newNode(t, ns.ClientURL(), "node-c", patient, map[string]agent.Model{"dup": provider.EchoModel{}})
+	b := newNode(t, ns.ClientURL(), "node-b", patient, nil)
 	eventually(t, "B lists dup on both", 5*time.Second, func() bool { return lists(b.e, "dup", "node-a,node-c") })
 
 	const n = 40
@@ -454,7 +461,7 @@ func TestApprovalAcrossDaemons(t *testing.T) {
 	url := ns.ClientURL()
 	var gates []*approval.Module
 	mk := func(name string, agents map[string]agent.Model) *node {
-		n := newNode(t, url, name, fast, agents)
+		n := newNode(t, url, name, patient, agents)
 		g, err := approval.New(approval.Config{Timeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)

@@ -28,11 +28,6 @@ import (
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
 
-// patient is a heartbeat that still lists daemons quickly but forgives a
-// run's silence of seconds: a 10,000-delta run under the race detector on
-// a loaded machine stalls for longer than fast's 600 ms.
-var patient = cluster.Config{HeartbeatInterval: 100 * time.Millisecond, ExpireAfter: 10 * time.Second}
-
 // manyDeltas is the length of the tests' long answers: the race detector
 // makes each delta ~10 times slower.
 func manyDeltas() int {
