@@ -22,7 +22,7 @@ type Frame struct {
 	} `json:"event"`
 	Unverified bool   `json:"unverified"`
 	Node       string `json:"node"`
-	Error *struct {
+	Error      *struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
