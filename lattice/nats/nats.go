@@ -96,8 +96,10 @@ type Options struct {
 	// server stay apart by using different prefixes.
 	Prefix string
 	// Node names this process on the lattice; each published event carries
-	// it in the NodeHeader header, which is how a Local subscription knows
-	// its own events. Zero: a new random id. Two Buses must not share one.
+	// it in the NodeHeader header, by which this Bus drops the echo of its
+	// own events (its subscriptions had them from Publish) and others know
+	// where an event came from. Zero: a new random id. Two Buses must not
+	// share one: each would drop the other's events.
 	Node string
 	// Security is the credentials and TLS [Connect] dials with. Zero: none
 	// beyond what the URL carries. [New] takes the connection as it is.
