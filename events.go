@@ -31,6 +31,18 @@ const (
 	EventModelResult = "ModelResult"
 )
 
+// ObserveOnlyEvents are the Engine's event types that nothing in this
+// module acts on, only shows (dashboards, run timelines; a webhook takes
+// them only when verified): a run's start, its model calls and its tool
+// calls. A cluster with a key may publish them unsigned and take them
+// unsigned, marked unverified (lattice/nats: Options.ObserveOnly, which
+// package config sets to these), which keeps three of every run's
+// signatures off its path. A run's end (TaskCompleted, AgentFailed) and
+// every module's events stay signed.
+func ObserveOnlyEvents() []string {
+	return []string{EventAgentActivated, EventModelResult, EventToolCalled, EventToolResult}
+}
+
 // coreClass is the class of the Engine's own event types, and of any
 // other type lattice.ClassAny (which a filter takes for coordination).
 func coreClass(eventType string) lattice.Class {

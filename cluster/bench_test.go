@@ -181,8 +181,9 @@ func natsEcho(b *testing.B, url string) *natsgo.Conn {
 
 // BenchmarkRoundTripSigned measures what cluster.key costs (issue 30's
 // goal: at most 5%): the cross-daemon Engine.Execute of the echo agent on
-// two daemons without a key and on two daemons with one (every task,
-// answer and event signed and checked), one of each per iteration in
+// two daemons without a key and on two daemons with one (every task and
+// answer sealed and opened, the run's end signed, its start and model
+// call unsigned as the daemon's ObserveOnly has it), one of each per iteration in
 // alternating order, on one nats-server, so that both see the same moment
 // of a noisy machine. It reports each one's median, and signed/plain of
 // the medians and of the means.
@@ -190,8 +191,13 @@ func BenchmarkRoundTripSigned(b *testing.B) {
 	ns := startNATS(b, -1)
 	url := ns.ClientURL()
 	pair := func(prefix string, key secret.Secret) *node {
-		newNodeWith(b, url, latticenats.Options{Prefix: prefix, Node: prefix + "-a", Key: key}, fast, map[string]agent.Model{"echo": provider.EchoModel{}}).local.Close()
-		c := newNodeWith(b, url, latticenats.Options{Prefix: prefix, Node: prefix + "-b", Key: key}, fast, nil)
+		// As package config builds a daemon's bus: the run's telemetry
+		// unsigned (no effect without a key).
+		opts := latticenats.Options{Prefix: prefix, Key: key, ObserveOnly: axocoatl.ObserveOnlyEvents()}
+		opts.Node = prefix + "-a"
+		newNodeWith(b, url, opts, fast, map[string]agent.Model{"echo": provider.EchoModel{}}).local.Close()
+		opts.Node = prefix + "-b"
+		c := newNodeWith(b, url, opts, fast, nil)
 		_ = c.local.Close()
 		deadline := time.Now().Add(5 * time.Second)
 		for {

@@ -604,7 +604,10 @@ func (l LatticeConfig) open(key secret.Secret, accepted []secret.Secret, log *sl
 	// buffers publishes (within buf) meanwhile, so that losing NATS stops
 	// nothing and everything resumes when it returns.
 	bus, err := latticenats.Connect(u, latticenats.Options{Prefix: l.Prefix, Node: node, Security: l.Security(),
-		Key: key, AcceptedKeys: accepted, Logger: log},
+		Key: key, AcceptedKeys: accepted, Logger: log,
+		// The run telemetry no daemon acts on goes unsigned (marked
+		// unverified where it is taken): the same list on every daemon.
+		ObserveOnly: axocoatl.ObserveOnlyEvents()},
 		natsgo.Name("axocoatl/"+node), natsgo.Timeout(natsConnectTimeout),
 		natsgo.MaxReconnects(-1), natsgo.ReconnectWait(natsReconnectWait), natsgo.ReconnectBufSize(buf))
 	if err != nil {

@@ -90,11 +90,13 @@ func (m *Module) openBackend() (backend, error) {
 }
 
 // accept keeps the events of batch that the webhook's filter passes,
-// never egress's own.
+// never egress's own, nor an unverified one (a cluster's unsigned
+// observe-only event of another node: anyone who may publish on the
+// lattice could have made it, and a delivery is an act on it).
 func (h *hook) accept(batch []lattice.Event) []lattice.Event {
 	var evs []lattice.Event
 	for _, ev := range batch {
-		if ev.ProducedBy != ProducerName && h.cfg.matches(ev) {
+		if ev.ProducedBy != ProducerName && !ev.Unverified && h.cfg.matches(ev) {
 			evs = append(evs, ev)
 		}
 	}

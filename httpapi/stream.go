@@ -36,6 +36,11 @@ type (
 	eventFrame struct {
 		Kind  string        `json:"kind"` // event
 		Event lattice.Event `json:"event"`
+		// Unverified and Node: an event the lattice took without a
+		// signature (another daemon's run telemetry, lattice.Event's
+		// Unverified), and the node it claims; absent on every other.
+		Unverified bool   `json:"unverified,omitempty"`
+		Node       string `json:"node,omitempty"`
 	}
 	laggedFrame struct {
 		Kind   string `json:"kind"` // lagged
@@ -310,7 +315,11 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 			if id.Restricted() && !eventVisible(id, ev) {
 				continue
 			}
-			if err := write(eventFrame{Kind: "event", Event: ev}); err != nil {
+			f := eventFrame{Kind: "event", Event: ev}
+			if ev.Unverified {
+				f.Unverified, f.Node = true, ev.Node
+			}
+			if err := write(f); err != nil {
 				return err
 			}
 		case <-lv.wake:

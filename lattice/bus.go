@@ -80,6 +80,8 @@ func (b *Memory) Publish(_ context.Context, ev Event) error {
 	if b.closed {
 		return ErrClosed
 	}
+	// Not the publisher's to say: everything here is this process's own.
+	ev.Node, ev.Unverified = "", false
 	for _, s := range b.subs {
 		if !s.filter.Match(ev) {
 			continue

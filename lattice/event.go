@@ -52,6 +52,19 @@ type Event struct {
 	// continues the trace with them.
 	TraceParent string `json:"-"`
 	TraceState  string `json:"-"`
+	// Node is the node a Bus over a network says the event came from
+	// (lattice/nats: its own node for the events it published, the
+	// NodeHeader header for the others'); empty on the in-memory bus. Like
+	// Class it is not part of the JSON form, and a publisher's is ignored.
+	Node string `json:"-"`
+	// Unverified marks an event a Bus delivered without proof that Node
+	// published it: lattice/nats with a cluster key takes the event types
+	// its Options.ObserveOnly names without a signature, so anyone who may
+	// publish on the lattice could have sent it. An observer that only
+	// shows events may show it (as unverified); one that acts on an event
+	// (a webhook delivery) skips it. Never set on a Bus without a key,
+	// where no event is verified.
+	Unverified bool `json:"-"`
 }
 
 // Class separates events other systems act on (coordination) from events

@@ -60,6 +60,43 @@ func TestNATSLattice(t *testing.T) {
 	}
 }
 
+// Two daemons with a cluster key: the other daemon's run telemetry
+// (AgentActivated, ModelResult: unsigned on the wire) streams marked
+// unverified with the node it claims, its end (signed) unmarked; on the
+// daemon that ran it, nothing is marked.
+func TestSignedClusterMarksUnverifiedTelemetry(t *testing.T) {
+	url := natsServer(t)
+	cfg := func(node string) string {
+		return fmt.Sprintf("lattice:\n  backend: nats\n  nats_url: %s\n  prefix: t3\n  node: %s\nagents:\n  - id: assistant\n", url, node)
+	}
+	env := map[string]string{"AXOCOATL_CLUSTER_KEY": "daemon-test-cluster-key-0123456789"}
+	a := startDaemon(t, cfg("node-a"), env)
+	b := startDaemon(t, cfg("node-b"), env)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	onB, onA := dialEvents(t, ctx, b.url, nil, ""), dialEvents(t, ctx, a.url, nil, "")
+
+	r := a.do(t, "POST", "/api/agents/assistant/execute", `{"input":"across"}`)
+	taskID := r.json(t)["task_id"]
+	for _, want := range []struct {
+		typ        string
+		unverified bool
+	}{{"AgentActivated", true}, {"ModelResult", true}, {"TaskCompleted", false}} {
+		f := readFrame(t, ctx, onB)
+		var p map[string]any
+		json.Unmarshal(f.Event.Payload, &p)
+		if f.Kind != "event" || f.Event.Type != want.typ || p["task_id"] != taskID {
+			t.Fatalf("frame %+v, want %s of task %v", f, want.typ, taskID)
+		}
+		if f.Unverified != want.unverified || (want.unverified && f.Node != "node-a") || (!want.unverified && f.Node != "") {
+			t.Errorf("%s on b: unverified %v node %q, want %v", want.typ, f.Unverified, f.Node, want.unverified)
+		}
+		if f := readFrame(t, ctx, onA); f.Event.Type != want.typ || f.Unverified || f.Node != "" {
+			t.Errorf("%s on a, its own: type %s unverified %v node %q", want.typ, f.Event.Type, f.Unverified, f.Node)
+		}
+	}
+}
+
 func TestNATSUnreachable(t *testing.T) {
 	code, _, stderr := runCLI(t, nil, "serve", "--addr", "127.0.0.1:0", "--config",
 		writeConfig(t, "lattice:\n  backend: nats\n  nats_url: nats://user:hunter2@127.0.0.1:1\nagents:\n  - id: a\n"))

@@ -194,6 +194,15 @@ type macKey struct {
 
 	mu      sync.RWMutex
 	senders map[[instanceLen]byte]cipher.AEAD
+	// last is the sender heard from last, read without mu: a daemon
+	// hears mostly from one or a few peers, and this spares the lock and
+	// the map on the path of every task and answer.
+	last atomic.Pointer[knownSender]
+}
+
+type knownSender struct {
+	inst [instanceLen]byte
+	aead cipher.AEAD
 }
 
 func newMACKey(key string) *macKey {
@@ -222,10 +231,14 @@ func (mk *macKey) subkey(inst [instanceLen]byte) cipher.AEAD {
 // sender is the AEAD of a sender instance that passed before, or a new
 // one (remembered by remember once a message of it passes).
 func (mk *macKey) sender(inst [instanceLen]byte) (g cipher.AEAD, known bool) {
+	if l := mk.last.Load(); l != nil && l.inst == inst {
+		return l.aead, true
+	}
 	mk.mu.RLock()
 	g = mk.senders[inst]
 	mk.mu.RUnlock()
 	if g != nil {
+		mk.last.Store(&knownSender{inst, g})
 		return g, true
 	}
 	return mk.subkey(inst), false
@@ -241,6 +254,7 @@ func (mk *macKey) remember(inst [instanceLen]byte, g cipher.AEAD) {
 	}
 	mk.senders[inst] = g
 	mk.mu.Unlock()
+	mk.last.Store(&knownSender{inst, g})
 }
 
 // Keyring signs with one key and checks with it and the accepted ones. It
@@ -642,6 +656,11 @@ type Guard struct {
 	mu      sync.Mutex
 	senders map[[instanceLen]byte]*window
 	tick    uint64
+	// last is the window of the sender that was taken from last (lastInst):
+	// most messages come from the sender of the one before, and this
+	// spares the map's lookup.
+	lastInst [instanceLen]byte
+	last     *window
 }
 
 type window struct {
@@ -657,13 +676,16 @@ func (g *Guard) take(instance [instanceLen]byte, c uint64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.tick++
-	w := g.senders[instance]
-	if w == nil {
-		if len(g.senders) >= MaxSenders {
-			g.evictLocked()
+	w := g.last
+	if w == nil || g.lastInst != instance {
+		if w = g.senders[instance]; w == nil {
+			if len(g.senders) >= MaxSenders {
+				g.evictLocked()
+			}
+			w = &window{}
+			g.senders[instance] = w
 		}
-		w = &window{}
-		g.senders[instance] = w
+		g.lastInst, g.last = instance, w
 	}
 	w.used = g.tick
 	switch {
@@ -699,4 +721,7 @@ func (g *Guard) evictLocked() {
 		}
 	}
 	delete(g.senders, oldest)
+	if g.last != nil && g.lastInst == oldest {
+		g.last = nil
+	}
 }

@@ -155,6 +155,16 @@ func TestGuardWindow(t *testing.T) {
 			t.Errorf("counter %d taken twice (or below the window)", c)
 		}
 	}
+	// Two senders in turn (the window of the last one is kept at hand):
+	// each one's counters are its own.
+	for _, c := range []uint64{7, 8} {
+		if !g.take(inst("j"), c) || !g.take(inst("i"), 3000+c) {
+			t.Fatalf("counter %d refused", c)
+		}
+	}
+	if g.take(inst("j"), 7) || g.take(inst("i"), 3007) || !g.take(inst("j"), 3007) || g.take(inst("j"), 8) {
+		t.Error("two senders' counters mixed up")
+	}
 	for i := range MaxSenders + 10 {
 		g.take(inst(string(rune(i+100))), 1)
 	}

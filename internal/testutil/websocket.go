@@ -20,7 +20,9 @@ type Frame struct {
 		Timestamp  int64           `json:"timestamp"`
 		Payload    json.RawMessage `json:"payload"`
 	} `json:"event"`
-	Error *struct {
+	Unverified bool   `json:"unverified"`
+	Node       string `json:"node"`
+	Error      *struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`

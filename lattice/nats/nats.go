@@ -25,14 +25,19 @@
 // bounded buffer and counts what it misses ([lattice.Subscription.Missed]);
 // no subscriber slows another. A subscription also has Drain(ctx) error
 // (beside Close): it ends the subscription without dropping what the server
-// already sent to it. A [lattice.Filter] with Local set receives only the
-// events this Bus published, told apart by the [NodeHeader] header.
+// already sent to it. A Bus hands the events it publishes to its own
+// subscriptions itself, and drops their echo from the server (by the
+// [NodeHeader] header): so a [lattice.Filter] with Local set, which
+// receives only the events this Bus published, needs no NATS subscription,
+// and no event another connection sends claiming this node reaches any
+// of this Bus's subscriptions. Delivered events carry their node
+// ([lattice.Event].Node).
 //
 // What a subscription's Missed counts on NATS, exactly:
 //   - events dropped because its buffer was full (as on every Bus);
 //   - for a subscription on the whole lattice (any filter but one exact
-//     type), events of any node, its own included (a Local one: of its own
-//     Bus only), that it never received:
+//     type), events of any other node that it never received (but the
+//     observe-only ones it would take unsigned: [Options].ObserveOnly):
 //     each Bus numbers its events (the [SeqHeader]), a failed publish
 //     included, and a gap in a node's numbers (this process disconnected
 //     while that node published, that node's publishes failing while it
@@ -41,9 +46,9 @@
 //     type of a lost event is unknown). A node seen again with a lower number
 //     restarted: that is no gap. At most [MaxTrackedNodes] nodes are followed
 //     per subscription; beyond, tracking starts over;
-//   - for a subscription on one exact type, the events of its own Bus of
-//     that type whose Publish failed (the connection closed, or lost with
-//     its reconnect buffer full).
+//   - for every subscription, the events of its own Bus it matches whose
+//     Publish failed (the connection closed, or lost with its reconnect
+//     buffer full).
 //
 // Events lost in a gap that no later event of that node reveals (its last
 // events before it stopped) are not counted.
@@ -53,7 +58,11 @@
 // JSON) and every subscription drops what is unsigned, forged, signed
 // with a key it does not hold ([Options.AcceptedKeys] besides), outside
 // 30 s of this clock or seen by it before; [Bus.Collector] counts them
-// by reason. A forged event does not count as missed.
+// by reason. A forged event does not count as missed. The one exception
+// is the types [Options.ObserveOnly] names (events no daemon acts on,
+// such as a run's start and its model calls): published unsigned, and
+// taken unsigned by a Bus whose own list names them, marked
+// [lattice.Event].Unverified, for observers that only show them.
 package nats
 
 import (
@@ -87,8 +96,10 @@ type Options struct {
 	// server stay apart by using different prefixes.
 	Prefix string
 	// Node names this process on the lattice; each published event carries
-	// it in the NodeHeader header, which is how a Local subscription knows
-	// its own events. Zero: a new random id. Two Buses must not share one.
+	// it in the NodeHeader header, by which this Bus drops the echo of its
+	// own events (its subscriptions had them from Publish) and others know
+	// where an event came from. Zero: a new random id. Two Buses must not
+	// share one: each would drop the other's events.
 	Node string
 	// Security is the credentials and TLS [Connect] dials with. Zero: none
 	// beyond what the URL carries. [New] takes the connection as it is.
@@ -105,6 +116,17 @@ type Options struct {
 	// key (or the next one) during a rolling change of Key. At most 8.
 	// Zero: Key only.
 	AcceptedKeys []secret.Secret
+	// ObserveOnly are event types that no daemon acts on, only shows
+	// (the Engine's run telemetry: axocoatl.ObserveOnlyEvents): with a
+	// Key this Bus publishes them unsigned, and takes them unsigned from
+	// other nodes, marked [lattice.Event].Unverified. It is the
+	// receiver's own list that decides, never anything a message says: an
+	// unsigned event of any other type is dropped and counted as without
+	// a key. Exact types, at most [MaxObserveOnly]. Every daemon of a
+	// cluster should name the same ones (one that does not drops the
+	// others' unsigned events, counted). Zero: every event is signed.
+	// Without a Key it changes nothing.
+	ObserveOnly []string
 	// Logger receives the refused events' log lines (one per 10 s). Zero:
 	// none.
 	Logger *slog.Logger
@@ -120,8 +142,19 @@ func (o Options) Validate() error {
 	if ae != nil {
 		return fmt.Errorf("accepted keys %w", ae)
 	}
+	if len(o.ObserveOnly) > MaxObserveOnly {
+		return fmt.Errorf("observe-only event types: %d, more than %d", len(o.ObserveOnly), MaxObserveOnly)
+	}
+	for _, t := range o.ObserveOnly {
+		if t == "" || len(t) > 128 || hasGlob([]string{t}) {
+			return fmt.Errorf("observe-only event type %q: must be an exact event type", t)
+		}
+	}
 	return nil
 }
+
+// MaxObserveOnly bounds [Options].ObserveOnly.
+const MaxObserveOnly = 64
 
 // SigHeader carries an event's signature when the Bus has a key
 // ([Options.Key]).
@@ -131,7 +164,11 @@ const SigHeader = clustersig.Header
 const NodeHeader = "Axocoatl-Node"
 
 // SeqHeader numbers a node's events, from 1 for each Bus, in publish
-// order: a subscriber that sees a gap knows how many it missed.
+// order: a subscriber that sees a gap knows how many it missed. A Bus with
+// a key numbers the events it publishes unsigned ([Options].ObserveOnly)
+// apart from its signed ones, so that a forged unsigned event cannot
+// disturb the count of the signed ones (and a daemon that takes no
+// unsigned event sees no gap).
 const SeqHeader = "Axocoatl-Seq"
 
 // ClassHeader carries an event's class, which its JSON form does not: it
@@ -164,14 +201,21 @@ type Bus struct {
 	mu     sync.Mutex
 	subs   map[*subscription]struct{}
 	closed atomic.Bool
+	// list is subs as Publish reads it, without b.mu: replaced (never
+	// changed) under b.mu.
+	list atomic.Pointer[[]*subscription]
 
-	// pubMu orders numbering and sending, so that a node's numbers reach
-	// the server in order.
+	// pubMu orders numbering, sending and the own subscriptions'
+	// deliveries, so that a node's numbers reach the server, and its
+	// events its own subscribers, in order.
 	pubMu  sync.Mutex
 	seq    uint64
+	useq   uint64 // the unsigned events' numbers (ObserveOnly, with a key)
 	failed atomic.Uint64
 
 	keys *clustersig.Keyring // nil: no key
+	// observeOnly: Options.ObserveOnly, with a key only (nil without).
+	observeOnly map[string]struct{}
 }
 
 var _ lattice.Bus = (*Bus)(nil)
@@ -195,7 +239,25 @@ func New(nc *natsgo.Conn, opts Options) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lattice/nats: %w", err)
 	}
-	return &Bus{nc: nc, prefix: prefix, node: node, subs: map[*subscription]struct{}{}, keys: keys}, nil
+	b := &Bus{nc: nc, prefix: prefix, node: node, subs: map[*subscription]struct{}{}, keys: keys}
+	if keys != nil && len(opts.ObserveOnly) > 0 {
+		b.observeOnly = make(map[string]struct{}, len(opts.ObserveOnly))
+		for _, t := range opts.ObserveOnly {
+			b.observeOnly[t] = struct{}{}
+		}
+	}
+	return b, nil
+}
+
+var nullPayload = json.RawMessage("null")
+
+// setListLocked publishes b.subs to Publish; b.mu held.
+func (b *Bus) setListLocked() {
+	l := make([]*subscription, 0, len(b.subs))
+	for s := range b.subs {
+		l = append(l, s)
+	}
+	b.list.Store(&l)
 }
 
 // Signed reports whether the Bus signs and checks events ([Options.Key]).
@@ -266,6 +328,11 @@ func (b *Bus) subject(eventType string) string {
 
 // Publish implements [lattice.Bus]. A failed publish is counted
 // ([Bus.Failed]) and returned.
+//
+// This Bus's own subscriptions get the event from here, not back from the
+// server (its echo is dropped on receipt): what a node published needs no
+// signature checked by that node, and an event that only claims to be
+// this node's (the NodeHeader is anyone's to write) reaches none of them.
 func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 	if b.closed.Load() {
 		return lattice.ErrClosed
@@ -288,29 +355,49 @@ func (b *Bus) Publish(_ context.Context, ev lattice.Event) error {
 			msg.Header[TraceStateHeader] = []string{ev.TraceState}
 		}
 	}
+	_, unsigned := b.observeOnly[ev.Type]
+	// As a subscriber of another node gets it.
+	own := ev
+	own.Node, own.Unverified, own.Class = b.node, false, lattice.ClassAny
+	if class != "" {
+		own.Class = lattice.ClassTelemetry
+	}
+	if len(own.Payload) == 0 {
+		own.Payload = nullPayload // what its JSON form says
+	}
 	b.pubMu.Lock()
 	// A failed publish keeps its number: the gap tells other nodes.
-	b.seq++
-	seq := strconv.FormatUint(b.seq, 10)
+	var seq string
+	if unsigned {
+		b.useq++
+		seq = strconv.FormatUint(b.useq, 10)
+	} else {
+		b.seq++
+		seq = strconv.FormatUint(b.seq, 10)
+	}
 	msg.Header[SeqHeader] = []string{seq}
-	if b.keys != nil {
+	if b.keys != nil && !unsigned {
 		// What Keyring.Sign would read back off the header, given.
 		msg.Header[SigHeader] = []string{b.keys.SignHeader(msg.Subject, &clustersig.Covered{b.node, class, seq}, data)}
 	}
 	err := b.nc.PublishMsg(msg)
-	b.pubMu.Unlock()
-	if err != nil {
-		// Nobody gets it, this node's subscribers included. Those on the
-		// whole lattice see the gap in the numbering; the others count it
-		// here.
-		b.failed.Add(1)
-		b.mu.Lock()
-		for s := range b.subs {
-			if !s.whole && s.filter.Match(ev) {
+	// Nobody gets a failed one, this node's subscribers included: they
+	// count it (those of other nodes see the gap in the numbering).
+	if l := b.list.Load(); l != nil {
+		for _, s := range *l {
+			if !s.filter.Match(own) {
+				continue
+			}
+			if err != nil {
 				s.missed.Add(1)
+			} else {
+				s.offer(own)
 			}
 		}
-		b.mu.Unlock()
+	}
+	b.pubMu.Unlock()
+	if err != nil {
+		b.failed.Add(1)
 		return fmt.Errorf("lattice/nats: publish %s: %w", ev.Type, err)
 	}
 	return nil
@@ -330,8 +417,8 @@ type subscription struct {
 	// whole: subscribed to every subject of the lattice, so each node's
 	// numbering is seen without holes but for losses.
 	whole bool
-	// last is each node's last number seen; only deliver (one goroutine
-	// per NATS subscription) touches it.
+	// last is each node's last number seen (of its signed events, with a
+	// key); only deliver (one goroutine per NATS subscription) touches it.
 	last map[string]uint64
 	// guard: the signed events this subscription took (replays refused).
 	guard *clustersig.Guard
@@ -343,10 +430,17 @@ type subscription struct {
 func (s *subscription) Events() <-chan lattice.Event { return s.ch }
 func (s *subscription) Missed() uint64               { return s.missed.Load() }
 func (s *subscription) Close() error {
-	s.bus.mu.Lock()
-	delete(s.bus.subs, s)
-	s.bus.mu.Unlock()
+	s.bus.remove(s)
 	return s.close()
+}
+
+func (b *Bus) remove(s *subscription) {
+	b.mu.Lock()
+	if _, ok := b.subs[s]; ok {
+		delete(b.subs, s)
+		b.setListLocked()
+	}
+	b.mu.Unlock()
 }
 
 // Drain ends the subscription without losing what was already sent to
@@ -357,9 +451,10 @@ func (s *subscription) Close() error {
 // module that must act on every event it received until it stops (egress
 // queueing deliveries) drains instead of closing.
 func (s *subscription) Drain(ctx context.Context) error {
-	s.bus.mu.Lock()
-	delete(s.bus.subs, s)
-	s.bus.mu.Unlock()
+	s.bus.remove(s)
+	if s.natsub == nil {
+		return s.close() // Local: everything it got is in Events already
+	}
 	// Registered before the drain starts: closed when it ends.
 	st := s.natsub.StatusChanged(natsgo.SubscriptionClosed)
 	var err error
@@ -380,7 +475,9 @@ func (s *subscription) Drain(ctx context.Context) error {
 
 func (s *subscription) close() error {
 	var err error
-	if e := s.natsub.Unsubscribe(); e != nil && !errors.Is(e, natsgo.ErrConnectionClosed) && !errors.Is(e, natsgo.ErrBadSubscription) {
+	if s.natsub == nil {
+		// Local: no NATS subscription.
+	} else if e := s.natsub.Unsubscribe(); e != nil && !errors.Is(e, natsgo.ErrConnectionClosed) && !errors.Is(e, natsgo.ErrBadSubscription) {
 		err = e
 	}
 	s.mu.Lock()
@@ -396,18 +493,38 @@ func (s *subscription) close() error {
 func (s *subscription) deliver(m *natsgo.Msg) {
 	var ev lattice.Event
 	node := m.Header.Get(NodeHeader)
-	if s.filter.Local && node != s.bus.node {
-		return // another node's event
+	if node == s.bus.node {
+		return // this Bus's own, delivered by Publish; or one claiming to be
 	}
-	if s.bus.keys != nil && !s.bus.keys.Check(m, s.guard, "lattice event") {
-		return // unsigned, forged, stale or replayed: counted
+	unverified := false
+	if k := s.bus.keys; k != nil {
+		if s.bus.observeOnly != nil && m.Header.Get(SigHeader) == "" {
+			// Unsigned: taken only if its type, read from the event itself
+			// and its subject agreeing, is one this Bus's own list says
+			// nobody acts on; marked.
+			if json.Unmarshal(m.Data, &ev) != nil {
+				ev = lattice.Event{}
+			}
+			if _, ok := s.bus.observeOnly[ev.Type]; ok && m.Subject == s.bus.subject(ev.Type) {
+				unverified = true
+			}
+		}
+		if !unverified && !k.Check(m, s.guard, "lattice event") {
+			return // unsigned, forged, stale or replayed: counted
+		}
 	}
-	if s.whole {
+	if s.whole && !unverified {
+		// An unverified event's number could be anything a forger
+		// likes: it counts no gap (and none is lost in the signed
+		// numbering, which is apart).
 		s.countGap(node, m.Header.Get(SeqHeader))
 	}
-	if err := json.Unmarshal(m.Data, &ev); err != nil {
-		return // not an event of ours
+	if !unverified {
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			return // not an event of ours
+		}
 	}
+	ev.Node, ev.Unverified = node, unverified
 	if m.Header.Get(ClassHeader) == lattice.ClassTelemetry.String() {
 		ev.Class = lattice.ClassTelemetry
 	}
@@ -423,6 +540,12 @@ func (s *subscription) deliver(m *natsgo.Msg) {
 	if !s.filter.Match(ev) {
 		return // one a glob or class filter does not want
 	}
+	s.offer(ev)
+}
+
+// offer hands ev to Events, or counts it missed when the buffer is full;
+// it never blocks.
+func (s *subscription) offer(ev lattice.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -436,8 +559,7 @@ func (s *subscription) deliver(m *natsgo.Msg) {
 }
 
 // countGap counts the events of node that were numbered before n but
-// never arrived (this Bus's own included: a failed publish keeps its
-// number).
+// never arrived.
 func (s *subscription) countGap(node, seq string) {
 	n, err := strconv.ParseUint(seq, 10, 64)
 	if node == "" || err != nil {
@@ -462,7 +584,7 @@ func (b *Bus) Subscribe(filter lattice.Filter, buffer int) (lattice.Subscription
 		buffer = lattice.DefaultBuffer
 	}
 	s := &subscription{bus: b, filter: filter, ch: make(chan lattice.Event, buffer)}
-	if b.keys != nil {
+	if b.keys != nil && !filter.Local {
 		s.guard = clustersig.NewGuard()
 	}
 	// One NATS subscription per Subscribe keeps events in publish order
@@ -476,6 +598,13 @@ func (b *Bus) Subscribe(filter lattice.Filter, buffer int) (lattice.Subscription
 	defer b.mu.Unlock()
 	if b.closed.Load() {
 		return nil, lattice.ErrClosed
+	}
+	if filter.Local {
+		// Only this Bus's own events, which Publish hands it: nothing to
+		// take from the server.
+		b.subs[s] = struct{}{}
+		b.setListLocked()
+		return s, nil
 	}
 	ns, err := b.nc.Subscribe(subject, s.deliver)
 	if err != nil {
@@ -493,6 +622,7 @@ func (b *Bus) Subscribe(filter lattice.Filter, buffer int) (lattice.Subscription
 		return nil, fmt.Errorf("lattice/nats: subscribe: %w", err)
 	}
 	b.subs[s] = struct{}{}
+	b.setListLocked()
 	return s, nil
 }
 
@@ -520,6 +650,7 @@ func (b *Bus) Close() error {
 	b.mu.Lock()
 	subs := b.subs
 	b.subs = nil
+	b.list.Store(nil)
 	b.mu.Unlock()
 	var errs []error
 	// While NATS is away there is nothing to flush to: do not wait for it.
