@@ -41,6 +41,9 @@ func dialSmallStream(t *testing.T, ctx context.Context, srv string) *websocket.C
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.CloseNow() })
+	// The ready frame holds the recent events, a 100 kB run output among
+	// them once another socket's run has ended: over the default 32 KiB.
+	conn.SetReadLimit(4 << 20)
 	return conn
 }
 

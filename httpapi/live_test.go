@@ -448,7 +448,6 @@ func TestWebSocketSlowReaderCoalesced(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	conn := dialSmallStream(t, ctx, srv.URL)
-	conn.SetReadLimit(4 << 20)
 	readUntil(t, ctx, conn, "ready")
 	send(t, ctx, conn, map[string]any{"cmd": "execute", "agent_id": "streamer", "input": "go"})
 	waitCompleted(t, sub, 1, 2*time.Minute)
