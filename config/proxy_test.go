@@ -16,9 +16,9 @@ func TestEnvProxyAsHTTPProxy(t *testing.T) {
 		{"", "", ""},
 		{"http://proxy:3128", "", ""},
 		{"", "https://user:pw@secure-proxy:8443", ""},
-		{"proxy:3128", "proxy.internal", ""},                          // no scheme: http:// assumed
-		{"socks5://s:1080", "://bad", ""},                             // unparsable: http:// tried
-		{"http://p:1", "http://p:2", "*"},                             // nothing proxied
+		{"proxy:3128", "proxy.internal", ""}, // no scheme: http:// assumed
+		{"socks5://s:1080", "://bad", ""},    // unparsable: http:// tried
+		{"http://p:1", "http://p:2", "*"},    // nothing proxied
 		{"http://p:1", "http://p:2", "example.com, .internal,10.0.0.0/8"},
 		{"http://p:1", "http://p:2", "*.corp.example:8443,192.168.1.7,[::2]:443, [2001:db8::]/32"},
 		{"http://p:1", "http://p:2", "FOO.example,  ,bar.example:80,:80,*foo.org,10.1.2.3:8080"},
