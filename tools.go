@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
-	"strings"
+	"sort"
 	"sync"
 	"time"
 
@@ -153,7 +153,10 @@ func (e *Engine) Tools() []Tool {
 		out = append(out, t)
 	}
 	e.mu.RUnlock()
-	slices.SortFunc(out, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	// sort.Slice, not slices.SortFunc: one sorter for every element type,
+	// where slices.SortFunc compiles ~20 KB per struct type into the daemon
+	// (its size bound: bench/README.md).
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
@@ -295,7 +298,10 @@ func (b *runToolbox) Tools() []agent.ToolDef {
 			defs = append(defs, agent.ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
 		}
 	}
-	slices.SortFunc(defs, func(a, b agent.ToolDef) int { return strings.Compare(a.Name, b.Name) })
+	// sort.Slice, not slices.SortFunc: one sorter for every element type,
+	// where slices.SortFunc compiles ~20 KB per struct type into the daemon
+	// (its size bound: bench/README.md).
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
 	return defs
 }
 

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -151,11 +151,14 @@ func (s *store) get(agent, tool string) (Remembered, bool) {
 func (s *store) list() []Remembered {
 	s.refresh()
 	out := slices.Collect(maps.Values(*s.m.Load()))
-	slices.SortFunc(out, func(a, b Remembered) int {
-		if c := strings.Compare(a.AgentID, b.AgentID); c != 0 {
-			return c
+	// sort.Slice, not slices.SortFunc: one sorter for every element type,
+	// where slices.SortFunc compiles ~20 KB per struct type into the daemon
+	// (its size bound: bench/README.md).
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].AgentID != out[j].AgentID {
+			return out[i].AgentID < out[j].AgentID
 		}
-		return strings.Compare(a.Tool, b.Tool)
+		return out[i].Tool < out[j].Tool
 	})
 	return out
 }
@@ -217,8 +220,12 @@ func (s *store) write(m map[decisionKey]Remembered) error {
 		return nil
 	}
 	f := storeFile{Version: 1, Decisions: slices.Collect(maps.Values(m))}
-	slices.SortFunc(f.Decisions, func(a, b Remembered) int {
-		return strings.Compare(a.AgentID+"\x00"+a.Tool, b.AgentID+"\x00"+b.Tool)
+	// sort.Slice, not slices.SortFunc: one sorter for every element type,
+	// where slices.SortFunc compiles ~20 KB per struct type into the daemon
+	// (its size bound: bench/README.md).
+	sort.Slice(f.Decisions, func(i, j int) bool {
+		a, b := f.Decisions[i], f.Decisions[j]
+		return a.AgentID+"\x00"+a.Tool < b.AgentID+"\x00"+b.Tool
 	})
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {

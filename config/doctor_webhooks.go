@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/net/http/httpproxy"
-
 	"github.com/axocoatl/axocoatl-go/egress"
 	"github.com/axocoatl/axocoatl-go/mcpclient"
 )
@@ -124,11 +122,7 @@ func proxyOf(lookup func(string) (string, bool)) func(*url.URL) (*url.URL, error
 		}
 		return ""
 	}
-	return (&httpproxy.Config{
-		HTTPProxy:  get("HTTP_PROXY", "http_proxy"),
-		HTTPSProxy: get("HTTPS_PROXY", "https_proxy"),
-		NoProxy:    get("NO_PROXY", "no_proxy"),
-	}).ProxyFunc()
+	return newEnvProxy(get("HTTP_PROXY", "http_proxy"), get("HTTPS_PROXY", "https_proxy"), get("NO_PROXY", "no_proxy")).proxy
 }
 
 // unwrapDNS and unwrapOp keep an error's cause ("no such host",

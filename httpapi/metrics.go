@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/lattice"
@@ -66,7 +65,7 @@ func newMetrics(bus lattice.Bus, named func(eventType string) bool, modules ...p
 			return nil, err
 		}
 	}
-	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	m.handler = exposition(m.reg)
 	// Local: on a shared NATS lattice each daemon counts the runs and
 	// events it produced, so summing the daemons' metrics counts each once.
 	sub, err := bus.Subscribe(lattice.Filter{Local: true}, metricsBuffer)

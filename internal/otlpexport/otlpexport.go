@@ -1,13 +1,14 @@
 // Package otlpexport is an OTLP/HTTP (protobuf) span exporter for the
-// OpenTelemetry SDK: what otlptracehttp does, on the generated message
-// types of go.opentelemetry.io/proto/otlp/trace/v1 only. otlptracehttp
-// imports the collector's service package, whose generated gRPC and
-// gateway code brings gRPC (69 packages) into any binary that exports
-// spans; this package brings none.
+// OpenTelemetry SDK: what otlptracehttp does, without its imports.
+// otlptracehttp imports the collector's service package, whose generated
+// gRPC and gateway code brings gRPC (69 packages) into any binary that
+// exports spans; this package brings none, and encodes the request itself
+// (encode.go) rather than through the generated message types of
+// go.opentelemetry.io/proto/otlp, whose descriptors, registration and
+// reflection code cost the daemon's binary 140 KB (bench/README.md).
 //
 // The body of a POST to /v1/traces is an ExportTraceServiceRequest,
-// whose one field (resource_spans = 1) is TracesData's, so TracesData is
-// sent: the same bytes.
+// whose one field (resource_spans = 1) is TracesData's.
 package otlpexport
 
 import (
@@ -21,19 +22,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // Options configure an [Exporter].
@@ -99,15 +91,12 @@ func (e *Exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 	if len(spans) == 0 {
 		return nil
 	}
-	raw, err := proto.Marshal(&tracepb.TracesData{ResourceSpans: ResourceSpans(spans)})
-	if err != nil {
-		return fmt.Errorf("otlpexport: encoding %d spans: %w", len(spans), err)
-	}
+	raw := Marshal(spans)
 	var zb bytes.Buffer
 	zw := e.gzip.Get().(*gzip.Writer)
 	zw.Reset(&zb)
 	_, _ = zw.Write(raw)
-	err = zw.Close()
+	err := zw.Close()
 	e.gzip.Put(zw)
 	if err != nil {
 		return err
@@ -205,168 +194,4 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 	e.mu.Unlock()
 	e.client.CloseIdleConnections()
 	return ctx.Err()
-}
-
-// ResourceSpans groups spans by resource and instrumentation scope, as
-// OTLP carries them.
-func ResourceSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
-	type scopeKey struct {
-		res   attribute.Distinct
-		name  string
-		ver   string
-		url   string
-		attrs attribute.Distinct
-	}
-	var out []*tracepb.ResourceSpans
-	byRes := map[attribute.Distinct]*tracepb.ResourceSpans{}
-	byScope := map[scopeKey]*tracepb.ScopeSpans{}
-	for _, s := range spans {
-		res := s.Resource()
-		rkey := res.Equivalent()
-		rs, ok := byRes[rkey]
-		if !ok {
-			rs = &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: keyValues(res.Attributes())}, SchemaUrl: text(res.SchemaURL())}
-			byRes[rkey] = rs
-			out = append(out, rs)
-		}
-		sc := s.InstrumentationScope()
-		skey := scopeKey{rkey, sc.Name, sc.Version, sc.SchemaURL, sc.Attributes.Equivalent()}
-		ss, ok := byScope[skey]
-		if !ok {
-			ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: text(sc.Name), Version: text(sc.Version), Attributes: keyValues(sc.Attributes.ToSlice())}, SchemaUrl: text(sc.SchemaURL)}
-			byScope[skey] = ss
-			rs.ScopeSpans = append(rs.ScopeSpans, ss)
-		}
-		ss.Spans = append(ss.Spans, span(s))
-	}
-	return out
-}
-
-// The flags bits of OTLP: the W3C trace flags, and whether the parent
-// (or a link's span) is remote.
-const (
-	flagHasIsRemote = 0x100
-	flagIsRemote    = 0x200
-)
-
-func flags(sc trace.SpanContext, remote bool) uint32 {
-	f := uint32(sc.TraceFlags()) | flagHasIsRemote
-	if remote {
-		f |= flagIsRemote
-	}
-	return f
-}
-
-func span(s sdktrace.ReadOnlySpan) *tracepb.Span {
-	sc := s.SpanContext()
-	tid, sid := sc.TraceID(), sc.SpanID()
-	p := &tracepb.Span{
-		TraceId:                tid[:],
-		SpanId:                 sid[:],
-		TraceState:             text(sc.TraceState().String()),
-		Name:                   text(s.Name()),
-		Kind:                   tracepb.Span_SpanKind(s.SpanKind()),
-		StartTimeUnixNano:      uint64(max(s.StartTime().UnixNano(), 0)),
-		EndTimeUnixNano:        uint64(max(s.EndTime().UnixNano(), 0)),
-		Attributes:             keyValues(s.Attributes()),
-		DroppedAttributesCount: uint32(max(s.DroppedAttributes(), 0)),
-		DroppedEventsCount:     uint32(max(s.DroppedEvents(), 0)),
-		DroppedLinksCount:      uint32(max(s.DroppedLinks(), 0)),
-		Status:                 status(s.Status()),
-	}
-	if s.SpanKind() > trace.SpanKindConsumer || s.SpanKind() < 0 {
-		p.Kind = tracepb.Span_SPAN_KIND_UNSPECIFIED
-	}
-	parent := s.Parent()
-	p.Flags = flags(sc, parent.IsRemote())
-	if parent.SpanID().IsValid() {
-		psid := parent.SpanID()
-		p.ParentSpanId = psid[:]
-	}
-	for _, ev := range s.Events() {
-		p.Events = append(p.Events, &tracepb.Span_Event{
-			TimeUnixNano: uint64(max(ev.Time.UnixNano(), 0)), Name: text(ev.Name),
-			Attributes: keyValues(ev.Attributes), DroppedAttributesCount: uint32(max(ev.DroppedAttributeCount, 0)),
-		})
-	}
-	for _, l := range s.Links() {
-		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-		p.Links = append(p.Links, &tracepb.Span_Link{
-			TraceId: ltid[:], SpanId: lsid[:], TraceState: text(l.SpanContext.TraceState().String()),
-			Attributes: keyValues(l.Attributes), DroppedAttributesCount: uint32(max(l.DroppedAttributeCount, 0)),
-			Flags: flags(l.SpanContext, l.SpanContext.IsRemote()),
-		})
-	}
-	return p
-}
-
-func status(s sdktrace.Status) *tracepb.Status {
-	st := &tracepb.Status{}
-	switch s.Code {
-	case codes.Error:
-		st.Code = tracepb.Status_STATUS_CODE_ERROR
-		st.Message = text(s.Description)
-	case codes.Ok:
-		st.Code = tracepb.Status_STATUS_CODE_OK
-	}
-	return st
-}
-
-// text is s as valid UTF-8: proto3 refuses a string that is not, and one
-// bad byte in a peer's text (a tool's result, a route) would lose the
-// whole batch of spans.
-func text(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
-}
-
-func keyValues(kvs []attribute.KeyValue) []*commonpb.KeyValue {
-	if len(kvs) == 0 {
-		return nil
-	}
-	out := make([]*commonpb.KeyValue, 0, len(kvs))
-	for _, kv := range kvs {
-		out = append(out, &commonpb.KeyValue{Key: text(string(kv.Key)), Value: anyValue(kv.Value)})
-	}
-	return out
-}
-
-func anyValue(v attribute.Value) *commonpb.AnyValue {
-	switch v.Type() {
-	case attribute.BOOL:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: v.AsBool()}}
-	case attribute.INT64:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v.AsInt64()}}
-	case attribute.FLOAT64:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: v.AsFloat64()}}
-	case attribute.STRING:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: text(v.AsString())}}
-	case attribute.BYTESLICE:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: v.AsByteSlice()}}
-	case attribute.BOOLSLICE:
-		return array(v.AsBoolSlice(), func(b bool) *commonpb.AnyValue { return anyValue(attribute.BoolValue(b)) })
-	case attribute.INT64SLICE:
-		return array(v.AsInt64Slice(), func(i int64) *commonpb.AnyValue { return anyValue(attribute.Int64Value(i)) })
-	case attribute.FLOAT64SLICE:
-		return array(v.AsFloat64Slice(), func(f float64) *commonpb.AnyValue { return anyValue(attribute.Float64Value(f)) })
-	case attribute.STRINGSLICE:
-		return array(v.AsStringSlice(), func(s string) *commonpb.AnyValue { return anyValue(attribute.StringValue(s)) })
-	case attribute.SLICE:
-		return array(v.AsSlice(), anyValue)
-	case attribute.MAP:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: keyValues(v.AsMap())}}}
-	case attribute.EMPTY:
-		return &commonpb.AnyValue{}
-	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: text(v.String())}}
-}
-
-func array[T any](xs []T, conv func(T) *commonpb.AnyValue) *commonpb.AnyValue {
-	vals := make([]*commonpb.AnyValue, len(xs))
-	for i, x := range xs {
-		vals[i] = conv(x)
-	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: vals}}}
 }
