@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -97,13 +98,10 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 	// got an answer or was withdrawn); with no other channel that is the
 	// end of it.
 	failed := make(chan error, 1)
+	var door *doorPrompt
 	if prompter != nil {
-		pctx, cancel := context.WithCancel(wctx)
-		defer cancel() // the gate is done: withdraw the question
-		go func() {
-			defer m.wg.Done()
-			failed <- m.promptUser(pctx, prompter, p.info)
-		}()
+		door = m.startPrompt(wctx, func(pctx context.Context) { failed <- m.promptUser(pctx, prompter, p.info) })
+		defer door.withdraw() // every way out
 	} else {
 		failed <- errors.New("the caller's door has no way to ask its user")
 	}
@@ -126,6 +124,9 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 			r = m.settle(p, Deny, StatusWithdrawn, "shutdown")
 		}
 	}
+	if door != nil {
+		door.withdraw() // before the tool runs (see doorPrompt)
+	}
 	resume() // the tool's own run counts against the agent's timeout again
 	endWait(span, &r)
 	switch r.Status {
@@ -145,6 +146,45 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 		return axocoatl.ToolResult{Content: unanswerableText(call.Tool, r), IsError: true}, nil
 	}
 	return withdrawnResult(call.Tool), nil
+}
+
+// doorPrompt is a question put to the caller's user through its door's
+// [axocoatl.UserPrompter], on a goroutine of its own (counted in m.wg by
+// the caller of startPrompt, under m.mu).
+type doorPrompt struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the prompt has returned
+	once   sync.Once
+}
+
+// doorWithdrawWait bounds how long withdraw waits for a door's prompt to
+// return once cancelled: a prompter honouring its ctx returns at once.
+const doorWithdrawWait = time.Second
+
+// startPrompt runs ask under a ctx of its own, derived from ctx.
+func (m *Module) startPrompt(ctx context.Context, ask func(context.Context)) *doorPrompt {
+	pctx, cancel := context.WithCancel(ctx)
+	d := &doorPrompt{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer m.wg.Done()
+		defer close(d.done)
+		ask(pctx)
+	}()
+	return d
+}
+
+// withdraw takes the question back from the door and waits (bounded) until
+// the door has let it go: a verdict from elsewhere (the dashboard) must
+// not leave the door showing it while the gated tool runs, or an MCP
+// 2026-07-28 client's next retry is handed the stale question again.
+func (d *doorPrompt) withdraw() {
+	d.once.Do(func() {
+		d.cancel()
+		select {
+		case <-d.done:
+		case <-time.After(doorWithdrawWait):
+		}
+	})
 }
 
 func withdrawnResult(tool string) axocoatl.ToolResult {

@@ -118,12 +118,8 @@ func (m *Module) AskQuestion(ctx context.Context, q axocoatl.Question) (axocoatl
 	m.log.Info("question asked", "approval", p.info.ApprovalID, "server", p.info.Server, "tool", p.info.Tool,
 		"agent", p.info.AgentID, "task", p.info.TaskID, "properties", len(form.props), "expires_at", p.info.ExpiresAt)
 	if prompter != nil {
-		pctx, cancel := context.WithCancel(ctx)
-		defer cancel() // answered: withdraw the door's form
-		go func() {
-			defer m.wg.Done()
-			m.promptQuestion(pctx, prompter, p.info, form)
-		}()
+		door := m.startPrompt(ctx, func(pctx context.Context) { m.promptQuestion(pctx, prompter, p.info, form) })
+		defer door.withdraw() // answered: withdraw the door's form before the answer is returned
 	}
 
 	timer := time.NewTimer(m.cfg.Timeout)
