@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(runChild())
 	}
+	if era := os.Getenv(bareChildEnv); era != "" {
+		os.Exit(runBareChild(era))
+	}
 	goleak.VerifyTestMain(m)
 }
 

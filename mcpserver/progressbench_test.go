@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -91,13 +95,18 @@ func (f *firstText) handler(_ context.Context, req *mcp.ProgressNotificationClie
 	f.got <- now
 }
 
-// bareSDK serves a go-sdk server of its own on loopback, in the era of so
-// (stateless for 2026-07-28, as mcpserver serves that era), with one tool
-// that sends a progress notification at once and returns, and connects a
-// go-sdk client to it: call times a tools/call to that notification, what
-// the go-sdk itself takes to dispatch a call and carry a notification
-// back, with nothing of ours on the way.
-func bareSDK(b *testing.B, so *mcp.ClientSessionOptions) (call func() time.Duration) {
+// bareChildEnv makes the test binary the bare go-sdk side of
+// BenchmarkProgressFirstDelta (its value: the era), in a process of its
+// own: see bareSDK.
+const bareChildEnv = "MCPSERVER_BENCH_BARE_SDK_CHILD"
+
+// newBareSDK serves a go-sdk server of its own on loopback, in the era of
+// so (stateless for 2026-07-28, as mcpserver serves that era), with one
+// tool that sends a progress notification at once and returns, and
+// connects a go-sdk client to it: call times a tools/call to that
+// notification, what the go-sdk itself takes to dispatch a call and carry
+// a notification back, with nothing of ours on the way.
+func newBareSDK(so *mcp.ClientSessionOptions) (call func() (time.Duration, error), stop func(), err error) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "t", InputSchema: inputSchemaForBench}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Message: "now"})
@@ -108,7 +117,6 @@ func bareSDK(b *testing.B, so *mcp.ClientSessionOptions) (call func() time.Durat
 		opts.Stateless, opts.PropagateRequestCancellation = true, true
 	}
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts))
-	b.Cleanup(ts.Close)
 	got := make(chan time.Time, 1)
 	cs, err := testClient(&mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
 		select {
@@ -117,22 +125,104 @@ func bareSDK(b *testing.B, so *mcp.ClientSessionOptions) (call func() time.Durat
 		}
 	}}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1}, so)
 	if err != nil {
-		b.Fatal(err)
+		ts.Close()
+		return nil, nil, err
 	}
-	b.Cleanup(func() { cs.Close() })
-	return func() time.Duration {
+	call = func() (time.Duration, error) {
 		p := &mcp.CallToolParams{Name: "t", Arguments: map[string]any{"input": "x"}}
 		p.SetProgressToken("tok")
 		start := time.Now()
 		if _, err := cs.CallTool(context.Background(), p); err != nil {
-			b.Fatalf("bare go-sdk call: %v", err)
+			return 0, fmt.Errorf("bare go-sdk call: %w", err)
 		}
 		select {
 		case at := <-got:
-			return at.Sub(start)
+			return at.Sub(start), nil
 		case <-time.After(20 * time.Second):
-			b.Fatal("no notification from the bare go-sdk server")
+			return 0, errors.New("no notification from the bare go-sdk server")
 		}
+	}
+	return call, func() { cs.Close(); ts.Close() }, nil
+}
+
+// runBareChild is the bare go-sdk side in its own process: one call per
+// line read on stdin, its time in nanoseconds written back as a line.
+func runBareChild(era string) int {
+	var so *mcp.ClientSessionOptions
+	for _, e := range progressEras {
+		if e.name == era {
+			so = e.so
+		}
+	}
+	call, stop, err := newBareSDK(so)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop()
+	in, out := bufio.NewScanner(os.Stdin), bufio.NewWriter(os.Stdout)
+	for in.Scan() {
+		d, err := call()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Fprintf(out, "bare-ns %d\n", d.Nanoseconds())
+		if err := out.Flush(); err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// bareSDK runs newBareSDK of the era in a child process (this test binary
+// again, bareChildEnv set) and returns a call that times one of its calls
+// there. A process of its own, not the benchmark's: in the benchmark's
+// the bare server's and client's garbage (the go-sdk's decoder takes a
+// 32 KiB buffer per message it decodes) set off collections that landed
+// in the door's calls and counted against the door, by a third of what
+// the 2026-07-28 era added (bench/README.md, "first delta ... the bare
+// go-sdk's garbage").
+func bareSDK(b *testing.B, era string) (call func() time.Duration) {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run", "^$")
+	cmd.Env = append(os.Environ(), bareChildEnv+"="+era)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close() // the child's loop ends, and with it the child
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("bare go-sdk child: %v", err)
+		}
+	})
+	lines := bufio.NewScanner(stdout)
+	return func() time.Duration {
+		if _, err := io.WriteString(stdin, "call\n"); err != nil {
+			b.Fatalf("bare go-sdk child: %v", err)
+		}
+		for lines.Scan() {
+			if ns, ok := strings.CutPrefix(lines.Text(), "bare-ns "); ok {
+				n, err := strconv.ParseInt(ns, 10, 64)
+				if err != nil {
+					b.Fatalf("bare go-sdk child wrote %q", lines.Text())
+				}
+				return time.Duration(n)
+			}
+		}
+		b.Fatalf("bare go-sdk child ended: %v", lines.Err())
 		return 0
 	}
 }
@@ -158,8 +248,9 @@ var inputSchemaForBench = json.RawMessage(`{"type":"object","properties":{"input
 //     waits beyond the model, the go-sdk's dispatch of the call included;
 //   - first-progress-µs, from the call to its first notification ("agent
 //     … started"), beside sdk-first-progress-µs: the same for a bare
-//     go-sdk server whose tool notifies at once (bareSDK), the go-sdk's own
-//     share of it.
+//     go-sdk server whose tool notifies at once (bareSDK, in a process of
+//     its own, so that its garbage is not collected in the door's calls),
+//     the go-sdk's own share of it.
 //
 // The three calls rotate their order each iteration, over loopback.
 func BenchmarkProgressFirstDelta(b *testing.B) {
@@ -169,7 +260,7 @@ func BenchmarkProgressFirstDelta(b *testing.B) {
 			f := streamFixture(b, chat)
 			ft := &firstText{got: make(chan time.Time, 1)}
 			cs := connectBench(b, f, &mcp.ClientOptions{ProgressNotificationHandler: ft.handler}, era.so)
-			sdk := bareSDK(b, era.so)
+			sdk := bareSDK(b, era.name)
 			hc := &http.Client{}
 			ctx := context.Background()
 			var doorTimes, modelTimes, transit, started, sdkTimes []time.Duration
