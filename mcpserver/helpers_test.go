@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	if era := os.Getenv(bareChildEnv); era != "" {
 		os.Exit(runBareChild(era))
 	}
+	if era := os.Getenv(clientChildEnv); era != "" {
+		os.Exit(runClientChild(era))
+	}
 	goleak.VerifyTestMain(m)
 }
 
