@@ -492,12 +492,19 @@ func progressFirstDelta(b *testing.B, chat *testutil.StreamingChat, c benchCalle
 	bare := func() { sdkTimes = append(sdkTimes, sdk()) }
 	sides := []func(){door, model, bare}
 	n := 0
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	for b.Loop() {
 		for i := range sides {
 			sides[(n+i)%len(sides)]()
 		}
 		n++
 	}
+	runtime.ReadMemStats(&after)
+	// The collections of the benchmark's process (the door's, and the
+	// client's with client=in-process) per iteration: what the first
+	// delta waits for on a loaded machine is mostly these (bench/README.md).
+	b.ReportMetric(float64(after.NumGC-before.NumGC)/float64(b.N), "gcs/op")
 	d, m, t := testutil.Median(doorTimes), testutil.Median(modelTimes), testutil.Median(transit)
 	b.ReportMetric(float64(t.Microseconds()), "model-to-client-µs")
 	b.ReportMetric(float64(d.Microseconds()), "door-first-delta-µs")
