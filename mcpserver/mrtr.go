@@ -196,7 +196,19 @@ func metaFormElicitation(meta map[string]any) (form, known bool) {
 	if !ok {
 		return false, false
 	}
-	return el["form"] != nil || el["url"] == nil, true
+	// Each is an object or absent (null is absent); a value of another
+	// kind is the go-sdk's to judge.
+	formV, urlV := el["form"], el["url"]
+	if !objectOrNil(formV) || !objectOrNil(urlV) {
+		return false, false
+	}
+	return formV != nil || urlV == nil, true
+}
+
+// objectOrNil reports whether a decoded JSON value is an object or absent.
+func objectOrNil(v any) bool {
+	_, obj := v.(map[string]any)
+	return v == nil || obj
 }
 
 // callerDigest identifies the HTTP caller of a request (a digest, never
