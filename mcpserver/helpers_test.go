@@ -36,6 +36,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(runChild())
 	}
+	if era := os.Getenv(bareChildEnv); era != "" {
+		os.Exit(runBareChild(era))
+	}
+	if era := os.Getenv(clientChildEnv); era != "" {
+		os.Exit(runClientChild(era))
+	}
 	goleak.VerifyTestMain(m)
 }
 

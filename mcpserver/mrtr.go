@@ -156,13 +156,59 @@ func failAsk(a *inputAsk, err error) {
 
 // inputCapable reports whether a 2026-07-28 request's client declared
 // form elicitation (in its _meta): it can answer an InputRequiredResult.
+//
+// It reads the _meta the go-sdk has already decoded (and validated as
+// client capabilities before the call reached its tool) rather than
+// asking req.ClientCapabilities, which encodes that map and decodes it
+// again, with a 32 KiB decoder buffer, on every call of the era: the
+// go-sdk's stateless dispatch already makes some fourteen such decodes a
+// call, and the collector they keep busy is what the era's first progress
+// notification waits for on a loaded machine (bench/README.md, "first
+// delta"). A value of any other shape falls back to the go-sdk's reading.
 func inputCapable(req *mcp.CallToolRequest) bool {
+	if form, known := metaFormElicitation(req.Params.GetMeta()); known {
+		return form
+	}
 	caps := req.ClientCapabilities()
 	if caps == nil || caps.Elicitation == nil {
 		return false
 	}
 	el := caps.Elicitation
 	return el.Form != nil || el.URL == nil
+}
+
+// metaFormElicitation reads form elicitation from a request's decoded
+// _meta as the go-sdk would (an "elicitation" object with "form", or with
+// neither "form" nor "url": forms are the default; JSON null is absent).
+// known is false when the capabilities are not there as decoded JSON
+// objects (absent, or built in process as typed values), for the caller
+// to ask the go-sdk.
+func metaFormElicitation(meta map[string]any) (form, known bool) {
+	caps, ok := meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	if !ok {
+		return false, false
+	}
+	raw, present := caps["elicitation"]
+	if !present || raw == nil {
+		return false, true
+	}
+	el, ok := raw.(map[string]any)
+	if !ok {
+		return false, false
+	}
+	// Each is an object or absent (null is absent); a value of another
+	// kind is the go-sdk's to judge.
+	formV, urlV := el["form"], el["url"]
+	if !objectOrNil(formV) || !objectOrNil(urlV) {
+		return false, false
+	}
+	return formV != nil || urlV == nil, true
+}
+
+// objectOrNil reports whether a decoded JSON value is an object or absent.
+func objectOrNil(v any) bool {
+	_, obj := v.(map[string]any)
+	return v == nil || obj
 }
 
 // callerDigest identifies the HTTP caller of a request (a digest, never
