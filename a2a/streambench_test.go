@@ -27,23 +27,9 @@ import (
 // modelFirstDelta is the time from a streamed chat request sent straight
 // to chat to its first content chunk (the model's own first delta).
 func modelFirstDelta(b *testing.B, client *http.Client, chat *testutil.StreamingChat) time.Duration {
-	req, _ := http.NewRequest(http.MethodPost, chat.URL+"/chat/completions", strings.NewReader(`{"model":"m1","stream":true,"messages":[{"role":"user","content":"go"}]}`))
-	req.Header.Set("Content-Type", "application/json")
-	start := time.Now()
-	resp, err := client.Do(req)
+	d, err := testutil.ModelFirstDelta(client, chat.URL)
 	if err != nil {
 		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	var d time.Duration
-	for sc.Scan() {
-		if d == 0 && strings.Contains(sc.Text(), `"delta":{"content":`) {
-			d = time.Since(start)
-		}
-	}
-	if d == 0 {
-		b.Fatal("no content chunk from the model")
 	}
 	return d
 }

@@ -539,21 +539,9 @@ func BenchmarkRemoteFirstDelta(b *testing.B) {
 	}
 	client := &http.Client{}
 	direct := func() time.Duration {
-		start := time.Now()
-		resp, err := client.Post(chat.URL+"/chat/completions", "application/json", strings.NewReader(`{"model":"m1","stream":true,"messages":[{"role":"user","content":"go"}]}`))
+		d, err := testutil.ModelFirstDelta(client, chat.URL)
 		if err != nil {
 			b.Fatal(err)
-		}
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		var d time.Duration
-		for sc.Scan() {
-			if d == 0 && strings.Contains(sc.Text(), `"delta":{"content":`) {
-				d = time.Since(start)
-			}
-		}
-		if d == 0 {
-			b.Fatal("no content chunk")
 		}
 		return d
 	}

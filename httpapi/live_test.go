@@ -1,11 +1,9 @@
 package httpapi
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"runtime"
 	"strings"
 	"testing"
@@ -561,20 +559,9 @@ func BenchmarkWebSocketFirstDelta(b *testing.B) {
 		return d
 	}
 	model := func() time.Duration {
-		req, _ := http.NewRequest(http.MethodPost, chat.URL+"/chat/completions", strings.NewReader(`{"model":"m1","stream":true,"messages":[{"role":"user","content":"go"}]}`))
-		req.Header.Set("Content-Type", "application/json")
-		start := time.Now()
-		resp, err := srv.Client().Do(req)
+		d, err := testutil.ModelFirstDelta(srv.Client(), chat.URL)
 		if err != nil {
 			b.Fatal(err)
-		}
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		var d time.Duration
-		for sc.Scan() {
-			if d == 0 && strings.HasPrefix(sc.Text(), `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":`) {
-				d = time.Since(start)
-			}
 		}
 		return d
 	}

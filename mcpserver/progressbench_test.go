@@ -153,22 +153,7 @@ func (c *benchClient) door(n int) (doorCall, error) {
 }
 
 func (c *benchClient) model() (time.Duration, error) {
-	req, _ := http.NewRequest(http.MethodPost, c.modelURL+"/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"go"}]}`))
-	req.Header.Set("Content-Type", "application/json")
-	start := time.Now()
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	var d time.Duration
-	for sc.Scan() {
-		if d == 0 && strings.Contains(sc.Text(), `"delta":{"content":`) {
-			d = time.Since(start)
-		}
-	}
-	return d, sc.Err()
+	return testutil.ModelFirstDelta(c.hc, c.modelURL)
 }
 
 // clientChildEnv makes the test binary the client side of

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -278,4 +279,33 @@ func EachWire(t *testing.T, f func(t *testing.T, wire string)) {
 			f(t, wire)
 		})
 	}
+}
+
+// ModelFirstDelta is a model's own time to first delta, which a door's is
+// compared with: a streamed request sent straight to the OpenAI-wire
+// server at baseURL (a StreamingChat's URL) over client, to its first
+// content chunk (the answer read to its end).
+func ModelFirstDelta(client *http.Client, baseURL string) (time.Duration, error) {
+	req, _ := http.NewRequest(http.MethodPost, baseURL+"/chat/completions", strings.NewReader(`{"model":"m1","stream":true,"messages":[{"role":"user","content":"go"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var d time.Duration
+	for sc.Scan() {
+		if d == 0 && strings.Contains(sc.Text(), `"delta":{"content":`) {
+			d = time.Since(start)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if d == 0 {
+		return 0, fmt.Errorf("no content chunk from the model (status %d)", resp.StatusCode)
+	}
+	return d, nil
 }
