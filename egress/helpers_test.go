@@ -44,7 +44,14 @@ type harness struct {
 func start(t testing.TB, cfg Config) *harness {
 	t.Helper()
 	logs := &testutil.SyncBuffer{}
-	eng := axocoatl.New(axocoatl.Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	h := startOn(t, axocoatl.New(axocoatl.Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}), cfg)
+	h.logs = logs
+	return h
+}
+
+// startOn starts the module of cfg on eng, both closed with the test.
+func startOn(t testing.TB, eng *axocoatl.Engine, cfg Config) *harness {
+	t.Helper()
 	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +59,7 @@ func start(t testing.TB, cfg Config) *harness {
 	if err := eng.Use(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{eng: eng, mod: m, logs: logs}
+	h := &harness{eng: eng, mod: m}
 	t.Cleanup(func() { h.close(t) })
 	return h
 }

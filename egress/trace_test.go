@@ -51,15 +51,7 @@ func TestDeliveryTrace(t *testing.T) {
 				cfg.JetStream = &JetStream{Conn: bus.Conn(), Prefix: bus.Prefix(), AckWait: 2 * time.Second}
 			}
 			eng := axocoatl.New(opts)
-			m, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := eng.Use(context.Background(), m); err != nil {
-				t.Fatal(err)
-			}
-			h := &harness{eng: eng, mod: m}
-			t.Cleanup(func() { h.close(t) })
+			startOn(t, eng, cfg)
 
 			parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{0xab, 1}, SpanID: [8]byte{0xcd}, TraceFlags: trace.FlagsSampled, Remote: true})
 			if err := eng.Publish(trace.ContextWithRemoteSpanContext(context.Background(), parent), "Traced", "test", map[string]int{"n": 1}); err != nil {

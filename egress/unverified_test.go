@@ -36,15 +36,7 @@ func TestUnverifiedEventsAreNotDelivered(t *testing.T) {
 	bus, other := dial("n1"), dial("n2")
 	rc := newReceiver(t, "", func(received, int) int { return http.StatusOK })
 	eng := axocoatl.New(axocoatl.Options{Logger: slog.New(slog.DiscardHandler), Bus: bus})
-	m, err := New(Config{Webhooks: []Webhook{fast(Webhook{Name: "hook", URL: rc.url(), Events: []string{"Seen", "Mark"}})}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Use(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{eng: eng, mod: m}
-	t.Cleanup(func() { h.close(t) })
+	startOn(t, eng, Config{Webhooks: []Webhook{fast(Webhook{Name: "hook", URL: rc.url(), Events: []string{"Seen", "Mark"}})}})
 
 	raw, err := natsgo.Connect("", natsgo.InProcessServer(ns))
 	if err != nil {
