@@ -62,10 +62,13 @@ type tracing struct {
 	// given: Options.TracerProvider was set; off: it was a no-op one.
 	given, off bool
 	capture    bool
+	// internal starts a span of kind internal: one slice for every span,
+	// not one per call.
+	internal []trace.SpanStartOption
 }
 
 func newTracing(tp trace.TracerProvider, capture bool) tracing {
-	t := tracing{given: tp != nil, capture: capture}
+	t := tracing{given: tp != nil, capture: capture, internal: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}}
 	if tp == nil {
 		// The global provider delegates to whatever the host sets later.
 		tp = otel.GetTracerProvider()
@@ -322,16 +325,28 @@ func finishReason(r *agent.Response) string {
 	return "stop"
 }
 
-// startTool starts the execute_tool span of one call.
-func (e *Engine) startTool(ctx context.Context, call *ToolCall, callID string) (context.Context, trace.Span) {
+// startTool starts the execute_tool span of one call. Its attributes are
+// set by endTool, in one SetAttributes: the SDK copies what it is given
+// and grows its slice on every call, and the tool's server is known only
+// once the tool was looked up (no sampler here reads attributes at the
+// start: ParentBased, ratio, always).
+func (e *Engine) startTool(ctx context.Context, call *ToolCall) (context.Context, trace.Span) {
 	if !e.tracing.on() {
 		return ctx, nil
 	}
-	ctx, span := e.tracing.tracer.Start(ctx, "execute_tool "+call.Tool, trace.WithSpanKind(trace.SpanKindInternal))
+	return e.tracing.tracer.Start(ctx, "execute_tool "+call.Tool, e.tracing.internal...)
+}
+
+// endTool ends a call's span with its attributes (callID: the model's id
+// of the call, "" outside a run); a failed call (an error, or a result
+// with IsError) has status Error.
+func (e *Engine) endTool(span trace.Span, call *ToolCall, callID string, res *ToolResult, err error) {
+	if span == nil {
+		return
+	}
 	if span.IsRecording() {
-		// One SetAttributes: each call takes the span's lock and dedupes.
-		kvs := make([]attribute.KeyValue, 0, 7)
-		kvs = append(kvs, semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(call.Tool), semconv.GenAIToolTypeKey.String("function"))
+		kvs := make([]attribute.KeyValue, 0, 10)
+		kvs = append(kvs, semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(call.Tool), toolTypeFunction)
 		if callID != "" {
 			kvs = append(kvs, semconv.GenAIToolCallID(callID))
 		}
@@ -341,38 +356,34 @@ func (e *Engine) startTool(ctx context.Context, call *ToolCall, callID string) (
 		if call.TaskID != "" {
 			kvs = append(kvs, AttrTaskID.String(call.TaskID))
 		}
-		if e.tracing.capture && len(call.Arguments) > 0 {
-			kvs = append(kvs, semconv.GenAIToolCallArgumentsKey.String(clipText(string(call.Arguments), MaxSpanContentBytes)))
-		}
-		span.SetAttributes(kvs...)
-	}
-	return ctx, span
-}
-
-// endTool ends a call's span; a failed call (an error, or a result with
-// IsError) has status Error.
-func (e *Engine) endTool(span trace.Span, call *ToolCall, res *ToolResult, err error) {
-	if span == nil {
-		return
-	}
-	if span.IsRecording() {
 		if call.Server != "" {
 			// Known once the tool was looked up.
-			span.SetAttributes(AttrToolServer.String(call.Server))
+			kvs = append(kvs, AttrToolServer.String(call.Server))
 		}
 		switch {
 		case err != nil:
-			spanError(span, err)
+			kvs = append(kvs, semconv.ErrorTypeKey.String(errorType(err)))
+			span.SetStatus(codes.Error, err.Error())
 		case res.IsError:
+			kvs = append(kvs, semconv.ErrorTypeKey.String("tool_error"))
 			span.SetStatus(codes.Error, "the tool call failed")
-			span.SetAttributes(semconv.ErrorTypeKey.String("tool_error"))
 		}
-		if e.tracing.capture && res.Content != "" {
-			span.SetAttributes(semconv.GenAIToolCallResultKey.String(clipText(res.Content, MaxSpanContentBytes)))
+		if e.tracing.capture {
+			if len(call.Arguments) > 0 {
+				kvs = append(kvs, semconv.GenAIToolCallArgumentsKey.String(clipText(string(call.Arguments), MaxSpanContentBytes)))
+			}
+			if res.Content != "" {
+				kvs = append(kvs, semconv.GenAIToolCallResultKey.String(clipText(res.Content, MaxSpanContentBytes)))
+			}
 		}
+		span.SetAttributes(kvs...)
 	}
 	span.End()
 }
+
+// toolTypeFunction is gen_ai.tool.type of every tool call: a function the
+// model asked for by name.
+var toolTypeFunction = semconv.GenAIToolTypeKey.String("function")
 
 // The shapes of gen_ai.input.messages and gen_ai.output.messages.
 type (
