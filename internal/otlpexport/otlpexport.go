@@ -59,8 +59,16 @@ const maxResponseBytes = 64 << 10
 type Exporter struct {
 	opts   Options
 	client *http.Client
-	// gzip holds compressors for reuse: one's state is hundreds of KiB.
-	gzip sync.Pool
+
+	// enc is held while a batch is encoded and compressed. The batch span
+	// processor exports one batch at a time, so it is not contended; it
+	// keeps the compressor (its state is over 1 MB: in a sync.Pool it was
+	// dropped at every GC, which a busy process runs every few
+	// milliseconds, and each batch allocated a new one) and the encoding
+	// buffer from one batch to the next.
+	enc sync.Mutex
+	zw  *gzip.Writer
+	raw []byte
 
 	mu     sync.Mutex
 	closed bool
@@ -81,7 +89,7 @@ func New(o Options) *Exporter {
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}
-	return &Exporter{opts: o, gzip: sync.Pool{New: newGzip}, client: &http.Client{Transport: tr, Timeout: o.Timeout,
+	return &Exporter{opts: o, client: &http.Client{Transport: tr, Timeout: o.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
@@ -99,20 +107,10 @@ func (e *Exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 	if len(spans) == 0 {
 		return nil
 	}
-	raw, err := proto.Marshal(&tracepb.TracesData{ResourceSpans: ResourceSpans(spans)})
-	if err != nil {
-		return fmt.Errorf("otlpexport: encoding %d spans: %w", len(spans), err)
-	}
-	var zb bytes.Buffer
-	zw := e.gzip.Get().(*gzip.Writer)
-	zw.Reset(&zb)
-	_, _ = zw.Write(raw)
-	err = zw.Close()
-	e.gzip.Put(zw)
+	body, err := e.encode(spans)
 	if err != nil {
 		return err
 	}
-	body := zb.Bytes()
 	deadline := time.Now().Add(max(e.opts.RetryElapsed, 0))
 	wait := time.Second
 	for attempt := 1; ; attempt++ {
@@ -144,12 +142,33 @@ func (e *Exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 
 type permanentError struct{ error }
 
-// newGzip is a compressor at BestSpeed: the body is protobuf of a few
-// hundred spans, where more effort buys little and costs the process CPU
-// it serves with.
-func newGzip() any {
-	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
-	return zw
+// encode is the gzipped TracesData of spans. The body is a new slice:
+// the HTTP transport may still read a request's body after Do returns
+// (a response that came before the whole body was sent).
+func (e *Exporter) encode(spans []sdktrace.ReadOnlySpan) ([]byte, error) {
+	e.enc.Lock()
+	defer e.enc.Unlock()
+	var a arena
+	a.init(len(spans))
+	raw, err := proto.MarshalOptions{}.MarshalAppend(e.raw[:0], &tracepb.TracesData{ResourceSpans: resourceSpans(spans, &a)})
+	if err != nil {
+		return nil, fmt.Errorf("otlpexport: encoding %d spans: %w", len(spans), err)
+	}
+	e.raw = raw
+	// Protobuf of spans compresses to about a fifth.
+	zb := bytes.NewBuffer(make([]byte, 0, len(raw)/4+64))
+	if e.zw == nil {
+		// BestSpeed: the body is protobuf of a few hundred spans, where
+		// more effort buys little and costs the process CPU it serves with.
+		e.zw, _ = gzip.NewWriterLevel(zb, gzip.BestSpeed)
+	} else {
+		e.zw.Reset(zb)
+	}
+	_, _ = e.zw.Write(raw)
+	if err := e.zw.Close(); err != nil {
+		return nil, err
+	}
+	return zb.Bytes(), nil
 }
 
 // post sends body once: nil on 2xx; for a retryable failure the error and
@@ -210,6 +229,57 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 // ResourceSpans groups spans by resource and instrumentation scope, as
 // OTLP carries them.
 func ResourceSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
+	var a arena
+	a.init(len(spans))
+	return resourceSpans(spans, &a)
+}
+
+// arena allocates the messages of one export in blocks: a batch of 512
+// spans with ten attributes each is some 16,000 small messages (a
+// KeyValue, its AnyValue and the AnyValue's oneof, per attribute), each
+// its own allocation otherwise. The messages are taken from the blocks,
+// never copied.
+type arena struct {
+	block int // elements per block of the per-attribute kinds
+	kvs   []commonpb.KeyValue
+	kvps  []*commonpb.KeyValue
+	vals  []commonpb.AnyValue
+	strs  []commonpb.AnyValue_StringValue
+	ints  []commonpb.AnyValue_IntValue
+	bools []commonpb.AnyValue_BoolValue
+	spans []tracepb.Span
+	stats []tracepb.Status
+	ids   []byte // trace and span ids
+}
+
+func (a *arena) init(spans int) {
+	a.block = min(max(spans*8, 16), 4096)
+	a.spans = make([]tracepb.Span, spans)
+	a.stats = make([]tracepb.Status, spans)
+	a.ids = make([]byte, 0, spans*(16+8+8))
+}
+
+// one is the next element of *blk, a new block of n when it is used up.
+func one[T any](blk *[]T, n int) *T {
+	if len(*blk) == 0 {
+		*blk = make([]T, n)
+	}
+	p := &(*blk)[0]
+	*blk = (*blk)[1:]
+	return p
+}
+
+// bytes is a copy of b in the arena's id block.
+func (a *arena) bytes(b []byte) []byte {
+	if cap(a.ids)-len(a.ids) < len(b) {
+		a.ids = make([]byte, 0, max(len(b), 1024))
+	}
+	n := len(a.ids)
+	a.ids = append(a.ids, b...)
+	return a.ids[n:len(a.ids):len(a.ids)]
+}
+
+func resourceSpans(spans []sdktrace.ReadOnlySpan, a *arena) []*tracepb.ResourceSpans {
 	type scopeKey struct {
 		res   attribute.Distinct
 		name  string
@@ -225,7 +295,7 @@ func ResourceSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
 		rkey := res.Equivalent()
 		rs, ok := byRes[rkey]
 		if !ok {
-			rs = &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: keyValues(res.Attributes())}, SchemaUrl: text(res.SchemaURL())}
+			rs = &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: keyValues(res.Attributes(), a)}, SchemaUrl: text(res.SchemaURL())}
 			byRes[rkey] = rs
 			out = append(out, rs)
 		}
@@ -233,11 +303,11 @@ func ResourceSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
 		skey := scopeKey{rkey, sc.Name, sc.Version, sc.SchemaURL, sc.Attributes.Equivalent()}
 		ss, ok := byScope[skey]
 		if !ok {
-			ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: text(sc.Name), Version: text(sc.Version), Attributes: keyValues(sc.Attributes.ToSlice())}, SchemaUrl: text(sc.SchemaURL)}
+			ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: text(sc.Name), Version: text(sc.Version), Attributes: keyValues(sc.Attributes.ToSlice(), a)}, SchemaUrl: text(sc.SchemaURL)}
 			byScope[skey] = ss
 			rs.ScopeSpans = append(rs.ScopeSpans, ss)
 		}
-		ss.Spans = append(ss.Spans, span(s))
+		ss.Spans = append(ss.Spans, span(s, a))
 	}
 	return out
 }
@@ -257,23 +327,22 @@ func flags(sc trace.SpanContext, remote bool) uint32 {
 	return f
 }
 
-func span(s sdktrace.ReadOnlySpan) *tracepb.Span {
+func span(s sdktrace.ReadOnlySpan, a *arena) *tracepb.Span {
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
-	p := &tracepb.Span{
-		TraceId:                tid[:],
-		SpanId:                 sid[:],
-		TraceState:             text(sc.TraceState().String()),
-		Name:                   text(s.Name()),
-		Kind:                   tracepb.Span_SpanKind(s.SpanKind()),
-		StartTimeUnixNano:      uint64(max(s.StartTime().UnixNano(), 0)),
-		EndTimeUnixNano:        uint64(max(s.EndTime().UnixNano(), 0)),
-		Attributes:             keyValues(s.Attributes()),
-		DroppedAttributesCount: uint32(max(s.DroppedAttributes(), 0)),
-		DroppedEventsCount:     uint32(max(s.DroppedEvents(), 0)),
-		DroppedLinksCount:      uint32(max(s.DroppedLinks(), 0)),
-		Status:                 status(s.Status()),
-	}
+	p := one(&a.spans, 1)
+	p.TraceId = a.bytes(tid[:])
+	p.SpanId = a.bytes(sid[:])
+	p.TraceState = text(sc.TraceState().String())
+	p.Name = text(s.Name())
+	p.Kind = tracepb.Span_SpanKind(s.SpanKind())
+	p.StartTimeUnixNano = uint64(max(s.StartTime().UnixNano(), 0))
+	p.EndTimeUnixNano = uint64(max(s.EndTime().UnixNano(), 0))
+	p.Attributes = keyValues(s.Attributes(), a)
+	p.DroppedAttributesCount = uint32(max(s.DroppedAttributes(), 0))
+	p.DroppedEventsCount = uint32(max(s.DroppedEvents(), 0))
+	p.DroppedLinksCount = uint32(max(s.DroppedLinks(), 0))
+	p.Status = status(s.Status(), one(&a.stats, 1))
 	if s.SpanKind() > trace.SpanKindConsumer || s.SpanKind() < 0 {
 		p.Kind = tracepb.Span_SPAN_KIND_UNSPECIFIED
 	}
@@ -281,27 +350,27 @@ func span(s sdktrace.ReadOnlySpan) *tracepb.Span {
 	p.Flags = flags(sc, parent.IsRemote())
 	if parent.SpanID().IsValid() {
 		psid := parent.SpanID()
-		p.ParentSpanId = psid[:]
+		p.ParentSpanId = a.bytes(psid[:])
 	}
 	for _, ev := range s.Events() {
 		p.Events = append(p.Events, &tracepb.Span_Event{
 			TimeUnixNano: uint64(max(ev.Time.UnixNano(), 0)), Name: text(ev.Name),
-			Attributes: keyValues(ev.Attributes), DroppedAttributesCount: uint32(max(ev.DroppedAttributeCount, 0)),
+			Attributes: keyValues(ev.Attributes, a), DroppedAttributesCount: uint32(max(ev.DroppedAttributeCount, 0)),
 		})
 	}
 	for _, l := range s.Links() {
 		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
 		p.Links = append(p.Links, &tracepb.Span_Link{
-			TraceId: ltid[:], SpanId: lsid[:], TraceState: text(l.SpanContext.TraceState().String()),
-			Attributes: keyValues(l.Attributes), DroppedAttributesCount: uint32(max(l.DroppedAttributeCount, 0)),
+			TraceId: a.bytes(ltid[:]), SpanId: a.bytes(lsid[:]), TraceState: text(l.SpanContext.TraceState().String()),
+			Attributes: keyValues(l.Attributes, a), DroppedAttributesCount: uint32(max(l.DroppedAttributeCount, 0)),
 			Flags: flags(l.SpanContext, l.SpanContext.IsRemote()),
 		})
 	}
 	return p
 }
 
-func status(s sdktrace.Status) *tracepb.Status {
-	st := &tracepb.Status{}
+// status fills st with s.
+func status(s sdktrace.Status, st *tracepb.Status) *tracepb.Status {
 	switch s.Code {
 	case codes.Error:
 		st.Code = tracepb.Status_STATUS_CODE_ERROR
@@ -322,15 +391,49 @@ func text(s string) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
-func keyValues(kvs []attribute.KeyValue) []*commonpb.KeyValue {
+func keyValues(kvs []attribute.KeyValue, a *arena) []*commonpb.KeyValue {
 	if len(kvs) == 0 {
 		return nil
 	}
-	out := make([]*commonpb.KeyValue, 0, len(kvs))
-	for _, kv := range kvs {
-		out = append(out, &commonpb.KeyValue{Key: text(string(kv.Key)), Value: anyValue(kv.Value)})
+	if len(a.kvps) < len(kvs) {
+		a.kvps = make([]*commonpb.KeyValue, max(len(kvs), a.block))
+	}
+	out := a.kvps[:len(kvs):len(kvs)]
+	a.kvps = a.kvps[len(kvs):]
+	for i, kv := range kvs {
+		p := one(&a.kvs, a.block)
+		p.Key = text(string(kv.Key))
+		p.Value = a.anyValue(kv.Value)
+		out[i] = p
 	}
 	return out
+}
+
+// anyValue is v, from the arena for the scalar kinds spans carry most.
+func (a *arena) anyValue(v attribute.Value) *commonpb.AnyValue {
+	switch v.Type() {
+	case attribute.STRING:
+		sv := one(&a.strs, a.block)
+		sv.StringValue = text(v.AsString())
+		av := one(&a.vals, a.block)
+		av.Value = sv
+		return av
+	case attribute.INT64:
+		iv := one(&a.ints, a.block)
+		iv.IntValue = v.AsInt64()
+		av := one(&a.vals, a.block)
+		av.Value = iv
+		return av
+	case attribute.BOOL:
+		bv := one(&a.bools, a.block)
+		bv.BoolValue = v.AsBool()
+		av := one(&a.vals, a.block)
+		av.Value = bv
+		return av
+	case attribute.MAP:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: keyValues(v.AsMap(), a)}}}
+	}
+	return anyValue(v)
 }
 
 func anyValue(v attribute.Value) *commonpb.AnyValue {
@@ -356,7 +459,7 @@ func anyValue(v attribute.Value) *commonpb.AnyValue {
 	case attribute.SLICE:
 		return array(v.AsSlice(), anyValue)
 	case attribute.MAP:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: keyValues(v.AsMap())}}}
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: keyValues(v.AsMap(), &arena{block: 16})}}}
 	case attribute.EMPTY:
 		return &commonpb.AnyValue{}
 	}

@@ -18,6 +18,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/axocoatl/axocoatl-go/internal/otlpexport"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
@@ -71,6 +75,30 @@ func TestSameAsOTLPTraceHTTP(t *testing.T) {
 		if !reflect.DeepEqual(x, y) {
 			t.Errorf("span %d\nours   %+v\ntheirs %+v", i, x, y)
 		}
+	}
+	// And the whole messages, every field (events, links, flags, dropped
+	// counts, scope, resource), ids of our own spans and times aside.
+	ma, mb := ours.Messages(), theirs.Messages()
+	if len(ma) != 1 || len(mb) != 1 {
+		t.Fatalf("requests: %d and %d", len(ma), len(mb))
+	}
+	for _, m := range []*collectortrace.ExportTraceServiceRequest{ma[0], mb[0]} {
+		for _, rs := range m.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, sp := range ss.Spans {
+					sp.SpanId, sp.StartTimeUnixNano, sp.EndTimeUnixNano = nil, 0, 0
+					if sp.Name == "invoke_agent a" {
+						sp.ParentSpanId = nil
+					}
+					for _, ev := range sp.Events {
+						ev.TimeUnixNano = 0
+					}
+				}
+			}
+		}
+	}
+	if !proto.Equal(ma[0], mb[0]) {
+		t.Errorf("the requests differ\nours   %v\ntheirs %v", prototext.Format(ma[0]), prototext.Format(mb[0]))
 	}
 }
 
@@ -188,5 +216,37 @@ func TestInvalidUTF8Exported(t *testing.T) {
 	spans := recv.Spans()
 	if len(spans) != 2 || spans[0].Name != "bad \uFFFD name" || spans[0].Attrs["k"] != "v\uFFFD" {
 		t.Fatalf("spans %+v", spans)
+	}
+}
+
+// The compressor and the encoding buffer are kept from one export to the
+// next: a large batch, then a small one, then a large one again each
+// arrive whole and alone (nothing of an earlier body left in a later one).
+func TestExportsReuseTheirBuffers(t *testing.T) {
+	recv := testutil.NewOTLPReceiver(t)
+	exp := otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces"})
+	var spans []sdktrace.ReadOnlySpan
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(collect{&spans}))
+	for i := range 300 {
+		_, s := tp.Tracer("t").Start(context.Background(), "s", trace.WithAttributes(attribute.Int("i", i), attribute.String("k", strings.Repeat("v", i))))
+		s.End()
+	}
+	for _, batch := range [][]sdktrace.ReadOnlySpan{spans, spans[:1], spans} {
+		if err := exp.ExportSpans(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := recv.Spans()
+	if len(got) != 601 {
+		t.Fatalf("%d spans received, want 601", len(got))
+	}
+	for i, sp := range got {
+		n := int64(i % 300) // the first batch, and the second: span 0
+		if i > 300 {
+			n = int64(i - 301)
+		}
+		if sp.Attrs["i"] != n || sp.Attrs["k"] != strings.Repeat("v", int(n)) {
+			t.Fatalf("span %d: attributes %v, want i=%d", i, sp.Attrs, n)
+		}
 	}
 }
