@@ -20,6 +20,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +52,30 @@ type Options struct {
 	RetryElapsed time.Duration
 	// TLS of an https URL. Zero: the system's roots.
 	TLS *tls.Config
+	// Compression of the bodies: "gzip" or "none". Zero: gzip, unless
+	// the collector is on this host (a loopback address or localhost),
+	// where compressing would spend the CPU of the process it serves to
+	// save no network.
+	Compression string
+}
+
+// gzipped reports whether o's bodies are compressed.
+func (o Options) gzipped() bool {
+	switch o.Compression {
+	case "gzip":
+		return true
+	case "none":
+		return false
+	}
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		return true
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return !ip.IsLoopback()
+	}
+	return host != "localhost"
 }
 
 // maxResponseBytes bounds what is read of a collector's answer.
@@ -66,9 +92,10 @@ type Exporter struct {
 	// dropped at every GC, which a busy process runs every few
 	// milliseconds, and each batch allocated a new one) and the encoding
 	// buffer from one batch to the next.
-	enc sync.Mutex
-	zw  *gzip.Writer
-	raw []byte
+	enc  sync.Mutex
+	gzip bool
+	zw   *gzip.Writer
+	raw  []byte
 
 	mu     sync.Mutex
 	closed bool
@@ -89,7 +116,7 @@ func New(o Options) *Exporter {
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}
-	return &Exporter{opts: o, client: &http.Client{Transport: tr, Timeout: o.Timeout,
+	return &Exporter{opts: o, gzip: o.gzipped(), client: &http.Client{Transport: tr, Timeout: o.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
@@ -155,6 +182,9 @@ func (e *Exporter) encode(spans []sdktrace.ReadOnlySpan) ([]byte, error) {
 		return nil, fmt.Errorf("otlpexport: encoding %d spans: %w", len(spans), err)
 	}
 	e.raw = raw
+	if !e.gzip {
+		return bytes.Clone(raw), nil
+	}
 	// Protobuf of spans compresses to about a fifth.
 	zb := bytes.NewBuffer(make([]byte, 0, len(raw)/4+64))
 	if e.zw == nil {
@@ -182,7 +212,9 @@ func (e *Exporter) post(ctx context.Context, body []byte) (time.Duration, error)
 		req.Header.Set(k, v)
 	}
 	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("Content-Encoding", "gzip")
+	if e.gzip {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
 	res, err := e.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

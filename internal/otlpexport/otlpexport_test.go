@@ -53,7 +53,7 @@ func record(t *testing.T, exp sdktrace.SpanExporter) {
 // otlptracehttp sends for the same spans (ids and times aside).
 func TestSameAsOTLPTraceHTTP(t *testing.T) {
 	ours, theirs := testutil.NewOTLPReceiver(t), testutil.NewOTLPReceiver(t)
-	record(t, otlpexport.New(otlpexport.Options{URL: ours.URL + "/v1/traces"}))
+	record(t, otlpexport.New(otlpexport.Options{URL: ours.URL + "/v1/traces", Compression: "gzip"}))
 	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(theirs.URL+"/v1/traces"))
 	if err != nil {
 		t.Fatal(err)
@@ -221,32 +221,66 @@ func TestInvalidUTF8Exported(t *testing.T) {
 
 // The compressor and the encoding buffer are kept from one export to the
 // next: a large batch, then a small one, then a large one again each
-// arrive whole and alone (nothing of an earlier body left in a later one).
+// arrive whole and alone (nothing of an earlier body left in a later one),
+// compressed or not.
 func TestExportsReuseTheirBuffers(t *testing.T) {
-	recv := testutil.NewOTLPReceiver(t)
-	exp := otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces"})
 	var spans []sdktrace.ReadOnlySpan
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(collect{&spans}))
 	for i := range 300 {
 		_, s := tp.Tracer("t").Start(context.Background(), "s", trace.WithAttributes(attribute.Int("i", i), attribute.String("k", strings.Repeat("v", i))))
 		s.End()
 	}
-	for _, batch := range [][]sdktrace.ReadOnlySpan{spans, spans[:1], spans} {
-		if err := exp.ExportSpans(context.Background(), batch); err != nil {
-			t.Fatal(err)
+	for _, compression := range []string{"gzip", "none"} {
+		recv := testutil.NewOTLPReceiver(t)
+		exp := otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces", Compression: compression})
+		for _, batch := range [][]sdktrace.ReadOnlySpan{spans, spans[:1], spans} {
+			if err := exp.ExportSpans(context.Background(), batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, want := recv.GzippedRequests(), map[string]int{"gzip": 3, "none": 0}[compression]; n != want {
+			t.Fatalf("%s: %d of 3 requests gzipped, want %d", compression, n, want)
+		}
+		got := recv.Spans()
+		if len(got) != 601 {
+			t.Fatalf("%s: %d spans received, want 601", compression, len(got))
+		}
+		for i, sp := range got {
+			n := int64(i % 300) // the first batch, and the second: span 0
+			if i > 300 {
+				n = int64(i - 301)
+			}
+			if sp.Attrs["i"] != n || sp.Attrs["k"] != strings.Repeat("v", int(n)) {
+				t.Fatalf("%s: span %d: attributes %v, want i=%d", compression, i, sp.Attrs, n)
+			}
 		}
 	}
-	got := recv.Spans()
-	if len(got) != 601 {
-		t.Fatalf("%d spans received, want 601", len(got))
+}
+
+// Bodies are gzipped unless the collector is on this host or the options
+// say otherwise.
+func TestCompressionDefault(t *testing.T) {
+	for url, want := range map[string]bool{
+		"http://otel-collector:4318/v1/traces": true,
+		"https://10.1.2.3/v1/traces":           true,
+		"http://127.0.0.1:4318/v1/traces":      false,
+		"http://[::1]:4318/v1/traces":          false,
+		"http://localhost:4318/v1/traces":      false,
+		"http://localhost.example/v1/traces":   true,
+	} {
+		if got := otlpexport.Gzipped(otlpexport.Options{URL: url}); got != want {
+			t.Errorf("%s: gzip %v, want %v", url, got, want)
+		}
 	}
-	for i, sp := range got {
-		n := int64(i % 300) // the first batch, and the second: span 0
-		if i > 300 {
-			n = int64(i - 301)
-		}
-		if sp.Attrs["i"] != n || sp.Attrs["k"] != strings.Repeat("v", int(n)) {
-			t.Fatalf("span %d: attributes %v, want i=%d", i, sp.Attrs, n)
-		}
+	if !otlpexport.Gzipped(otlpexport.Options{URL: "http://127.0.0.1/", Compression: "gzip"}) ||
+		otlpexport.Gzipped(otlpexport.Options{URL: "http://collector/", Compression: "none"}) {
+		t.Error("Compression is not what decides")
+	}
+	recv := testutil.NewOTLPReceiver(t) // on 127.0.0.1
+	if err := otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces"}).ExportSpans(context.Background(), spansOf(t)); err != nil {
+		t.Fatal(err)
+	}
+	if recv.Requests() != 1 || recv.GzippedRequests() != 0 || len(recv.Spans()) != 1 {
+		t.Fatalf("to a loopback collector: %d requests, %d gzipped, %d spans", recv.Requests(), recv.GzippedRequests(), len(recv.Spans()))
 	}
 }

@@ -51,6 +51,7 @@ type OTLPReceiver struct {
 	spans    []OTLPSpan // of msgs[:flat]
 	flat     int
 	requests int
+	gzipped  int // requests with Content-Encoding gzip
 	changed  chan struct{} // closed and replaced on every request
 }
 
@@ -73,6 +74,7 @@ func (r *OTLPReceiver) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	gz := req.Header.Get("Content-Encoding") == "gzip"
 	// The answer is an empty ExportTraceServiceResponse: zero bytes.
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	w.WriteHeader(http.StatusOK)
@@ -80,6 +82,9 @@ func (r *OTLPReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.msgs = append(r.msgs, msg)
 	r.requests++
+	if gz {
+		r.gzipped++
+	}
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
@@ -186,6 +191,13 @@ func (r *OTLPReceiver) Requests() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.requests
+}
+
+// GzippedRequests is the number of export requests received gzipped.
+func (r *OTLPReceiver) GzippedRequests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gzipped
 }
 
 // WaitFor waits until done holds for the spans received, at most timeout
