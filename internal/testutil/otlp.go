@@ -51,7 +51,7 @@ type OTLPReceiver struct {
 	spans    []OTLPSpan // of msgs[:flat]
 	flat     int
 	requests int
-	gzipped  int // requests with Content-Encoding gzip
+	gzipped  int           // requests with Content-Encoding gzip
 	changed  chan struct{} // closed and replaced on every request
 }
 
