@@ -15,13 +15,16 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,10 +35,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Options configure an [Exporter].
@@ -80,6 +81,10 @@ func (o Options) gzipped() bool {
 
 // maxResponseBytes bounds what is read of a collector's answer.
 const maxResponseBytes = 64 << 10
+
+// maxKeptBuffer bounds the encoding buffer kept for the next batch: a
+// batch of long content attributes may need more, once.
+const maxKeptBuffer = 4 << 20
 
 // Exporter is an sdktrace.SpanExporter posting OTLP/HTTP protobuf.
 type Exporter struct {
@@ -175,13 +180,10 @@ type permanentError struct{ error }
 func (e *Exporter) encode(spans []sdktrace.ReadOnlySpan) ([]byte, error) {
 	e.enc.Lock()
 	defer e.enc.Unlock()
-	var a arena
-	a.init(len(spans))
-	raw, err := proto.MarshalOptions{}.MarshalAppend(e.raw[:0], &tracepb.TracesData{ResourceSpans: resourceSpans(spans, &a)})
-	if err != nil {
-		return nil, fmt.Errorf("otlpexport: encoding %d spans: %w", len(spans), err)
+	raw := appendTracesData(e.raw[:0], spans)
+	if cap(raw) <= maxKeptBuffer {
+		e.raw = raw
 	}
-	e.raw = raw
 	if !e.gzip {
 		return bytes.Clone(raw), nil
 	}
@@ -258,90 +260,198 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// ResourceSpans groups spans by resource and instrumentation scope, as
-// OTLP carries them.
-func ResourceSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
-	var a arena
-	a.init(len(spans))
-	return resourceSpans(spans, &a)
+// The encoding: TracesData written field by field with protowire, from
+// the SDK's spans straight to bytes. Building the generated messages
+// first (a KeyValue, an AnyValue and its oneof per attribute: some 16,000
+// allocations for a batch of 512 spans) and marshalling them by
+// reflection cost more than the spans' own recording.
+
+// Field numbers of the OTLP messages written (opentelemetry/proto
+// trace/v1, common/v1, resource/v1).
+const (
+	fTracesResourceSpans = 1
+
+	fResourceSpansResource  = 1
+	fResourceSpansScope     = 2
+	fResourceSpansSchemaURL = 3
+	fResourceAttributes     = 1
+
+	fScopeSpansScope     = 1
+	fScopeSpansSpans     = 2
+	fScopeSpansSchemaURL = 3
+	fScopeName           = 1
+	fScopeVersion        = 2
+	fScopeAttributes     = 3
+
+	fSpanTraceID           = 1
+	fSpanSpanID            = 2
+	fSpanTraceState        = 3
+	fSpanParentSpanID      = 4
+	fSpanName              = 5
+	fSpanKind              = 6
+	fSpanStart             = 7
+	fSpanEnd               = 8
+	fSpanAttributes        = 9
+	fSpanDroppedAttributes = 10
+	fSpanEvents            = 11
+	fSpanDroppedEvents     = 12
+	fSpanLinks             = 13
+	fSpanDroppedLinks      = 14
+	fSpanStatus            = 15
+	fSpanFlags             = 16
+
+	fEventTime              = 1
+	fEventName              = 2
+	fEventAttributes        = 3
+	fEventDroppedAttributes = 4
+
+	fLinkTraceID           = 1
+	fLinkSpanID            = 2
+	fLinkTraceState        = 3
+	fLinkAttributes        = 4
+	fLinkDroppedAttributes = 5
+	fLinkFlags             = 6
+
+	fStatusMessage = 2
+	fStatusCode    = 3
+
+	fKeyValueKey   = 1
+	fKeyValueValue = 2
+
+	fAnyString = 1
+	fAnyBool   = 2
+	fAnyInt    = 3
+	fAnyDouble = 4
+	fAnyArray  = 5
+	fAnyKvlist = 6
+	fAnyBytes  = 7
+
+	fArrayValues  = 1
+	fKvlistValues = 1
+)
+
+// wire appends protobuf to b. A nested message is written in place after
+// its tag and its length is put in front of it once known (open, close).
+type wire struct{ b []byte }
+
+func (w *wire) open(f protowire.Number) int {
+	w.b = protowire.AppendTag(w.b, f, protowire.BytesType)
+	return len(w.b)
 }
 
-// arena allocates the messages of one export in blocks: a batch of 512
-// spans with ten attributes each is some 16,000 small messages (a
-// KeyValue, its AnyValue and the AnyValue's oneof, per attribute), each
-// its own allocation otherwise. The messages are taken from the blocks,
-// never copied.
-type arena struct {
-	block int // elements per block of the per-attribute kinds
-	kvs   []commonpb.KeyValue
-	kvps  []*commonpb.KeyValue
-	vals  []commonpb.AnyValue
-	strs  []commonpb.AnyValue_StringValue
-	ints  []commonpb.AnyValue_IntValue
-	bools []commonpb.AnyValue_BoolValue
-	spans []tracepb.Span
-	stats []tracepb.Status
-	ids   []byte // trace and span ids
+// close puts the length of the message begun at start in front of it.
+func (w *wire) close(start int) {
+	n := len(w.b) - start
+	k := protowire.SizeVarint(uint64(n))
+	var room [binary.MaxVarintLen64]byte
+	w.b = append(w.b, room[:k]...)
+	copy(w.b[start+k:], w.b[start:start+n])
+	protowire.AppendVarint(w.b[:start], uint64(n))
 }
 
-func (a *arena) init(spans int) {
-	a.block = min(max(spans*8, 16), 4096)
-	a.spans = make([]tracepb.Span, spans)
-	a.stats = make([]tracepb.Status, spans)
-	a.ids = make([]byte, 0, spans*(16+8+8))
-}
-
-// one is the next element of *blk, a new block of n when it is used up.
-func one[T any](blk *[]T, n int) *T {
-	if len(*blk) == 0 {
-		*blk = make([]T, n)
+// str writes a string field; proto3 leaves an empty one out.
+func (w *wire) str(f protowire.Number, s string) {
+	if s == "" {
+		return
 	}
-	p := &(*blk)[0]
-	*blk = (*blk)[1:]
-	return p
+	w.b = protowire.AppendTag(w.b, f, protowire.BytesType)
+	w.b = protowire.AppendString(w.b, text(s))
 }
 
-// bytes is a copy of b in the arena's id block.
-func (a *arena) bytes(b []byte) []byte {
-	if cap(a.ids)-len(a.ids) < len(b) {
-		a.ids = make([]byte, 0, max(len(b), 1024))
+func (w *wire) bytes(f protowire.Number, b []byte) {
+	if len(b) == 0 {
+		return
 	}
-	n := len(a.ids)
-	a.ids = append(a.ids, b...)
-	return a.ids[n:len(a.ids):len(a.ids)]
+	w.b = protowire.AppendTag(w.b, f, protowire.BytesType)
+	w.b = protowire.AppendBytes(w.b, b)
 }
 
-func resourceSpans(spans []sdktrace.ReadOnlySpan, a *arena) []*tracepb.ResourceSpans {
-	type scopeKey struct {
-		res   attribute.Distinct
-		name  string
-		ver   string
-		url   string
-		attrs attribute.Distinct
+func (w *wire) uvarint(f protowire.Number, v uint64) {
+	if v == 0 {
+		return
 	}
-	var out []*tracepb.ResourceSpans
-	byRes := map[attribute.Distinct]*tracepb.ResourceSpans{}
-	byScope := map[scopeKey]*tracepb.ScopeSpans{}
-	for _, s := range spans {
-		res := s.Resource()
-		rkey := res.Equivalent()
-		rs, ok := byRes[rkey]
-		if !ok {
-			rs = &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: keyValues(res.Attributes(), a)}, SchemaUrl: text(res.SchemaURL())}
-			byRes[rkey] = rs
-			out = append(out, rs)
+	w.b = protowire.AppendTag(w.b, f, protowire.VarintType)
+	w.b = protowire.AppendVarint(w.b, v)
+}
+
+func (w *wire) fixed64(f protowire.Number, v uint64) {
+	if v == 0 {
+		return
+	}
+	w.b = protowire.AppendTag(w.b, f, protowire.Fixed64Type)
+	w.b = protowire.AppendFixed64(w.b, v)
+}
+
+func (w *wire) fixed32(f protowire.Number, v uint32) {
+	if v == 0 {
+		return
+	}
+	w.b = protowire.AppendTag(w.b, f, protowire.Fixed32Type)
+	w.b = protowire.AppendFixed32(w.b, v)
+}
+
+// count is a non-negative count of the SDK's (an int) as uint32.
+func count(n int) uint64 { return uint64(uint32(max(n, 0))) }
+
+// appendTracesData appends spans as a TracesData, grouped by resource and
+// instrumentation scope as OTLP carries them, in the order first seen.
+func appendTracesData(b []byte, spans []sdktrace.ReadOnlySpan) []byte {
+	type scopeGroup struct {
+		name, version, url string
+		attrs              attribute.Distinct
+		scope              int // index of the first span of the scope
+		spans              []int
+	}
+	type resGroup struct {
+		key    attribute.Distinct
+		first  int
+		scopes []scopeGroup
+	}
+	var groups []resGroup
+	for i, s := range spans {
+		rkey := s.Resource().Equivalent()
+		r := slices.IndexFunc(groups, func(g resGroup) bool { return g.key == rkey })
+		if r < 0 {
+			groups = append(groups, resGroup{key: rkey, first: i})
+			r = len(groups) - 1
 		}
 		sc := s.InstrumentationScope()
-		skey := scopeKey{rkey, sc.Name, sc.Version, sc.SchemaURL, sc.Attributes.Equivalent()}
-		ss, ok := byScope[skey]
-		if !ok {
-			ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: text(sc.Name), Version: text(sc.Version), Attributes: keyValues(sc.Attributes.ToSlice(), a)}, SchemaUrl: text(sc.SchemaURL)}
-			byScope[skey] = ss
-			rs.ScopeSpans = append(rs.ScopeSpans, ss)
+		skey := sc.Attributes.Equivalent()
+		g := &groups[r]
+		k := slices.IndexFunc(g.scopes, func(x scopeGroup) bool {
+			return x.name == sc.Name && x.version == sc.Version && x.url == sc.SchemaURL && x.attrs == skey
+		})
+		if k < 0 {
+			g.scopes = append(g.scopes, scopeGroup{name: sc.Name, version: sc.Version, url: sc.SchemaURL, attrs: skey, scope: i, spans: make([]int, 0, len(spans))})
+			k = len(g.scopes) - 1
 		}
-		ss.Spans = append(ss.Spans, span(s, a))
+		g.scopes[k].spans = append(g.scopes[k].spans, i)
 	}
-	return out
+	w := wire{b: b}
+	for _, g := range groups {
+		rs := w.open(fTracesResourceSpans)
+		res := spans[g.first].Resource()
+		r := w.open(fResourceSpansResource)
+		w.attributes(fResourceAttributes, res.Attributes())
+		w.close(r)
+		for _, sg := range g.scopes {
+			ss := w.open(fResourceSpansScope)
+			sc := spans[sg.scope].InstrumentationScope()
+			scope := w.open(fScopeSpansScope)
+			w.str(fScopeName, sc.Name)
+			w.str(fScopeVersion, sc.Version)
+			w.attributes(fScopeAttributes, sc.Attributes.ToSlice())
+			w.close(scope)
+			for _, i := range sg.spans {
+				w.span(spans[i])
+			}
+			w.str(fScopeSpansSchemaURL, sc.SchemaURL)
+			w.close(ss)
+		}
+		w.str(fResourceSpansSchemaURL, res.SchemaURL())
+		w.close(rs)
+	}
+	return w.b
 }
 
 // The flags bits of OTLP: the W3C trace flags, and whether the parent
@@ -359,58 +469,60 @@ func flags(sc trace.SpanContext, remote bool) uint32 {
 	return f
 }
 
-func span(s sdktrace.ReadOnlySpan, a *arena) *tracepb.Span {
+func (w *wire) span(s sdktrace.ReadOnlySpan) {
+	p := w.open(fScopeSpansSpans)
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
-	p := one(&a.spans, 1)
-	p.TraceId = a.bytes(tid[:])
-	p.SpanId = a.bytes(sid[:])
-	p.TraceState = text(sc.TraceState().String())
-	p.Name = text(s.Name())
-	p.Kind = tracepb.Span_SpanKind(s.SpanKind())
-	p.StartTimeUnixNano = uint64(max(s.StartTime().UnixNano(), 0))
-	p.EndTimeUnixNano = uint64(max(s.EndTime().UnixNano(), 0))
-	p.Attributes = keyValues(s.Attributes(), a)
-	p.DroppedAttributesCount = uint32(max(s.DroppedAttributes(), 0))
-	p.DroppedEventsCount = uint32(max(s.DroppedEvents(), 0))
-	p.DroppedLinksCount = uint32(max(s.DroppedLinks(), 0))
-	p.Status = status(s.Status(), one(&a.stats, 1))
-	if s.SpanKind() > trace.SpanKindConsumer || s.SpanKind() < 0 {
-		p.Kind = tracepb.Span_SPAN_KIND_UNSPECIFIED
-	}
+	w.bytes(fSpanTraceID, tid[:])
+	w.bytes(fSpanSpanID, sid[:])
+	w.str(fSpanTraceState, sc.TraceState().String())
 	parent := s.Parent()
-	p.Flags = flags(sc, parent.IsRemote())
 	if parent.SpanID().IsValid() {
 		psid := parent.SpanID()
-		p.ParentSpanId = a.bytes(psid[:])
+		w.bytes(fSpanParentSpanID, psid[:])
 	}
+	w.str(fSpanName, s.Name())
+	kind := s.SpanKind()
+	if kind > trace.SpanKindConsumer || kind < 0 {
+		kind = trace.SpanKindUnspecified
+	}
+	w.uvarint(fSpanKind, uint64(kind))
+	w.fixed64(fSpanStart, uint64(max(s.StartTime().UnixNano(), 0)))
+	w.fixed64(fSpanEnd, uint64(max(s.EndTime().UnixNano(), 0)))
+	w.attributes(fSpanAttributes, s.Attributes())
+	w.uvarint(fSpanDroppedAttributes, count(s.DroppedAttributes()))
 	for _, ev := range s.Events() {
-		p.Events = append(p.Events, &tracepb.Span_Event{
-			TimeUnixNano: uint64(max(ev.Time.UnixNano(), 0)), Name: text(ev.Name),
-			Attributes: keyValues(ev.Attributes, a), DroppedAttributesCount: uint32(max(ev.DroppedAttributeCount, 0)),
-		})
+		e := w.open(fSpanEvents)
+		w.fixed64(fEventTime, uint64(max(ev.Time.UnixNano(), 0)))
+		w.str(fEventName, ev.Name)
+		w.attributes(fEventAttributes, ev.Attributes)
+		w.uvarint(fEventDroppedAttributes, count(ev.DroppedAttributeCount))
+		w.close(e)
 	}
+	w.uvarint(fSpanDroppedEvents, count(s.DroppedEvents()))
 	for _, l := range s.Links() {
+		e := w.open(fSpanLinks)
 		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-		p.Links = append(p.Links, &tracepb.Span_Link{
-			TraceId: a.bytes(ltid[:]), SpanId: a.bytes(lsid[:]), TraceState: text(l.SpanContext.TraceState().String()),
-			Attributes: keyValues(l.Attributes, a), DroppedAttributesCount: uint32(max(l.DroppedAttributeCount, 0)),
-			Flags: flags(l.SpanContext, l.SpanContext.IsRemote()),
-		})
+		w.bytes(fLinkTraceID, ltid[:])
+		w.bytes(fLinkSpanID, lsid[:])
+		w.str(fLinkTraceState, l.SpanContext.TraceState().String())
+		w.attributes(fLinkAttributes, l.Attributes)
+		w.uvarint(fLinkDroppedAttributes, count(l.DroppedAttributeCount))
+		w.fixed32(fLinkFlags, flags(l.SpanContext, l.SpanContext.IsRemote()))
+		w.close(e)
 	}
-	return p
-}
-
-// status fills st with s.
-func status(s sdktrace.Status, st *tracepb.Status) *tracepb.Status {
-	switch s.Code {
+	w.uvarint(fSpanDroppedLinks, count(s.DroppedLinks()))
+	st := w.open(fSpanStatus) // always present, as otlptracehttp sends it
+	switch status := s.Status(); status.Code {
 	case codes.Error:
-		st.Code = tracepb.Status_STATUS_CODE_ERROR
-		st.Message = text(s.Description)
+		w.str(fStatusMessage, status.Description)
+		w.uvarint(fStatusCode, uint64(tracepb.Status_STATUS_CODE_ERROR))
 	case codes.Ok:
-		st.Code = tracepb.Status_STATUS_CODE_OK
+		w.uvarint(fStatusCode, uint64(tracepb.Status_STATUS_CODE_OK))
 	}
-	return st
+	w.close(st)
+	w.fixed32(fSpanFlags, flags(sc, parent.IsRemote()))
+	w.close(p)
 }
 
 // text is s as valid UTF-8: proto3 refuses a string that is not, and one
@@ -423,85 +535,66 @@ func text(s string) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
-func keyValues(kvs []attribute.KeyValue, a *arena) []*commonpb.KeyValue {
-	if len(kvs) == 0 {
-		return nil
+// attributes writes each of kvs as a KeyValue field f.
+func (w *wire) attributes(f protowire.Number, kvs []attribute.KeyValue) {
+	for _, kv := range kvs {
+		m := w.open(f)
+		w.str(fKeyValueKey, string(kv.Key))
+		v := w.open(fKeyValueValue)
+		w.anyValue(kv.Value)
+		w.close(v)
+		w.close(m)
 	}
-	if len(a.kvps) < len(kvs) {
-		a.kvps = make([]*commonpb.KeyValue, max(len(kvs), a.block))
-	}
-	out := a.kvps[:len(kvs):len(kvs)]
-	a.kvps = a.kvps[len(kvs):]
-	for i, kv := range kvs {
-		p := one(&a.kvs, a.block)
-		p.Key = text(string(kv.Key))
-		p.Value = a.anyValue(kv.Value)
-		out[i] = p
-	}
-	return out
 }
 
-// anyValue is v, from the arena for the scalar kinds spans carry most.
-func (a *arena) anyValue(v attribute.Value) *commonpb.AnyValue {
-	switch v.Type() {
-	case attribute.STRING:
-		sv := one(&a.strs, a.block)
-		sv.StringValue = text(v.AsString())
-		av := one(&a.vals, a.block)
-		av.Value = sv
-		return av
-	case attribute.INT64:
-		iv := one(&a.ints, a.block)
-		iv.IntValue = v.AsInt64()
-		av := one(&a.vals, a.block)
-		av.Value = iv
-		return av
-	case attribute.BOOL:
-		bv := one(&a.bools, a.block)
-		bv.BoolValue = v.AsBool()
-		av := one(&a.vals, a.block)
-		av.Value = bv
-		return av
-	case attribute.MAP:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: keyValues(v.AsMap(), a)}}}
-	}
-	return anyValue(v)
-}
-
-func anyValue(v attribute.Value) *commonpb.AnyValue {
+// anyValue writes the fields of an AnyValue: one member of its oneof,
+// present even when zero (a oneof's member is written when set).
+func (w *wire) anyValue(v attribute.Value) {
 	switch v.Type() {
 	case attribute.BOOL:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: v.AsBool()}}
+		w.b = protowire.AppendTag(w.b, fAnyBool, protowire.VarintType)
+		w.b = protowire.AppendVarint(w.b, protowire.EncodeBool(v.AsBool()))
 	case attribute.INT64:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v.AsInt64()}}
+		w.b = protowire.AppendTag(w.b, fAnyInt, protowire.VarintType)
+		w.b = protowire.AppendVarint(w.b, uint64(v.AsInt64()))
 	case attribute.FLOAT64:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: v.AsFloat64()}}
+		w.b = protowire.AppendTag(w.b, fAnyDouble, protowire.Fixed64Type)
+		w.b = protowire.AppendFixed64(w.b, math.Float64bits(v.AsFloat64()))
 	case attribute.STRING:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: text(v.AsString())}}
+		w.b = protowire.AppendTag(w.b, fAnyString, protowire.BytesType)
+		w.b = protowire.AppendString(w.b, text(v.AsString()))
 	case attribute.BYTESLICE:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: v.AsByteSlice()}}
+		w.b = protowire.AppendTag(w.b, fAnyBytes, protowire.BytesType)
+		w.b = protowire.AppendBytes(w.b, v.AsByteSlice())
 	case attribute.BOOLSLICE:
-		return array(v.AsBoolSlice(), func(b bool) *commonpb.AnyValue { return anyValue(attribute.BoolValue(b)) })
+		array(w, v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		return array(v.AsInt64Slice(), func(i int64) *commonpb.AnyValue { return anyValue(attribute.Int64Value(i)) })
+		array(w, v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		return array(v.AsFloat64Slice(), func(f float64) *commonpb.AnyValue { return anyValue(attribute.Float64Value(f)) })
+		array(w, v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		return array(v.AsStringSlice(), func(s string) *commonpb.AnyValue { return anyValue(attribute.StringValue(s)) })
+		array(w, v.AsStringSlice(), attribute.StringValue)
 	case attribute.SLICE:
-		return array(v.AsSlice(), anyValue)
+		array(w, v.AsSlice(), func(v attribute.Value) attribute.Value { return v })
 	case attribute.MAP:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: keyValues(v.AsMap(), &arena{block: 16})}}}
+		m := w.open(fAnyKvlist)
+		w.attributes(fKvlistValues, v.AsMap())
+		w.close(m)
 	case attribute.EMPTY:
-		return &commonpb.AnyValue{}
+		// An AnyValue with no member set.
+	default:
+		w.b = protowire.AppendTag(w.b, fAnyString, protowire.BytesType)
+		w.b = protowire.AppendString(w.b, text(v.String()))
 	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: text(v.String())}}
 }
 
-func array[T any](xs []T, conv func(T) *commonpb.AnyValue) *commonpb.AnyValue {
-	vals := make([]*commonpb.AnyValue, len(xs))
-	for i, x := range xs {
-		vals[i] = conv(x)
+// array writes xs as an ArrayValue member of an AnyValue.
+func array[T any](w *wire, xs []T, conv func(T) attribute.Value) {
+	a := w.open(fAnyArray)
+	for _, x := range xs {
+		e := w.open(fArrayValues)
+		w.anyValue(conv(x))
+		w.close(e)
 	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: vals}}}
+	w.close(a)
 }

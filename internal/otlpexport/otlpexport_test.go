@@ -39,7 +39,10 @@ func record(t *testing.T, exp sdktrace.SpanExporter) {
 	ctx, door := tr.Start(trace.ContextWithRemoteSpanContext(context.Background(), remote), "POST /x", trace.WithSpanKind(trace.SpanKindServer))
 	_, run := tr.Start(ctx, "invoke_agent a", trace.WithLinks(trace.Link{SpanContext: remote, Attributes: []attribute.KeyValue{attribute.String("l", "v")}}))
 	run.SetAttributes(attribute.String("s", "v"), attribute.Int("i", 7), attribute.Float64("f", 1.5), attribute.Bool("b", true),
-		attribute.StringSlice("ss", []string{"stop"}), attribute.Int64Slice("is", []int64{1, 2}))
+		attribute.StringSlice("ss", []string{"stop"}), attribute.Int64Slice("is", []int64{1, 2}),
+		attribute.Int("zero", 0), attribute.String("empty", ""), attribute.Bool("no", false),
+		attribute.BoolSlice("bs", []bool{true, false}), attribute.Float64Slice("fs", []float64{0.5}), attribute.ByteSlice("by", []byte{0, 1}),
+		attribute.Slice("sl", attribute.IntValue(1), attribute.StringValue("x")), attribute.Map("m", attribute.String("a", "b"), attribute.Int("n", 3)))
 	run.AddEvent("e", trace.WithAttributes(attribute.String("k", "v")))
 	run.SetStatus(codes.Error, "it failed")
 	run.End()
