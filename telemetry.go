@@ -99,6 +99,14 @@ func (t *tracing) on() bool {
 	return typ == nil || typ.PkgPath() != globalPkg
 }
 
+// TracingOn reports whether the Engine's spans record: its
+// [Options.TracerProvider] is not a no-op, or, with none given, the host
+// has set OpenTelemetry's global provider. A module asks it before
+// building a span of its own, so that with tracing off its span site
+// costs nothing; a caller's trace context is still propagated
+// ([Engine.Propagator]).
+func (e *Engine) TracingOn() bool { return e.tracing.on() }
+
 // Tracer returns the tracer of the Engine's spans, from
 // [Options.TracerProvider]. Modules make their spans with it so one
 // provider governs the whole process.
