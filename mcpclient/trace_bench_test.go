@@ -8,6 +8,7 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
@@ -100,5 +101,60 @@ func BenchmarkSpanCost(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTracingOnOff is BenchmarkTracingPaired's two calls one after
+// the other, for what each allocates per call (-benchmem; the traced
+// call's figure includes its share of the export and of the receiver).
+func BenchmarkTracingOnOff(b *testing.B) {
+	recv := testutil.NewOTLPReceiver(b)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithBatcher(otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces"})))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ts := newTestServer()
+	engines := map[string]*axocoatl.Engine{"on": tracedBenchEngine(b, axocoatl.Options{TracerProvider: tp}, ts), "off": tracedBenchEngine(b, axocoatl.Options{}, ts)}
+	call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__mem__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
+	for _, name := range []string{"on", "off"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, err := engines[name].CallTool(context.Background(), call); err != nil || res.Content != "Echo: hi" {
+					b.Fatal(res, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTracingParts is BenchmarkTracingPaired with less of tracing
+// on, to tell where the traced call's time goes: "recorded" spans
+// exported to a no-op exporter (no encoding, no receiver), "unsampled"
+// spans (never sampled: the spans' starts and the trace context in
+// _meta, nothing recorded), and "untraced", a second Engine with tracing
+// off (the pairing's own noise).
+func BenchmarkTracingParts(b *testing.B) {
+	providers := map[string]*sdktrace.TracerProvider{
+		"recorded":  sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(tracetest.NewNoopExporter())),
+		"unsampled": sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())),
+	}
+	ts := newTestServer()
+	off := tracedBenchEngine(b, axocoatl.Options{}, ts)
+	call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__mem__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
+	via := func(e *axocoatl.Engine) func() {
+		return func() {
+			if res, err := e.CallTool(context.Background(), call); err != nil || res.Content != "Echo: hi" {
+				b.Fatal(res, err)
+			}
+		}
+	}
+	for _, name := range []string{"recorded", "unsampled", "untraced"} {
+		opts := axocoatl.Options{}
+		if tp := providers[name]; tp != nil {
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			opts.TracerProvider = tp
+		}
+		on := tracedBenchEngine(b, opts, ts)
+		b.Run(name, func(b *testing.B) { testutil.Paired(b, via(on), via(off)) })
 	}
 }

@@ -3,6 +3,7 @@ package otlpexport_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -285,5 +286,46 @@ func TestCompressionDefault(t *testing.T) {
 	}
 	if recv.Requests() != 1 || recv.GzippedRequests() != 0 || len(recv.Spans()) != 1 {
 		t.Fatalf("to a loopback collector: %d requests, %d gzipped, %d spans", recv.Requests(), recv.GzippedRequests(), len(recv.Spans()))
+	}
+}
+
+// BenchmarkExportBatch exports a batch of 512 spans shaped like a tool
+// call's (8 attributes) to a local OTLP receiver, gzipped and not: the
+// exporter's and the receiver's work per batch; "none-discard" posts to
+// a server that reads and drops the body (the exporter's work alone).
+func BenchmarkExportBatch(b *testing.B) {
+	var spans []sdktrace.ReadOnlySpan
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(collect{&spans}))
+	pctx, _ := tp.Tracer("t").Start(context.Background(), "p")
+	for i := range 512 {
+		_, s := tp.Tracer("github.com/axocoatl/axocoatl-go").Start(pctx, "execute_tool mcp__mem__echo", trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", "mcp__mem__echo"),
+			attribute.String("gen_ai.tool.type", "function"), attribute.String("gen_ai.agent.id", "bench"),
+			attribute.String("axocoatl.tool.server", "mem"), attribute.String("mcp.method.name", "tools/call"),
+			attribute.Int("i", i), attribute.String("network.transport", "pipe")))
+		s.End()
+	}
+	b.Run("none-discard", func(b *testing.B) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+		defer srv.Close()
+		exp := otlpexport.New(otlpexport.Options{URL: srv.URL + "/v1/traces", Compression: "none"})
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := exp.ExportSpans(context.Background(), spans); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, c := range []string{"gzip", "none"} {
+		b.Run(c, func(b *testing.B) {
+			recv := testutil.NewOTLPReceiver(b)
+			exp := otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces", Compression: c})
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := exp.ExportSpans(context.Background(), spans); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
