@@ -83,7 +83,11 @@ func BenchmarkSpanCost(b *testing.B) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithBatcher(otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces"})))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	for name, opts := range map[string]axocoatl.Options{"on": {TracerProvider: tp}, "off": {}} {
+	// "on-noexport": the span alone, ended into a synchronous no-op
+	// exporter (no batch, no encoding, no receiver).
+	sync := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+	b.Cleanup(func() { _ = sync.Shutdown(context.Background()) })
+	for name, opts := range map[string]axocoatl.Options{"on": {TracerProvider: tp}, "on-noexport": {TracerProvider: sync}, "off": {}} {
 		b.Run(name, func(b *testing.B) {
 			e := axocoatl.New(opts)
 			defer e.Close(context.Background())
@@ -105,17 +109,26 @@ func BenchmarkSpanCost(b *testing.B) {
 }
 
 // BenchmarkTracingOnOff is BenchmarkTracingPaired's two calls one after
-// the other, for what each allocates per call (-benchmem; the traced
-// call's figure includes its share of the export and of the receiver).
+// the other, and an unsampled one, for what each allocates per call
+// (-benchmem; the traced call's figure includes its share of the export
+// and of the receiver).
 func BenchmarkTracingOnOff(b *testing.B) {
 	recv := testutil.NewOTLPReceiver(b)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithBatcher(otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces"})))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	ts := newTestServer()
-	engines := map[string]*axocoatl.Engine{"on": tracedBenchEngine(b, axocoatl.Options{TracerProvider: tp}, ts), "off": tracedBenchEngine(b, axocoatl.Options{}, ts)}
+	// "unsampled": spans started and never sampled (the trace context
+	// still goes in _meta).
+	never := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+	b.Cleanup(func() { _ = never.Shutdown(context.Background()) })
+	engines := map[string]*axocoatl.Engine{
+		"on":        tracedBenchEngine(b, axocoatl.Options{TracerProvider: tp}, ts),
+		"unsampled": tracedBenchEngine(b, axocoatl.Options{TracerProvider: never}, ts),
+		"off":       tracedBenchEngine(b, axocoatl.Options{}, ts),
+	}
 	call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__mem__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
-	for _, name := range []string{"on", "off"} {
+	for _, name := range []string{"on", "unsampled", "off"} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
