@@ -336,8 +336,8 @@ func finishReason(r *agent.Response) string {
 // startTool starts the execute_tool span of one call. Its attributes are
 // set by endTool, in one SetAttributes: the SDK copies what it is given
 // and grows its slice on every call, and the tool's server is known only
-// once the tool was looked up (no sampler here reads attributes at the
-// start: ParentBased, ratio, always).
+// once the tool was looked up. (A sampler sees the start options only,
+// which never held them.)
 func (e *Engine) startTool(ctx context.Context, call *ToolCall) (context.Context, trace.Span) {
 	if !e.tracing.on() {
 		return ctx, nil
@@ -354,7 +354,7 @@ func (e *Engine) endTool(span trace.Span, call *ToolCall, callID string, res *To
 	}
 	if span.IsRecording() {
 		kvs := make([]attribute.KeyValue, 0, 10)
-		kvs = append(kvs, semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(call.Tool), toolTypeFunction)
+		kvs = append(kvs, semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(call.Tool), semconv.GenAIToolTypeKey.String("function"))
 		if callID != "" {
 			kvs = append(kvs, semconv.GenAIToolCallID(callID))
 		}
@@ -388,10 +388,6 @@ func (e *Engine) endTool(span trace.Span, call *ToolCall, callID string, res *To
 	}
 	span.End()
 }
-
-// toolTypeFunction is gen_ai.tool.type of every tool call: a function the
-// model asked for by name.
-var toolTypeFunction = semconv.GenAIToolTypeKey.String("function")
 
 // The shapes of gen_ai.input.messages and gen_ai.output.messages.
 type (
