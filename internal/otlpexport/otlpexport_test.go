@@ -329,3 +329,36 @@ func BenchmarkExportBatch(b *testing.B) {
 		})
 	}
 }
+
+// The encoding buffer kept from one batch to the next is bounded: a batch
+// that needs more (long content attributes) gets a buffer of its own,
+// which is not kept; a batch within the bound has its buffer kept.
+//
+// Guards: bound "the encoding buffer the exporter keeps between batches"
+// (4 MiB, docs/bounds.md).
+func TestKeptBufferBounded(t *testing.T) {
+	recv := testutil.NewOTLPReceiver(t)
+	exp := otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces"})
+	var spans []sdktrace.ReadOnlySpan
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(collect{&spans}))
+	long := strings.Repeat("x", 16<<10)
+	for range 300 { // 300 × 16 KiB: over 4 MiB
+		_, s := tp.Tracer("t").Start(context.Background(), "s", trace.WithAttributes(attribute.String("gen_ai.tool.call.result", long)))
+		s.End()
+	}
+	if err := exp.ExportSpans(context.Background(), spans); err != nil {
+		t.Fatal(err)
+	}
+	if n := otlpexport.KeptBuffer(exp); n > otlpexport.MaxKeptBuffer {
+		t.Fatalf("kept a buffer of %d bytes, the bound is %d", n, otlpexport.MaxKeptBuffer)
+	}
+	if err := exp.ExportSpans(context.Background(), spans[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if n := otlpexport.KeptBuffer(exp); n == 0 || n > otlpexport.MaxKeptBuffer {
+		t.Fatalf("after a small batch the kept buffer is %d bytes, want some, at most %d", n, otlpexport.MaxKeptBuffer)
+	}
+	if got := len(recv.Spans()); got != 301 {
+		t.Fatalf("%d spans received, want 301", got)
+	}
+}
