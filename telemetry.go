@@ -353,7 +353,13 @@ func (e *Engine) endTool(span trace.Span, call *ToolCall, callID string, res *To
 		return
 	}
 	if span.IsRecording() {
-		kvs := make([]attribute.KeyValue, 0, 10)
+		// Sized to what is set: a slice of attributes over 512 bytes (8)
+		// takes the allocator's slower path, and the SDK copies it anyway.
+		n := 3 + count(callID != "", call.AgentID != "", call.TaskID != "", call.Server != "", err != nil || res.IsError)
+		if e.tracing.capture {
+			n += 2
+		}
+		kvs := make([]attribute.KeyValue, 0, n)
 		kvs = append(kvs, semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(call.Tool), semconv.GenAIToolTypeKey.String("function"))
 		if callID != "" {
 			kvs = append(kvs, semconv.GenAIToolCallID(callID))
@@ -387,6 +393,17 @@ func (e *Engine) endTool(span trace.Span, call *ToolCall, callID string, res *To
 		span.SetAttributes(kvs...)
 	}
 	span.End()
+}
+
+// count is how many of bs hold.
+func count(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // The shapes of gen_ai.input.messages and gen_ai.output.messages.

@@ -41,16 +41,25 @@ func (s *server) startSpan(ctx context.Context, cs *mcp.ClientSession, bare, nam
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx, nil
 	}
-	attrs := make([]attribute.KeyValue, 0, len(s.dial.spanAttrs)+4)
+	// Sized to what is set (the SDK copies it; over 512 bytes, 8
+	// attributes, the allocator takes a slower path).
+	id, v := cs.ID(), protocolVersion(cs)
+	n := len(s.dial.spanAttrs) + 1
+	for _, set := range []bool{call.TaskID != "", id != "", v != ""} {
+		if set {
+			n++
+		}
+	}
+	attrs := make([]attribute.KeyValue, 0, n)
 	attrs = append(attrs, s.dial.spanAttrs...)
 	attrs = append(attrs, attrToolName.String(bare))
 	if call.TaskID != "" {
 		attrs = append(attrs, attrTaskID.String(call.TaskID))
 	}
-	if id := cs.ID(); id != "" {
+	if id != "" {
 		attrs = append(attrs, attrMCPSession.String(id))
 	}
-	if v := protocolVersion(cs); v != "" {
+	if v != "" {
 		attrs = append(attrs, attrMCPVersion.String(v))
 	}
 	// The attributes at the start, where a sampler can read them (MCP
