@@ -1,9 +1,10 @@
 // Package otlpexport is an OTLP/HTTP (protobuf) span exporter for the
-// OpenTelemetry SDK: what otlptracehttp does, on the generated message
-// types of go.opentelemetry.io/proto/otlp/trace/v1 only. otlptracehttp
-// imports the collector's service package, whose generated gRPC and
-// gateway code brings gRPC (69 packages) into any binary that exports
-// spans; this package brings none.
+// OpenTelemetry SDK: what otlptracehttp does, writing the OTLP messages
+// of go.opentelemetry.io/proto/otlp/trace/v1 field by field with
+// protowire (the generated package gives only its enum values).
+// otlptracehttp imports the collector's service package, whose generated
+// gRPC and gateway code brings gRPC (69 packages) into any binary that
+// exports spans; this package brings none.
 //
 // The body of a POST to /v1/traces is an ExportTraceServiceRequest,
 // whose one field (resource_spans = 1) is TracesData's, so TracesData is
