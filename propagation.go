@@ -2,6 +2,7 @@ package axocoatl
 
 import (
 	"context"
+	"encoding/hex"
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -61,19 +62,36 @@ func (eventCarrier) Keys() []string { return []string{"traceparent", "tracestate
 // (tracing off and no caller's traceparent: one context lookup, no
 // allocation).
 func stampTrace(ctx context.Context, ev *lattice.Event) {
-	if ev.TraceParent != "" || !trace.SpanContextFromContext(ctx).IsValid() {
+	if ev.TraceParent != "" {
 		return
 	}
 	ev.TraceParent, ev.TraceState = formatTrace(ctx)
 }
 
-// formatTrace is ctx's trace context as traceparent and tracestate. Its
-// carrier escapes (an interface): declared here, not in the caller, an
-// event outside a trace stays on the stack.
+// formatTrace is ctx's trace context as traceparent and tracestate ("" and
+// "" outside a trace): what traceContext.Inject writes, formatted here
+// because through a carrier (an interface) the value written to escapes,
+// and an event stamped that way moved to the heap.
 func formatTrace(ctx context.Context) (traceParent, traceState string) {
-	var ev lattice.Event
-	traceContext.Inject(ctx, eventCarrier{&ev})
-	return ev.TraceParent, ev.TraceState
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return "", ""
+	}
+	return traceParentOf(sc), sc.TraceState().String()
+}
+
+// traceParentOf is sc as a W3C traceparent (version 00); the flags are
+// the ones the specification defines (sampled, random), as
+// propagation.TraceContext writes them.
+func traceParentOf(sc trace.SpanContext) string {
+	var b [55]byte // 00-<32 hex>-<16 hex>-<2 hex>
+	tid, sid := sc.TraceID(), sc.SpanID()
+	flags := [1]byte{byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))}
+	b[0], b[1], b[2], b[35], b[52] = '0', '0', '-', '-', '-'
+	hex.Encode(b[3:35], tid[:])
+	hex.Encode(b[36:52], sid[:])
+	hex.Encode(b[53:55], flags[:])
+	return string(b[:])
 }
 
 // EventContext returns ctx carrying the trace context of ev (the one of

@@ -75,3 +75,28 @@ func TestPropagatorBounded(t *testing.T) {
 		t.Fatalf("from _meta: %v", sc)
 	}
 }
+
+// formatTrace writes what the propagator writes (flags, tracestate, no
+// tracestate when empty), for every flags byte: events and the propagator
+// must not disagree on a trace.
+func TestFormatTraceIsTheTraceContextPropagator(t *testing.T) {
+	ts, _ := trace.ParseTraceState("a=1,b=2")
+	for _, state := range []trace.TraceState{{}, ts} {
+		for f := range 256 {
+			sc := trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: [16]byte{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, byte(f)},
+				SpanID:  [8]byte{0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, byte(f)}, TraceFlags: trace.TraceFlags(f), TraceState: state,
+			})
+			ctx := trace.ContextWithSpanContext(context.Background(), sc)
+			want := propagation.MapCarrier{}
+			propagation.TraceContext{}.Inject(ctx, want)
+			tp, tstate := formatTrace(ctx)
+			if tp != want["traceparent"] || tstate != want["tracestate"] {
+				t.Fatalf("flags %#x: formatTrace %q %q, the propagator %q %q", f, tp, tstate, want["traceparent"], want["tracestate"])
+			}
+		}
+	}
+	if tp, ts := formatTrace(context.Background()); tp != "" || ts != "" {
+		t.Fatalf("outside a trace: %q %q", tp, ts)
+	}
+}

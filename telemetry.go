@@ -62,10 +62,13 @@ type tracing struct {
 	// given: Options.TracerProvider was set; off: it was a no-op one.
 	given, off bool
 	capture    bool
+	// internal starts a span of kind internal: one slice for every span,
+	// not one per call.
+	internal []trace.SpanStartOption
 }
 
 func newTracing(tp trace.TracerProvider, capture bool) tracing {
-	t := tracing{given: tp != nil, capture: capture}
+	t := tracing{given: tp != nil, capture: capture, internal: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}}
 	if tp == nil {
 		// The global provider delegates to whatever the host sets later.
 		tp = otel.GetTracerProvider()
@@ -95,6 +98,14 @@ func (t *tracing) on() bool {
 	}
 	return typ == nil || typ.PkgPath() != globalPkg
 }
+
+// TracingOn reports whether the Engine's spans record: its
+// [Options.TracerProvider] is not a no-op, or, with none given, the host
+// has set OpenTelemetry's global provider. A module asks it before
+// building a span of its own, so that with tracing off its span site
+// costs nothing; a caller's trace context is still propagated
+// ([Engine.Propagator]).
+func (e *Engine) TracingOn() bool { return e.tracing.on() }
 
 // Tracer returns the tracer of the Engine's spans, from
 // [Options.TracerProvider]. Modules make their spans with it so one
@@ -322,15 +333,33 @@ func finishReason(r *agent.Response) string {
 	return "stop"
 }
 
-// startTool starts the execute_tool span of one call.
-func (e *Engine) startTool(ctx context.Context, call *ToolCall, callID string) (context.Context, trace.Span) {
+// startTool starts the execute_tool span of one call. Its attributes are
+// set by endTool, in one SetAttributes: the SDK copies what it is given
+// and grows its slice on every call, and the tool's server is known only
+// once the tool was looked up. (A sampler sees the start options only,
+// which never held them.)
+func (e *Engine) startTool(ctx context.Context, call *ToolCall) (context.Context, trace.Span) {
 	if !e.tracing.on() {
 		return ctx, nil
 	}
-	ctx, span := e.tracing.tracer.Start(ctx, "execute_tool "+call.Tool, trace.WithSpanKind(trace.SpanKindInternal))
+	return e.tracing.tracer.Start(ctx, "execute_tool "+call.Tool, e.tracing.internal...)
+}
+
+// endTool ends a call's span with its attributes (callID: the model's id
+// of the call, "" outside a run); a failed call (an error, or a result
+// with IsError) has status Error.
+func (e *Engine) endTool(span trace.Span, call *ToolCall, callID string, res *ToolResult, err error) {
+	if span == nil {
+		return
+	}
 	if span.IsRecording() {
-		// One SetAttributes: each call takes the span's lock and dedupes.
-		kvs := make([]attribute.KeyValue, 0, 7)
+		// Sized to what is set: a slice of attributes over 512 bytes (8)
+		// takes the allocator's slower path, and the SDK copies it anyway.
+		n := 3 + count(callID != "", call.AgentID != "", call.TaskID != "", call.Server != "", err != nil || res.IsError)
+		if e.tracing.capture {
+			n += 2
+		}
+		kvs := make([]attribute.KeyValue, 0, n)
 		kvs = append(kvs, semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(call.Tool), semconv.GenAIToolTypeKey.String("function"))
 		if callID != "" {
 			kvs = append(kvs, semconv.GenAIToolCallID(callID))
@@ -341,37 +370,40 @@ func (e *Engine) startTool(ctx context.Context, call *ToolCall, callID string) (
 		if call.TaskID != "" {
 			kvs = append(kvs, AttrTaskID.String(call.TaskID))
 		}
-		if e.tracing.capture && len(call.Arguments) > 0 {
-			kvs = append(kvs, semconv.GenAIToolCallArgumentsKey.String(clipText(string(call.Arguments), MaxSpanContentBytes)))
-		}
-		span.SetAttributes(kvs...)
-	}
-	return ctx, span
-}
-
-// endTool ends a call's span; a failed call (an error, or a result with
-// IsError) has status Error.
-func (e *Engine) endTool(span trace.Span, call *ToolCall, res *ToolResult, err error) {
-	if span == nil {
-		return
-	}
-	if span.IsRecording() {
 		if call.Server != "" {
 			// Known once the tool was looked up.
-			span.SetAttributes(AttrToolServer.String(call.Server))
+			kvs = append(kvs, AttrToolServer.String(call.Server))
 		}
 		switch {
 		case err != nil:
-			spanError(span, err)
+			kvs = append(kvs, semconv.ErrorTypeKey.String(errorType(err)))
+			span.SetStatus(codes.Error, err.Error())
 		case res.IsError:
+			kvs = append(kvs, semconv.ErrorTypeKey.String("tool_error"))
 			span.SetStatus(codes.Error, "the tool call failed")
-			span.SetAttributes(semconv.ErrorTypeKey.String("tool_error"))
 		}
-		if e.tracing.capture && res.Content != "" {
-			span.SetAttributes(semconv.GenAIToolCallResultKey.String(clipText(res.Content, MaxSpanContentBytes)))
+		if e.tracing.capture {
+			if len(call.Arguments) > 0 {
+				kvs = append(kvs, semconv.GenAIToolCallArgumentsKey.String(clipText(string(call.Arguments), MaxSpanContentBytes)))
+			}
+			if res.Content != "" {
+				kvs = append(kvs, semconv.GenAIToolCallResultKey.String(clipText(res.Content, MaxSpanContentBytes)))
+			}
 		}
+		span.SetAttributes(kvs...)
 	}
 	span.End()
+}
+
+// count is how many of bs hold.
+func count(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // The shapes of gen_ai.input.messages and gen_ai.output.messages.

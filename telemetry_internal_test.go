@@ -32,8 +32,8 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 				if e.traced(m, m, spec) != m {
 					t.Fatal("the model is wrapped")
 				}
-				tctx, tspan := e.startTool(rctx, call, "id")
-				e.endTool(tspan, call, &tres, nil)
+				tctx, tspan := e.startTool(rctx, call)
+				e.endTool(tspan, call, "id", &tres, nil)
 				endRun(span, &res, nil)
 				_ = tctx
 			})

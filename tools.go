@@ -208,9 +208,9 @@ func (e *Engine) CallTool(ctx context.Context, call ToolCall) (ToolResult, error
 func (e *Engine) callTool(ctx context.Context, spec *agent.Spec, call ToolCall, callID string) (ToolResult, error) {
 	// The span covers the refused calls too (not allowed, not found): a
 	// trace shows what the model asked for.
-	ctx, span := e.startTool(ctx, &call, callID)
+	ctx, span := e.startTool(ctx, &call)
 	res, err := e.callToolTraced(ctx, spec, &call)
-	e.endTool(span, &call, &res, err)
+	e.endTool(span, &call, callID, &res, err)
 	return res, err
 }
 
@@ -237,7 +237,11 @@ func (e *Engine) callToolTraced(ctx context.Context, spec *agent.Spec, c *ToolCa
 	p := payload{b: make([]byte, 0, 2*ids+128)}
 	p.str("agent_id", call.AgentID).str("task_id", call.TaskID).str("tool", call.Tool)
 	called, p := p.split()
-	e.publishEvent(ctx, event(EventToolCalled, call.AgentID, start, called))
+	// Both events carry the call's trace context, formatted once.
+	tp, ts := formatTrace(ctx)
+	ev := event(EventToolCalled, call.AgentID, start, called)
+	ev.TraceParent, ev.TraceState = tp, ts
+	e.publishEvent(ctx, ev)
 	res, err := e.invokeContained(ctx, chain[:len(chain):len(chain)], call, t.Call)
 	if err != nil {
 		res = ToolResult{Content: err.Error(), IsError: true}
@@ -248,7 +252,9 @@ func (e *Engine) callToolTraced(ctx context.Context, spec *agent.Spec, c *ToolCa
 		p.str("error", res.Content)
 	}
 	p.int("duration_ms", end.Sub(start).Milliseconds())
-	e.publishEvent(ctx, event(EventToolResult, call.AgentID, end, p.done()))
+	ev = event(EventToolResult, call.AgentID, end, p.done())
+	ev.TraceParent, ev.TraceState = tp, ts
+	e.publishEvent(ctx, ev)
 	return res, err
 }
 

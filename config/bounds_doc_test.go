@@ -134,6 +134,7 @@ var boundGuards = map[string]guard{
 	"Telemetry / one content attribute (`telemetry.capture_content`: messages, tool arguments, results)": {axocoatl.MaxSpanContentBytes, []string{".:TestRunSpansCaptureContent"}},
 	"Telemetry / a name a peer chose (a response's model, a finish reason)":                              {256, []string{".:TestSpanPeerNamesBounded"}},
 	"Telemetry / a collector's answer read":                                                              {64 << 10, nil},
+	"Telemetry / the encoding buffer the exporter keeps between batches":                                 {4 << 20, []string{"internal/otlpexport:TestKeptBufferBounded"}},
 
 	// Agent runs
 	"agents[].max_iterations":                            {agent.DefaultMaxIterations, []string{".:TestMaxIterations"}},

@@ -540,6 +540,7 @@ type toolChange struct {
 }
 
 func (s *server) engineTool(q, bare, desc string, lt *listedTool) axocoatl.Tool {
+	spanName := "tools/call " + bare // once per tool, not per call
 	return axocoatl.Tool{
 		Name:        q,
 		Description: desc,
@@ -548,14 +549,14 @@ func (s *server) engineTool(q, bare, desc string, lt *listedTool) axocoatl.Tool 
 		InputSchema: lt.schema,
 		Annotations: lt.annotations,
 		Call: func(ctx context.Context, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
-			return s.call(ctx, bare, call)
+			return s.call(ctx, bare, spanName, call)
 		},
 	}
 }
 
-// call runs one tool call on the live session. No lock is held while the
-// request is in flight.
-func (s *server) call(ctx context.Context, bare string, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+// call runs one tool call on the live session (spanName: its span's,
+// "tools/call <bare>"). No lock is held while the request is in flight.
+func (s *server) call(ctx context.Context, bare, spanName string, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
 	args := call.Arguments
 	s.mu.Lock()
 	cs, why := s.session, s.lastErr
@@ -569,7 +570,7 @@ func (s *server) call(ctx context.Context, bare string, call axocoatl.ToolCall) 
 	}
 	timeout := s.cfg.timeout()
 	// A client span, its trace context in _meta (and the HTTP headers).
-	ctx, span := s.startSpan(ctx, cs, bare, call, params)
+	ctx, span := s.startSpan(ctx, cs, bare, spanName, call, params)
 	info := &callInfo{call: call}
 	cctx, id := s.calls.startCall(ctx, timeout, info)
 	defer s.calls.end(id)

@@ -30,30 +30,44 @@ const (
 	attrToolIsError = attribute.Key("axocoatl.mcp.tool.is_error")
 )
 
-// startSpan starts the client span of one tools/call, a child of ctx's
-// span, and puts its trace context in the request's _meta (SEP-414:
-// traceparent, tracestate; both eras). Only a call inside a trace gets a
-// span: with tracing off and no caller's traceparent, nothing is
-// allocated (a context lookup). The HTTP transport puts the same context
-// in the request's headers (headerTransport).
-func (s *server) startSpan(ctx context.Context, cs *mcp.ClientSession, bare string, call axocoatl.ToolCall, params *mcp.CallToolParams) (context.Context, trace.Span) {
+// startSpan starts the client span of one tools/call (name: "tools/call
+// <bare>", built once per tool), a child of ctx's span, and puts its
+// trace context in the request's _meta (SEP-414: traceparent, tracestate
+// when there is one; both eras). Only a call inside a trace gets a span:
+// with tracing off and no caller's traceparent, nothing is allocated (a
+// context lookup). The HTTP transport puts the same context in the
+// request's headers (headerTransport).
+func (s *server) startSpan(ctx context.Context, cs *mcp.ClientSession, bare, name string, call axocoatl.ToolCall, params *mcp.CallToolParams) (context.Context, trace.Span) {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx, nil
 	}
-	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs, attrMCPMethod.String("tools/call"), attrToolName.String(bare), attrServerName.String(s.cfg.Name))
+	// Sized to what is set (the SDK copies it; over 512 bytes, 8
+	// attributes, the allocator takes a slower path).
+	id, v := cs.ID(), protocolVersion(cs)
+	n := len(s.dial.spanAttrs) + 1
+	for _, set := range []bool{call.TaskID != "", id != "", v != ""} {
+		if set {
+			n++
+		}
+	}
+	attrs := make([]attribute.KeyValue, 0, n)
+	attrs = append(attrs, s.dial.spanAttrs...)
+	attrs = append(attrs, attrToolName.String(bare))
 	if call.TaskID != "" {
 		attrs = append(attrs, attrTaskID.String(call.TaskID))
 	}
-	if id := cs.ID(); id != "" {
+	if id != "" {
 		attrs = append(attrs, attrMCPSession.String(id))
 	}
-	if v := protocolVersion(cs); v != "" {
+	if v != "" {
 		attrs = append(attrs, attrMCPVersion.String(v))
 	}
-	attrs = append(attrs, s.dial.netAttrs...)
-	ctx, span := s.eng.Tracer().Start(ctx, "tools/call "+bare, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	meta := mcp.Meta{}
+	// The attributes at the start, where a sampler can read them (MCP
+	// semantic conventions).
+	ctx, span := s.eng.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	// Sized for the keys the go-sdk adds (protocol version, client info
+	// and capabilities in the 2026-07-28 era).
+	meta := make(mcp.Meta, 4)
 	s.eng.Propagator().Inject(ctx, axocoatl.MetaCarrier(meta))
 	params.Meta = meta
 	return ctx, span
@@ -75,6 +89,12 @@ func endSpan(span trace.Span, res *mcp.CallToolResult, err error, kind string) {
 		span.SetStatus(codes.Error, "tool error")
 	}
 	span.End()
+}
+
+// spanAttrs are the constant attributes of a server's call spans: the
+// method, the server's name, and its network attributes.
+func spanAttrs(cfg ServerConfig) []attribute.KeyValue {
+	return append([]attribute.KeyValue{attrMCPMethod.String("tools/call"), attrServerName.String(cfg.Name)}, netAttrs(cfg)...)
 }
 
 // netAttrs are a server's network attributes: its transport, and for

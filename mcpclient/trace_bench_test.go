@@ -8,6 +8,7 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	axocoatl "github.com/axocoatl/axocoatl-go"
 	"github.com/axocoatl/axocoatl-go/agent"
@@ -82,7 +83,11 @@ func BenchmarkSpanCost(b *testing.B) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithBatcher(otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces"})))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	for name, opts := range map[string]axocoatl.Options{"on": {TracerProvider: tp}, "off": {}} {
+	// "on-noexport": the span alone, ended into a synchronous no-op
+	// exporter (no batch, no encoding, no receiver).
+	sync := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+	b.Cleanup(func() { _ = sync.Shutdown(context.Background()) })
+	for name, opts := range map[string]axocoatl.Options{"on": {TracerProvider: tp}, "on-noexport": {TracerProvider: sync}, "off": {}} {
 		b.Run(name, func(b *testing.B) {
 			e := axocoatl.New(opts)
 			defer e.Close(context.Background())
@@ -100,5 +105,69 @@ func BenchmarkSpanCost(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTracingOnOff is BenchmarkTracingPaired's two calls one after
+// the other, and an unsampled one, for what each allocates per call
+// (-benchmem; the traced call's figure includes its share of the export
+// and of the receiver).
+func BenchmarkTracingOnOff(b *testing.B) {
+	recv := testutil.NewOTLPReceiver(b)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithBatcher(otlpexport.New(otlpexport.Options{URL: recv.URL + "/v1/traces"})))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ts := newTestServer()
+	// "unsampled": spans started and never sampled (the trace context
+	// still goes in _meta).
+	never := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+	b.Cleanup(func() { _ = never.Shutdown(context.Background()) })
+	engines := map[string]*axocoatl.Engine{
+		"on":        tracedBenchEngine(b, axocoatl.Options{TracerProvider: tp}, ts),
+		"unsampled": tracedBenchEngine(b, axocoatl.Options{TracerProvider: never}, ts),
+		"off":       tracedBenchEngine(b, axocoatl.Options{}, ts),
+	}
+	call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__mem__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
+	for _, name := range []string{"on", "unsampled", "off"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, err := engines[name].CallTool(context.Background(), call); err != nil || res.Content != "Echo: hi" {
+					b.Fatal(res, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTracingParts is BenchmarkTracingPaired with less of tracing
+// on, to tell where the traced call's time goes: "recorded" spans
+// exported to a no-op exporter (no encoding, no receiver), "unsampled"
+// spans (never sampled: the spans' starts and the trace context in
+// _meta, nothing recorded), and "untraced", a second Engine with tracing
+// off (the pairing's own noise).
+func BenchmarkTracingParts(b *testing.B) {
+	providers := map[string]*sdktrace.TracerProvider{
+		"recorded":  sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(tracetest.NewNoopExporter())),
+		"unsampled": sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())),
+	}
+	ts := newTestServer()
+	off := tracedBenchEngine(b, axocoatl.Options{}, ts)
+	call := axocoatl.ToolCall{AgentID: "bench", Tool: "mcp__mem__echo", Arguments: json.RawMessage(`{"message":"hi"}`)}
+	via := func(e *axocoatl.Engine) func() {
+		return func() {
+			if res, err := e.CallTool(context.Background(), call); err != nil || res.Content != "Echo: hi" {
+				b.Fatal(res, err)
+			}
+		}
+	}
+	for _, name := range []string{"recorded", "unsampled", "untraced"} {
+		opts := axocoatl.Options{}
+		if tp := providers[name]; tp != nil {
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			opts.TracerProvider = tp
+		}
+		on := tracedBenchEngine(b, opts, ts)
+		b.Run(name, func(b *testing.B) { testutil.Paired(b, via(on), via(off)) })
 	}
 }

@@ -219,7 +219,7 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 	}
 	prop := e.Propagator()
 	if n := testing.AllocsPerRun(100, func() {
-		_, span := s.startSpan(ctx, cs, "where", axocoatl.ToolCall{}, params)
+		_, span := s.startSpan(ctx, cs, "where", "tools/call where", axocoatl.ToolCall{}, params)
 		endSpan(span, nil, nil, "")
 		if tracehttp.InjectHeaders(prop, req, false) != req {
 			t.Fatal("a request outside a trace was cloned")

@@ -37,8 +37,9 @@ type dialer struct {
 	log    *slog.Logger
 	redact *scrub.Scrubber
 	http   *http.Client // shared by the server's attempts; nil for stdio
-	// netAttrs are the server's network attributes of a call's span.
-	netAttrs []attribute.KeyValue
+	// spanAttrs are the attributes every call's span has (the method, the
+	// server's name and network attributes), built once.
+	spanAttrs []attribute.KeyValue
 	// onListChanged, when set, is called for each list_changed
 	// notification of a stdio server, which the SDK then never sees.
 	onListChanged func()
@@ -54,7 +55,7 @@ type dialer struct {
 
 // prop, when set, puts a call's trace context in its HTTP headers.
 func newDialer(cfg ServerConfig, log *slog.Logger, r *scrub.Scrubber, prop propagation.TextMapPropagator) *dialer {
-	d := &dialer{cfg: cfg, log: log, redact: r, isStdio: cfg.Dial == nil && cfg.Command != "", netAttrs: netAttrs(cfg)}
+	d := &dialer{cfg: cfg, log: log, redact: r, isStdio: cfg.Dial == nil && cfg.Command != "", spanAttrs: spanAttrs(cfg)}
 	if cfg.URL != "" && cfg.Dial == nil {
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		d.http = &http.Client{

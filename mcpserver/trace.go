@@ -18,6 +18,8 @@ import (
 // else the span ctx already carries (the HTTP door's, a host's), else over
 // HTTP the request's traceparent header. A value over
 // [lattice.MaxTraceHeaderBytes] is ignored (the Engine's propagator).
+// With tracing off there is no span (nil) and nothing is allocated unless
+// the caller sent a trace context, which the run still carries on.
 func (s *Server) startSpan(ctx context.Context, req *mcp.CallToolRequest) (context.Context, trace.Span) {
 	prop := s.engine.Propagator()
 	if m := req.Params.GetMeta(); axocoatl.MetaCarrier(m).Get("traceparent") != "" {
@@ -26,6 +28,9 @@ func (s *Server) startSpan(ctx context.Context, req *mcp.CallToolRequest) (conte
 		// A span already on ctx (the HTTP door's, from the same header)
 		// stays the parent.
 		ctx = prop.Extract(ctx, propagation.HeaderCarrier(req.Extra.Header))
+	}
+	if !s.engine.TracingOn() {
+		return ctx, nil
 	}
 	attrs := []attribute.KeyValue{
 		attribute.String("mcp.method.name", "tools/call"),
@@ -47,6 +52,9 @@ func (s *Server) startSpan(ctx context.Context, req *mcp.CallToolRequest) (conte
 // error (MCP semconv's error.type "tool_error"; the reason is in the
 // result, never in the span).
 func endSpan(span trace.Span, res *mcp.CallToolResult, err error) {
+	if span == nil {
+		return
+	}
 	switch {
 	case err != nil:
 		span.SetAttributes(attribute.String("error.type", "_OTHER"))

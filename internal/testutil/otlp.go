@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/hex"
 	"io"
@@ -32,13 +33,25 @@ type OTLPSpan struct {
 
 // OTLPReceiver is an OTLP/HTTP trace collector (protobuf, POST /v1/traces,
 // gzip or not), decoding with go.opentelemetry.io/proto/otlp: what a real
-// collector receives, kept in memory for a test.
+// collector receives, kept in memory for a test. A request is decoded when
+// it comes (a body that does not decode is refused, as a collector
+// would) and flattened into [OTLPSpan]s only when they are asked for: a
+// benchmark's receiver shares the machine with what it measures.
 type OTLPReceiver struct {
 	URL string // base URL; the exporter posts to URL + "/v1/traces"
 
+	// dec is held while a body is read and decoded: one gzip reader and
+	// one buffer for every request.
+	dec sync.Mutex
+	zr  *gzip.Reader
+	buf bytes.Buffer
+
 	mu       sync.Mutex
-	spans    []OTLPSpan
+	msgs     []*collectortrace.ExportTraceServiceRequest
+	spans    []OTLPSpan // of msgs[:flat]
+	flat     int
 	requests int
+	gzipped  int           // requests with Content-Encoding gzip
 	changed  chan struct{} // closed and replaced on every request
 }
 
@@ -56,53 +69,85 @@ func (r *OTLPReceiver) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "POST /v1/traces only", http.StatusNotFound)
 		return
 	}
-	var body io.Reader = req.Body
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(req.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
-	}
-	data, err := io.ReadAll(io.LimitReader(body, 64<<20))
+	msg, err := r.decode(req)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	var msg collectortrace.ExportTraceServiceRequest
-	if err := proto.Unmarshal(data, &msg); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var got []OTLPSpan
-	for _, rs := range msg.ResourceSpans {
-		service, _ := attrs(rs.GetResource().GetAttributes())["service.name"].(string)
-		for _, ss := range rs.ScopeSpans {
-			for _, s := range ss.Spans {
-				sp := OTLPSpan{
-					Service: service, Name: s.Name, Kind: s.Kind,
-					TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
-					Start: time.Unix(0, int64(s.StartTimeUnixNano)), End: time.Unix(0, int64(s.EndTimeUnixNano)),
-					Attrs: attrs(s.Attributes), Status: s.GetStatus().GetCode(),
-				}
-				if len(s.ParentSpanId) > 0 {
-					sp.ParentID = hex.EncodeToString(s.ParentSpanId)
-				}
-				got = append(got, sp)
-			}
-		}
-	}
-	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+	gz := req.Header.Get("Content-Encoding") == "gzip"
+	// The answer is an empty ExportTraceServiceResponse: zero bytes.
 	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
+	w.WriteHeader(http.StatusOK)
 
 	r.mu.Lock()
-	r.spans = append(r.spans, got...)
+	r.msgs = append(r.msgs, msg)
 	r.requests++
+	if gz {
+		r.gzipped++
+	}
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
+}
+
+func (r *OTLPReceiver) decode(req *http.Request) (*collectortrace.ExportTraceServiceRequest, error) {
+	r.dec.Lock()
+	defer r.dec.Unlock()
+	var body io.Reader = req.Body
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		var err error
+		if r.zr == nil {
+			r.zr, err = gzip.NewReader(req.Body)
+		} else {
+			err = r.zr.Reset(req.Body)
+		}
+		if err != nil {
+			return nil, err
+		}
+		body = r.zr
+	}
+	r.buf.Reset()
+	if _, err := r.buf.ReadFrom(io.LimitReader(body, 64<<20)); err != nil {
+		return nil, err
+	}
+	// proto.Unmarshal copies the strings and bytes it decodes: the buffer
+	// is free again when it returns.
+	msg := &collectortrace.ExportTraceServiceRequest{}
+	if err := proto.Unmarshal(r.buf.Bytes(), msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// flatten appends the spans of the requests not yet flattened; r.mu is
+// held.
+func (r *OTLPReceiver) flatten() {
+	for ; r.flat < len(r.msgs); r.flat++ {
+		for _, rs := range r.msgs[r.flat].ResourceSpans {
+			service, _ := attrs(rs.GetResource().GetAttributes())["service.name"].(string)
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					sp := OTLPSpan{
+						Service: service, Name: s.Name, Kind: s.Kind,
+						TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
+						Start: time.Unix(0, int64(s.StartTimeUnixNano)), End: time.Unix(0, int64(s.EndTimeUnixNano)),
+						Attrs: attrs(s.Attributes), Status: s.GetStatus().GetCode(),
+					}
+					if len(s.ParentSpanId) > 0 {
+						sp.ParentID = hex.EncodeToString(s.ParentSpanId)
+					}
+					r.spans = append(r.spans, sp)
+				}
+			}
+		}
+	}
+}
+
+// Messages returns the export requests received so far, as decoded.
+func (r *OTLPReceiver) Messages() []*collectortrace.ExportTraceServiceRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*collectortrace.ExportTraceServiceRequest(nil), r.msgs...)
 }
 
 func attrs(kvs []*commonpb.KeyValue) map[string]any {
@@ -137,6 +182,7 @@ func value(v *commonpb.AnyValue) any {
 func (r *OTLPReceiver) Spans() []OTLPSpan {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.flatten()
 	return append([]OTLPSpan(nil), r.spans...)
 }
 
@@ -145,6 +191,13 @@ func (r *OTLPReceiver) Requests() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.requests
+}
+
+// GzippedRequests is the number of export requests received gzipped.
+func (r *OTLPReceiver) GzippedRequests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gzipped
 }
 
 // WaitFor waits until done holds for the spans received, at most timeout
@@ -156,6 +209,7 @@ func (r *OTLPReceiver) WaitFor(t testing.TB, timeout time.Duration, done func([]
 	defer deadline.Stop()
 	for {
 		r.mu.Lock()
+		r.flatten()
 		spans, changed := append([]OTLPSpan(nil), r.spans...), r.changed
 		r.mu.Unlock()
 		if done(spans) {
