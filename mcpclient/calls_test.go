@@ -129,7 +129,11 @@ func TestCallDeadlinesConcurrent(t *testing.T) {
 			if i%2 == 0 { // ends in time
 				select {
 				case <-ctx.Done():
-					errs <- fmt.Errorf("call %d cancelled after %s, before its deadline: %v", i, time.Since(start), context.Cause(ctx))
+					// Only an error before the deadline: a loaded machine
+					// may keep this goroutine from running past it.
+					if took := time.Since(start); took < timeout {
+						errs <- fmt.Errorf("call %d cancelled after %s, before its deadline: %v", i, took, context.Cause(ctx))
+					}
 				case <-time.After(10 * time.Millisecond):
 				}
 				c.end(id)
@@ -144,7 +148,9 @@ func TestCallDeadlinesConcurrent(t *testing.T) {
 			}
 			took := time.Since(start)
 			c.end(id)
-			if context.Cause(ctx) != errDeadline || took < timeout || took > timeout+time.Second {
+			// Late by up to 3 s: the deadline's timer and this goroutine
+			// run when a loaded machine lets them (never is the 5 s above).
+			if context.Cause(ctx) != errDeadline || took < timeout || took > timeout+3*time.Second {
 				errs <- fmt.Errorf("call %d ended after %s with %v, want the deadline after %s", i, took, context.Cause(ctx), timeout)
 			}
 		})
