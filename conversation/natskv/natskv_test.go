@@ -180,7 +180,10 @@ func TestLeaseOfDeadDaemonExpires(t *testing.T) {
 func TestLeaseRenewedUntilDaemonDies(t *testing.T) {
 	ns := jsServer(t)
 	ncA := connect(t, ns)
-	const renew = 200 * time.Millisecond
+	// 500 ms, not less: a renewal has one interval to reach the server, and
+	// under the race detector on a loaded machine 200 ms was sometimes not
+	// enough (the lease lapsed while its daemon lived).
+	const renew = 500 * time.Millisecond
 	a := open(t, ncA, natskv.Config{Bucket: "shared", LeaseRenew: renew})
 	b := open(t, connect(t, ns), natskv.Config{Bucket: "shared"})
 	if err := a.Create(ctx, conversation.Info{ID: "c1", AgentID: "x"}); err != nil {
