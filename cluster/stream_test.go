@@ -218,8 +218,8 @@ func (m wholeAnswer) Generate(context.Context, *agent.Request) (*agent.Response,
 func TestEventFrameBytesBounded(t *testing.T) {
 	ns := startNATS(t, -1)
 	text := strings.Repeat("añ€😀", 30_000) // 10 bytes, 4 runes: 300 kB
-	newNode(t, ns.ClientURL(), "node-b", fast, map[string]agent.Model{"whole": wholeAnswer{text}})
-	a := newNode(t, ns.ClientURL(), "node-a", fast, nil)
+	newNode(t, ns.ClientURL(), "node-b", patient, map[string]agent.Model{"whole": wholeAnswer{text}})
+	a := newNode(t, ns.ClientURL(), "node-a", patient, nil)
 	eventually(t, "A lists whole on B", 10*time.Second, func() bool { return lists(a.e, "whole", "node-b") })
 	frames := watchFrames(t, ns.ClientURL())
 	var mu sync.Mutex
@@ -370,7 +370,7 @@ func TestEventsToOlderDaemon(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := startNATS(t, -1)
-			a := newNode(t, ns.ClientURL(), "node-a", fast, nil)
+			a := newNode(t, ns.ClientURL(), "node-a", patient, nil)
 			old, err := natsgo.Connect(ns.ClientURL())
 			if err != nil {
 				t.Fatal(err)
@@ -418,7 +418,7 @@ func TestEventsToOlderDaemon(t *testing.T) {
 // to the fault aside, and a frame after the run's end reaches nobody.
 func TestHostileEventFrames(t *testing.T) {
 	ns := startNATS(t, -1)
-	a := newNode(t, ns.ClientURL(), "node-a", fast, nil)
+	a := newNode(t, ns.ClientURL(), "node-a", patient, nil)
 	fake, err := natsgo.Connect(ns.ClientURL())
 	if err != nil {
 		t.Fatal(err)
