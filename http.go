@@ -235,13 +235,7 @@ func (e *Engine) ConnState(conn net.Conn, s http.ConnState) { e.guard.ConnState(
 // request on them after Shutdown has begun anyway.
 // Call it once per server, before it serves.
 func (e *Engine) ConfigureServer(srv *http.Server) {
-	next := srv.ConnState
-	srv.ConnState = func(conn net.Conn, s http.ConnState) {
-		e.guard.ConnState(conn, s)
-		if next != nil {
-			next(conn, s)
-		}
-	}
+	httpguard.ChainConnState(srv, e.guard.ConnState)
 	httpguard.NewSilentConns(srv)
 }
 

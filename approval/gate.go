@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -101,7 +100,6 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 	var door *doorPrompt
 	if prompter != nil {
 		door = m.startPrompt(wctx, func(pctx context.Context) { failed <- m.promptUser(pctx, prompter, p.info) })
-		defer door.withdraw() // every way out
 	} else {
 		failed <- errors.New("the caller's door has no way to ask its user")
 	}
@@ -154,7 +152,6 @@ func (m *Module) ask(ctx context.Context, call axocoatl.ToolCall, t *axocoatl.To
 type doorPrompt struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the prompt has returned
-	once   sync.Once
 }
 
 // doorWithdrawWait bounds how long withdraw waits for a door's prompt to
@@ -177,14 +174,13 @@ func (m *Module) startPrompt(ctx context.Context, ask func(context.Context)) *do
 // the door has let it go: a verdict from elsewhere (the dashboard) must
 // not leave the door showing it while the gated tool runs, or an MCP
 // 2026-07-28 client's next retry is handed the stale question again.
+// Call it once.
 func (d *doorPrompt) withdraw() {
-	d.once.Do(func() {
-		d.cancel()
-		select {
-		case <-d.done:
-		case <-time.After(doorWithdrawWait):
-		}
-	})
+	d.cancel()
+	select {
+	case <-d.done:
+	case <-time.After(doorWithdrawWait):
+	}
 }
 
 func withdrawnResult(tool string) axocoatl.ToolResult {

@@ -20,19 +20,27 @@ type SilentConns struct {
 }
 
 // NewSilentConns tracks srv's connections and closes its silent ones
-// when srv shuts down: it wraps srv.ConnState (set that first) and
+// when srv shuts down: it chains itself before srv.ConnState and
 // registers with srv.RegisterOnShutdown.
 func NewSilentConns(srv *http.Server) *SilentConns {
 	c := &SilentConns{accepted: map[net.Conn]struct{}{}}
-	next := srv.ConnState
-	srv.ConnState = func(conn net.Conn, s http.ConnState) {
-		c.connState(conn, s)
-		if next != nil {
-			next(conn, s)
-		}
-	}
+	ChainConnState(srv, c.connState)
 	srv.RegisterOnShutdown(c.closeSilent)
 	return c
+}
+
+// ChainConnState makes f srv's ConnState hook, the hook srv had (if any)
+// called after it.
+func ChainConnState(srv *http.Server, f func(net.Conn, http.ConnState)) {
+	next := srv.ConnState
+	if next == nil {
+		srv.ConnState = f
+		return
+	}
+	srv.ConnState = func(conn net.Conn, s http.ConnState) {
+		f(conn, s)
+		next(conn, s)
+	}
 }
 
 func (c *SilentConns) connState(conn net.Conn, s http.ConnState) {

@@ -176,7 +176,8 @@ func (e *Exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 
 type permanentError struct{ error }
 
-// encode is the gzipped TracesData of spans. The body is a new slice:
+// encode is the request body of spans: their TracesData, gzipped when
+// the exporter compresses. The body is a new slice:
 // the HTTP transport may still read a request's body after Do returns
 // (a response that came before the whole body was sent).
 func (e *Exporter) encode(spans []sdktrace.ReadOnlySpan) ([]byte, error) {
