@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/axocoatl/axocoatl-go/agent"
+	"github.com/axocoatl/axocoatl-go/internal/toolspan"
 )
 
 // TracerName is the instrumentation scope of every span the Engine and its
@@ -337,18 +338,22 @@ func finishReason(r *agent.Response) string {
 // set by endTool, in one SetAttributes: the SDK copies what it is given
 // and grows its slice on every call, and the tool's server is known only
 // once the tool was looked up. (A sampler sees the start options only,
-// which never held them.)
-func (e *Engine) startTool(ctx context.Context, call *ToolCall) (context.Context, trace.Span) {
+// which never held them.) The span goes in the returned context as a
+// toolspan too: the module that runs the call adds its protocol's
+// attributes to it rather than nesting a client span of its own.
+func (e *Engine) startTool(ctx context.Context, call *ToolCall) (context.Context, *toolspan.Span) {
 	if !e.tracing.on() {
 		return ctx, nil
 	}
-	return e.tracing.tracer.Start(ctx, "execute_tool "+call.Tool, e.tracing.internal...)
+	ctx, span := e.tracing.tracer.Start(ctx, "execute_tool "+call.Tool, e.tracing.internal...)
+	ts := &toolspan.Span{Span: span}
+	return toolspan.With(ctx, ts), ts
 }
 
 // endTool ends a call's span with its attributes (callID: the model's id
 // of the call, "" outside a run); a failed call (an error, or a result
 // with IsError) has status Error.
-func (e *Engine) endTool(span trace.Span, call *ToolCall, callID string, res *ToolResult, err error) {
+func (e *Engine) endTool(span *toolspan.Span, call *ToolCall, callID string, res *ToolResult, err error) {
 	if span == nil {
 		return
 	}
@@ -376,7 +381,11 @@ func (e *Engine) endTool(span trace.Span, call *ToolCall, callID string, res *To
 		}
 		switch {
 		case err != nil:
-			kvs = append(kvs, semconv.ErrorTypeKey.String(errorType(err)))
+			kind := span.ErrorType() // the module's own word for it, if it has one
+			if kind == "" {
+				kind = errorType(err)
+			}
+			kvs = append(kvs, semconv.ErrorTypeKey.String(kind))
 			span.SetStatus(codes.Error, err.Error())
 		case res.IsError:
 			kvs = append(kvs, semconv.ErrorTypeKey.String("tool_error"))

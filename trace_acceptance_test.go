@@ -117,7 +117,6 @@ var expectedSpans = []string{
 	"chat m",
 	"execute_tool mcp__tools__lookup",
 	"execute_tool a2a__remote",
-	"tools/call lookup",
 	"invoke_agent remote",
 	"POST hook",
 }
@@ -126,7 +125,6 @@ var expectedSpans = []string{
 // from: each hop out of the process from the tool call that made it,
 // each tool call and model call from the run, the run from the door.
 var spanAncestors = map[string]string{
-	"tools/call lookup":               "execute_tool mcp__tools__lookup",
 	"invoke_agent remote":             "execute_tool a2a__remote",
 	"execute_tool mcp__tools__lookup": "invoke_agent Assistant",
 	"execute_tool a2a__remote":        "invoke_agent Assistant",
@@ -327,8 +325,15 @@ func TestOneTraceFromDoorToWebhook(t *testing.T) {
 	if door := byName["POST /a2a/agents/{id}"]; door.ParentID != callerSpan {
 		t.Errorf("the door's span has parent %s, want the caller's %s", door.ParentID, callerSpan)
 	}
-	if sp := byName["tools/call lookup"]; sp.SpanID != parents["mcp _meta"] || sp.SpanID != parents["mcp header"] {
+	// execute_tool traces the MCP call itself (the MCP conventions: no
+	// separate tools/call span), with the MCP attributes.
+	if sp := byName["execute_tool mcp__tools__lookup"]; sp.SpanID != parents["mcp _meta"] || sp.SpanID != parents["mcp header"] {
 		t.Errorf("the MCP server was sent span %s/%s, the call's is %s", parents["mcp _meta"], parents["mcp header"], sp.SpanID)
+	} else if sp.Attrs["mcp.method.name"] != "tools/call" || sp.Attrs["axocoatl.mcp.server"] != "tools" || sp.Attrs["network.transport"] != "tcp" {
+		t.Errorf("execute_tool mcp__tools__lookup has attributes %v, want the MCP call's", sp.Attrs)
+	}
+	if _, ok := byName["tools/call lookup"]; ok {
+		t.Error("a tools/call span beside execute_tool, which already traces the call")
 	}
 	if sp := byName["invoke_agent remote"]; sp.SpanID != parents["remote agent"] {
 		t.Errorf("the remote agent was sent span %s, the call's is %s", parents["remote agent"], sp.SpanID)

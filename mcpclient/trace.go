@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 
+	"github.com/axocoatl/axocoatl-go/internal/toolspan"
 	"github.com/axocoatl/axocoatl-go/internal/tracehttp"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,29 +31,70 @@ const (
 	attrToolIsError = attribute.Key("axocoatl.mcp.tool.is_error")
 )
 
-// startSpan starts the client span of one tools/call (name: "tools/call
-// <bare>", built once per tool), a child of ctx's span, and puts its
-// trace context in the request's _meta (SEP-414: traceparent, tracestate
-// when there is one; both eras). Only a call inside a trace gets a span:
-// with tracing off and no caller's traceparent, nothing is allocated (a
-// context lookup). The HTTP transport puts the same context in the
-// request's headers (headerTransport).
-func (s *server) startSpan(ctx context.Context, cs *mcp.ClientSession, bare, name string, call axocoatl.ToolCall, params *mcp.CallToolParams) (context.Context, trace.Span) {
+// callSpan is how one tools/call is traced: the Engine's execute_tool
+// span of the call, given its MCP attributes (shared), or a client span
+// of its own (own); neither outside a trace.
+type callSpan struct {
+	shared *toolspan.Span
+	own    trace.Span
+}
+
+// startSpan traces one tools/call and puts its trace context in the
+// request's _meta (SEP-414: traceparent, tracestate when there is one;
+// both eras). Only a call inside a trace is traced: with tracing off and
+// no caller's traceparent, nothing is allocated (a context lookup). The
+// HTTP transport puts the same context in the request's headers
+// (headerTransport).
+//
+// A call the Engine traces (ctx's current span is its execute_tool) adds
+// the MCP attributes to that span, started by the Engine, and sends its
+// context: OpenTelemetry's MCP conventions say a client instrumentation
+// that can tell execute_tool already traces the call SHOULD NOT create a
+// separate span. Otherwise (a caller's span, an interceptor's in between)
+// the call gets a client span "tools/call <bare>" (name, built once per
+// tool), a child of ctx's.
+func (s *server) startSpan(ctx context.Context, cs *mcp.ClientSession, bare, name string, call axocoatl.ToolCall, params *mcp.CallToolParams) (context.Context, callSpan) {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return ctx, nil
+		return ctx, callSpan{}
 	}
+	var cspan callSpan
+	if cspan.shared = toolspan.From(ctx); cspan.shared == nil || cspan.shared.IsRecording() {
+		// The attributes at the start, where a sampler can read them (MCP
+		// semantic conventions). On the Engine's span gen_ai.tool.name is
+		// the Engine's (the name the model called), not the server's.
+		attrs := s.mcpAttrs(cs, bare, call, cspan.shared == nil)
+		if cspan.shared != nil {
+			cspan.shared.SetAttributes(attrs...)
+		} else {
+			ctx, cspan.own = s.eng.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+		}
+	}
+	// Sized for the keys the go-sdk adds (protocol version, client info
+	// and capabilities in the 2026-07-28 era).
+	meta := make(mcp.Meta, 4)
+	s.eng.Propagator().Inject(ctx, axocoatl.MetaCarrier(meta))
+	params.Meta = meta
+	return ctx, cspan
+}
+
+// mcpAttrs are the MCP conventions' attributes of a tools/call: the
+// server's constant ones, the session's, the task's, and the tool's bare
+// name when withTool.
+func (s *server) mcpAttrs(cs *mcp.ClientSession, bare string, call axocoatl.ToolCall, withTool bool) []attribute.KeyValue {
 	// Sized to what is set (the SDK copies it; over 512 bytes, 8
 	// attributes, the allocator takes a slower path).
 	id, v := cs.ID(), protocolVersion(cs)
-	n := len(s.dial.spanAttrs) + 1
-	for _, set := range []bool{call.TaskID != "", id != "", v != ""} {
+	n := len(s.dial.spanAttrs)
+	for _, set := range []bool{withTool, call.TaskID != "", id != "", v != ""} {
 		if set {
 			n++
 		}
 	}
 	attrs := make([]attribute.KeyValue, 0, n)
 	attrs = append(attrs, s.dial.spanAttrs...)
-	attrs = append(attrs, attrToolName.String(bare))
+	if withTool {
+		attrs = append(attrs, attrToolName.String(bare))
+	}
 	if call.TaskID != "" {
 		attrs = append(attrs, attrTaskID.String(call.TaskID))
 	}
@@ -62,33 +104,34 @@ func (s *server) startSpan(ctx context.Context, cs *mcp.ClientSession, bare, nam
 	if v != "" {
 		attrs = append(attrs, attrMCPVersion.String(v))
 	}
-	// The attributes at the start, where a sampler can read them (MCP
-	// semantic conventions).
-	ctx, span := s.eng.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	// Sized for the keys the go-sdk adds (protocol version, client info
-	// and capabilities in the 2026-07-28 era).
-	meta := make(mcp.Meta, 4)
-	s.eng.Propagator().Inject(ctx, axocoatl.MetaCarrier(meta))
-	params.Meta = meta
-	return ctx, span
+	return attrs
 }
 
-// endSpan ends a call's span with how it went (kind: an error.type, when
-// err is not nil).
-func endSpan(span trace.Span, res *mcp.CallToolResult, err error, kind string) {
-	if span == nil {
+// endSpan ends a call's tracing with how it went (kind: an error.type,
+// when err is not nil). The Engine's span is the Engine's to end: it is
+// told the kind, and a tool's own failure it sees in the result.
+func endSpan(span callSpan, res *mcp.CallToolResult, err error, kind string) {
+	switch {
+	case span.shared != nil:
+		if err != nil {
+			span.shared.SetErrorType(kind)
+		} else if res != nil && res.IsError && span.shared.IsRecording() {
+			span.shared.SetAttributes(attrToolIsError.Bool(true))
+		}
+		return
+	case span.own == nil:
 		return
 	}
 	switch {
 	case err != nil:
-		span.SetAttributes(attrErrorType.String(kind))
-		span.SetStatus(codes.Error, "tools/call failed")
+		span.own.SetAttributes(attrErrorType.String(kind))
+		span.own.SetStatus(codes.Error, "tools/call failed")
 	case res != nil && res.IsError:
 		// A tool's own failure: MCP semconv's error.type "tool_error".
-		span.SetAttributes(attrToolIsError.Bool(true), attrErrorType.String("tool_error"))
-		span.SetStatus(codes.Error, "tool error")
+		span.own.SetAttributes(attrToolIsError.Bool(true), attrErrorType.String("tool_error"))
+		span.own.SetStatus(codes.Error, "tool error")
 	}
-	span.End()
+	span.own.End()
 }
 
 // spanAttrs are the constant attributes of a server's call spans: the

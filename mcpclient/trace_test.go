@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/axocoatl/axocoatl-go/internal/tracehttp"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -75,11 +77,12 @@ func tracedModule(t *testing.T, cfg Config) (*axocoatl.Engine, *tracetest.SpanRe
 	return e, rec, m
 }
 
-// A tools/call inside a trace carries the trace context of its client
-// span in _meta (SEP-414), in both eras, and over HTTP in the headers too;
-// the span is a client span, child of the caller's, named
-// "tools/call <tool>" with the MCP conventions' attributes. A call
-// outside any trace carries none.
+// A tools/call inside a trace carries the trace context of the Engine's
+// execute_tool span in _meta (SEP-414), in both eras, and over HTTP in
+// the headers too; that span, a child of the caller's, has the MCP
+// conventions' attributes, and no separate tools/call span is made (the
+// conventions: SHOULD NOT, when execute_tool already traces the call). A
+// call outside any trace starts a trace of its own.
 func TestTraceContextOut(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -129,35 +132,24 @@ func TestTraceContextOut(t *testing.T) {
 				t.Errorf("era %q, want %q", s.version, c.version)
 			}
 			spans := rec.Ended()
-			var span sdktrace.ReadOnlySpan
-			for _, sp := range spans {
-				if sp.Name() == "tools/call where" {
-					span = sp
-				}
+			if len(spans) != 1 {
+				t.Fatalf("%d spans, want execute_tool alone: %v", len(spans), spanNames(spans))
 			}
-			if span == nil {
-				t.Fatalf("no span tools/call where among %d", len(spans))
-			}
-			// The Engine's execute_tool span stands between the caller's and
-			// the call's.
-			var tool sdktrace.ReadOnlySpan
-			for _, sp := range spans {
-				if sp.SpanContext().SpanID() == span.Parent().SpanID() {
-					tool = sp
-				}
-			}
-			if tool == nil || tool.Name() != "execute_tool mcp__tr__where" || tool.Parent().SpanID() != parent.SpanID() {
-				t.Fatalf("the call's span is not a child of execute_tool mcp__tr__where, child of the caller's: parent %v", tool)
-			}
-			if span.SpanKind() != trace.SpanKindClient || span.SpanContext().TraceID() != parent.TraceID() {
-				t.Errorf("span kind %v parent %v trace %v", span.SpanKind(), span.Parent().SpanID(), span.SpanContext().TraceID())
+			span := spans[0]
+			if span.Name() != "execute_tool mcp__tr__where" || span.Parent().SpanID() != parent.SpanID() || span.SpanContext().TraceID() != parent.TraceID() {
+				t.Fatalf("span %q, parent %v, trace %v: want execute_tool mcp__tr__where, child of the caller's", span.Name(), span.Parent().SpanID(), span.SpanContext().TraceID())
 			}
 			attrs := map[string]string{}
 			for _, kv := range span.Attributes() {
 				attrs[string(kv.Key)] = kv.Value.String()
 			}
-			if attrs["mcp.method.name"] != "tools/call" || attrs["gen_ai.tool.name"] != "where" || attrs["mcp.protocol.version"] != c.version || attrs["axocoatl.mcp.server"] != "tr" {
+			// gen_ai.tool.name stays the Engine's: the name the model called.
+			if attrs["mcp.method.name"] != "tools/call" || attrs["gen_ai.tool.name"] != "mcp__tr__where" || attrs["mcp.protocol.version"] != c.version ||
+				attrs["axocoatl.mcp.server"] != "tr" || attrs["gen_ai.operation.name"] != "execute_tool" {
 				t.Errorf("attributes %v", attrs)
+			}
+			if c.http && (attrs["network.transport"] != "tcp" || attrs["server.address"] != "127.0.0.1") {
+				t.Errorf("network attributes %v", attrs)
 			}
 			want := "00-" + parent.TraceID().String() + "-" + span.SpanContext().SpanID().String() + "-01"
 			if s.meta != want || s.state != "axo=1" {
@@ -175,23 +167,125 @@ func TestTraceContextOut(t *testing.T) {
 			}
 			s = <-got
 			ended := rec.Ended()[before:]
-			if len(ended) != 2 {
-				t.Fatalf("a call outside a trace made %d spans, want execute_tool and tools/call", len(ended))
+			if len(ended) != 1 || ended[0].SpanContext().TraceID() == parent.TraceID() || ended[0].Parent().IsValid() {
+				t.Fatalf("a call outside a trace made spans %v, want one root execute_tool", spanNames(ended))
 			}
-			var own sdktrace.ReadOnlySpan
-			for _, sp := range ended {
-				if sp.Name() == "tools/call where" {
-					own = sp
-				}
-			}
-			if own == nil || own.SpanContext().TraceID() == parent.TraceID() {
-				t.Fatalf("a call outside a trace: spans %v", ended)
-			}
+			own := ended[0]
 			want = "00-" + own.SpanContext().TraceID().String() + "-" + own.SpanContext().SpanID().String() + "-01"
 			if s.meta != want || s.state != "" || (c.http && s.header != want) {
 				t.Errorf("a call outside a trace sent %+v, want its own trace's %q", s, want)
 			}
 		})
+	}
+}
+
+// spanNames are the names of spans, for a failure's message.
+func spanNames(spans []sdktrace.ReadOnlySpan) []string {
+	names := make([]string, len(spans))
+	for i, sp := range spans {
+		names[i] = sp.Name()
+	}
+	return names
+}
+
+// A span between the Engine's execute_tool and the call (an interceptor's)
+// means execute_tool no longer traces the call alone: the call gets its
+// own client span "tools/call <tool>", a child of that span, with the
+// server's bare tool name, and sends its context. A failed call's
+// error.type is the MCP client's word for it (the session closed), on
+// the span that traces the call.
+func TestNestedClientSpan(t *testing.T) {
+	srv, got := traceServer()
+	e, rec, _ := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}}}})
+	e.Intercept(func(ctx context.Context, call axocoatl.ToolCall, next axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
+		ctx, span := e.Tracer().Start(ctx, "gate")
+		defer span.End()
+		return next(ctx, call)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if res, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__tr__where", Arguments: json.RawMessage(`{}`)}); err != nil || res.Content != "here" {
+		t.Fatalf("call: %+v %v", res, err)
+	}
+	s := <-got
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, sp := range rec.Ended() {
+		byName[sp.Name()] = sp
+	}
+	call, gate, tool := byName["tools/call where"], byName["gate"], byName["execute_tool mcp__tr__where"]
+	if call == nil || gate == nil || tool == nil {
+		t.Fatalf("spans %v, want execute_tool, gate and tools/call", spanNames(rec.Ended()))
+	}
+	if call.Parent().SpanID() != gate.SpanContext().SpanID() || gate.Parent().SpanID() != tool.SpanContext().SpanID() || call.SpanKind() != trace.SpanKindClient {
+		t.Fatalf("tools/call's parent %v (gate %v), kind %v", call.Parent().SpanID(), gate.SpanContext().SpanID(), call.SpanKind())
+	}
+	attrs := map[string]string{}
+	for _, kv := range call.Attributes() {
+		attrs[string(kv.Key)] = kv.Value.String()
+	}
+	if attrs["mcp.method.name"] != "tools/call" || attrs["gen_ai.tool.name"] != "where" || attrs["axocoatl.mcp.server"] != "tr" || attrs["network.transport"] != "" {
+		t.Errorf("client span attributes %v", attrs)
+	}
+	for _, kv := range tool.Attributes() {
+		if kv.Key == "mcp.method.name" {
+			t.Errorf("execute_tool got the MCP attributes although a client span was made")
+		}
+	}
+	if want := "00-" + call.SpanContext().TraceID().String() + "-" + call.SpanContext().SpanID().String() + "-01"; s.meta != want {
+		t.Errorf("_meta traceparent %q, want the client span's %q", s.meta, want)
+	}
+}
+
+// The error.type of a call that failed in the MCP client is the client's
+// word for it on the Engine's execute_tool span ("stopped": the module
+// stopped mid-call), where the Engine alone would say "_OTHER".
+func TestToolSpanErrorType(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	entered := make(chan struct{}, 1)
+	srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	e, rec, m := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}}}})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__tr__wait", Arguments: json.RawMessage(`{}`)})
+		errc <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, ErrStopped) {
+		t.Fatalf("call ended with %v, want ErrStopped", err)
+	}
+	spans := rec.Ended()
+	if len(spans) != 1 || spans[0].Name() != "execute_tool mcp__tr__wait" {
+		t.Fatalf("spans %v, want execute_tool alone", spanNames(spans))
+	}
+	var kind string
+	for _, kv := range spans[0].Attributes() {
+		if kv.Key == "error.type" {
+			kind = kv.Value.AsString()
+		}
+	}
+	if kind != "stopped" || spans[0].Status().Code != codes.Error {
+		t.Fatalf("error.type %q status %v, want stopped and Error", kind, spans[0].Status())
 	}
 }
 

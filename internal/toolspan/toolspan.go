@@ -1,0 +1,58 @@
+// Package toolspan hands the Engine's execute_tool span of one tool call
+// to the module that runs the call.
+//
+// OpenTelemetry's MCP conventions: an MCP instrumentation that can tell
+// that a GenAI execute_tool span already traces the tool's execution
+// SHOULD NOT create a separate span, and SHOULD add its MCP attributes to
+// that span instead. The Engine starts execute_tool for every call it
+// traces; with this package the MCP client knows, rather than guesses,
+// that the span it would nest is that one (an interceptor that starts a
+// span of its own in between makes it nest again).
+package toolspan
+
+import (
+	"context"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Span is the execute_tool span of one call, as the Engine started it.
+type Span struct {
+	trace.Span
+	// errorType is what the module that ran the call says of how it
+	// failed: set and read on different goroutines when an interceptor
+	// gives up on a call that is still running.
+	errorType atomic.Pointer[string]
+}
+
+type key struct{}
+
+// With returns ctx carrying s, the span ctx's call is traced by.
+func With(ctx context.Context, s *Span) context.Context {
+	return context.WithValue(ctx, key{}, s)
+}
+
+// From returns the execute_tool span of ctx's call when it is ctx's
+// current span (recording or not); nil outside a traced call or when
+// another span was started since.
+func From(ctx context.Context) *Span {
+	s, _ := ctx.Value(key{}).(*Span)
+	if s == nil || trace.SpanFromContext(ctx) != s.Span {
+		return nil
+	}
+	return s
+}
+
+// SetErrorType records the error.type of the call's failure as the module
+// that ran it knows it (an MCP session that closed mid-call), more
+// precise than the Engine can tell from the error.
+func (s *Span) SetErrorType(t string) { s.errorType.Store(&t) }
+
+// ErrorType is what SetErrorType recorded, "" when nothing was.
+func (s *Span) ErrorType() string {
+	if p := s.errorType.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
