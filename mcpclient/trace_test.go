@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -364,4 +365,41 @@ func BenchmarkToolCallTracing(b *testing.B) {
 	}
 	b.ReportAllocs()
 	testutil.Paired(b, do(on), do(context.Background()))
+}
+
+// An unsampled call (a provider that samples nothing, or a caller's
+// trace not sampled) is traced by the Engine's execute_tool span too,
+// which records nothing: no span of the call's own, and the server is
+// sent that span's context, not sampled.
+func TestUnsampledToolCall(t *testing.T) {
+	srv, got := traceServer()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	e := axocoatl.New(axocoatl.Options{TracerProvider: tp})
+	m, err := New(Config{Servers: []ServerConfig{{Name: "tr", Dial: func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Use(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	t.Cleanup(func() { _ = e.Close(ctx) })
+	if err := m.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__tr__where", Arguments: json.RawMessage(`{}`)}); err != nil || res.Content != "here" {
+		t.Fatalf("call: %+v %v", res, err)
+	}
+	s := <-got
+	if len(s.meta) != 55 || !strings.HasSuffix(s.meta, "-00") {
+		t.Fatalf("_meta traceparent %q, want an unsampled one", s.meta)
+	}
 }

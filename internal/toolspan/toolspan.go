@@ -38,7 +38,10 @@ func With(ctx context.Context, s *Span) context.Context {
 // another span was started since.
 func From(ctx context.Context) *Span {
 	s, _ := ctx.Value(key{}).(*Span)
-	if s == nil || trace.SpanFromContext(ctx) != s.Span {
+	// By span id, not by comparing the spans: a span may be a value of a
+	// type == cannot compare (the SDK's unsampled spans hold a
+	// TraceState, a slice), and comparing would panic.
+	if s == nil || trace.SpanFromContext(ctx).SpanContext().SpanID() != s.SpanContext().SpanID() {
 		return nil
 	}
 	return s
