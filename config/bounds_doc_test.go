@@ -129,6 +129,7 @@ var boundGuards = map[string]guard{
 	"Telemetry / the retries of one failed export (429, 502, 503, 504, a transport error)": {config.TelemetryRetryElapsed, []string{"internal/otlpexport:TestRetriesAndHeaders"}},
 	"Telemetry / spans waiting for export":                                                 {config.TelemetryQueueSpans, nil},
 	"Telemetry / spans in one export request":                                              {config.TelemetryBatchSpans, nil},
+	"Telemetry / how long an ended span waits for its batch to fill":                       {config.TelemetryBatchDelay, []string{"config:TestTelemetryIgnoresSDKVariables"}},
 	"Telemetry / the flush of queued spans when the daemon stops":                          {config.TelemetryShutdownTimeout, []string{"config:TestTelemetryCloseBounded"}},
 	"telemetry.headers": {config.MaxTelemetryHeaders, []string{"config:TestTelemetryHeadersBound"}},
 	"Telemetry / one content attribute (`telemetry.capture_content`: messages, tool arguments, results)": {axocoatl.MaxSpanContentBytes, []string{".:TestRunSpansCaptureContent"}},

@@ -50,6 +50,9 @@ const (
 	TelemetryQueueSpans = 2048
 	// TelemetryBatchSpans is the most spans one export request carries.
 	TelemetryBatchSpans = 512
+	// TelemetryBatchDelay is the longest an ended span waits for its
+	// batch to fill before it is exported anyway.
+	TelemetryBatchDelay = 5 * time.Second
 	// TelemetryRetryElapsed bounds the retries of one failed export.
 	TelemetryRetryElapsed = 30 * time.Second
 	// MaxTelemetryHeaders bounds telemetry.headers (and the variables').
@@ -397,10 +400,23 @@ func (t TelemetryConfig) TracerProvider() (*sdktrace.TracerProvider, error) {
 	}
 	exp := otlpexport.New(eo)
 	res := resource.NewSchemaless(semconv.ServiceName(t.serviceName()))
+	// Every setting given, none left to the SDK's defaults: those read
+	// OTEL_BSP_* and OTEL_SPAN_*_LIMIT variables, and the environment
+	// steers nothing here but what docs/telemetry.md lists.
 	return sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(TelemetryQueueSpans), sdktrace.WithMaxExportBatchSize(TelemetryBatchSpans),
+			sdktrace.WithBatchTimeout(TelemetryBatchDelay),
 			// An export's retries end within it; each request within timeout.
 			sdktrace.WithExportTimeout(TelemetryRetryElapsed)),
+		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{
+			AttributeValueLengthLimit:   sdktrace.DefaultAttributeValueLengthLimit,
+			AttributeValueDepthLimit:    sdktrace.DefaultAttributeValueDepthLimit,
+			AttributeCountLimit:         sdktrace.DefaultAttributeCountLimit,
+			EventCountLimit:             sdktrace.DefaultEventCountLimit,
+			LinkCountLimit:              sdktrace.DefaultLinkCountLimit,
+			AttributePerEventCountLimit: sdktrace.DefaultAttributePerEventCountLimit,
+			AttributePerLinkCountLimit:  sdktrace.DefaultAttributePerLinkCountLimit,
+		}),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(t.ratio()))),
 		sdktrace.WithResource(res),
 	), nil

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/axocoatl/axocoatl-go/config"
 	"github.com/axocoatl/axocoatl-go/internal/testutil"
 )
@@ -243,6 +246,45 @@ func TestTelemetryExports(t *testing.T) {
 	cfg.Doctor(ctx).Print(&doc)
 	if !strings.Contains(doc.String(), host+"  (telemetry") || strings.Contains(doc.String(), "collector-key-1234") {
 		t.Fatalf("doctor:\n%s", doc.String())
+	}
+}
+
+// The SDK's own variables steer nothing: OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT=0
+// would drop every attribute and OTEL_BSP_SCHEDULE_DELAY=1 export each span
+// within a millisecond, OTEL_BSP_MAX_QUEUE_SIZE=1 drop all but one; the
+// daemon's provider has the attributes, holds a span for its batch, and
+// keeps them all (docs/telemetry.md: no other OTEL_* variable is read).
+//
+// Guards: bound "how long an ended span waits for its batch to fill" (5s,
+// docs/bounds.md): a span ended is not exported within 300 ms.
+func TestTelemetryIgnoresSDKVariables(t *testing.T) {
+	for k, v := range map[string]string{"OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "0", "OTEL_BSP_SCHEDULE_DELAY": "1",
+		"OTEL_BSP_MAX_QUEUE_SIZE": "1", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "1", "OTEL_TRACES_SAMPLER": "always_off"} {
+		t.Setenv(k, v)
+	}
+	recv := testutil.NewOTLPReceiver(t)
+	tp, err := config.TelemetryConfig{Enabled: true, Endpoint: recv.URL}.TracerProvider()
+	if err != nil || tp == nil {
+		t.Fatal(tp, err)
+	}
+	defer tp.Shutdown(context.Background())
+	for range 3 {
+		_, span := tp.Tracer("t").Start(context.Background(), "s", trace.WithAttributes(attribute.String("k", "v")))
+		span.End()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := recv.Requests(); n != 0 {
+		t.Fatalf("%d exports before the batch delay: OTEL_BSP_SCHEDULE_DELAY was read", n)
+	}
+	if err := tp.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := recv.Spans()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans exported, want 3", len(spans))
+	}
+	if spans[0].Attrs["k"] != "v" {
+		t.Fatalf("attributes %v: OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT was read", spans[0].Attrs)
 	}
 }
 
