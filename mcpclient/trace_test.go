@@ -49,11 +49,29 @@ func traceServer() (*mcp.Server, <-chan seen) {
 	return srv, ch
 }
 
+// inMemory dials a fresh in-memory session of srv for each attempt.
+func inMemory(srv *mcp.Server) func(context.Context) (mcp.Transport, error) {
+	return func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+}
+
 // tracedModule is startModule with an Engine that records its spans.
 func tracedModule(t *testing.T, cfg Config) (*axocoatl.Engine, *tracetest.SpanRecorder, *Module) {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	e, m := moduleWith(t, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), cfg)
+	return e, rec, m
+}
+
+// moduleWith is startModule with an Engine tracing with tp (shut down at
+// the test's end).
+func moduleWith(t *testing.T, tp *sdktrace.TracerProvider, cfg Config) (*axocoatl.Engine, *Module) {
+	t.Helper()
 	e := axocoatl.New(axocoatl.Options{TracerProvider: tp})
 	m, err := New(cfg)
 	if err != nil {
@@ -75,7 +93,7 @@ func tracedModule(t *testing.T, cfg Config) (*axocoatl.Engine, *tracetest.SpanRe
 	if err := m.Ready(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return e, rec, m
+	return e, m
 }
 
 // A tools/call inside a trace carries the trace context of the Engine's
@@ -92,13 +110,7 @@ func TestTraceContextOut(t *testing.T) {
 		server  func(*mcp.Server) ServerConfig
 	}{
 		{"memory", "2026-07-28", false, func(srv *mcp.Server) ServerConfig {
-			return ServerConfig{Name: "tr", Dial: func(ctx context.Context) (mcp.Transport, error) {
-				ct, st := mcp.NewInMemoryTransports()
-				if _, err := srv.Connect(ctx, st, nil); err != nil {
-					return nil, err
-				}
-				return ct, nil
-			}}
+			return ServerConfig{Name: "tr", Dial: inMemory(srv)}
 		}},
 		{"http 2025-11-25", "2025-11-25", true, func(srv *mcp.Server) ServerConfig {
 			hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
@@ -197,13 +209,7 @@ func spanNames(spans []sdktrace.ReadOnlySpan) []string {
 // the span that traces the call.
 func TestNestedClientSpan(t *testing.T) {
 	srv, got := traceServer()
-	e, rec, _ := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := srv.Connect(ctx, st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}}}})
+	e, rec, _ := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: inMemory(srv)}}})
 	e.Intercept(func(ctx context.Context, call axocoatl.ToolCall, next axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
 		ctx, span := e.Tracer().Start(ctx, "gate")
 		defer span.End()
@@ -254,13 +260,7 @@ func TestToolSpanErrorType(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	e, rec, m := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := srv.Connect(ctx, st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}}}})
+	e, rec, m := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: inMemory(srv)}}})
 	errc := make(chan error, 1)
 	go func() {
 		_, err := e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__tr__wait", Arguments: json.RawMessage(`{}`)})
@@ -297,13 +297,7 @@ func TestToolSpanErrorType(t *testing.T) {
 // the MCP tool call".
 func TestTracingOffAllocatesNothing(t *testing.T) {
 	srv, _ := traceServer()
-	e, _, m := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := srv.Connect(ctx, st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}}}})
+	e, _, m := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: inMemory(srv)}}})
 	s := m.servers[0]
 	cs := s.liveSession()
 	ctx := context.Background()
@@ -373,28 +367,9 @@ func BenchmarkToolCallTracing(b *testing.B) {
 // sent that span's context, not sampled.
 func TestUnsampledToolCall(t *testing.T) {
 	srv, got := traceServer()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	e := axocoatl.New(axocoatl.Options{TracerProvider: tp})
-	m, err := New(Config{Servers: []ServerConfig{{Name: "tr", Dial: func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := srv.Connect(ctx, st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Use(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
+	e, _ := moduleWith(t, sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())), Config{Servers: []ServerConfig{{Name: "tr", Dial: inMemory(srv)}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	t.Cleanup(func() { _ = e.Close(ctx) })
-	if err := m.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if res, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__tr__where", Arguments: json.RawMessage(`{}`)}); err != nil || res.Content != "here" {
 		t.Fatalf("call: %+v %v", res, err)
 	}
