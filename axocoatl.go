@@ -38,6 +38,9 @@ var (
 	// ErrBusy: the Engine has Options.MaxRuns tasks in flight; the task was
 	// not started. Doors answer it with 503 and Retry-After.
 	ErrBusy = errors.New("busy")
+	// ErrTaskExists: Request.TaskID names a task that is running; the
+	// task was not started. Doors answer it with 409.
+	ErrTaskExists = errors.New("a task of that id is running")
 )
 
 // Source says which door a task came through; it is carried in events.

@@ -596,3 +596,46 @@ func TestPanicsAreContained(t *testing.T) {
 		t.Fatalf("a run after the panics: %q, %v", res.Output, err)
 	}
 }
+
+// One run per task id at a time: a request naming the id of a running
+// task is refused with ErrTaskExists and publishes nothing; the id is free
+// again once that run ended, and after a request that failed before its
+// run began (an invalid conversation id).
+func TestTaskIDInUse(t *testing.T) {
+	e := newEngine(t)
+	m := gatedModel{started: make(chan struct{}, 2), release: make(chan struct{})}
+	if err := e.AddAgent(agent.Spec{ID: "a"}, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.AddAgent(agent.Spec{ID: "echo"}, provider.EchoModel{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first := make(chan error, 1)
+	go func() {
+		_, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "a", Input: "x", TaskID: "t1"})
+		first <- err
+	}()
+	<-m.started
+	sub := subscribe(t, e, axocoatl.EventAgentActivated)
+	defer sub.Close()
+	res, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "echo", Input: "intrude", TaskID: "t1"})
+	if !errors.Is(err, axocoatl.ErrTaskExists) || res.TaskID != "t1" || res.Output != "" {
+		t.Fatalf("a second run under a running id: %+v %v, want ErrTaskExists", res, err)
+	}
+	select {
+	case ev := <-sub.Events():
+		t.Fatalf("the refused request published %s", ev.Type)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(m.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "echo", Input: "x", TaskID: "t1", ConversationID: "not a valid id"}); err == nil {
+		t.Fatal("an invalid conversation id was taken")
+	}
+	if res, err := e.ExecuteRequest(ctx, axocoatl.Request{AgentID: "echo", Input: "again", TaskID: "t1"}); err != nil || res.Output != "again" {
+		t.Fatalf("the id once free: %+v %v", res, err)
+	}
+}

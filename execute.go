@@ -124,18 +124,28 @@ func (e *Engine) ExecuteRequest(ctx context.Context, req Request) (Result, error
 	if req.TaskID == "" {
 		req.TaskID = lattice.NewID(start)
 	}
+	// One run per task id at a time: a caller that chose the id of a
+	// running task (the Axocoatl /a2a/tasks door takes one) would mix its
+	// events, answer and followers into that task's.
+	cast, ok := e.startCast(req.TaskID, req.AgentID)
+	if !ok {
+		return Result{TaskID: req.TaskID, AgentID: req.AgentID}, fmt.Errorf("agent %s: %w: %q", req.AgentID, ErrTaskExists, req.TaskID)
+	}
+	// The run's end ends it (executeLocal, executeRemote); this, a return
+	// before the run began.
+	defer e.endCast(req.TaskID, cast)
 	if remote != nil {
-		return e.executeRemote(ctx, remote, req)
+		return e.executeRemote(ctx, remote, req, cast)
 	}
 	ctx, span := e.startRun(ctx, &a.spec, &req)
-	res, err := e.executeLocal(ctx, a, req, start)
+	res, err := e.executeLocal(ctx, a, req, start, cast)
 	endRun(span, &res, err)
 	return res, err
 }
 
 // executeLocal runs a task of a local agent: ExecuteRequest's work once
 // the task was admitted, inside its invoke_agent span.
-func (e *Engine) executeLocal(ctx context.Context, a *registeredAgent, req Request, start time.Time) (Result, error) {
+func (e *Engine) executeLocal(ctx context.Context, a *registeredAgent, req Request, start time.Time, cast *runCast) (Result, error) {
 	res := Result{TaskID: req.TaskID, AgentID: req.AgentID}
 	var conv *turn
 	if req.ConversationID != "" {
@@ -162,9 +172,8 @@ func (e *Engine) executeLocal(ctx context.Context, a *registeredAgent, req Reque
 	if len(missing) > 0 {
 		e.log.Warn("run started without the tools of sources still connecting", "agent", req.AgentID, "task", req.TaskID, "tools_pending", missing)
 	}
-	// The fan-out is registered before AgentActivated, so that whoever
-	// sees that event can follow the run.
-	cast, registered := e.startCast(req.TaskID, req.AgentID)
+	// The fan-out (registered by ExecuteRequest, before AgentActivated, so
+	// that whoever sees that event can follow the run).
 	var delivered chan struct{}
 	if req.OnEvent != nil {
 		if sub, err := cast.subscribe(); err == nil {
@@ -176,7 +185,7 @@ func (e *Engine) executeLocal(ctx context.Context, a *registeredAgent, req Reque
 		cast.listenSync(req.OnEventSync, e.syncPanicked(&req))
 	}
 	defer func() {
-		e.endCast(req.TaskID, cast, registered)
+		e.endCast(req.TaskID, cast)
 		if delivered != nil {
 			<-delivered
 		}

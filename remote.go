@@ -180,7 +180,7 @@ func (e *Engine) notifyAgentsLocked() {
 // executeRemote runs a task of a remote agent through its RemoteRun. The
 // task ends with the caller's ctx or Engine.Close, as a local one does;
 // the agent's own timeout is the hosting daemon's to apply.
-func (e *Engine) executeRemote(ctx context.Context, r *remoteAgent, req Request) (Result, error) {
+func (e *Engine) executeRemote(ctx context.Context, r *remoteAgent, req Request, cast *runCast) (Result, error) {
 	if ctx.Done() == nil {
 		// A caller's ctx that never ends (a library's Background): the
 		// Engine's alone ends the run, with the caller's values, and
@@ -196,7 +196,6 @@ func (e *Engine) executeRemote(ctx context.Context, r *remoteAgent, req Request)
 	// The run's fan-out, as for a local run: the caller's OnEvent and
 	// FollowRun listen to it, and run reports the remote run's events to
 	// it (asked for only when someone listens as the task starts).
-	cast, registered := e.startCast(req.TaskID, req.AgentID)
 	var delivered chan struct{}
 	sent := req
 	sent.OnEvent = nil
@@ -213,7 +212,7 @@ func (e *Engine) executeRemote(ctx context.Context, r *remoteAgent, req Request)
 		sent.OnEvent = cast.observe
 	}
 	res, err := r.run(ctx, sent)
-	e.endCast(req.TaskID, cast, registered)
+	e.endCast(req.TaskID, cast)
 	if delivered != nil {
 		<-delivered
 	}

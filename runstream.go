@@ -334,25 +334,28 @@ func (e *Engine) FollowRun(ctx context.Context, taskID string) (*RunSubscription
 	return s, nil
 }
 
-// startCast registers the fan-out of a run under its task id (a second
-// run under an id already running is not followable: the first keeps it).
-func (e *Engine) startCast(taskID, agentID string) (c *runCast, registered bool) {
-	c = newRunCast(e.maxListeners, agentID)
+// startCast registers the fan-out of a run under its task id; false when
+// a run under that id is running (its events and its followers are its
+// own: ExecuteRequest refuses the second with ErrTaskExists).
+func (e *Engine) startCast(taskID, agentID string) (*runCast, bool) {
+	c := newRunCast(e.maxListeners, agentID)
 	e.liveMu.Lock()
 	defer e.liveMu.Unlock()
 	if _, dup := e.live[taskID]; dup {
-		return c, false
+		return nil, false
 	}
 	e.live[taskID] = c
 	return c, true
 }
 
-func (e *Engine) endCast(taskID string, c *runCast, registered bool) {
-	if registered {
-		e.liveMu.Lock()
+// endCast ends c, the fan-out of taskID's run, and frees the id; a
+// second call does nothing more.
+func (e *Engine) endCast(taskID string, c *runCast) {
+	e.liveMu.Lock()
+	if e.live[taskID] == c {
 		delete(e.live, taskID)
-		e.liveMu.Unlock()
 	}
+	e.liveMu.Unlock()
 	c.end()
 }
 

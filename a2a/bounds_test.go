@@ -28,3 +28,28 @@ func TestDeepObjectInputBounded(t *testing.T) {
 		t.Fatalf("ordinary object: %d %s", status, out)
 	}
 }
+
+// A client may choose the id of its /a2a/tasks task, but not the id of a
+// task that is running: the second gets 409 task_exists and starts
+// nothing (one run per task id; its events, answer and followers stay the
+// first's), and once the first ended the id is free again.
+func TestLegacyTaskIDInUse(t *testing.T) {
+	f := newFixture(t, a2a.Config{})
+	first := make(chan int, 1)
+	go func() {
+		status, _ := post(t, f, "/a2a/tasks", `{"id":"mine","receiver_id":"slow","input":"wait","timeout_secs":0.5}`)
+		first <- status
+	}()
+	<-f.started
+	status, out := post(t, f, "/a2a/tasks", `{"id":"mine","receiver_id":"assistant","input":"intrude"}`)
+	if status != http.StatusConflict || !strings.Contains(out, "task_exists") {
+		t.Fatalf("a second task under a running id: %d %s, want 409 task_exists", status, out)
+	}
+	if status := <-first; status != http.StatusOK {
+		t.Fatalf("the first task: %d", status)
+	}
+	status, out = post(t, f, "/a2a/tasks", `{"id":"mine","receiver_id":"assistant","input":"again"}`)
+	if status != http.StatusOK || !strings.Contains(out, `"task_id":"mine"`) || !strings.Contains(out, "again") {
+		t.Fatalf("the id once free: %d %s", status, out)
+	}
+}

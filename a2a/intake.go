@@ -209,6 +209,9 @@ func (h *Handler) serveTasks(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		writeHTTPError(w, http.StatusServiceUnavailable, "busy", err.Error())
 		return
+	case errors.Is(err, axocoatl.ErrTaskExists): // the client chose the id of a running task
+		writeHTTPError(w, http.StatusConflict, "task_exists", "task "+quote(req.ID)+" is running: choose another id, or none")
+		return
 	default:
 		out.Status = "failed"
 		msg := err.Error()
