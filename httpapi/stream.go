@@ -28,10 +28,19 @@ type (
 		PendingApprovals []any  `json:"pending_approvals"`
 		// History is the recent events, oldest first (some may come again
 		// as live events: clients key them by id).
-		History []lattice.Event `json:"history"`
+		History []historyEvent `json:"history"`
 		// Commands are the cmds this stream takes: a client uses execute
 		// or follow only when listed (an older daemon lists none).
 		Commands []string `json:"commands"`
+	}
+	// historyEvent is an event of the ready frame's history: its own
+	// members, and unverified and node as an event frame has them, so
+	// that a client that connects after another daemon's unsigned
+	// telemetry came sees it marked as one that watched it come does.
+	historyEvent struct {
+		lattice.Event
+		Unverified bool   `json:"unverified,omitempty"`
+		Node       string `json:"node,omitempty"`
 	}
 	eventFrame struct {
 		Kind  string        `json:"kind"` // event
@@ -288,7 +297,14 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 		history = slices.DeleteFunc(history, func(ev lattice.Event) bool { return !eventVisible(id, ev) })
 		pending = slices.DeleteFunc(pending, func(p any) bool { return !valueVisible(id, p) })
 	}
-	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: history, Commands: commandsFor(id)}); err != nil {
+	marked := make([]historyEvent, len(history))
+	for i, ev := range history {
+		marked[i].Event = ev
+		if ev.Unverified {
+			marked[i].Unverified, marked[i].Node = true, ev.Node
+		}
+	}
+	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: marked, Commands: commandsFor(id)}); err != nil {
 		return err
 	}
 	var reported uint64

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/axocoatl/axocoatl-go/internal/natstest"
@@ -94,6 +96,29 @@ func TestSignedClusterMarksUnverifiedTelemetry(t *testing.T) {
 		if f := readFrame(t, ctx, onA); f.Event.Type != want.typ || f.Unverified || f.Node != "" {
 			t.Errorf("%s on a, its own: type %s unverified %v node %q", want.typ, f.Event.Type, f.Unverified, f.Node)
 		}
+	}
+	// A client that connects afterwards sees the same marks in the ready
+	// frame's history.
+	later, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.url, "http")+"/api/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.CloseNow()
+	later.SetReadLimit(1 << 20)
+	ready := readFrame(t, ctx, later)
+	marks := map[string]string{}
+	for _, ev := range ready.History {
+		if ev.Unverified {
+			marks[ev.Type] = ev.Node
+		} else if ev.Node != "" {
+			t.Errorf("history: %s unmarked with node %q", ev.Type, ev.Node)
+		}
+	}
+	if ready.Kind != "ready" || marks["AgentActivated"] != "node-a" || marks["ModelResult"] != "node-a" {
+		t.Errorf("ready frame's history marks %v, want AgentActivated and ModelResult unverified from node-a", marks)
+	}
+	if _, marked := marks["TaskCompleted"]; marked {
+		t.Error("history: the signed TaskCompleted marked unverified")
 	}
 }
 

@@ -22,7 +22,13 @@ type Frame struct {
 	} `json:"event"`
 	Unverified bool   `json:"unverified"`
 	Node       string `json:"node"`
-	Error      *struct {
+	// History is a ready frame's.
+	History []struct {
+		Type       string `json:"type"`
+		Unverified bool   `json:"unverified"`
+		Node       string `json:"node"`
+	} `json:"history"`
+	Error *struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
