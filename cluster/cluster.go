@@ -629,6 +629,8 @@ func errorKind(err error) string {
 		return kindConvInvalidID
 	case errors.Is(err, axocoatl.ErrUnavailable):
 		return kindUnavailable
+	case errors.Is(err, axocoatl.ErrTaskExists):
+		return kindTaskExists
 	case errors.Is(err, axocoatl.ErrBusy):
 		// The executing Engine is at its MaxRuns: the caller's door
 		// answers 503 (retry later), not a failure of the agent.
@@ -656,6 +658,9 @@ const (
 	kindClosed      = "closed"
 	kindBusy        = "busy"
 	kindUnavailable = "unavailable"
+	// kindTaskExists: a task of that id runs on the executing daemon
+	// (a daemon before it reads it as a failure).
+	kindTaskExists = "task_exists"
 
 	kindConvBusy       = "conversation_busy"
 	kindConvNotFound   = "conversation_not_found"
@@ -680,6 +685,8 @@ func (e *remoteError) Is(target error) bool {
 		return target == context.Canceled
 	case kindProvider:
 		return target == provider.ErrProvider
+	case kindTaskExists:
+		return target == axocoatl.ErrTaskExists
 	case kindConvBusy:
 		return target == conversation.ErrBusy
 	case kindConvNotFound:

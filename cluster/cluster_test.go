@@ -640,3 +640,40 @@ func TestApprovalRaisedDuringOutage(t *testing.T) {
 		n.close()
 	}
 }
+
+// One run per task id holds across daemons: a task sent to the daemon
+// hosting the agent under the id of a task running there (its own run, or
+// one it serves for another daemon) is refused with ErrTaskExists, as it
+// is on the Engine that runs it, not with a failure or "unavailable" (the
+// A2A door answers 409 task_exists, not 200 failed or 503).
+func TestTaskIDInUseAcrossDaemons(t *testing.T) {
+	ns := startNATS(t, -1)
+	slow := newBlocking()
+	a := newNode(t, ns.ClientURL(), "node-a", patient, map[string]agent.Model{"slow": slow})
+	b := newNode(t, ns.ClientURL(), "node-b", patient, nil)
+	c := newNode(t, ns.ClientURL(), "node-c", patient, nil)
+	eventually(t, "B and C list slow", 5*time.Second, func() bool { return lists(b.e, "slow", "node-a") && lists(c.e, "slow", "node-a") })
+	done := make(chan error, 2)
+	go func() {
+		_, err := a.e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "slow", Input: "x", TaskID: "on-a"})
+		done <- err
+	}()
+	<-slow.started
+	if _, err := b.e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "slow", Input: "x", TaskID: "on-a"}); !errors.Is(err, axocoatl.ErrTaskExists) {
+		t.Errorf("a task under the id of A's own running task: %v, want ErrTaskExists", err)
+	}
+	go func() {
+		_, err := b.e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "slow", Input: "x", TaskID: "from-b"})
+		done <- err
+	}()
+	<-slow.started
+	if _, err := c.e.ExecuteRequest(context.Background(), axocoatl.Request{AgentID: "slow", Input: "x", TaskID: "from-b"}); !errors.Is(err, axocoatl.ErrTaskExists) {
+		t.Errorf("a task under the id of one A runs for B: %v, want ErrTaskExists", err)
+	}
+	close(slow.release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -469,9 +469,16 @@ func (m *Module) onExec(msg *natsgo.Msg) {
 		reply(execReply{Done: true, Kind: kindCanceled, Error: fmt.Sprintf("agent %s: canceled before it started: %v", agentID, context.Canceled)})
 		return
 	}
-	if _, dup := m.running[req.taskID]; dup || m.stopping {
+	if m.stopping {
 		m.mu.Unlock()
 		reply(execReply{Done: true, Kind: kindClosed, Error: fmt.Sprintf("daemon %s cannot take task %s now", m.node, req.taskID)})
+		return
+	}
+	if _, dup := m.running[req.taskID]; dup {
+		// One run per task id, as on the Engine: the caller's door says
+		// so (409), rather than "unavailable, retry".
+		m.mu.Unlock()
+		reply(execReply{Done: true, Kind: kindTaskExists, Error: fmt.Sprintf("agent %s: %v: %q (on daemon %s)", agentID, axocoatl.ErrTaskExists, req.taskID, m.node)})
 		return
 	}
 	select {
