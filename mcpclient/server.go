@@ -582,8 +582,15 @@ func (s *server) call(ctx context.Context, bare, spanName string, call axocoatl.
 		case ctx.Err() != nil && cause != errStopping:
 			// The caller cancelled (a client's cancel, the run's end): not
 			// a failure of the server, and not a sign that its session is
-			// dead. Checkable with errors.Is(err, context.Canceled).
-			endSpan(span, nil, err, "canceled")
+			// dead. Checkable with errors.Is(err, context.Canceled), or
+			// DeadlineExceeded when the caller's deadline passed (the
+			// run's timeout): error.type "timeout" then, as the Engine
+			// names it, not a cancel.
+			kind := "canceled"
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+				kind = "timeout"
+			}
+			endSpan(span, nil, err, kind)
 			return axocoatl.ToolResult{}, fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, ctx.Err())
 		case cause == errStopping:
 			endSpan(span, nil, err, "stopped")

@@ -290,6 +290,37 @@ func TestToolSpanErrorType(t *testing.T) {
 	}
 }
 
+// A call whose caller's deadline passed mid-call (the run's timeout, a
+// CallTool ctx's) is error.type "timeout" on the span that traces it, as
+// the Engine and the docs name a deadline, not "canceled": the MCP
+// client's word for it must not turn a timeout into a cancel.
+func TestToolSpanCallerDeadline(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	e, rec, _ := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: inMemory(srv)}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "mcp__tr__wait", Arguments: json.RawMessage(`{}`)}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call ended with %v, want DeadlineExceeded", err)
+	}
+	spans := rec.Ended()
+	if len(spans) != 1 || spans[0].Name() != "execute_tool mcp__tr__wait" {
+		t.Fatalf("spans %v, want execute_tool alone", spanNames(spans))
+	}
+	var kind string
+	for _, kv := range spans[0].Attributes() {
+		if kv.Key == "error.type" {
+			kind = kv.Value.AsString()
+		}
+	}
+	if kind != "timeout" {
+		t.Fatalf("error.type %q, want timeout", kind)
+	}
+}
+
 // Outside a trace (tracing off, no caller's traceparent) the tracing of a
 // call allocates nothing: no span, no _meta, no header clone.
 //
