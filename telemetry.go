@@ -346,7 +346,7 @@ func (e *Engine) startTool(ctx context.Context, call *ToolCall) (context.Context
 		return ctx, nil
 	}
 	ctx, span := e.tracing.tracer.Start(ctx, "execute_tool "+call.Tool, e.tracing.internal...)
-	ts := &toolspan.Span{Span: span}
+	ts := &toolspan.Span{Span: span, Tool: call.Tool}
 	return toolspan.With(ctx, ts), ts
 }
 

@@ -73,7 +73,7 @@ func TestHTTPEndlessAnswerIsCut(t *testing.T) {
 			// server's routing directly.
 			s := m.servers[0]
 			start := time.Now()
-			_, err := s.call(context.Background(), "flood", "tools/call flood", axocoatl.ToolCall{})
+			_, err := s.call(context.Background(), "mcp__flood__flood", "flood", "tools/call flood", axocoatl.ToolCall{})
 			took := time.Since(start)
 			t.Logf("after %s: %v", took.Round(time.Millisecond), err)
 			// The go-sdk passes the cut on for a JSON body; for an SSE

@@ -549,14 +549,15 @@ func (s *server) engineTool(q, bare, desc string, lt *listedTool) axocoatl.Tool 
 		InputSchema: lt.schema,
 		Annotations: lt.annotations,
 		Call: func(ctx context.Context, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
-			return s.call(ctx, bare, spanName, call)
+			return s.call(ctx, q, bare, spanName, call)
 		},
 	}
 }
 
-// call runs one tool call on the live session (spanName: its span's,
-// "tools/call <bare>"). No lock is held while the request is in flight.
-func (s *server) call(ctx context.Context, bare, spanName string, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+// call runs one tool call of q, the tool's name in the Engine, on the live
+// session (spanName: its span's, "tools/call <bare>"). No lock is held
+// while the request is in flight.
+func (s *server) call(ctx context.Context, q, bare, spanName string, call axocoatl.ToolCall) (axocoatl.ToolResult, error) {
 	args := call.Arguments
 	s.mu.Lock()
 	cs, why := s.session, s.lastErr
@@ -570,7 +571,7 @@ func (s *server) call(ctx context.Context, bare, spanName string, call axocoatl.
 	}
 	timeout := s.cfg.timeout()
 	// A client span, its trace context in _meta (and the HTTP headers).
-	ctx, span := s.startSpan(ctx, cs, bare, spanName, call, params)
+	ctx, span := s.startSpan(ctx, cs, q, bare, spanName, call, params)
 	info := &callInfo{call: call}
 	cctx, id := s.calls.startCall(ctx, timeout, info)
 	defer s.calls.end(id)

@@ -46,19 +46,20 @@ type callSpan struct {
 // HTTP transport puts the same context in the request's headers
 // (headerTransport).
 //
-// A call the Engine traces (ctx's current span is its execute_tool) adds
-// the MCP attributes to that span, started by the Engine, and sends its
-// context: OpenTelemetry's MCP conventions say a client instrumentation
+// A call the Engine traces (ctx's current span is its execute_tool of
+// q, the tool's name in the Engine) adds the MCP attributes to that span,
+// started by the Engine, and sends its context: OpenTelemetry's MCP conventions say a client instrumentation
 // that can tell execute_tool already traces the call SHOULD NOT create a
-// separate span. Otherwise (a caller's span, an interceptor's in between)
-// the call gets a client span "tools/call <bare>" (name, built once per
+// separate span. Otherwise (a caller's span, an interceptor's in between,
+// the execute_tool of another tool whose code runs this one's Call) the
+// call gets a client span "tools/call <bare>" (name, built once per
 // tool), a child of ctx's.
-func (s *server) startSpan(ctx context.Context, cs *mcp.ClientSession, bare, name string, call axocoatl.ToolCall, params *mcp.CallToolParams) (context.Context, callSpan) {
+func (s *server) startSpan(ctx context.Context, cs *mcp.ClientSession, q, bare, name string, call axocoatl.ToolCall, params *mcp.CallToolParams) (context.Context, callSpan) {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx, callSpan{}
 	}
 	var cspan callSpan
-	if cspan.shared = toolspan.From(ctx); cspan.shared == nil || cspan.shared.IsRecording() {
+	if cspan.shared = toolspan.From(ctx, q); cspan.shared == nil || cspan.shared.IsRecording() {
 		// The attributes at the start, where a sampler can read them (MCP
 		// semantic conventions). On the Engine's span gen_ai.tool.name is
 		// the Engine's (the name the model called), not the server's.

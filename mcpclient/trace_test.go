@@ -249,6 +249,49 @@ func TestNestedClientSpan(t *testing.T) {
 	}
 }
 
+// execute_tool takes the MCP attributes of its own call only: a host's Go
+// tool that runs an MCP tool's Call itself (a composite tool, with its own
+// ctx, not through Engine.CallTool) leaves its own span as it is, and the
+// MCP call gets a client span of its own under it.
+func TestToolSpanOfAnotherTool(t *testing.T) {
+	srv, got := traceServer()
+	e, rec, _ := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: inMemory(srv)}}})
+	if err := e.RegisterTool(axocoatl.Tool{Name: "composite", Call: func(ctx context.Context, _ axocoatl.ToolCall) (axocoatl.ToolResult, error) {
+		inner, ok := e.Tool("mcp__tr__where")
+		if !ok {
+			return axocoatl.ToolResult{}, errors.New("no inner tool")
+		}
+		return inner.Call(ctx, axocoatl.ToolCall{Tool: "mcp__tr__where", Arguments: json.RawMessage(`{}`)})
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if res, err := e.CallTool(ctx, axocoatl.ToolCall{Tool: "composite", Arguments: json.RawMessage(`{}`)}); err != nil || res.Content != "here" {
+		t.Fatalf("call: %+v %v", res, err)
+	}
+	s := <-got
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, sp := range rec.Ended() {
+		byName[sp.Name()] = sp
+	}
+	outer, call := byName["execute_tool composite"], byName["tools/call where"]
+	if outer == nil || call == nil {
+		t.Fatalf("spans %v, want execute_tool composite and tools/call where", spanNames(rec.Ended()))
+	}
+	for _, kv := range outer.Attributes() {
+		if kv.Key == "mcp.method.name" || kv.Key == "axocoatl.mcp.server" {
+			t.Errorf("execute_tool composite got the inner MCP call's %s", kv.Key)
+		}
+	}
+	if call.Parent().SpanID() != outer.SpanContext().SpanID() {
+		t.Errorf("tools/call's parent %v, want execute_tool composite %v", call.Parent().SpanID(), outer.SpanContext().SpanID())
+	}
+	if want := "00-" + call.SpanContext().TraceID().String() + "-" + call.SpanContext().SpanID().String() + "-01"; s.meta != want {
+		t.Errorf("_meta traceparent %q, want the client span's %q", s.meta, want)
+	}
+}
+
 // The error.type of a call that failed in the MCP client is the client's
 // word for it on the Engine's execute_tool span ("stopped": the module
 // stopped mid-call), where the Engine alone would say "_OTHER".
@@ -339,7 +382,7 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 	}
 	prop := e.Propagator()
 	if n := testing.AllocsPerRun(100, func() {
-		_, span := s.startSpan(ctx, cs, "where", "tools/call where", axocoatl.ToolCall{}, params)
+		_, span := s.startSpan(ctx, cs, "mcp__tr__where", "where", "tools/call where", axocoatl.ToolCall{}, params)
 		endSpan(span, nil, nil, "")
 		if tracehttp.InjectHeaders(prop, req, false) != req {
 			t.Fatal("a request outside a trace was cloned")

@@ -20,6 +20,10 @@ import (
 // Span is the execute_tool span of one call, as the Engine started it.
 type Span struct {
 	trace.Span
+	// Tool is the name of the tool called (as the Engine has it): the
+	// span is that tool's only, not that of another tool whose code runs
+	// under it.
+	Tool string
 	// errorType is what the module that ran the call says of how it
 	// failed: set and read on different goroutines when an interceptor
 	// gives up on a call that is still running.
@@ -33,15 +37,19 @@ func With(ctx context.Context, s *Span) context.Context {
 	return context.WithValue(ctx, key{}, s)
 }
 
-// From returns the execute_tool span of ctx's call when it is ctx's
-// current span (recording or not); nil outside a traced call or when
-// another span was started since.
-func From(ctx context.Context) *Span {
+// From returns the execute_tool span of ctx's call of tool when it is
+// ctx's current span (recording or not); nil outside a traced call, when
+// another span was started since, or when the call is of another tool (a
+// tool's code that runs another's Call itself, under its own span).
+func From(ctx context.Context, tool string) *Span {
 	s, _ := ctx.Value(key{}).(*Span)
+	if s == nil || s.Tool != tool {
+		return nil
+	}
 	// By span id, not by comparing the spans: a span may be a value of a
 	// type == cannot compare (the SDK's unsampled spans hold a
 	// TraceState, a slice), and comparing would panic.
-	if s == nil || trace.SpanFromContext(ctx).SpanContext().SpanID() != s.SpanContext().SpanID() {
+	if trace.SpanFromContext(ctx).SpanContext().SpanID() != s.SpanContext().SpanID() {
 		return nil
 	}
 	return s
