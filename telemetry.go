@@ -381,7 +381,7 @@ func (e *Engine) endTool(span *toolspan.Span, call *ToolCall, callID string, res
 		}
 		switch {
 		case err != nil:
-			kind := span.ErrorType() // the module's own word for it, if it has one
+			kind := span.ErrorType(err) // the module's own word for it, if it has one
 			if kind == "" {
 				kind = errorType(err)
 			}

@@ -579,6 +579,9 @@ func (s *server) call(ctx context.Context, q, bare, spanName string, call axocoa
 	// call, so its elicitation handler sees this ctx and finds the call.
 	res, err := cs.CallTool(context.WithValue(cctx, callKey{}, info), params)
 	if err != nil {
+		// Each failure is told to the span with the error returned (the
+		// Engine's execute_tool takes its kind for that error only).
+		var ret error
 		switch cause := context.Cause(cctx); {
 		case ctx.Err() != nil && cause != errStopping:
 			// The caller cancelled (a client's cancel, the run's end): not
@@ -591,25 +594,27 @@ func (s *server) call(ctx context.Context, q, bare, spanName string, call axocoa
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 				kind = "timeout"
 			}
-			endSpan(span, nil, err, kind)
-			return axocoatl.ToolResult{}, fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, ctx.Err())
+			ret = fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, ctx.Err())
+			endSpan(span, nil, ret, kind)
 		case cause == errStopping:
-			endSpan(span, nil, err, "stopped")
-			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s cancelled", ErrStopped, s.cfg.Name, bare)
+			ret = fmt.Errorf("%w: mcp server %s: tool %s cancelled", ErrStopped, s.cfg.Name, bare)
+			endSpan(span, nil, ret, "stopped")
 		case cause == errDeadline && ctx.Err() == nil:
-			endSpan(span, nil, err, "timeout")
-			return axocoatl.ToolResult{}, fmt.Errorf("%w: mcp server %s: tool %s: no result within %s: %w", ErrTimeout, s.cfg.Name, bare, timeout, context.DeadlineExceeded)
+			ret = fmt.Errorf("%w: mcp server %s: tool %s: no result within %s: %w", ErrTimeout, s.cfg.Name, bare, timeout, context.DeadlineExceeded)
+			endSpan(span, nil, ret, "timeout")
 		case sessionDead(err):
-			endSpan(span, nil, err, "session_closed")
+			ret = fmt.Errorf("%w: %s (tool %s): %w", ErrServerDown, s.cfg.Name, bare, s.redact.Error(err))
+			endSpan(span, nil, ret, "session_closed")
 			s.brokenCS.Store(cs)
 			select {
 			case s.broken <- struct{}{}:
 			default:
 			}
-			return axocoatl.ToolResult{}, fmt.Errorf("%w: %s (tool %s): %w", ErrServerDown, s.cfg.Name, bare, s.redact.Error(err))
+		default:
+			ret = fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, s.redact.Error(err))
+			endSpan(span, nil, ret, "_OTHER")
 		}
-		endSpan(span, nil, err, "_OTHER")
-		return axocoatl.ToolResult{}, fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, s.redact.Error(err))
+		return axocoatl.ToolResult{}, ret
 	}
 	endSpan(span, res, nil, "")
 	// Every result, successful or failed, is scrubbed here, before the

@@ -109,13 +109,14 @@ func (s *server) mcpAttrs(cs *mcp.ClientSession, bare string, call axocoatl.Tool
 }
 
 // endSpan ends a call's tracing with how it went (kind: an error.type,
-// when err is not nil). The Engine's span is the Engine's to end: it is
-// told the kind, and a tool's own failure it sees in the result.
+// when err, the error the call returns, is not nil). The Engine's span is
+// the Engine's to end: it is told the kind of err, and a tool's own
+// failure it sees in the result.
 func endSpan(span callSpan, res *mcp.CallToolResult, err error, kind string) {
 	switch {
 	case span.shared != nil:
 		if err != nil {
-			span.shared.SetErrorType(kind)
+			span.shared.SetErrorType(kind, err)
 		} else if res != nil && res.IsError && span.shared.IsRecording() {
 			span.shared.SetAttributes(attrToolIsError.Bool(true))
 		}

@@ -364,6 +364,44 @@ func TestToolSpanCallerDeadline(t *testing.T) {
 	}
 }
 
+// The MCP client's error.type names its own failure only: when the call
+// ends with another error (an interceptor that panicked, or gave its own
+// after the MCP call failed), execute_tool is labelled by that one
+// ("tool_panicked"), not by the MCP call's earlier word for its failure.
+func TestToolSpanErrorTypeNotStale(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	e, rec, _ := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: inMemory(srv)}}})
+	e.Intercept(func(ctx context.Context, call axocoatl.ToolCall, next axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		res, err := next(short, call)
+		if err != nil {
+			panic("the interceptor fails")
+		}
+		return res, err
+	})
+	if _, err := e.CallTool(context.Background(), axocoatl.ToolCall{Tool: "mcp__tr__wait", Arguments: json.RawMessage(`{}`)}); !errors.Is(err, axocoatl.ErrToolPanicked) {
+		t.Fatalf("call ended with %v, want ErrToolPanicked", err)
+	}
+	spans := rec.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("spans %v, want execute_tool alone", spanNames(spans))
+	}
+	var kind string
+	for _, kv := range spans[0].Attributes() {
+		if kv.Key == "error.type" {
+			kind = kv.Value.AsString()
+		}
+	}
+	if kind != "tool_panicked" {
+		t.Fatalf("error.type %q, want tool_panicked", kind)
+	}
+}
+
 // Outside a trace (tracing off, no caller's traceparent) the tracing of a
 // call allocates nothing: no span, no _meta, no header clone.
 //

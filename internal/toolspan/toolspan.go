@@ -12,6 +12,7 @@ package toolspan
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/trace"
@@ -24,10 +25,16 @@ type Span struct {
 	// span is that tool's only, not that of another tool whose code runs
 	// under it.
 	Tool string
-	// errorType is what the module that ran the call says of how it
+	// failure is what the module that ran the call says of how it
 	// failed: set and read on different goroutines when an interceptor
 	// gives up on a call that is still running.
-	errorType atomic.Pointer[string]
+	failure atomic.Pointer[failure]
+}
+
+// failure is an error.type and the error it names.
+type failure struct {
+	kind string
+	err  error
 }
 
 type key struct{}
@@ -55,15 +62,18 @@ func From(ctx context.Context, tool string) *Span {
 	return s
 }
 
-// SetErrorType records the error.type of the call's failure as the module
-// that ran it knows it (an MCP session that closed mid-call), more
-// precise than the Engine can tell from the error.
-func (s *Span) SetErrorType(t string) { s.errorType.Store(&t) }
+// SetErrorType records kind, the error.type of the call's failure as the
+// module that ran it knows it (an MCP session that closed mid-call), more
+// precise than the Engine can tell from err, the error it returned.
+func (s *Span) SetErrorType(kind string, err error) { s.failure.Store(&failure{kind, err}) }
 
-// ErrorType is what SetErrorType recorded, "" when nothing was.
-func (s *Span) ErrorType() string {
-	if p := s.errorType.Load(); p != nil {
-		return *p
+// ErrorType is the kind SetErrorType recorded for err (the call's error,
+// or one wrapping it); "" when nothing was recorded or it was for another
+// error (an interceptor's own, a panic's, a retry's that failed
+// elsewhere).
+func (s *Span) ErrorType(err error) string {
+	if p := s.failure.Load(); p != nil && errors.Is(err, p.err) {
+		return p.kind
 	}
 	return ""
 }
