@@ -60,6 +60,30 @@ func inMemory(srv *mcp.Server) func(context.Context) (mcp.Transport, error) {
 	}
 }
 
+// waitServer is a go-sdk server whose tool "wait" returns when its
+// request's context ends; entered, when not nil, is told of each call.
+func waitServer(entered chan<- struct{}) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if entered != nil {
+			entered <- struct{}{}
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	return srv
+}
+
+// attrOf is span's attribute key as a string, "" when it has none.
+func attrOf(span sdktrace.ReadOnlySpan, key string) string {
+	for _, kv := range span.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
+}
+
 // tracedModule is startModule with an Engine that records its spans.
 func tracedModule(t *testing.T, cfg Config) (*axocoatl.Engine, *tracetest.SpanRecorder, *Module) {
 	t.Helper()
@@ -296,13 +320,8 @@ func TestToolSpanOfAnotherTool(t *testing.T) {
 // word for it on the Engine's execute_tool span ("stopped": the module
 // stopped mid-call), where the Engine alone would say "_OTHER".
 func TestToolSpanErrorType(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
 	entered := make(chan struct{}, 1)
-	srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		entered <- struct{}{}
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
+	srv := waitServer(entered)
 	e, rec, m := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: inMemory(srv)}}})
 	errc := make(chan error, 1)
 	go func() {
@@ -322,12 +341,7 @@ func TestToolSpanErrorType(t *testing.T) {
 	if len(spans) != 1 || spans[0].Name() != "execute_tool mcp__tr__wait" {
 		t.Fatalf("spans %v, want execute_tool alone", spanNames(spans))
 	}
-	var kind string
-	for _, kv := range spans[0].Attributes() {
-		if kv.Key == "error.type" {
-			kind = kv.Value.AsString()
-		}
-	}
+	kind := attrOf(spans[0], "error.type")
 	if kind != "stopped" || spans[0].Status().Code != codes.Error {
 		t.Fatalf("error.type %q status %v, want stopped and Error", kind, spans[0].Status())
 	}
@@ -338,11 +352,7 @@ func TestToolSpanErrorType(t *testing.T) {
 // the Engine and the docs name a deadline, not "canceled": the MCP
 // client's word for it must not turn a timeout into a cancel.
 func TestToolSpanCallerDeadline(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
+	srv := waitServer(nil)
 	e, rec, _ := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: inMemory(srv)}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -353,12 +363,7 @@ func TestToolSpanCallerDeadline(t *testing.T) {
 	if len(spans) != 1 || spans[0].Name() != "execute_tool mcp__tr__wait" {
 		t.Fatalf("spans %v, want execute_tool alone", spanNames(spans))
 	}
-	var kind string
-	for _, kv := range spans[0].Attributes() {
-		if kv.Key == "error.type" {
-			kind = kv.Value.AsString()
-		}
-	}
+	kind := attrOf(spans[0], "error.type")
 	if kind != "timeout" {
 		t.Fatalf("error.type %q, want timeout", kind)
 	}
@@ -369,11 +374,7 @@ func TestToolSpanCallerDeadline(t *testing.T) {
 // after the MCP call failed), execute_tool is labelled by that one
 // ("tool_panicked"), not by the MCP call's earlier word for its failure.
 func TestToolSpanErrorTypeNotStale(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
+	srv := waitServer(nil)
 	e, rec, _ := tracedModule(t, Config{Servers: []ServerConfig{{Name: "tr", Dial: inMemory(srv)}}})
 	e.Intercept(func(ctx context.Context, call axocoatl.ToolCall, next axocoatl.ToolFunc) (axocoatl.ToolResult, error) {
 		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
@@ -391,12 +392,7 @@ func TestToolSpanErrorTypeNotStale(t *testing.T) {
 	if len(spans) != 1 {
 		t.Fatalf("spans %v, want execute_tool alone", spanNames(spans))
 	}
-	var kind string
-	for _, kv := range spans[0].Attributes() {
-		if kv.Key == "error.type" {
-			kind = kv.Value.AsString()
-		}
-	}
+	kind := attrOf(spans[0], "error.type")
 	if kind != "tool_panicked" {
 		t.Fatalf("error.type %q, want tool_panicked", kind)
 	}
