@@ -78,7 +78,7 @@ func waitServer(entered chan<- struct{}) *mcp.Server {
 func attrOf(span sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range span.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
