@@ -33,23 +33,26 @@ type (
 		// or follow only when listed (an older daemon lists none).
 		Commands []string `json:"commands"`
 	}
-	// historyEvent is an event of the ready frame's history: its own
-	// members, and unverified and node as an event frame has them, so
-	// that a client that connects after another daemon's unsigned
-	// telemetry came sees it marked as one that watched it come does.
-	historyEvent struct {
-		lattice.Event
+	// mark is what a frame says of an event the lattice took without a
+	// signature (another daemon's run telemetry, lattice.Event's
+	// Unverified): unverified, and the node it claims; absent on every
+	// other.
+	mark struct {
 		Unverified bool   `json:"unverified,omitempty"`
 		Node       string `json:"node,omitempty"`
+	}
+	// historyEvent is an event of the ready frame's history: its own
+	// members and its mark, so that a client that connects after another
+	// daemon's unsigned telemetry came sees it marked as one that watched
+	// it come does.
+	historyEvent struct {
+		lattice.Event
+		mark
 	}
 	eventFrame struct {
 		Kind  string        `json:"kind"` // event
 		Event lattice.Event `json:"event"`
-		// Unverified and Node: an event the lattice took without a
-		// signature (another daemon's run telemetry, lattice.Event's
-		// Unverified), and the node it claims; absent on every other.
-		Unverified bool   `json:"unverified,omitempty"`
-		Node       string `json:"node,omitempty"`
+		mark
 	}
 	laggedFrame struct {
 		Kind   string `json:"kind"` // lagged
@@ -88,6 +91,14 @@ const (
 	// stay bounded too; beyond it clients get 503 and retry.
 	wsMaxStreams = 1024
 )
+
+// markOf is ev's mark.
+func markOf(ev lattice.Event) mark {
+	if !ev.Unverified {
+		return mark{}
+	}
+	return mark{Unverified: true, Node: ev.Node}
+}
 
 // wsCommands are the cmds a client may send, listed in the ready frame
 // as far as its identity may use them (commandsFor).
@@ -299,10 +310,7 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 	}
 	marked := make([]historyEvent, len(history))
 	for i, ev := range history {
-		marked[i].Event = ev
-		if ev.Unverified {
-			marked[i].Unverified, marked[i].Node = true, ev.Node
-		}
+		marked[i] = historyEvent{ev, markOf(ev)}
 	}
 	if err := write(readyFrame{Kind: "ready", PendingApprovals: pending, History: marked, Commands: commandsFor(id)}); err != nil {
 		return err
@@ -331,11 +339,7 @@ func (s *stream) writeLoop(ctx context.Context, conn *websocket.Conn, sub lattic
 			if id.Restricted() && !eventVisible(id, ev) {
 				continue
 			}
-			f := eventFrame{Kind: "event", Event: ev}
-			if ev.Unverified {
-				f.Unverified, f.Node = true, ev.Node
-			}
-			if err := write(f); err != nil {
+			if err := write(eventFrame{Kind: "event", Event: ev, mark: markOf(ev)}); err != nil {
 				return err
 			}
 		case <-lv.wake:
