@@ -74,6 +74,15 @@ func waitServer(entered chan<- struct{}) *mcp.Server {
 	return srv
 }
 
+// spansByName are spans by name (the last of a name).
+func spansByName(spans []sdktrace.ReadOnlySpan) map[string]sdktrace.ReadOnlySpan {
+	byName := make(map[string]sdktrace.ReadOnlySpan, len(spans))
+	for _, sp := range spans {
+		byName[sp.Name()] = sp
+	}
+	return byName
+}
+
 // attrOf is span's attribute key as a string, "" when it has none.
 func attrOf(span sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range span.Attributes() {
@@ -245,10 +254,7 @@ func TestNestedClientSpan(t *testing.T) {
 		t.Fatalf("call: %+v %v", res, err)
 	}
 	s := <-got
-	byName := map[string]sdktrace.ReadOnlySpan{}
-	for _, sp := range rec.Ended() {
-		byName[sp.Name()] = sp
-	}
+	byName := spansByName(rec.Ended())
 	call, gate, tool := byName["tools/call where"], byName["gate"], byName["execute_tool mcp__tr__where"]
 	if call == nil || gate == nil || tool == nil {
 		t.Fatalf("spans %v, want execute_tool, gate and tools/call", spanNames(rec.Ended()))
@@ -295,10 +301,7 @@ func TestToolSpanOfAnotherTool(t *testing.T) {
 		t.Fatalf("call: %+v %v", res, err)
 	}
 	s := <-got
-	byName := map[string]sdktrace.ReadOnlySpan{}
-	for _, sp := range rec.Ended() {
-		byName[sp.Name()] = sp
-	}
+	byName := spansByName(rec.Ended())
 	outer, call := byName["execute_tool composite"], byName["tools/call where"]
 	if outer == nil || call == nil {
 		t.Fatalf("spans %v, want execute_tool composite and tools/call where", spanNames(rec.Ended()))
