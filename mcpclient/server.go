@@ -582,6 +582,7 @@ func (s *server) call(ctx context.Context, q, bare, spanName string, call axocoa
 		// Each failure is told to the span with the error returned (the
 		// Engine's execute_tool takes its kind for that error only).
 		var ret error
+		var kind string
 		switch cause := context.Cause(cctx); {
 		case ctx.Err() != nil && cause != errStopping:
 			// The caller cancelled (a client's cancel, the run's end): not
@@ -590,30 +591,26 @@ func (s *server) call(ctx context.Context, q, bare, spanName string, call axocoa
 			// DeadlineExceeded when the caller's deadline passed (the
 			// run's timeout): error.type "timeout" then, as the Engine
 			// names it, not a cancel.
-			kind := "canceled"
+			kind = "canceled"
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 				kind = "timeout"
 			}
 			ret = fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, ctx.Err())
-			endSpan(span, nil, ret, kind)
 		case cause == errStopping:
-			ret = fmt.Errorf("%w: mcp server %s: tool %s cancelled", ErrStopped, s.cfg.Name, bare)
-			endSpan(span, nil, ret, "stopped")
+			ret, kind = fmt.Errorf("%w: mcp server %s: tool %s cancelled", ErrStopped, s.cfg.Name, bare), "stopped"
 		case cause == errDeadline && ctx.Err() == nil:
-			ret = fmt.Errorf("%w: mcp server %s: tool %s: no result within %s: %w", ErrTimeout, s.cfg.Name, bare, timeout, context.DeadlineExceeded)
-			endSpan(span, nil, ret, "timeout")
+			ret, kind = fmt.Errorf("%w: mcp server %s: tool %s: no result within %s: %w", ErrTimeout, s.cfg.Name, bare, timeout, context.DeadlineExceeded), "timeout"
 		case sessionDead(err):
-			ret = fmt.Errorf("%w: %s (tool %s): %w", ErrServerDown, s.cfg.Name, bare, s.redact.Error(err))
-			endSpan(span, nil, ret, "session_closed")
+			ret, kind = fmt.Errorf("%w: %s (tool %s): %w", ErrServerDown, s.cfg.Name, bare, s.redact.Error(err)), "session_closed"
 			s.brokenCS.Store(cs)
 			select {
 			case s.broken <- struct{}{}:
 			default:
 			}
 		default:
-			ret = fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, s.redact.Error(err))
-			endSpan(span, nil, ret, "_OTHER")
+			ret, kind = fmt.Errorf("mcp server %s: tool %s: %w", s.cfg.Name, bare, s.redact.Error(err)), "_OTHER"
 		}
+		endSpan(span, nil, ret, kind)
 		return axocoatl.ToolResult{}, ret
 	}
 	endSpan(span, res, nil, "")
